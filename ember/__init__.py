@@ -1,0 +1,10 @@
+"""ember: an MXNet 1.x-compatible dataflow engine for machine learning (`import ember as mx`)."""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import base  # noqa: F401
+from .base import EmberError, MXNetError  # noqa: F401
+from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401
+from . import engine  # noqa: F401
+from . import ops  # noqa: F401

@@ -1,0 +1,79 @@
+"""Devices: `mx.cpu(i)`, `mx.gpu(i)` and the current default context."""
+from __future__ import annotations
+
+import threading
+
+from .base import ContextError
+
+
+class Context:
+    """A device: type ('cpu' or 'gpu') and index, usable as a `with` block to set the default."""
+
+    devtype2id = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
+    devid2type = {v: k for k, v in devtype2id.items()}
+    _default = threading.local()
+
+    def __init__(self, device_type, device_id: int = 0):
+        if isinstance(device_type, Context):
+            device_type, device_id = device_type.device_type, device_type.device_id
+        if isinstance(device_type, int):
+            device_type = self.devid2type.get(device_type, device_type)
+        if device_type not in self.devtype2id:
+            raise ContextError(f"unknown device type {device_type!r}; expected 'cpu' or 'gpu'")
+        if device_type in ("cpu_pinned", "cpu_shared"):
+            device_type = "cpu"
+        self.device_type = device_type
+        self.device_id = int(device_id)
+        self._old = None
+
+    @property
+    def device_typeid(self) -> int:
+        return self.devtype2id[self.device_type]
+
+    def __eq__(self, other):
+        return isinstance(other, Context) and (self.device_type, self.device_id) == (other.device_type, other.device_id)
+
+    def __hash__(self):
+        return hash((self.device_type, self.device_id))
+
+    def __repr__(self):
+        return f"{self.device_type}({self.device_id})"
+
+    __str__ = __repr__
+
+    def __enter__(self):
+        self._old = current_context()
+        Context._default.value = self
+        return self
+
+    def __exit__(self, *exc):
+        Context._default.value = self._old
+
+
+def cpu(device_id: int = 0) -> Context:
+    """The CPU context (all CPU indices share host memory, as in MXNet)."""
+    return Context("cpu", device_id)
+
+
+def gpu(device_id: int = 0) -> Context:
+    """A GPU context; arrays on it are CuPy arrays (needs the optional `cupy` package)."""
+    return Context("gpu", device_id)
+
+
+def cpu_pinned(device_id: int = 0) -> Context:
+    return Context("cpu", device_id)
+
+
+def current_context() -> Context:
+    """The default context of this thread (cpu(0) unless a `with ctx:` block says otherwise)."""
+    ctx = getattr(Context._default, "value", None)
+    return ctx if ctx is not None else Context("cpu", 0)
+
+
+def num_gpus() -> int:
+    """How many GPUs CuPy can see (0 without CuPy)."""
+    try:
+        import cupy
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:
+        return 0

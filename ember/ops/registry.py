@@ -1,0 +1,316 @@
+"""The operator registry: the single table every ember component reads.
+
+Each operator is one `OpDef`: its name and MXNet aliases, typed attributes,
+shape/dtype inference, kernels per device, gradient, in-place options, which
+inputs it mutates and the resources it needs.  Imperative calls (`mx.nd.*`),
+symbolic executors and autograd all look the definition up here at run time,
+so `override(name, device, fn)` swaps a kernel everywhere at once.
+
+Kernel convention (MXNet's FCompute): ``kernel(ctx, attrs, inputs, outputs, aux)``
+where ``inputs``/``outputs``/``aux`` are lists of numpy (or CuPy) arrays and the
+outputs are preallocated: the kernel writes into them (``np.add(a, b, out=o)``,
+``o[...] = value``) and returns nothing.  Aux states (BatchNorm's moving
+statistics) are written in place.  Inputs listed in ``mutates`` are written in
+place too (optimizer updates).
+
+Gradient convention: ``gradient(F, attrs, inputs, outputs, out_grads)`` returns
+one entry per input (None where no gradient flows).  ``F`` is the op namespace
+being differentiated through, ``ember.nd`` for autograd and ``ember.sym`` for
+the symbolic gradient pass, so the same gradient definition builds NDArrays or
+graph nodes, and reads every op it uses from this registry.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ..base import OperatorError
+
+REQUIRED = object()
+
+Shape = Tuple[int, ...]
+Names = Union[Sequence[str], Callable[[dict], Sequence[str]]]
+
+_DTYPE_ALIASES = {
+    "float32": np.float32, "float64": np.float64, "float16": np.float16,
+    "uint8": np.uint8, "int8": np.int8, "int32": np.int32, "int64": np.int64,
+    "bool": np.bool_, "real_t": np.float32,
+}
+
+
+def as_dtype(value: Any) -> np.dtype:
+    """Normalise a dtype given as MXNet string, numpy type or dtype."""
+    if isinstance(value, str) and value in _DTYPE_ALIASES:
+        return np.dtype(_DTYPE_ALIASES[value])
+    try:
+        return np.dtype(value)
+    except TypeError as e:
+        raise TypeError(f"unsupported dtype {value!r}") from e
+
+
+def _parse_literal(text: str):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+@dataclass
+class Attr:
+    """A typed operator attribute.
+
+    kind: 'int', 'float', 'bool', 'str', 'shape' (tuple of ints, MXNet's TShape),
+    'dtype', 'any' (kept as given), or 'int_or_none' / 'float_or_none' /
+    'shape_or_none'.  `choices` restricts 'str'.  Values may arrive as strings
+    (MXNet's JSON keeps every attribute as a string) and are parsed.
+    """
+
+    kind: str
+    default: Any = REQUIRED
+    choices: Optional[Tuple[str, ...]] = None
+    doc: str = ""
+
+    def parse(self, value: Any, op: str, name: str) -> Any:
+        kind = self.kind
+        if kind.endswith("_or_none"):
+            if value is None or (isinstance(value, str) and value.strip() in ("None", "")):
+                return None
+            kind = kind[: -len("_or_none")]
+        try:
+            return _PARSERS[kind](self, value)
+        except (ValueError, TypeError, SyntaxError) as e:
+            raise OperatorError(f"{op}: invalid value {value!r} for attribute '{name}' ({self.kind} expected): {e}") from None
+
+    def format(self, value: Any) -> str:
+        """The string MXNet writes for this value in symbol JSON."""
+        if value is None:
+            return "None"
+        if self.kind.startswith("shape"):
+            return "(" + ", ".join(str(int(v)) for v in value) + ("," if len(value) == 1 else "") + ")"
+        if self.kind == "dtype":
+            return np.dtype(value).name
+        if self.kind == "bool":
+            return "True" if value else "False"
+        return str(value)
+
+
+def _p_int(attr: Attr, v):
+    if isinstance(v, str):
+        v = _parse_literal(v.strip())
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer, float, np.floating)):
+        raise ValueError("not an integer")
+    if isinstance(v, (float, np.floating)) and float(v) != int(v):
+        raise ValueError("not an integer")
+    return int(v)
+
+
+def _p_float(attr: Attr, v):
+    if isinstance(v, str):
+        v = v.strip()
+    return float(v)
+
+
+def _p_bool(attr: Attr, v):
+    if isinstance(v, str):
+        s = v.strip().lower()
+        if s in ("true", "1"):
+            return True
+        if s in ("false", "0"):
+            return False
+        raise ValueError("not a boolean")
+    if isinstance(v, (bool, np.bool_, int, np.integer)):
+        return bool(v)
+    raise ValueError("not a boolean")
+
+
+def _p_str(attr: Attr, v):
+    if not isinstance(v, str):
+        v = str(v)
+    if attr.choices is not None and v not in attr.choices:
+        raise ValueError(f"must be one of {list(attr.choices)}")
+    return v
+
+
+def _p_shape(attr: Attr, v):
+    if isinstance(v, str):
+        v = _parse_literal(v.strip())
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return (int(v),)
+    if isinstance(v, (list, tuple)):
+        out = []
+        for x in v:
+            if x is None:
+                out.append(None)
+            elif isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+                out.append(int(x))
+            else:
+                raise ValueError("not a tuple of integers")
+        return tuple(out)
+    raise ValueError("not a tuple of integers")
+
+
+def _p_dtype(attr: Attr, v):
+    return as_dtype(v)
+
+
+def _p_any(attr: Attr, v):
+    return v
+
+
+_PARSERS = {"int": _p_int, "float": _p_float, "bool": _p_bool, "str": _p_str,
+            "shape": _p_shape, "dtype": _p_dtype, "any": _p_any}
+
+
+class OpContext:
+    """What a kernel may use besides its arrays: the array module, train flag, device and RNG."""
+
+    __slots__ = ("xp", "is_train", "device", "rng")
+
+    def __init__(self, xp, is_train: bool = False, device=None, rng=None):
+        self.xp = xp
+        self.is_train = is_train
+        self.device = device
+        self.rng = rng
+
+
+def _names(spec: Names, attrs: dict) -> List[str]:
+    return list(spec(attrs)) if callable(spec) else list(spec)
+
+
+@dataclass
+class OpDef:
+    """One operator: everything ember needs to run, infer and differentiate it."""
+
+    name: str
+    attrs: Dict[str, Attr] = field(default_factory=dict)
+    inputs: Names = ("data",)
+    outputs: Names = ("output",)
+    aux: Names = ()
+    infer_shape: Optional[Callable] = None
+    infer_type: Optional[Callable] = None
+    kernels: Dict[str, Callable] = field(default_factory=dict)
+    gradient: Optional[Callable] = None
+    inplace: Sequence[Tuple[int, int]] = ()
+    mutates: Sequence[int] = ()
+    resources: Sequence[str] = ()
+    aliases: Sequence[str] = ()
+    num_visible_outputs: Optional[Callable[[dict], int]] = None
+    key_var_num_args: Optional[str] = None
+    doc: str = ""
+
+    # -- attributes ---------------------------------------------------------
+    def parse_attrs(self, given: Dict[str, Any]) -> Dict[str, Any]:
+        """Parse and check attributes, filling defaults; unknown or missing ones are errors."""
+        out = {}
+        for key, value in given.items():
+            spec = self.attrs.get(key)
+            if spec is None:
+                if key.startswith("__") and key.endswith("__"):
+                    continue  # symbol-level attributes such as __lr_mult__ are not op parameters
+                known = ", ".join(sorted(self.attrs)) or "none"
+                raise OperatorError(f"{self.name}: unknown attribute '{key}' (known attributes: {known})")
+            out[key] = spec.parse(value, self.name, key)
+        for key, spec in self.attrs.items():
+            if key not in out:
+                if spec.default is REQUIRED:
+                    raise OperatorError(f"{self.name}: required attribute '{key}' is missing")
+                out[key] = spec.default
+        return out
+
+    def format_attrs(self, attrs: Dict[str, Any], only_given: Optional[Iterable[str]] = None) -> Dict[str, str]:
+        """Attributes as MXNet's JSON strings (only those named in `only_given`, if given)."""
+        keys = attrs.keys() if only_given is None else [k for k in only_given if k in attrs]
+        return {k: self.attrs[k].format(attrs[k]) for k in keys if k in self.attrs}
+
+    # -- arity ----------------------------------------------------------------
+    def input_names(self, attrs: dict) -> List[str]:
+        return _names(self.inputs, attrs)
+
+    def output_names(self, attrs: dict) -> List[str]:
+        return _names(self.outputs, attrs)
+
+    def aux_names(self, attrs: dict) -> List[str]:
+        return _names(self.aux, attrs)
+
+    def visible_outputs(self, attrs: dict) -> int:
+        if self.num_visible_outputs is None:
+            return len(self.output_names(attrs))
+        return self.num_visible_outputs(attrs)
+
+    # -- inference ------------------------------------------------------------
+    def shapes(self, attrs: dict, in_shapes: List[Optional[Shape]],
+               aux_shapes: Optional[List[Optional[Shape]]] = None):
+        """(in_shapes, out_shapes, aux_shapes); unknown entries are None. Raises ShapeError on conflicts."""
+        naux = len(self.aux_names(attrs))
+        aux_shapes = list(aux_shapes) if aux_shapes is not None else [None] * naux
+        if self.infer_shape is None:
+            raise OperatorError(f"{self.name}: no shape inference registered")
+        res = self.infer_shape(attrs, list(in_shapes), aux_shapes) if naux else self.infer_shape(attrs, list(in_shapes))
+        if len(res) == 2:
+            ins, outs = res
+            return list(ins), list(outs), aux_shapes
+        ins, outs, auxs = res
+        return list(ins), list(outs), list(auxs)
+
+    def dtypes(self, attrs: dict, in_dtypes: List[Optional[np.dtype]]):
+        """(in_dtypes, out_dtypes, aux_dtypes); default: everything takes the first known input dtype."""
+        if self.infer_type is not None:
+            res = self.infer_type(attrs, list(in_dtypes))
+            if len(res) == 2:
+                ins, outs = res
+                return list(ins), list(outs), [outs[0] if outs else None] * len(self.aux_names(attrs))
+            return tuple(list(x) for x in res)
+        known = next((d for d in in_dtypes if d is not None), None)
+        return ([known if d is None else d for d in in_dtypes],
+                [known] * len(self.output_names(attrs)),
+                [known] * len(self.aux_names(attrs)))
+
+    # -- kernels --------------------------------------------------------------
+    def kernel(self, device_type: str) -> Callable:
+        fn = self.kernels.get(device_type) or self.kernels.get("any")
+        if fn is None:
+            raise OperatorError(f"{self.name}: no kernel for device '{device_type}'")
+        return fn
+
+
+_OPS: Dict[str, OpDef] = {}
+_ALIASES: Dict[str, str] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    """Add an operator (and its aliases) to the registry; names must be new."""
+    for name in (op.name, *op.aliases):
+        if name in _ALIASES:
+            raise OperatorError(f"operator name '{name}' is already registered (by {_ALIASES[name]})")
+    _OPS[op.name] = op
+    for name in (op.name, *op.aliases):
+        _ALIASES[name] = op.name
+    return op
+
+
+def get(name: str) -> OpDef:
+    """The OpDef registered under `name` or one of its aliases."""
+    try:
+        return _OPS[_ALIASES[name]]
+    except KeyError:
+        raise OperatorError(f"unknown operator '{name}'") from None
+
+
+def exists(name: str) -> bool:
+    return name in _ALIASES
+
+
+def list_ops(include_aliases: bool = False) -> List[str]:
+    """Sorted operator names (with aliases if asked)."""
+    return sorted(_ALIASES if include_aliases else _OPS)
+
+
+def override(name: str, device: str, fn: Callable) -> Callable:
+    """Replace the kernel of `name` on `device` ('cpu', 'gpu' or 'any') everywhere; returns the old one."""
+    op = get(name)
+    old = op.kernels.get(device) or op.kernels.get("any")
+    op.kernels[device] = fn
+    return old
