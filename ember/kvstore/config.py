@@ -1,0 +1,68 @@
+"""Settings of the distributed store, read from environment variables.
+
+Roles follow MXNet's launcher (DMLC_* names); tuning knobs are EMBER_KVSTORE_*:
+
+DMLC_ROLE                        'worker' (default) or 'server' (set per process by the launcher)
+DMLC_NUM_WORKER                  number of worker processes (default: every MPI rank is a worker)
+DMLC_NUM_SERVER                  number of server processes (dist_async; default 0)
+EMBER_KVSTORE_TIMEOUT            seconds without progress before a peer is declared dead (default 60)
+EMBER_KVSTORE_FUSION_THRESHOLD   bytes: keys smaller than this are fused into one allreduce buffer
+                                 of at most this size (default 64 MiB; 0 disables fusion)
+EMBER_KVSTORE_CHUNK_BYTES        bytes: larger buffers are reduced in chunks of this size (default 16 MiB)
+EMBER_KVSTORE_HEARTBEAT          seconds between worker heartbeats to the servers (default timeout/4)
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .errors import KVStoreError
+
+
+def _env_number(name: str, default: float, kind=float) -> float:
+    text = os.environ.get(name)
+    if text is None or text.strip() == "":
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        raise KVStoreError(f"environment variable {name}={text!r} is not a valid {kind.__name__}") from None
+    if value < 0:
+        raise KVStoreError(f"environment variable {name}={text!r} must not be negative")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A snapshot of the store's environment settings."""
+
+    role: str
+    num_workers: int | None
+    num_servers: int
+    timeout: float
+    fusion_threshold: int
+    chunk_bytes: int
+    heartbeat: float
+
+
+def settings() -> Settings:
+    """Read the DMLC_* / EMBER_KVSTORE_* variables now (they may change between tests)."""
+    role = os.environ.get("DMLC_ROLE", "worker").strip().lower() or "worker"
+    if role not in ("worker", "server", "scheduler"):
+        raise KVStoreError(f"DMLC_ROLE={role!r}: expected 'worker', 'server' or 'scheduler'")
+    num_workers = os.environ.get("DMLC_NUM_WORKER")
+    timeout = _env_number("EMBER_KVSTORE_TIMEOUT", 60.0)
+    if timeout == 0:
+        raise KVStoreError("EMBER_KVSTORE_TIMEOUT must be positive")
+    chunk = int(_env_number("EMBER_KVSTORE_CHUNK_BYTES", 16 << 20, int))
+    if chunk == 0:
+        raise KVStoreError("EMBER_KVSTORE_CHUNK_BYTES must be positive")
+    return Settings(
+        role=role,
+        num_workers=int(_env_number("DMLC_NUM_WORKER", 0, int)) if num_workers else None,
+        num_servers=int(_env_number("DMLC_NUM_SERVER", 0, int)),
+        timeout=timeout,
+        fusion_threshold=int(_env_number("EMBER_KVSTORE_FUSION_THRESHOLD", 64 << 20, int)),
+        chunk_bytes=chunk,
+        heartbeat=_env_number("EMBER_KVSTORE_HEARTBEAT", timeout / 4.0),
+    )

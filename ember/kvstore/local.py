@@ -1,0 +1,252 @@
+"""The single-process store ('local' and 'device'): values pushed from several devices are summed,
+then either stored or handed to the updater; pulls copy the stored value to every output.
+
+Every data movement is an engine op that reads the source arrays' vars and writes the
+destination's var, so pushes of finished gradients run while the rest of backward still runs."""
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from typing import Any, Callable, List, Optional, Tuple
+
+import numpy as np
+
+from .. import engine
+from ..context import Context, cpu
+from . import arrays
+from .errors import KVStoreError, KVStoreShapeError
+from .keys import Key, group
+
+
+@dataclass
+class Entry:
+    """One key's stored value (and, when an updater runs, the buffer the pushes are merged into)."""
+
+    key: Key
+    data: Any
+    var: Any
+    ctx: Context
+    nd_type: type
+    merge_data: Any = None
+    merge_var: Any = None
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.data.dtype)
+
+    def stored_nd(self):
+        """The stored value as an NDArray sharing the store's buffer and var."""
+        return self.nd_type._wrap(self.data, self.var, self.ctx)
+
+    def merged_nd(self):
+        """The merge buffer as an NDArray (allocated on first use)."""
+        if self.merge_data is None:
+            self.merge_data = arrays.empty_on(self.ctx, self.shape, self.dtype)
+            self.merge_var = engine.Var(name=f"kvstore_merge_{self.key}")
+        return self.nd_type._wrap(self.merge_data, self.merge_var, self.ctx)
+
+
+def _unique_vars(arrs) -> list:
+    seen, out = set(), []
+    for a in arrs:
+        if id(a.var) not in seen:
+            seen.add(id(a.var))
+            out.append(a.var)
+    return out
+
+
+class KVStore:
+    """MXNet's KVStore API over the engine (types 'local' and 'device')."""
+
+    def __init__(self, kv_type: str = "local"):
+        self._type = kv_type
+        self._store: dict = {}
+        self._updater: Optional[Callable] = None
+        self._optimizer = None
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def type(self) -> str:
+        """The store type given to `create` ('local', 'device', 'dist_sync', ...)."""
+        return self._type
+
+    @property
+    def rank(self) -> int:
+        """This worker's rank (0 for a single-process store)."""
+        return 0
+
+    @property
+    def num_workers(self) -> int:
+        """Number of worker processes (1 for a single-process store)."""
+        return 1
+
+    # ----------------------------------------------------------------- checks
+    def _entry(self, key: Key) -> Entry:
+        entry = self._store.get(key)
+        if entry is None:
+            raise KVStoreError(f"key {key!r} has not been initialized: call kv.init({key!r}, value) first")
+        return entry
+
+    def _check_like(self, entry: Entry, arr, what: str, check_dtype: bool = True) -> None:
+        shape = tuple(arr.shape)
+        if shape != entry.shape:
+            raise KVStoreShapeError(f"{what} for key {entry.key!r} has shape {shape}, "
+                                    f"but the key was initialized with shape {entry.shape}")
+        if check_dtype and np.dtype(arr.dtype) != entry.dtype:
+            raise KVStoreShapeError(f"{what} for key {entry.key!r} has dtype {np.dtype(arr.dtype)}, "
+                                    f"but the key was initialized with dtype {entry.dtype}")
+
+    def _store_context(self, value) -> Context:
+        # 'local' keeps the store in host memory; 'device' keeps it where the values live.
+        return arrays.context_of(value) if "device" in self._type else cpu()
+
+    # ----------------------------------------------------------------- init
+    def init(self, key, value) -> None:
+        """Initialise key(s) with value(s); each key exactly once."""
+        pairs = group(key, value, "values")
+        for k, vals in pairs:
+            if k in self._store:
+                raise KVStoreError(f"key {k!r} is already initialized (double init)")
+            if len(vals) != 1:
+                raise KVStoreError(f"init of key {k!r} got {len(vals)} values; give exactly one")
+        entries = []
+        for k, vals in pairs:
+            src = vals[0]
+            ctx = self._store_context(src)
+            entry = Entry(k, arrays.empty_on(ctx, tuple(src.shape), np.dtype(src.dtype)),
+                          engine.Var(name=f"kvstore_{k}"), ctx, type(src))
+            self._store[k] = entry
+            entries.append((entry, src))
+        self._init_entries(entries)
+
+    def _init_entries(self, entries: List[Tuple[Entry, Any]]) -> None:
+        for entry, src in entries:
+            def copy(entry=entry, src=src):
+                arrays.copy_into(entry.data, src._data)
+            engine.push(copy, read=[src.var], write=[entry.var], device=entry.ctx,
+                        name=f"kvstore_init[{entry.key!r}]")
+
+    # ----------------------------------------------------------------- push / pull
+    def _check_push(self, key, value):
+        pairs = group(key, value, "values")
+        checked = []
+        for k, vals in pairs:
+            entry = self._entry(k)
+            for v in vals:
+                self._check_like(entry, v, "pushed value")
+            checked.append((entry, vals))
+        return checked
+
+    def push(self, key, value, priority: int = 0) -> None:
+        """Push value(s) into key(s): several values for one key (one per device) are summed,
+        then given to the updater if one is set, else stored."""
+        self._push_entries(self._check_push(key, value), priority)
+
+    def _push_entries(self, checked, priority: int) -> None:
+        for entry, vals in checked:
+            target_data, target_var = entry.data, entry.var
+            if self._updater is not None:
+                merged = entry.merged_nd()
+                target_data, target_var = entry.merge_data, entry.merge_var
+
+            def aggregate(vals=vals, dst=target_data):
+                arrays.sum_into(dst, [v._data for v in vals])
+            engine.push(aggregate, read=_unique_vars(vals), write=[target_var], priority=priority,
+                        device=entry.ctx, name=f"kvstore_push[{entry.key!r}]")
+            if self._updater is not None:
+                self._updater(entry.key, merged, entry.stored_nd())
+
+    def pull(self, key, out=None, priority: int = 0, ignore_sparse: bool = True) -> None:
+        """Copy the value(s) of key(s) into `out` (an NDArray or list per key)."""
+        if out is None:
+            raise KVStoreError("pull needs `out`: the NDArray(s) to copy the stored value into")
+        pairs = group(key, out, "outputs")
+        checked = []
+        for k, outs in pairs:
+            entry = self._entry(k)
+            for o in outs:
+                self._check_like(entry, o, "pull output", check_dtype=False)
+            checked.append((entry, outs))
+        self._pull_entries(checked, priority)
+
+    def _pull_entries(self, checked, priority: int) -> None:
+        for entry, outs in checked:
+            def copy_out(entry=entry, outs=outs):
+                for o in outs:
+                    arrays.copy_into(o._data, entry.data)
+            engine.push(copy_out, read=[entry.var], write=_unique_vars(outs), priority=priority,
+                        device=entry.ctx, name=f"kvstore_pull[{entry.key!r}]")
+
+    def pushpull(self, key, value, out=None, priority: int = 0) -> None:
+        """push(key, value) then pull(key, out); `out=None` pulls back into `value`."""
+        self.push(key, value, priority)
+        self.pull(key, value if out is None else out, priority)
+
+    def broadcast(self, key, value, out, priority: int = 0) -> None:
+        """init(key, value) then pull(key, out): every worker starts from worker 0's value."""
+        self.init(key, value)
+        self.pull(key, out, priority)
+
+    def row_sparse_pull(self, key, out=None, priority: int = 0, row_ids=None) -> None:
+        """Not supported: ember has no row-sparse storage."""
+        raise KVStoreError("row_sparse_pull is not supported: ember has no row_sparse storage; use pull")
+
+    def set_gradient_compression(self, compression_params) -> None:
+        """Not supported: gradients are always sent uncompressed."""
+        raise KVStoreError("gradient compression is not supported by ember's kvstore")
+
+    # ----------------------------------------------------------------- updates
+    def set_optimizer(self, optimizer) -> None:
+        """Run `optimizer` on the store: each push then applies one update to the stored weight."""
+        from .. import optimizer as opt_module  # the optimizer package imports NDArray ops
+        self._optimizer = optimizer
+        self._set_updater(opt_module.get_updater(optimizer))
+
+    def _set_updater(self, updater: Callable) -> None:
+        """Set `updater(key, merged_grad, stored_weight)`, called for every pushed key."""
+        if updater is not None and not callable(updater):
+            raise KVStoreError(f"updater must be callable, got {type(updater).__name__}")
+        self._updater = updater
+
+    set_updater = _set_updater
+
+    def _updater_for_states(self):
+        if self._updater is None or not hasattr(self._updater, "get_states"):
+            raise KVStoreError("no optimizer states: call set_optimizer(...) on this kvstore first")
+        return self._updater
+
+    def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
+        """Write the updater's optimizer states (and the optimizer itself if asked) to `fname`."""
+        updater = self._updater_for_states()
+        engine.wait_all()
+        with open(fname, "wb") as f:
+            f.write(updater.get_states(dump_optimizer))
+
+    def load_optimizer_states(self, fname: str) -> None:
+        """Read optimizer states written by save_optimizer_states."""
+        updater = self._updater_for_states()
+        with open(fname, "rb") as f:
+            data = f.read()
+        try:
+            updater.set_states(data)
+        except (pickle.UnpicklingError, EOFError) as e:
+            raise KVStoreError(f"{fname!r} does not hold optimizer states: {e}") from e
+
+    # ----------------------------------------------------------------- sync
+    def barrier(self) -> None:
+        """Wait until every worker reaches the barrier (nothing to wait for in one process)."""
+
+    _barrier = barrier
+
+    def _send_command_to_servers(self, head: int, body: str) -> None:
+        """Servers exist only for dist_async stores; a single-process store has none."""
+
+    def close(self) -> None:
+        """Release communication resources (nothing to release in one process)."""
+
+    def __repr__(self):
+        return f"<KVStore type={self._type!r} rank={self.rank} num_workers={self.num_workers} keys={len(self._store)}>"
