@@ -1,0 +1,46 @@
+# ember: `make demo` runs the main job, `make test` the whole suite; both install what they need first.
+PY ?= python3
+PIP := $(PY) -m pip
+STAMP := .make-installed
+CC ?= gcc
+CFLAGS_NATIVE := -std=c11 -O1 -g -Wall -Wextra -Werror -pthread -Inative
+
+.PHONY: install demo engine-demo test test-python memcheck bench clean
+
+$(STAMP): setup.cfg setup.py pyproject.toml native/engine.c native/engine.h native/build_engine.py
+	$(PIP) install -q -e '.[test,dist,demo]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(PY) examples/train_digits.py
+
+engine-demo: install
+	$(PY) examples/engine_demo.py
+
+test: install memcheck test-python
+
+test-python: install
+	$(PY) -m pytest -q tests
+
+# The C core's stress test under AddressSanitizer + UndefinedBehaviorSanitizer (leaks included),
+# then under valgrind memcheck when valgrind is installed.
+memcheck:
+	@mkdir -p build
+	$(CC) $(CFLAGS_NATIVE) -fsanitize=address,undefined -fno-omit-frame-pointer \
+	    native/engine.c native/stress_test.c -o build/stress_asan
+	ASAN_OPTIONS=detect_leaks=1 ./build/stress_asan 20000
+	$(CC) $(CFLAGS_NATIVE) native/engine.c native/stress_test.c -o build/stress_plain
+	@if command -v valgrind >/dev/null; then \
+	    valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect -q \
+	        ./build/stress_plain 3000; \
+	else echo "valgrind not installed: ASan run only"; fi
+
+bench: install
+	$(PY) bench/engine_overhead.py
+	$(PY) bench/engine_parallel.py
+	$(PY) bench/engine_pending.py
+
+clean:
+	rm -rf build $(STAMP) ember/engine/_native*.so *.egg-info

@@ -1,0 +1,438 @@
+"""Python side of the native engine: variables, push, wait, bulk, engine type.
+
+A Python op is pushed as the C trampoline `ember_py_trampoline` plus an integer
+handle; the trampoline (a cffi callback) takes the GIL only while the Python
+callable runs.  Native kernels are pushed as C function pointers and run
+without the GIL.  Every call into C goes through cffi's out-of-line API mode,
+which releases the GIL for the duration of the call, so a push never blocks
+workers that need the GIL.
+
+When the caller asks for it (`inline=True`) and an op's inputs are already
+available at push, the C core hands the op back to the pusher, which runs it
+at once: no thread hand-off, no GIL ping-pong.  That is the fast path for
+tiny imperative ops; large ops go to the worker pools and run in parallel.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import itertools
+import os
+import threading
+from typing import Callable, Iterable, Optional, Sequence
+
+from ..base import EngineError
+from . import policy as _policy
+from ._native import ffi, lib
+from .errors import ErrorTable
+
+PROPS = {"normal": lib.EMBER_PROP_NORMAL, "copy": lib.EMBER_PROP_COPY, "async": lib.EMBER_PROP_ASYNC}
+ENGINE_TYPES = {
+    "threadedengine": False, "threadedengineperdevice": False, "threadedenginepooled": False,
+    "naiveengine": True, "threaded": False, "naive": True,
+}
+_CPU_QUEUE, _COPY_QUEUE = 0, 1
+
+
+def _env_int(names: Sequence[str], default: int) -> int:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            try:
+                return max(1, int(value))
+            except ValueError:
+                raise EngineError(f"{name}={value!r} is not an integer") from None
+    return default
+
+
+def _engine_type_from_env() -> bool:
+    name = os.environ.get("EMBER_ENGINE_TYPE") or os.environ.get("MXNET_ENGINE_TYPE") or "ThreadedEngine"
+    key = name.lower().replace("async", "")
+    if key not in ENGINE_TYPES:
+        raise EngineError(f"unknown engine type {name!r}; use ThreadedEngine or NaiveEngine")
+    return ENGINE_TYPES[key]
+
+
+def _released_ids():
+    buf = ffi.new("int[256]")
+    while True:
+        n = lib.ember_released_errors(_E, buf, 256)
+        if n == 0:
+            return
+        yield from buf[0:n]
+
+
+_E = lib.ember_engine_create(
+    1 if _engine_type_from_env() else 0,
+    _env_int(("EMBER_CPU_WORKER_NTHREADS", "MXNET_CPU_WORKER_NTHREADS"), os.cpu_count() or 1),
+    _env_int(("EMBER_COPY_NTHREADS",), 1),
+)
+_errors = ErrorTable(_released_ids)
+_pyops: dict = {}
+_op_ids = itertools.count(1)
+_names: dict = {}
+_gpu_queues: dict = {}
+_queue_names = {_CPU_QUEUE: "cpu", _COPY_QUEUE: "copy"}
+_tls = threading.local()
+_NULL = ffi.NULL
+_push = lib.ember_push
+_trampoline = None  # set below, after the callback is defined
+_RUN_IN_CALLER = lib.EMBER_RUN_IN_CALLER
+_FLAG_CALLER = lib.EMBER_FLAG_CALLER
+_SKIPPED = lib.EMBER_SKIPPED
+_PENDING = lib.EMBER_PENDING
+
+
+def _cname(name: Optional[str]):
+    """A C string for an op name, interned for the life of the process (the profiler keeps pointers)."""
+    c = _names.get(name)
+    if c is None:
+        c = ffi.new("char[]", (name or "op").encode())
+        _names[name] = c
+    return c
+
+
+class Var:
+    """An engine variable: stands for one resource (array storage, RNG state, memory block, workspace).
+
+    Deleting it (`delete()` or garbage collection) is ordered after every op pending on it.
+    """
+
+    __slots__ = ("_h", "name", "__weakref__")
+
+    def __init__(self, name: Optional[str] = None):
+        self._h = lib.ember_var_new(_E)
+        self.name = name
+
+    def wait(self) -> None:
+        """Block until every pending write finishes; re-raise an error recorded on this variable."""
+        wait(self)
+
+    @property
+    def version(self) -> int:
+        """How many writes have finished on this variable."""
+        self._check()
+        return lib.ember_var_version(self._h)
+
+    @property
+    def error(self) -> Optional[BaseException]:
+        """The error currently recorded on this variable (None if its last write succeeded)."""
+        self._check()
+        eid = lib.ember_var_error(self._h)
+        return _errors.exception(eid) if eid else None
+
+    def _check(self):
+        if self._h is None:
+            raise EngineError(f"engine variable {self.name or ''} was already deleted")
+
+    def delete(self) -> None:
+        """Free the variable once every op pending on it has finished."""
+        h, self._h = self._h, None
+        if h is not None:
+            lib.ember_var_delete(_E, h)
+
+    def __del__(self):
+        try:
+            self.delete()
+        except Exception:  # noqa: BLE001 - interpreter teardown
+            pass
+
+    def __repr__(self):
+        return f"<engine.Var {self.name or hex(id(self))}>"
+
+
+class _Done:
+    """Completion callback handed to async ops: call it once, with an exception on failure."""
+
+    __slots__ = ("_op", "_name")
+
+    def __init__(self, op, name):
+        self._op = op
+        self._name = name
+
+    def __call__(self, exc: Optional[BaseException] = None) -> None:
+        op, self._op = self._op, None
+        if op is None:
+            raise EngineError(f"completion of async op '{self._name}' called twice")
+        lib.ember_complete(op, _errors.register(exc, self._name) if exc is not None else 0)
+
+
+def _run(fn, prop, name, op):
+    """Run a Python op body; returns 0, an error id, or EMBER_PENDING (async)."""
+    try:
+        if prop == "async":
+            fn(_Done(op, name))
+            return _PENDING
+        fn()
+        return 0
+    except BaseException as exc:  # noqa: BLE001 - recorded, re-raised at wait
+        return _errors.register(exc, name)
+
+
+@ffi.def_extern()
+def ember_py_trampoline(ctx, op):
+    fn, prop, name = _pyops.pop(int(ffi.cast("intptr_t", ctx)))
+    return _run(fn, prop, name, op)
+
+
+_trampoline = lib.ember_py_trampoline
+
+
+def _queue_for(device, prop: str) -> int:
+    if prop == "copy":
+        return _COPY_QUEUE
+    if device is None or getattr(device, "device_type", "cpu") == "cpu":
+        return _CPU_QUEUE
+    key = (device.device_type, device.device_id)
+    q = _gpu_queues.get(key)
+    if q is None:
+        q = lib.ember_queue_add(_E, _env_int(("EMBER_GPU_WORKER_NTHREADS", "MXNET_GPU_WORKER_NTHREADS"), 2))
+        if q < 0:
+            raise EngineError("too many device queues")
+        _gpu_queues[key] = q
+        _queue_names[q] = f"{device.device_type}({device.device_id})"
+    return q
+
+
+def _handles(vars_: Iterable[Var], what: str):
+    out = []
+    for v in vars_:
+        h = getattr(v, "_h", False)
+        if not h:
+            if h is False:
+                raise TypeError(f"push: {what} must be engine.Var objects, got {type(v).__name__}")
+            raise EngineError(f"push: engine variable {v.name or ''} in {what} was already deleted")
+        out.append(h)
+    return out
+
+
+def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), priority: int = 0,
+         device=None, name: Optional[str] = None, prop: str = "normal", inline: bool = False) -> None:
+    """Schedule `fn` after the ops it depends on through `read` and `write`.
+
+    fn() runs on a worker of the device's queue (or, with inline=True, in this
+    thread when everything it needs is ready now).  prop='async': fn(done) is
+    called and must call done() or done(exc) later, from any thread.
+    prop='copy' runs on the copy queue.  An exception raised by fn is recorded
+    on every var in `write` and re-raised by wait()/wait_all().
+    """
+    if prop not in PROPS:
+        raise ValueError(f"push: prop must be one of {sorted(PROPS)}, got {prop!r}")
+    bulk = getattr(_tls, "bulk", None)
+    if bulk is not None and prop == "normal" and priority == 0:
+        bulk.add(fn, read, write, name)
+        return
+    if bulk is not None:
+        bulk.flush()
+    _push_now(fn, read, write, priority, device, name, prop, inline)
+
+
+def _push_now(fn, read, write, priority, device, name, prop, inline):
+    reads = _handles(read, "read")
+    writes = _handles(write, "write")
+    hid = next(_op_ids)
+    _pyops[hid] = (fn, prop, name)
+    run_here = _tls.__dict__.get("run_here")
+    if run_here is None:
+        run_here = _tls.run_here = ffi.new("ember_opr **")
+    rc = _push(_E, _trampoline, ffi.cast("void *", hid), reads, len(reads), writes, len(writes),
+               _queue_for(device, prop), priority, PROPS[prop], _cname(name),
+               _FLAG_CALLER if inline else 0, run_here)
+    if rc == _RUN_IN_CALLER:
+        del _pyops[hid]
+        op = run_here[0]
+        rc = _run(fn, prop, name, op)
+        if rc != _PENDING:
+            lib.ember_complete(op, rc)
+    elif rc == _SKIPPED:
+        del _pyops[hid]
+    elif rc < 0:
+        _pyops.pop(hid, None)
+        raise EngineError(f"push of '{name}' rejected by the engine (code {rc})")
+
+
+def push_native(fn_ptr, ctx=None, read: Iterable[Var] = (), write: Iterable[Var] = (), priority: int = 0,
+                device=None, name: Optional[str] = None, inline: bool = False) -> None:
+    """Push a C kernel (an `int (*)(void *ctx, ember_opr *op)` cdata); it runs without the GIL."""
+    reads = _handles(read, "read")
+    writes = _handles(write, "write")
+    rc = _push(_E, fn_ptr, ctx if ctx is not None else _NULL, reads, len(reads), writes, len(writes),
+               _queue_for(device, "normal"), priority, PROPS["normal"], _cname(name),
+               lib.EMBER_FLAG_INLINE if inline else 0, _NULL)
+    if rc < 0:
+        raise EngineError(f"push of native op '{name}' rejected by the engine (code {rc})")
+
+
+def _flush_bulk():
+    bulk = getattr(_tls, "bulk", None)
+    if bulk is not None:
+        bulk.flush()
+
+
+def wait(var: Var) -> None:
+    """Block until `var` has no pending write; raise the error recorded on it, if any."""
+    _flush_bulk()
+    var._check()
+    eid = lib.ember_wait_var(_E, var._h)
+    if eid:
+        _errors.raise_for(eid)
+
+
+def wait_all(timeout: Optional[float] = None) -> None:
+    """Block until every pushed op has finished; raise the first error since the last wait_all.
+
+    With a timeout (seconds), raise TimeoutError if ops are still pending then.
+    """
+    _flush_bulk()
+    eid = lib.ember_wait_all(_E, -1 if timeout is None else int(timeout * 1000))
+    if eid == -1:
+        raise TimeoutError(f"engine still has {stats()['pending']} pending ops after {timeout} s")
+    if eid:
+        _errors.raise_for(eid)
+
+
+class _Bulk:
+    """Consecutive small ops of one thread gathered into one engine op (MXNet's bulk execution)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.fns = []
+        self.reads = []
+        self.writes = []
+        self.names = []
+
+    def add(self, fn, read, write, name):
+        self.fns.append(fn)
+        self.reads.extend(read)
+        self.writes.extend(write)
+        self.names.append(name)
+        if len(self.fns) >= self.size:
+            self.flush()
+
+    def flush(self):
+        if not self.fns:
+            return
+        fns, reads, writes = self.fns, self.reads, self.writes
+        self.fns, self.reads, self.writes, self.names = [], [], [], []
+
+        def run_segment():
+            for f in fns:
+                f()
+
+        _push_now(run_segment, reads, writes, 0, None, f"Bulk[{len(fns)}]", "normal", False)
+
+
+@contextlib.contextmanager
+def bulk(size: int):
+    """Within the block, this thread's ops are grouped `size` at a time into single engine ops.
+
+    An error in one op of a group fails the whole group (its writes carry the error).
+    """
+    previous = set_bulk_size(size)
+    try:
+        yield
+    finally:
+        set_bulk_size(previous)
+
+
+def set_bulk_size(size: int) -> int:
+    """Set this thread's bulk size (0 or 1 turns bulking off); returns the previous size."""
+    if not isinstance(size, int) or size < 0:
+        raise ValueError(f"bulk size must be a non-negative int, got {size!r}")
+    old = getattr(_tls, "bulk", None)
+    if old is not None:
+        old.flush()
+    _tls.bulk = _Bulk(size) if size > 1 else None
+    return old.size if old is not None else 0
+
+
+_policy_state = {"name": "priority", "key": None}
+
+
+@ffi.def_extern()
+def ember_py_policy_key(name, priority, seq, dependants, queue):
+    key = _policy_state["key"]
+    try:
+        return int(key(ffi.string(name).decode() if name != ffi.NULL else "", priority, seq, dependants, queue))
+    except Exception:  # noqa: BLE001 - a broken experimental policy falls back to priority order
+        return priority
+
+
+def set_policy(policy) -> str:
+    """Swap the scheduling policy at run time ('priority', 'fifo', 'lifo', 'critical_path' or a
+    Python policy object); returns the previous policy's name.  Ops already queued keep their order."""
+    code, key, name = _policy.resolve(policy)
+    old = _policy_state["name"]
+    _policy_state.update(name=name, key=key)
+    lib.ember_set_policy(_E, code, lib.ember_py_policy_key if key is not None else ffi.NULL)
+    return old
+
+
+def get_policy() -> str:
+    return _policy_state["name"]
+
+
+def set_engine_type(name: str) -> str:
+    """Switch between 'ThreadedEngine' and 'NaiveEngine' (after finishing pending ops); returns the old type."""
+    key = str(name).lower().replace("async", "")
+    if key not in ENGINE_TYPES:
+        raise ValueError(f"unknown engine type {name!r}; use ThreadedEngine or NaiveEngine")
+    old = engine_type()
+    wait_all_quiet()
+    lib.ember_engine_set_naive(_E, 1 if ENGINE_TYPES[key] else 0)
+    return old
+
+
+def engine_type() -> str:
+    return "NaiveEngine" if lib.ember_engine_is_naive(_E) else "ThreadedEngine"
+
+
+def wait_all_quiet() -> None:
+    """Finish pending ops without raising (errors stay on their variables)."""
+    lib.ember_wait_all(_E, -1)
+
+
+def stats() -> dict:
+    """Counters: ops pushed, completed, failed, skipped (inherited errors), run inline, pending; per queue."""
+    s = ffi.new("ember_stats *")
+    lib.ember_get_stats(_E, s)
+    queues = {}
+    for q in range(s.nqueues):
+        queues[_queue_names.get(q, str(q))] = {
+            "pushed": lib.ember_queue_stat(_E, q, 0), "run": lib.ember_queue_stat(_E, q, 1),
+            "waiting": lib.ember_queue_stat(_E, q, 2)}
+    return {"pushed": s.pushed, "completed": s.completed, "failed": s.failed, "skipped": s.skipped,
+            "inline": s.inline_runs, "pending": s.pending, "queues": queues,
+            "engine_type": engine_type(), "policy": get_policy(), "errors_held": len(_errors)}
+
+
+def queue_name(q: int) -> str:
+    return _queue_names.get(q, str(q))
+
+
+def native_engine():
+    """The C engine handle (for native extensions and benchmarks)."""
+    return _E
+
+
+# -- process lifecycle --------------------------------------------------------
+
+def _shutdown():
+    timeout = float(os.environ.get("EMBER_SHUTDOWN_TIMEOUT", "30"))
+    _flush_bulk()
+    # After stop, pushes run synchronously in the caller, so late garbage collection still works.
+    lib.ember_engine_stop(_E, int(timeout * 1000))
+
+
+def _before_fork():
+    _flush_bulk()
+    lib.ember_engine_stop(_E, int(float(os.environ.get("EMBER_SHUTDOWN_TIMEOUT", "30")) * 1000))
+
+
+def _after_fork():
+    lib.ember_engine_start(_E)
+
+
+atexit.register(_shutdown)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)

@@ -1,0 +1,820 @@
+/* ember's threaded dependency engine.  See engine.h for the contract and
+ * docs/engine.md for the rules and a picture of a variable's version queue. */
+#define _GNU_SOURCE
+#include "engine.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------------ types */
+
+typedef struct ember_err {
+    int id;
+    atomic_int refs;
+} ember_err;
+
+/* One pending access in a variable's version queue. */
+typedef struct vblock {
+    struct vblock *next;
+    ember_opr *trigger;
+    int write;
+} vblock;
+
+struct ember_var {
+    pthread_mutex_t mu;
+    int running_reads;     /* reads running now; -1 while a write runs */
+    vblock *pending_write; /* oldest write not yet finished (queue head); NULL = queue empty */
+    vblock *tail;          /* empty sentinel: the next access is written into it */
+    vblock *last;          /* last real block still queued (for dependant counting) */
+    int to_delete;
+    _Atomic(ember_err *) err;
+    atomic_uint_fast64_t version;
+};
+
+#define OPF_NOSKIP 0x100    /* run even when an input carries an error (waits, deletes) */
+#define OPF_ANYWHERE 0x200  /* run in whichever thread makes it ready (waits, deletes) */
+
+struct ember_opr {
+    atomic_int wait;
+    ember_fn fn;
+    void *ctx;
+    ember_engine *eng;
+    ember_err *err;
+    int inherited; /* err came from an input, not from this op */
+    const char *name;
+    uint64_t seq;
+    int64_t key;
+    int64_t t_start;
+    atomic_int dependants;
+    int queue, priority, prop, flags;
+    int nread, nwrite, nrw; /* vars = reads-only..., then writes (the first nrw were also read) */
+    int *sync_done;         /* naive mode: the pusher waits for this */
+    ember_var *vars[];
+};
+
+typedef struct equeue {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    ember_opr **heap;
+    int size, cap;
+    int nthreads, running, stop;
+    pthread_t *threads;
+    uint64_t npushed, nrun;
+    int id;
+    ember_engine *eng;
+} equeue;
+
+#define MAX_QUEUES 64
+
+struct ember_engine {
+    int naive;
+    atomic_int policy;
+    _Atomic(ember_key_fn) custom_key;
+    atomic_uint_fast64_t seq;
+    atomic_int_fast64_t pending;
+    atomic_uint_fast64_t pushed, completed, failed, skipped, inline_runs;
+    atomic_int cancelled;
+    pthread_mutex_t push_mu; /* appends of one push are atomic w.r.t. other pushers */
+    pthread_mutex_t mu;      /* pending/wait_all and naive completion */
+    pthread_cond_t cv;
+    pthread_mutex_t err_mu;
+    ember_err **errors;
+    int nerrors, cap_errors;
+    int *released;
+    int nreleased, cap_released;
+    equeue *queues[MAX_QUEUES];
+    int nqueues;
+    atomic_int profiling;
+    pthread_mutex_t prof_mu;
+    ember_prof_record *prof;
+    int nprof, cap_prof;
+    atomic_int next_worker;
+};
+
+static _Thread_local int tl_worker = -1;
+
+int64_t ember_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void *xrealloc_array(void *p, int *cap, int need, size_t elem) {
+    if (need <= *cap) return p;
+    int ncap = *cap ? *cap * 2 : 16;
+    while (ncap < need) ncap *= 2;
+    void *q = realloc(p, (size_t)ncap * elem);
+    if (!q) abort();
+    *cap = ncap;
+    return q;
+}
+
+/* ----------------------------------------------------------------- errors */
+
+static ember_err *err_new(int id) {
+    ember_err *x = malloc(sizeof *x);
+    if (!x) abort();
+    x->id = id;
+    atomic_init(&x->refs, 1);
+    return x;
+}
+
+static ember_err *err_ref(ember_err *x) {
+    if (x) atomic_fetch_add(&x->refs, 1);
+    return x;
+}
+
+static void err_unref(ember_engine *e, ember_err *x) {
+    if (!x || atomic_fetch_sub(&x->refs, 1) != 1) return;
+    pthread_mutex_lock(&e->err_mu);
+    e->released = xrealloc_array(e->released, &e->cap_released, e->nreleased + 1, sizeof(int));
+    e->released[e->nreleased++] = x->id;
+    pthread_mutex_unlock(&e->err_mu);
+    free(x);
+}
+
+static void var_set_err(ember_engine *e, ember_var *v, ember_err *x) {
+    ember_err *old = atomic_exchange(&v->err, err_ref(x));
+    err_unref(e, old);
+}
+
+int ember_released_errors(ember_engine *e, int *buf, int cap) {
+    pthread_mutex_lock(&e->err_mu);
+    int n = e->nreleased < cap ? e->nreleased : cap;
+    memcpy(buf, e->released, (size_t)n * sizeof(int));
+    memmove(e->released, e->released + n, (size_t)(e->nreleased - n) * sizeof(int));
+    e->nreleased -= n;
+    pthread_mutex_unlock(&e->err_mu);
+    return n;
+}
+
+/* -------------------------------------------------------------- variables */
+
+static vblock *vblock_new(void) {
+    vblock *b = calloc(1, sizeof *b);
+    if (!b) abort();
+    return b;
+}
+
+ember_var *ember_var_new(ember_engine *e) {
+    (void)e;
+    ember_var *v = calloc(1, sizeof *v);
+    if (!v) abort();
+    pthread_mutex_init(&v->mu, NULL);
+    v->tail = vblock_new();
+    atomic_init(&v->err, NULL);
+    atomic_init(&v->version, 0);
+    return v;
+}
+
+static void var_free(ember_engine *e, ember_var *v) {
+    err_unref(e, atomic_exchange(&v->err, NULL));
+    pthread_mutex_destroy(&v->mu);
+    free(v->tail);
+    free(v);
+}
+
+uint64_t ember_var_version(ember_var *v) { return atomic_load(&v->version); }
+
+int ember_var_error(ember_var *v) {
+    ember_err *x = atomic_load(&v->err);
+    return x ? x->id : 0;
+}
+
+static void count_dependant(ember_var *v) {
+    if (v->last) atomic_fetch_add(&v->last->trigger->dependants, 1);
+}
+
+/* Returns 1 when the read may proceed now. */
+static int append_read(ember_var *v, ember_opr *op) {
+    pthread_mutex_lock(&v->mu);
+    int ready = 0;
+    if (v->pending_write == NULL) {
+        v->running_reads++;
+        ready = 1;
+    } else {
+        count_dependant(v);
+        vblock *b = v->tail;
+        b->trigger = op;
+        b->write = 0;
+        b->next = vblock_new();
+        v->tail = b->next;
+        v->last = b;
+    }
+    pthread_mutex_unlock(&v->mu);
+    return ready;
+}
+
+static int append_write(ember_var *v, ember_opr *op) {
+    pthread_mutex_lock(&v->mu);
+    int ready = 0;
+    vblock *b = v->tail;
+    b->trigger = op;
+    b->write = 1;
+    b->next = vblock_new();
+    v->tail = b->next;
+    if (v->pending_write == NULL) {
+        v->pending_write = b;
+        if (v->running_reads == 0) {
+            v->running_reads = -1;
+            ready = 1;
+        } else {
+            count_dependant(v);
+        }
+    } else {
+        count_dependant(v);
+    }
+    v->last = b;
+    pthread_mutex_unlock(&v->mu);
+    return ready;
+}
+
+/* Returns the op made ready, if any. */
+static ember_opr *complete_read(ember_var *v) {
+    ember_opr *ready = NULL;
+    pthread_mutex_lock(&v->mu);
+    if (--v->running_reads == 0 && v->pending_write) {
+        ready = v->pending_write->trigger;
+        v->running_reads = -1;
+    }
+    pthread_mutex_unlock(&v->mu);
+    return ready;
+}
+
+/* Ops made ready by one completion: a small vector (an op may appear more than once). */
+typedef struct {
+    ember_opr **items;
+    int n, cap;
+    ember_opr *local[16];
+} readyvec;
+
+static void ready_add(readyvec *rv, ember_opr *op) {
+    if (rv->n == rv->cap) {
+        int ncap = rv->cap * 2;
+        ember_opr **p = malloc((size_t)ncap * sizeof *p);
+        if (!p) abort();
+        memcpy(p, rv->items, (size_t)rv->n * sizeof *p);
+        if (rv->items != rv->local) free(rv->items);
+        rv->items = p;
+        rv->cap = ncap;
+    }
+    rv->items[rv->n++] = op;
+}
+
+/* Pops the finished write; adds every op made ready to rv.
+ * Frees the variable when it was marked for deletion and nothing is left. */
+static void complete_write(ember_engine *e, ember_var *v, readyvec *rv) {
+    pthread_mutex_lock(&v->mu);
+    atomic_fetch_add(&v->version, 1);
+    vblock *done = v->pending_write;
+    vblock *b = done->next;
+    if (v->last == done) v->last = NULL;
+    free(done);
+    int nreads = 0;
+    while (b != v->tail && !b->write) {
+        ready_add(rv, b->trigger);
+        nreads++;
+        vblock *nx = b->next;
+        if (v->last == b) v->last = NULL;
+        free(b);
+        b = nx;
+    }
+    if (b == v->tail) {
+        v->pending_write = NULL;
+        v->running_reads = nreads;
+    } else {
+        v->pending_write = b;
+        if (nreads == 0) {
+            v->running_reads = -1;
+            ready_add(rv, b->trigger);
+        } else {
+            v->running_reads = nreads;
+        }
+    }
+    int free_now = v->to_delete && v->pending_write == NULL && v->running_reads == 0;
+    pthread_mutex_unlock(&v->mu);
+    if (free_now) var_free(e, v);
+}
+
+/* ----------------------------------------------------------------- queues */
+
+static int op_before(const ember_opr *a, const ember_opr *b) {
+    return a->key > b->key || (a->key == b->key && a->seq < b->seq);
+}
+
+static void heap_push(equeue *q, ember_opr *op) {
+    q->heap = xrealloc_array(q->heap, &q->cap, q->size + 1, sizeof(ember_opr *));
+    int i = q->size++;
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (!op_before(op, q->heap[p])) break;
+        q->heap[i] = q->heap[p];
+        i = p;
+    }
+    q->heap[i] = op;
+}
+
+static ember_opr *heap_pop(equeue *q) {
+    ember_opr *top = q->heap[0];
+    ember_opr *last = q->heap[--q->size];
+    int i = 0;
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        const ember_opr *best = last;
+        if (l < q->size && op_before(q->heap[l], best)) { m = l; best = q->heap[l]; }
+        if (r < q->size && op_before(q->heap[r], best)) { m = r; }
+        if (m == i) break;
+        q->heap[i] = q->heap[m];
+        i = m;
+    }
+    if (q->size > 0) q->heap[i] = last;
+    return top;
+}
+
+static int64_t policy_key(ember_engine *e, ember_opr *op) {
+    switch (atomic_load(&e->policy)) {
+    case EMBER_POLICY_FIFO: return 0;
+    case EMBER_POLICY_LIFO: return (int64_t)op->seq;
+    case EMBER_POLICY_CRITICAL_PATH:
+        return (int64_t)atomic_load(&op->dependants) * 1024 + op->priority;
+    case EMBER_POLICY_CUSTOM: {
+        ember_key_fn f = atomic_load(&e->custom_key);
+        if (f) return f(op->name, op->priority, op->seq, atomic_load(&op->dependants), op->queue);
+        return op->priority;
+    }
+    default: return op->priority;
+    }
+}
+
+static void execute(ember_engine *e, ember_opr *op);
+
+static void enqueue(ember_engine *e, ember_opr *op) {
+    equeue *q = e->queues[op->queue];
+    op->key = policy_key(e, op); /* computed outside the queue lock: a custom key may call Python */
+    pthread_mutex_lock(&q->mu);
+    if (q->running == 0) {
+        /* stopped (fork, exit): run where we are rather than lose the op */
+        pthread_mutex_unlock(&q->mu);
+        execute(e, op);
+        return;
+    }
+    heap_push(q, op);
+    q->npushed++;
+    pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* ------------------------------------------------------------- execution */
+
+static void complete(ember_engine *e, ember_opr *op);
+
+static void schedule(ember_engine *e, ember_opr *op) {
+    if (e->naive || (op->flags & OPF_ANYWHERE)) execute(e, op);
+    else enqueue(e, op);
+}
+
+static void dispatch(ember_engine *e, ember_opr *op) {
+    if (atomic_fetch_sub(&op->wait, 1) == 1) schedule(e, op);
+}
+
+static void inherit_error(ember_opr *op) {
+    if (op->err) return;
+    int ncheck = op->nread + op->nrw;
+    for (int i = 0; i < ncheck; i++) {
+        ember_err *x = atomic_load(&op->vars[i]->err);
+        if (x) {
+            op->err = err_ref(x);
+            op->inherited = 1;
+            return;
+        }
+    }
+}
+
+static void execute(ember_engine *e, ember_opr *op) {
+    inherit_error(op);
+    if (op->err && !(op->flags & OPF_NOSKIP)) {
+        atomic_fetch_add(&e->skipped, 1);
+        complete(e, op);
+        return;
+    }
+    if (atomic_load(&e->cancelled) && !(op->flags & OPF_NOSKIP)) {
+        op->err = err_new(EMBER_ERR_CANCELLED);
+        complete(e, op);
+        return;
+    }
+    if (atomic_load_explicit(&e->profiling, memory_order_relaxed)) op->t_start = ember_now_ns();
+    int rc = op->fn ? op->fn(op->ctx, op) : 0;
+    if (rc != EMBER_PENDING) ember_complete(op, rc);
+}
+
+void ember_complete(ember_opr *op, int err) {
+    if (err > 0 && op->err == NULL) op->err = err_new(err);
+    complete(op->eng, op);
+}
+
+static void profile_record(ember_engine *e, ember_opr *op) {
+    int64_t end = ember_now_ns();
+    pthread_mutex_lock(&e->prof_mu);
+    e->prof = xrealloc_array(e->prof, &e->cap_prof, e->nprof + 1, sizeof(ember_prof_record));
+    ember_prof_record *r = &e->prof[e->nprof++];
+    r->name = op->name;
+    r->queue = op->queue;
+    r->worker = tl_worker;
+    r->start_ns = op->t_start ? op->t_start : end;
+    r->end_ns = end;
+    pthread_mutex_unlock(&e->prof_mu);
+}
+
+static void complete(ember_engine *e, ember_opr *op) {
+    if (op->name && atomic_load_explicit(&e->profiling, memory_order_relaxed)) profile_record(e, op);
+    ember_var **writes = op->vars + op->nread;
+    for (int i = 0; i < op->nwrite; i++) var_set_err(e, writes[i], op->err);
+    if (op->err && !op->inherited) {
+        atomic_fetch_add(&e->failed, 1);
+        pthread_mutex_lock(&e->err_mu);
+        e->errors = xrealloc_array(e->errors, &e->cap_errors, e->nerrors + 1, sizeof(ember_err *));
+        e->errors[e->nerrors++] = err_ref(op->err);
+        pthread_mutex_unlock(&e->err_mu);
+    }
+    readyvec rv;
+    rv.items = rv.local;
+    rv.n = 0;
+    rv.cap = 16;
+    for (int i = 0; i < op->nread; i++) {
+        ember_opr *r = complete_read(op->vars[i]);
+        if (r) ready_add(&rv, r);
+    }
+    for (int i = 0; i < op->nwrite; i++) complete_write(e, writes[i], &rv);
+    err_unref(e, op->err);
+    int *sync_done = op->sync_done;
+    free(op);
+    for (int i = 0; i < rv.n; i++) dispatch(e, rv.items[i]);
+    if (rv.items != rv.local) free(rv.items);
+    atomic_fetch_add(&e->completed, 1);
+    if (atomic_fetch_sub(&e->pending, 1) == 1 || sync_done) {
+        pthread_mutex_lock(&e->mu);
+        if (sync_done) *sync_done = 1;
+        pthread_cond_broadcast(&e->cv);
+        pthread_mutex_unlock(&e->mu);
+    }
+}
+
+static void *worker_main(void *arg) {
+    equeue *q = arg;
+    ember_engine *e = q->eng;
+    tl_worker = atomic_fetch_add(&e->next_worker, 1);
+    for (;;) {
+        pthread_mutex_lock(&q->mu);
+        while (q->size == 0 && !q->stop) pthread_cond_wait(&q->cv, &q->mu);
+        if (q->size == 0) {
+            pthread_mutex_unlock(&q->mu);
+            break;
+        }
+        ember_opr *op = heap_pop(q);
+        q->nrun++;
+        pthread_mutex_unlock(&q->mu);
+        execute(e, op);
+    }
+    return NULL;
+}
+
+static void queue_start(equeue *q) {
+    pthread_mutex_lock(&q->mu);
+    q->stop = 0;
+    q->running = q->nthreads;
+    pthread_mutex_unlock(&q->mu);
+    for (int i = 0; i < q->nthreads; i++) pthread_create(&q->threads[i], NULL, worker_main, q);
+}
+
+static void queue_stop(equeue *q, int join) {
+    pthread_mutex_lock(&q->mu);
+    q->stop = 1;
+    q->running = 0;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    for (int i = 0; i < q->nthreads; i++) {
+        if (join) pthread_join(q->threads[i], NULL);
+        else pthread_detach(q->threads[i]);
+    }
+}
+
+int ember_queue_add(ember_engine *e, int nthreads) {
+    if (e->nqueues >= MAX_QUEUES) return -1;
+    equeue *q = calloc(1, sizeof *q);
+    if (!q) abort();
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->cv, NULL);
+    q->nthreads = nthreads < 1 ? 1 : nthreads;
+    q->threads = calloc((size_t)q->nthreads, sizeof(pthread_t));
+    q->eng = e;
+    q->id = e->nqueues;
+    queue_start(q);
+    e->queues[e->nqueues] = q;
+    return e->nqueues++;
+}
+
+/* ------------------------------------------------------------------- push */
+
+static int contains(ember_var *const *vs, int n, ember_var *v) {
+    for (int i = 0; i < n; i++)
+        if (vs[i] == v) return 1;
+    return 0;
+}
+
+int ember_push(ember_engine *e, ember_fn fn, void *ctx,
+               ember_var *const *reads, int nread, ember_var *const *writes, int nwrite,
+               int queue, int priority, int prop, const char *name, int flags, ember_opr **run_here) {
+    if (queue < 0 || queue >= e->nqueues || nread < 0 || nwrite < 0) return -2;
+    (void)prop;
+    ember_opr *op = malloc(sizeof *op + (size_t)(nread + nwrite) * sizeof(ember_var *));
+    if (!op) abort();
+    /* Dedup: writes first (a var in both lists counts as written), then reads not written. */
+    int nw = 0, nrw = 0;
+    ember_var **tmpw = op->vars + nread; /* writes are placed after the reads below */
+    for (int i = 0; i < nwrite; i++)
+        if (!contains(tmpw, nw, writes[i])) tmpw[nw++] = writes[i];
+    /* move writes that are also read to the front of the write section */
+    for (int i = 0; i < nw; i++) {
+        if (contains(reads, nread, tmpw[i])) {
+            ember_var *t = tmpw[nrw];
+            tmpw[nrw] = tmpw[i];
+            tmpw[i] = t;
+            nrw++;
+        }
+    }
+    int nr = 0;
+    for (int i = 0; i < nread; i++)
+        if (!contains(tmpw, nw, reads[i]) && !contains(op->vars, nr, reads[i])) op->vars[nr++] = reads[i];
+    if (nr < nread) memmove(op->vars + nr, tmpw, (size_t)nw * sizeof(ember_var *));
+    op->fn = fn;
+    op->ctx = ctx;
+    op->eng = e;
+    op->err = NULL;
+    op->inherited = 0;
+    op->name = name;
+    op->t_start = 0;
+    atomic_init(&op->dependants, 0);
+    op->queue = queue;
+    op->priority = priority;
+    op->prop = prop;
+    op->flags = flags;
+    op->nread = nr;
+    op->nwrite = nw;
+    op->nrw = nrw;
+    op->sync_done = NULL;
+    atomic_init(&op->wait, nr + nw + 1);
+    int done = 0;
+    int naive = e->naive && !(flags & OPF_ANYWHERE); /* waits and deletes never block their pusher */
+    if (naive) op->sync_done = &done;
+    atomic_fetch_add(&e->pending, 1);
+    atomic_fetch_add(&e->pushed, 1);
+
+    int nready = 0;
+    pthread_mutex_lock(&e->push_mu);
+    op->seq = atomic_fetch_add(&e->seq, 1);
+    for (int i = 0; i < nr; i++) nready += append_read(op->vars[i], op);
+    for (int i = 0; i < nw; i++) nready += append_write(op->vars[nr + i], op);
+    pthread_mutex_unlock(&e->push_mu);
+    /* release the dependencies already satisfied plus the pusher's own +1 in one step */
+    int rc = 0;
+    if (atomic_fetch_sub(&op->wait, nready + 1) == nready + 1) {
+        if ((flags & EMBER_FLAG_CALLER) && run_here) {
+            op->sync_done = NULL;
+            inherit_error(op);
+            if (op->err) { /* skipped: it inherits its input's error */
+                atomic_fetch_add(&e->skipped, 1);
+                complete(e, op);
+                return EMBER_SKIPPED;
+            }
+            *run_here = op; /* the caller runs it to completion itself */
+            atomic_fetch_add(&e->inline_runs, 1);
+            return EMBER_RUN_IN_CALLER;
+        }
+        if (naive || (flags & (EMBER_FLAG_INLINE | OPF_ANYWHERE))) {
+            atomic_fetch_add(&e->inline_runs, 1);
+            execute(e, op);
+        } else {
+            enqueue(e, op);
+        }
+    }
+    if (naive) {
+        pthread_mutex_lock(&e->mu);
+        while (!done) pthread_cond_wait(&e->cv, &e->mu);
+        pthread_mutex_unlock(&e->mu);
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------- waiting */
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+} waiter;
+
+static int waiter_fn(void *ctx, ember_opr *op) {
+    (void)op;
+    waiter *w = ctx;
+    pthread_mutex_lock(&w->mu);
+    w->done = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+int ember_wait_var(ember_engine *e, ember_var *v) {
+    pthread_mutex_lock(&v->mu);
+    int idle = v->pending_write == NULL;
+    pthread_mutex_unlock(&v->mu);
+    if (!idle) {
+        waiter w;
+        pthread_mutex_init(&w.mu, NULL);
+        pthread_cond_init(&w.cv, NULL);
+        w.done = 0;
+        ember_var *r[1] = {v};
+        ember_push(e, waiter_fn, &w, r, 1, NULL, 0, 0, 0, EMBER_PROP_NORMAL, "WaitForVar",
+                   OPF_NOSKIP | OPF_ANYWHERE, NULL);
+        pthread_mutex_lock(&w.mu);
+        while (!w.done) pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        pthread_cond_destroy(&w.cv);
+        pthread_mutex_destroy(&w.mu);
+    }
+    return ember_var_error(v);
+}
+
+static int delete_fn(void *ctx, ember_opr *op) {
+    (void)op;
+    ember_var *v = ctx;
+    pthread_mutex_lock(&v->mu);
+    v->to_delete = 1;
+    pthread_mutex_unlock(&v->mu);
+    return 0;
+}
+
+void ember_var_delete(ember_engine *e, ember_var *v) {
+    ember_var *w[1] = {v};
+    ember_push(e, delete_fn, v, NULL, 0, w, 1, 0, 0, EMBER_PROP_NORMAL, NULL, OPF_NOSKIP | OPF_ANYWHERE, NULL);
+}
+
+int ember_wait_all(ember_engine *e, int timeout_ms) {
+    struct timespec deadline;
+    if (timeout_ms >= 0) {
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += timeout_ms / 1000;
+        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) { deadline.tv_sec++; deadline.tv_nsec -= 1000000000L; }
+    }
+    pthread_mutex_lock(&e->mu);
+    while (atomic_load(&e->pending) > 0) {
+        if (timeout_ms < 0) {
+            pthread_cond_wait(&e->cv, &e->mu);
+        } else if (pthread_cond_timedwait(&e->cv, &e->mu, &deadline) == ETIMEDOUT) {
+            pthread_mutex_unlock(&e->mu);
+            return -1;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_lock(&e->err_mu);
+    ember_err **errs = e->errors;
+    int n = e->nerrors;
+    e->errors = NULL;
+    e->nerrors = e->cap_errors = 0;
+    pthread_mutex_unlock(&e->err_mu);
+    int id = n > 0 ? errs[0]->id : 0;
+    for (int i = 0; i < n; i++) err_unref(e, errs[i]);
+    free(errs);
+    return id;
+}
+
+/* ------------------------------------------------------------- lifecycle */
+
+ember_engine *ember_engine_create(int naive, int cpu_threads, int copy_threads) {
+    ember_engine *e = calloc(1, sizeof *e);
+    if (!e) abort();
+    e->naive = naive;
+    atomic_init(&e->policy, EMBER_POLICY_PRIORITY);
+    atomic_init(&e->custom_key, NULL);
+    pthread_mutex_init(&e->push_mu, NULL);
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    pthread_mutex_init(&e->err_mu, NULL);
+    pthread_mutex_init(&e->prof_mu, NULL);
+    ember_queue_add(e, cpu_threads);
+    ember_queue_add(e, copy_threads);
+    return e;
+}
+
+int ember_engine_stop(ember_engine *e, int timeout_ms) {
+    int drained = ember_wait_all(e, timeout_ms) != -1;
+    if (!drained) {
+        atomic_store(&e->cancelled, 1); /* queued ops are dropped with EMBER_ERR_CANCELLED */
+        drained = ember_wait_all(e, 200) != -1;
+    }
+    for (int i = 0; i < e->nqueues; i++) queue_stop(e->queues[i], drained);
+    return drained ? 0 : 1;
+}
+
+void ember_engine_start(ember_engine *e) {
+    atomic_store(&e->cancelled, 0);
+    for (int i = 0; i < e->nqueues; i++)
+        if (e->queues[i]->running == 0) queue_start(e->queues[i]);
+}
+
+void ember_engine_destroy(ember_engine *e) {
+    int drained = ember_engine_stop(e, -1) == 0;
+    if (!drained) return; /* a stuck op still references the engine: leak rather than crash */
+    for (int i = 0; i < e->nqueues; i++) {
+        equeue *q = e->queues[i];
+        pthread_mutex_destroy(&q->mu);
+        pthread_cond_destroy(&q->cv);
+        free(q->heap);
+        free(q->threads);
+        free(q);
+    }
+    ember_wait_all(e, 0);
+    free(e->errors);
+    free(e->released);
+    free(e->prof);
+    pthread_mutex_destroy(&e->push_mu);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->err_mu);
+    pthread_mutex_destroy(&e->prof_mu);
+    free(e);
+}
+
+void ember_engine_set_naive(ember_engine *e, int naive) { e->naive = naive; }
+int ember_engine_is_naive(ember_engine *e) { return e->naive; }
+
+void ember_set_policy(ember_engine *e, int policy, ember_key_fn custom) {
+    atomic_store(&e->custom_key, custom);
+    atomic_store(&e->policy, policy);
+}
+
+int ember_get_policy(ember_engine *e) { return atomic_load(&e->policy); }
+
+/* ---------------------------------------------------------- stats, profile */
+
+void ember_get_stats(ember_engine *e, ember_stats *out) {
+    out->pushed = atomic_load(&e->pushed);
+    out->completed = atomic_load(&e->completed);
+    out->failed = atomic_load(&e->failed);
+    out->skipped = atomic_load(&e->skipped);
+    out->inline_runs = atomic_load(&e->inline_runs);
+    out->pending = atomic_load(&e->pending);
+    out->nqueues = e->nqueues;
+}
+
+uint64_t ember_queue_stat(ember_engine *e, int queue, int which) {
+    if (queue < 0 || queue >= e->nqueues) return 0;
+    equeue *q = e->queues[queue];
+    pthread_mutex_lock(&q->mu);
+    uint64_t r = which == 0 ? q->npushed : which == 1 ? q->nrun : (uint64_t)q->size;
+    pthread_mutex_unlock(&q->mu);
+    return r;
+}
+
+void ember_profile_set(ember_engine *e, int on) { atomic_store(&e->profiling, on); }
+
+int ember_profile_fetch(ember_engine *e, ember_prof_record *buf, int cap) {
+    pthread_mutex_lock(&e->prof_mu);
+    int n = e->nprof < cap ? e->nprof : cap;
+    memcpy(buf, e->prof, (size_t)n * sizeof *buf);
+    memmove(e->prof, e->prof + n, (size_t)(e->nprof - n) * sizeof *buf);
+    e->nprof -= n;
+    pthread_mutex_unlock(&e->prof_mu);
+    return n;
+}
+
+/* ----------------------------------------------------------------- native */
+
+int ember_noop(void *ctx, ember_opr *op) {
+    (void)ctx;
+    (void)op;
+    return 0;
+}
+
+double ember_bench_native(ember_engine *e, int n, int nvars, int chain, int inline_ok) {
+    if (nvars < 1) nvars = 1;
+    ember_var **vars = malloc((size_t)nvars * sizeof *vars);
+    if (!vars) abort();
+    for (int i = 0; i < nvars; i++) vars[i] = ember_var_new(e);
+    int flags = inline_ok ? EMBER_FLAG_INLINE : 0;
+    int64_t t0 = ember_now_ns();
+    for (int i = 0; i < n; i++) {
+        ember_var *w = vars[chain ? 0 : i % nvars];
+        ember_push(e, ember_noop, NULL, NULL, 0, &w, 1, 0, 0, EMBER_PROP_NORMAL, "noop", flags, NULL);
+    }
+    ember_wait_all(e, -1);
+    int64_t t1 = ember_now_ns();
+    for (int i = 0; i < nvars; i++) ember_var_delete(e, vars[i]);
+    ember_wait_all(e, -1);
+    free(vars);
+    return (double)(t1 - t0) / n;
+}

@@ -1,0 +1,104 @@
+/* ember's dependency engine: the whole C API.
+ *
+ * An op is a function pointer + an opaque context + the variables it reads and
+ * writes.  The engine runs an op once every earlier write of what it reads has
+ * finished and every earlier read and write of what it writes has finished
+ * (MXNet's rules, kept with one version queue per variable, so a push costs
+ * O(variables of the op)).  Ready ops go to a worker pool per device queue,
+ * ordered by a swappable scheduling policy.
+ *
+ * Errors are integer ids (0 = none) chosen by the caller; the engine records
+ * an op's error on every variable it writes, skips ops that read a failed
+ * variable (they inherit the error) and reports it at ember_wait_var /
+ * ember_wait_all.  A successful write clears a variable's error.
+ */
+#ifndef EMBER_ENGINE_H
+#define EMBER_ENGINE_H
+
+#include <stdint.h>
+
+typedef struct ember_engine ember_engine;
+typedef struct ember_var ember_var;
+typedef struct ember_opr ember_opr;
+
+/* An op body.  Return 0 on success, an error id > 0 on failure, or
+ * EMBER_PENDING when it will finish later through ember_complete(op, err). */
+typedef int (*ember_fn)(void *ctx, ember_opr *op);
+/* A custom scheduling policy: the sort key of a ready op (larger runs first). */
+typedef int64_t (*ember_key_fn)(const char *name, int priority, uint64_t seq, int dependants, int queue);
+
+#define EMBER_PENDING (-1)
+#define EMBER_ERR_CANCELLED 1 /* op dropped at shutdown */
+
+enum { EMBER_PROP_NORMAL = 0, EMBER_PROP_COPY = 1, EMBER_PROP_ASYNC = 2 };
+enum { EMBER_POLICY_PRIORITY = 0, EMBER_POLICY_FIFO = 1, EMBER_POLICY_LIFO = 2,
+       EMBER_POLICY_CRITICAL_PATH = 3, EMBER_POLICY_CUSTOM = 4 };
+/* push flags */
+#define EMBER_FLAG_INLINE 1   /* may run in the pushing thread when ready at push */
+#define EMBER_FLAG_CALLER 2   /* if ready at push, return EMBER_RUN_IN_CALLER instead of running fn */
+#define EMBER_RUN_IN_CALLER 1 /* ember_push result: the caller must run the op, then ember_complete */
+#define EMBER_SKIPPED 2       /* ember_push result: ready at push but skipped, inheriting an input's error */
+
+/* Engine lifetime.  naive != 0: every op runs synchronously inside ember_push. */
+ember_engine *ember_engine_create(int naive, int cpu_threads, int copy_threads);
+void ember_engine_destroy(ember_engine *e); /* finishes pending ops, joins workers */
+int ember_engine_stop(ember_engine *e, int timeout_ms); /* drain (cancel what is left after timeout), join; 0 = drained */
+void ember_engine_start(ember_engine *e);  /* restart workers after stop (fork) */
+void ember_engine_set_naive(ember_engine *e, int naive);
+int ember_engine_is_naive(ember_engine *e);
+/* Device queues: 0 = cpu, 1 = copy; more (gpu i) are added on demand. */
+int ember_queue_add(ember_engine *e, int nthreads);
+
+/* Variables */
+ember_var *ember_var_new(ember_engine *e);
+void ember_var_delete(ember_engine *e, ember_var *v); /* freed after every op pending on it */
+uint64_t ember_var_version(ember_var *v);
+
+/* Push.  Returns 0; or, when EMBER_FLAG_CALLER was given and the op is ready now,
+ * EMBER_RUN_IN_CALLER with *run_here set (the caller runs it, then calls
+ * ember_complete) or EMBER_SKIPPED (an input carries an error, now inherited);
+ * or a negative value on misuse. */
+int ember_push(ember_engine *e, ember_fn fn, void *ctx,
+               ember_var *const *reads, int nread, ember_var *const *writes, int nwrite,
+               int queue, int priority, int prop, const char *name, int flags,
+               ember_opr **run_here);
+void ember_complete(ember_opr *op, int err);
+
+/* Waiting: both return the error id found (0 = none). wait_all clears the
+ * list of errors seen since the previous wait_all; timeout_ms < 0 waits forever;
+ * a timeout returns -1. */
+int ember_wait_var(ember_engine *e, ember_var *v);
+int ember_wait_all(ember_engine *e, int timeout_ms);
+int ember_var_error(ember_var *v);
+
+/* Scheduling policy */
+void ember_set_policy(ember_engine *e, int policy, ember_key_fn custom);
+int ember_get_policy(ember_engine *e);
+
+/* Error ids whose last reference went away (the caller may forget them). */
+int ember_released_errors(ember_engine *e, int *buf, int cap);
+
+/* Statistics */
+typedef struct {
+    uint64_t pushed, completed, failed, skipped, inline_runs;
+    int64_t pending;
+    int nqueues;
+} ember_stats;
+void ember_get_stats(ember_engine *e, ember_stats *out);
+uint64_t ember_queue_stat(ember_engine *e, int queue, int which); /* which: 0 pushed, 1 run, 2 waiting */
+
+/* Profiling: per-op timing records, near-zero cost when off. */
+typedef struct {
+    const char *name;
+    int queue, worker;
+    int64_t start_ns, end_ns;
+} ember_prof_record;
+void ember_profile_set(ember_engine *e, int on);
+int ember_profile_fetch(ember_engine *e, ember_prof_record *buf, int cap); /* moves records out */
+int64_t ember_now_ns(void);
+
+/* Native helpers: an empty op, and a C-side push loop to measure the engine alone. */
+int ember_noop(void *ctx, ember_opr *op);
+double ember_bench_native(ember_engine *e, int n, int nvars, int chain, int inline_ok);
+
+#endif
