@@ -1,0 +1,212 @@
+"""Helpers shared by the neural-network operator modules (`nn_*.py`).
+
+Attribute normalisation (kernel/stride/pad tuples), shape checks that raise
+errors naming the operator, the `_backward_<Name>` gradient plumbing, window
+views for convolution/pooling, and a few maths functions numpy lacks.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..base import OperatorError, ShapeError
+from .registry import Attr
+
+Shape = Tuple[int, ...]
+
+
+# -- attribute helpers ---------------------------------------------------------
+def spatial(op: str, name: str, value: Sequence[int], ndim: int, default: int) -> Tuple[int, ...]:
+    """A per-spatial-dimension tuple: () means `default` everywhere; otherwise exactly `ndim` entries."""
+    if value is None or len(value) == 0:
+        return (default,) * ndim
+    if len(value) != ndim:
+        raise OperatorError(f"{op}: attribute '{name}' has {len(value)} entries {tuple(value)} "
+                            f"but the kernel is {ndim}-D")
+    if any(v is None for v in value):
+        raise OperatorError(f"{op}: attribute '{name}' must hold integers, got {tuple(value)}")
+    return tuple(int(v) for v in value)
+
+
+def positive(op: str, name: str, values: Sequence[int], allow_zero: bool = False) -> None:
+    """Raise OperatorError unless every entry is > 0 (or >= 0)."""
+    for v in values:
+        if v < 0 or (v == 0 and not allow_zero):
+            need = ">= 0" if allow_zero else "> 0"
+            raise OperatorError(f"{op}: attribute '{name}' must be {need}, got {tuple(values)}")
+
+
+def bool_or_none(default=None) -> Attr:
+    """MXNet's `boolean or None` attribute."""
+    return Attr("any", default)
+
+
+def parse_optional_bool(op: str, name: str, value) -> Optional[bool]:
+    """Parse an 'any' attribute holding MXNet's optional boolean."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        s = value.strip().lower()
+        if s in ("none", ""):
+            return None
+        if s in ("true", "1"):
+            return True
+        if s in ("false", "0"):
+            return False
+        raise OperatorError(f"{op}: attribute '{name}' must be a boolean or None, got {value!r}")
+    if isinstance(value, (bool, np.bool_, int, np.integer)):
+        return bool(value)
+    raise OperatorError(f"{op}: attribute '{name}' must be a boolean or None, got {value!r}")
+
+
+# -- shape helpers -------------------------------------------------------------
+def need_ndim(op: str, what: str, shape: Shape, ndims: Sequence[int]) -> None:
+    """Raise ShapeError unless `shape` has one of the ranks in `ndims`."""
+    if len(shape) not in ndims:
+        want = " or ".join(str(n) for n in ndims)
+        raise ShapeError(f"{op}: {what} must be {want}-D, got shape {tuple(shape)}")
+
+
+def merge(op: str, what: str, given: Optional[Shape], inferred: Shape) -> Shape:
+    """The shape `given` (possibly unknown or partially 0) reconciled with `inferred`."""
+    inferred = tuple(int(v) for v in inferred)
+    if given is None:
+        return inferred
+    given = tuple(given)
+    if len(given) == 0:
+        return inferred
+    if len(given) != len(inferred) or any(g not in (0, None) and g != i for g, i in zip(given, inferred)):
+        raise ShapeError(f"{op}: {what} has shape {given} but {inferred} is expected")
+    return inferred
+
+
+def known(shape: Optional[Shape]) -> bool:
+    """True when a shape is fully known (MXNet marks unknown dims with 0)."""
+    return shape is not None and len(shape) > 0 and all(v not in (0, None) for v in shape)
+
+
+def float_types(op: str, attrs: dict, in_dtypes: list, n_out: int, n_aux: int = 0):
+    """Dtype inference for float ops: all inputs, outputs and aux share one float dtype."""
+    dt = next((d for d in in_dtypes if d is not None), None)
+    if dt is not None:
+        dt = np.dtype(dt)
+        if dt.kind != "f":
+            raise OperatorError(f"{op}: floating point input expected, got {dt.name}")
+        for d in in_dtypes:
+            if d is not None and np.dtype(d) != dt:
+                raise OperatorError(f"{op}: inputs mix dtypes {np.dtype(d).name} and {dt.name}")
+    ins = [dt if d is None else d for d in in_dtypes]
+    return ins, [dt] * n_out, [dt] * n_aux
+
+
+def write(out, value) -> None:
+    """Copy `value` into the preallocated output `out` (broadcasting scalars)."""
+    out[...] = value
+
+
+def matmul_into(xp, a, b, out) -> None:
+    """out[...] = a @ b, straight into `out`'s buffer when it is contiguous (no temporary)."""
+    if out.flags.c_contiguous and out.shape == a.shape[:-1] + b.shape[-1:]:
+        xp.matmul(a, b, out=out)
+    else:
+        out[...] = xp.matmul(a, b).reshape(out.shape)
+
+
+# -- gradients through F ---------------------------------------------------------
+def call_op(F, name: str, arrays: Sequence, attrs: dict, n_out: int) -> List:
+    """Call registry op `name` through `F` and return its outputs as a list of `n_out` entries."""
+    res = getattr(F, name)(*arrays, **attrs)
+    if n_out == 1:
+        if isinstance(res, (list, tuple)):
+            return [res[0]]
+        return [res]
+    return [res[i] for i in range(n_out)]
+
+
+def backward_via(bwd_name: str, build: Callable[[dict, list, list, list], Sequence],
+                 grads_for: Callable[[dict], Sequence[bool]]) -> Callable:
+    """A gradient function that calls the dedicated op `bwd_name`.
+
+    build(attrs, inputs, outputs, out_grads) lists the arrays passed to the backward op;
+    grads_for(attrs) says, per forward input, whether the backward op returns its gradient
+    (in order); inputs without one get None.
+    """
+    def gradient(F, attrs, inputs, outputs, out_grads):
+        wanted = list(grads_for(attrs))
+        res = call_op(F, bwd_name, build(attrs, inputs, outputs, out_grads), attrs, sum(wanted))
+        it = iter(res)
+        return [next(it) if w else None for w in wanted]
+    gradient.__doc__ = f"Gradient through the dedicated kernel op {bwd_name}."
+    return gradient
+
+
+# -- window views (convolution, pooling) -----------------------------------------
+def pad_spatial(xp, x, pad_before: Sequence[int], pad_after: Sequence[int], value=0):
+    """`x` (N, C, *spatial) padded on its spatial axes; returned as-is when no padding is needed."""
+    if not any(pad_before) and not any(pad_after):
+        return x
+    widths = [(0, 0), (0, 0)] + [(int(a), int(b)) for a, b in zip(pad_before, pad_after)]
+    return xp.pad(x, widths, mode="constant", constant_values=value)
+
+
+def windows(xp, xpad, kernel: Sequence[int], stride: Sequence[int], dilate: Sequence[int],
+            out_spatial: Sequence[int]):
+    """A strided view (N, C, *kernel, *out_spatial) of the padded 2-D input `xpad` (N, C, H, W).
+
+    Element [n, c, i, j, y, x] is xpad[n, c, y*sh + i*dh, x*sw + j*dw]; no data is copied.
+    """
+    sN, sC, sH, sW = xpad.strides
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dilate, out_spatial
+    shape = (xpad.shape[0], xpad.shape[1], kh, kw, oh, ow)
+    strides = (sN, sC, sH * dh, sW * dw, sH * sh, sW * sw)
+    return xp.lib.stride_tricks.as_strided(xpad, shape=shape, strides=strides)
+
+
+def as_2d_spatial(shape: Shape) -> Shape:
+    """(N, C, W) -> (N, C, 1, W); (N, C, H, W) unchanged: 1-D ops run as 2-D ones with H = 1."""
+    return shape if len(shape) == 4 else (shape[0], shape[1], 1, shape[2])
+
+
+# -- maths ------------------------------------------------------------------------
+try:  # scipy's erf is exact to float64 precision; fall back to a rational approximation without it
+    from scipy.special import erf as _scipy_erf  # type: ignore
+except Exception:  # pragma: no cover - depends on the environment
+    _scipy_erf = None
+
+
+def erf(xp, x):
+    """The error function, elementwise, in x's dtype (scipy/cupyx when present)."""
+    if xp is np and _scipy_erf is not None:
+        return _scipy_erf(x).astype(x.dtype, copy=False)
+    if xp is not np:
+        try:
+            from cupyx.scipy.special import erf as cu_erf  # type: ignore
+            return cu_erf(x)
+        except Exception:  # pragma: no cover
+            pass
+    # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): enough for float32 work
+    s = xp.sign(x)
+    a = xp.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return (s * (1.0 - poly * xp.exp(-a * a))).astype(x.dtype, copy=False)
+
+
+SQRT_2 = math.sqrt(2.0)
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def sigmoid(xp, x, out=None):
+    """Numerically stable logistic function."""
+    res = xp.exp(-xp.logaddexp(0, -x))
+    if out is None:
+        return res.astype(x.dtype, copy=False)
+    out[...] = res
+    return out
+
+
+def softplus(xp, x):
+    """log(1 + exp(x)) without overflow."""
+    return xp.logaddexp(0, x).astype(x.dtype, copy=False)

@@ -1,0 +1,228 @@
+"""Activation and LeakyReLU (leaky, elu, selu, gelu, prelu, rrelu) with their backward ops."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import ShapeError
+from ._nn_util import (INV_SQRT_2PI, SQRT_2, backward_via, erf, float_types, known, merge, sigmoid,
+                       softplus)
+from .registry import Attr, OpDef, register
+
+_ACT_TYPES = ("relu", "sigmoid", "tanh", "softrelu", "softsign", "log_sigmoid", "mish")
+
+
+# -- Activation -----------------------------------------------------------------------
+def _act_forward(xp, kind, x):
+    if kind == "relu":
+        return xp.maximum(x, 0)
+    if kind == "sigmoid":
+        return sigmoid(xp, x)
+    if kind == "tanh":
+        return xp.tanh(x)
+    if kind == "softrelu":
+        return softplus(xp, x)
+    if kind == "softsign":
+        return x / (1 + xp.abs(x))
+    if kind == "log_sigmoid":
+        return -softplus(xp, -x)
+    return x * xp.tanh(softplus(xp, x))  # mish
+
+
+def _act_derivative(xp, kind, x, y):
+    """d act / d x from the input x and the output y."""
+    if kind == "relu":
+        return (x > 0).astype(x.dtype)
+    if kind == "sigmoid":
+        return y * (1 - y)
+    if kind == "tanh":
+        return 1 - y * y
+    if kind == "softrelu":
+        return sigmoid(xp, x)
+    if kind == "softsign":
+        d = 1 + xp.abs(x)
+        return 1 / (d * d)
+    if kind == "log_sigmoid":
+        return sigmoid(xp, -x)
+    sp = softplus(xp, x)  # mish
+    t = xp.tanh(sp)
+    return t + x * (1 - t * t) * sigmoid(xp, x)
+
+
+def _same_shape(name):
+    def infer(attrs, in_shapes):
+        s = next((x for x in in_shapes if known(x)), None)
+        if s is None:
+            return in_shapes, [None]
+        return [merge(name, "input", x, s) for x in in_shapes], [tuple(s)]
+    return infer
+
+
+def _float_types_1(name):
+    def infer(attrs, in_dtypes):
+        ins, outs, _ = float_types(name, attrs, in_dtypes, 1)
+        return ins, outs
+    return infer
+
+
+def _activation(ctx, attrs, inputs, outputs, aux):
+    x = inputs[0]
+    outputs[0][...] = _act_forward(ctx.xp, attrs["act_type"], x)
+
+
+def _activation_backward(ctx, attrs, inputs, outputs, aux):
+    dy, x, y = inputs
+    d = _act_derivative(ctx.xp, attrs["act_type"], x, y)
+    ctx.xp.multiply(dy, d, out=outputs[0])
+
+
+_ACT_ATTRS = {"act_type": Attr("str", choices=_ACT_TYPES, doc="activation function")}
+
+register(OpDef(
+    name="Activation", attrs=_ACT_ATTRS, inputs=["data"], outputs=["output"],
+    infer_shape=_same_shape("Activation"), infer_type=_float_types_1("Activation"),
+    kernels={"any": _activation}, inplace=[(0, 0)],
+    gradient=backward_via("_backward_Activation", lambda a, i, o, g: [g[0], i[0], o[0]], lambda a: [True]),
+    doc="Elementwise activation: relu, sigmoid, tanh, softrelu, softsign, log_sigmoid, mish."))
+
+register(OpDef(
+    name="_backward_Activation", attrs=_ACT_ATTRS, inputs=["out_grad", "data", "output"],
+    outputs=["data_grad"], infer_shape=_same_shape("_backward_Activation"),
+    kernels={"any": _activation_backward}, inplace=[(0, 0)],
+    doc="Gradient of Activation."))
+
+
+# -- LeakyReLU ------------------------------------------------------------------------
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_LAMBDA = 1.0507009873554804934193349852946
+
+_LEAKY_ATTRS = {
+    "act_type": Attr("str", "leaky", choices=("elu", "gelu", "leaky", "prelu", "rrelu", "selu")),
+    "slope": Attr("float", 0.25, doc="negative slope (leaky), alpha (elu)"),
+    "lower_bound": Attr("float", 0.125, doc="rrelu: lower bound of the random slope"),
+    "upper_bound": Attr("float", 0.334, doc="rrelu: upper bound of the random slope"),
+}
+
+
+def _leaky_inputs(attrs):
+    return ["data", "gamma"] if attrs["act_type"] == "prelu" else ["data"]
+
+
+def _leaky_outputs(attrs):
+    return ["output", "mask"] if attrs["act_type"] == "rrelu" else ["output"]
+
+
+def _gamma_shape(dshape):
+    return (dshape[1],) if len(dshape) >= 2 else (1,)
+
+
+def _leaky_infer_shape(attrs, in_shapes):
+    ins = list(in_shapes)
+    d = ins[0]
+    nout = 2 if attrs["act_type"] == "rrelu" else 1
+    if not known(d):
+        return ins, [None] * nout
+    d = tuple(d)
+    if attrs["act_type"] == "prelu":
+        g = ins[1]
+        if known(g) and tuple(g) not in ((1,), _gamma_shape(d)):
+            raise ShapeError(f"LeakyReLU: prelu gamma must have shape (1,) or {_gamma_shape(d)}, got {tuple(g)}")
+        ins[1] = tuple(g) if known(g) else _gamma_shape(d)
+    return ins, [d] * nout
+
+
+def _gamma_view(x, gamma):
+    """gamma shaped to broadcast along axis 1 of x."""
+    if gamma.size == 1 or x.ndim < 2:
+        return gamma.reshape((1,) * x.ndim) if x.ndim else gamma.reshape(())
+    return gamma.reshape((1, -1) + (1,) * (x.ndim - 2))
+
+
+def _rrelu_slope(ctx, attrs, x):
+    lo, hi = attrs["lower_bound"], attrs["upper_bound"]
+    if ctx.is_train:
+        if ctx.rng is None:
+            raise RuntimeError("LeakyReLU(rrelu): training needs the 'rng' resource")
+        draws = ctx.rng.uniform(lo, hi, size=x.shape)
+        return ctx.xp.asarray(draws, dtype=x.dtype)
+    return ctx.xp.full(x.shape, (lo + hi) / 2, dtype=x.dtype)
+
+
+def _leaky(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    kind = attrs["act_type"]
+    x = inputs[0]
+    out = outputs[0]
+    s = attrs["slope"]
+    if kind == "leaky":
+        out[...] = xp.where(x > 0, x, x * x.dtype.type(s))
+    elif kind == "elu":
+        out[...] = xp.where(x > 0, x, s * xp.expm1(xp.minimum(x, 0)))
+    elif kind == "selu":
+        out[...] = _SELU_LAMBDA * xp.where(x > 0, x, _SELU_ALPHA * xp.expm1(xp.minimum(x, 0)))
+    elif kind == "gelu":
+        out[...] = 0.5 * x * (1 + erf(xp, x / x.dtype.type(SQRT_2)))
+    elif kind == "prelu":
+        out[...] = xp.where(x > 0, x, x * _gamma_view(x, inputs[1]))
+    else:  # rrelu
+        slope = _rrelu_slope(ctx, attrs, x)
+        outputs[1][...] = slope
+        out[...] = xp.where(x > 0, x, x * slope)
+
+
+def _leaky_backward(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    kind = attrs["act_type"]
+    dy, x = inputs[0], inputs[1]
+    s = attrs["slope"]
+    pos = x > 0
+    if kind == "leaky":
+        d = xp.where(pos, 1, s)
+    elif kind == "elu":
+        d = xp.where(pos, 1, s * xp.exp(xp.minimum(x, 0)))
+    elif kind == "selu":
+        d = _SELU_LAMBDA * xp.where(pos, 1, _SELU_ALPHA * xp.exp(xp.minimum(x, 0)))
+    elif kind == "gelu":
+        d = 0.5 * (1 + erf(xp, x / x.dtype.type(SQRT_2))) + x * INV_SQRT_2PI * xp.exp(-0.5 * x * x)
+    elif kind == "prelu":
+        gamma = inputs[2]
+        d = xp.where(pos, 1, _gamma_view(x, gamma))
+        dg = xp.where(pos, 0, x * dy)
+        if gamma.size == 1 or x.ndim < 2:
+            outputs[1][...] = dg.sum()
+        else:
+            outputs[1][...] = dg.sum(axis=tuple(a for a in range(x.ndim) if a != 1))
+    else:  # rrelu: the slope mask saved by the forward pass
+        d = xp.where(pos, 1, inputs[2])
+    outputs[0][...] = dy * d.astype(x.dtype, copy=False)
+
+
+def _leaky_backward_inputs(attrs, inputs, outputs, out_grads):
+    if attrs["act_type"] == "prelu":
+        return [out_grads[0], inputs[0], inputs[1]]
+    if attrs["act_type"] == "rrelu":
+        return [out_grads[0], inputs[0], outputs[1]]
+    return [out_grads[0], inputs[0]]
+
+
+def _leaky_backward_shape(attrs, in_shapes):
+    outs = [in_shapes[1]] + ([in_shapes[2]] if attrs["act_type"] == "prelu" else [])
+    return in_shapes, outs
+
+
+register(OpDef(
+    name="LeakyReLU", attrs=_LEAKY_ATTRS, inputs=_leaky_inputs, outputs=_leaky_outputs,
+    num_visible_outputs=lambda a: 1,
+    infer_shape=_leaky_infer_shape,
+    infer_type=lambda a, d: float_types("LeakyReLU", a, d, 2 if a["act_type"] == "rrelu" else 1)[:2],
+    kernels={"any": _leaky}, resources=("rng",),
+    gradient=backward_via("_backward_LeakyReLU", _leaky_backward_inputs,
+                          lambda a: [True, True] if a["act_type"] == "prelu" else [True]),
+    doc="Leaky rectifiers: leaky, elu, selu, gelu, prelu (learned gamma), rrelu (random slope when training)."))
+
+register(OpDef(
+    name="_backward_LeakyReLU", attrs=_LEAKY_ATTRS,
+    inputs=lambda a: ["out_grad", "data"] + (["gamma"] if a["act_type"] == "prelu" else
+                                             ["mask"] if a["act_type"] == "rrelu" else []),
+    outputs=lambda a: ["data_grad"] + (["gamma_grad"] if a["act_type"] == "prelu" else []),
+    infer_shape=_leaky_backward_shape, kernels={"any": _leaky_backward},
+    doc="Gradient of LeakyReLU."))

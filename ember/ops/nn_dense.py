@@ -1,0 +1,100 @@
+"""FullyConnected: y = x W^T + b as one GEMM, with its dedicated backward op."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import ShapeError
+from ._nn_util import backward_via, float_types, known, matmul_into, merge
+from .registry import Attr, OpDef, register
+
+_ATTRS = {
+    "num_hidden": Attr("int", doc="number of output units"),
+    "no_bias": Attr("bool", False, doc="drop the bias input"),
+    "flatten": Attr("bool", True, doc="flatten every axis after the first before the product"),
+}
+
+
+def _inputs(attrs):
+    return ["data", "weight"] if attrs["no_bias"] else ["data", "weight", "bias"]
+
+
+def _split(attrs, dshape):
+    """(rows, K, output shape) for a data shape."""
+    nh = attrs["num_hidden"]
+    if attrs["flatten"]:
+        k = int(np.prod(dshape[1:], dtype=np.int64))
+        return dshape[0], k, (dshape[0], nh)
+    rows = int(np.prod(dshape[:-1], dtype=np.int64))
+    return rows, dshape[-1], tuple(dshape[:-1]) + (nh,)
+
+
+def _check(attrs):
+    if attrs["num_hidden"] <= 0:
+        raise ShapeError(f"FullyConnected: num_hidden must be > 0, got {attrs['num_hidden']}")
+
+
+def _infer_shape(attrs, in_shapes):
+    _check(attrs)
+    nh = attrs["num_hidden"]
+    dshape = in_shapes[0]
+    ins = list(in_shapes)
+    if not known(dshape):
+        return ins, [None]
+    if len(dshape) < (2 if attrs["flatten"] else 1):
+        raise ShapeError(f"FullyConnected: data must be at least 2-D when flatten=True, got {tuple(dshape)}")
+    _, k, oshape = _split(attrs, tuple(dshape))
+    ins[1] = merge("FullyConnected", "weight", ins[1], (nh, k))
+    if not attrs["no_bias"]:
+        ins[2] = merge("FullyConnected", "bias", ins[2], (nh,))
+    return ins, [oshape]
+
+
+def _infer_type(attrs, in_dtypes):
+    ins, outs, _ = float_types("FullyConnected", attrs, in_dtypes, 1)
+    return ins, outs
+
+
+def _forward(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    x, w = inputs[0], inputs[1]
+    out = outputs[0]
+    rows, k, _ = _split(attrs, x.shape)
+    x2 = x.reshape(rows, k)
+    o2 = out.reshape(rows, attrs["num_hidden"]) if out.flags.c_contiguous else out
+    matmul_into(xp, x2, w.T, o2)
+    if not attrs["no_bias"]:
+        o2 += inputs[2]
+
+
+def _backward(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    dy, x, w = inputs
+    rows, k, _ = _split(attrs, x.shape)
+    dy2 = dy.reshape(rows, attrs["num_hidden"])
+    x2 = x.reshape(rows, k)
+    dx = outputs[0]
+    matmul_into(xp, dy2, w, dx.reshape(rows, k) if dx.flags.c_contiguous else dx)
+    matmul_into(xp, dy2.T, x2, outputs[1])
+    if not attrs["no_bias"]:
+        outputs[2][...] = dy2.sum(axis=0)
+
+
+def _backward_shape(attrs, in_shapes):
+    dy, x, w = in_shapes
+    outs = [x, w] + ([] if attrs["no_bias"] else [(attrs["num_hidden"],)])
+    return in_shapes, outs
+
+
+register(OpDef(
+    name="FullyConnected", attrs=_ATTRS, inputs=_inputs, outputs=["output"],
+    infer_shape=_infer_shape, infer_type=_infer_type, kernels={"any": _forward},
+    gradient=backward_via("_backward_FullyConnected",
+                          lambda a, i, o, g: [g[0], i[0], i[1]],
+                          lambda a: [True, True] + ([] if a["no_bias"] else [True])),
+    doc="Fully connected layer: output = dot(data, weight.T) + bias."))
+
+register(OpDef(
+    name="_backward_FullyConnected", attrs=_ATTRS, inputs=["out_grad", "data", "weight"],
+    outputs=lambda a: ["data_grad", "weight_grad"] + ([] if a["no_bias"] else ["bias_grad"]),
+    infer_shape=_backward_shape, kernels={"any": _backward},
+    doc="Gradients of FullyConnected w.r.t. data, weight and bias."))

@@ -1,0 +1,79 @@
+"""Dropout: random masking from the op's RNG resource, with the mask kept as a hidden output."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import OperatorError
+from ._nn_util import backward_via, float_types, known
+from .registry import Attr, OpDef, register
+
+_ATTRS = {
+    "p": Attr("float", 0.5, doc="fraction of the input dropped"),
+    "mode": Attr("str", "training", choices=("always", "training"),
+                 doc="training: only while training; always: in inference too"),
+    "axes": Attr("shape", (), doc="axes along which one mask value is shared"),
+    "cudnn_off": Attr("any", False, doc="accepted for MXNet compatibility; no effect"),
+}
+
+
+def _check(attrs, ndim=None):
+    p = attrs["p"]
+    if not 0.0 <= p <= 1.0:
+        raise OperatorError(f"Dropout: p must be in [0, 1], got {p}")
+    if ndim is not None:
+        for a in attrs["axes"]:
+            if not -ndim <= a < ndim:
+                raise OperatorError(f"Dropout: axis {a} in 'axes' is out of range for {ndim}-D data")
+
+
+def _infer_shape(attrs, in_shapes):
+    _check(attrs)
+    d = in_shapes[0]
+    if not known(d):
+        return in_shapes, [None, None]
+    _check(attrs, len(d))
+    return in_shapes, [tuple(d), tuple(d)]
+
+
+def _forward(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    x = inputs[0]
+    out, mask = outputs
+    p = attrs["p"]
+    active = (ctx.is_train or attrs["mode"] == "always") and p > 0
+    if not active:
+        mask[...] = 1
+        if out is not x:
+            out[...] = x
+        return
+    if ctx.rng is None:
+        raise OperatorError("Dropout: the 'rng' resource was not provided")
+    shape = list(x.shape)
+    for a in attrs["axes"]:
+        shape[a % x.ndim] = 1
+    if p >= 1.0:
+        mask[...] = 0
+    else:
+        keep = ctx.rng.random(tuple(shape), dtype=np.float32) >= np.float32(p)
+        mask[...] = xp.asarray(keep, dtype=mask.dtype) * mask.dtype.type(1.0 / (1.0 - p))
+    xp.multiply(x, mask, out=out)
+
+
+def _backward(ctx, attrs, inputs, outputs, aux):
+    dy, mask = inputs
+    ctx.xp.multiply(dy, mask, out=outputs[0])
+
+
+register(OpDef(
+    name="Dropout", attrs=_ATTRS, inputs=["data"], outputs=["output", "mask"],
+    num_visible_outputs=lambda a: 1,
+    infer_shape=_infer_shape, infer_type=lambda a, d: float_types("Dropout", a, d, 2)[:2],
+    kernels={"any": _forward}, resources=("rng",), inplace=[(0, 0)],
+    gradient=backward_via("_backward_Dropout", lambda a, i, o, g: [g[0], o[1]], lambda a: [True]),
+    doc="Zeroes each element with probability p and scales the rest by 1/(1-p) while training "
+        "(or always with mode='always'); identity otherwise. The scaled mask is a hidden second output."))
+
+register(OpDef(
+    name="_backward_Dropout", attrs=_ATTRS, inputs=["out_grad", "mask"], outputs=["data_grad"],
+    infer_shape=lambda a, s: (s, [s[0]]), kernels={"any": _backward}, inplace=[(0, 0)],
+    doc="Gradient of Dropout: out_grad times the saved mask."))
