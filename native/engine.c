@@ -50,6 +50,7 @@ struct ember_opr {
     int64_t key;
     int64_t t_start;
     atomic_int dependants;
+    atomic_int queued; /* sitting in a queue's heap: a new dependant makes that heap stale */
     int queue, priority, prop, flags;
     int nread, nwrite, nrw; /* vars = reads-only..., then writes (the first nrw were also read) */
     int *sync_done;         /* naive mode: the pusher waits for this */
@@ -62,6 +63,7 @@ typedef struct equeue {
     ember_opr **heap;
     int size, cap;
     int nthreads, running, stop;
+    atomic_int stale; /* keys of queued ops changed (critical-path policy): rebuild before the next pop */
     pthread_t *threads;
     uint64_t npushed, nrun;
     int id;
@@ -185,8 +187,13 @@ int ember_var_error(ember_var *v) {
     return x ? x->id : 0;
 }
 
+static void mark_stale(ember_opr *op);
+
 static void count_dependant(ember_var *v) {
-    if (v->last) atomic_fetch_add(&v->last->trigger->dependants, 1);
+    if (!v->last) return;
+    ember_opr *op = v->last->trigger;
+    atomic_fetch_add(&op->dependants, 1);
+    if (atomic_load(&op->queued)) mark_stale(op);
 }
 
 /* Returns 1 when the read may proceed now. */
@@ -335,6 +342,19 @@ static ember_opr *heap_pop(equeue *q) {
     return top;
 }
 
+#define REKEY_LIMIT 4096 /* above this many queued ops a stale heap is left as it is */
+
+static int64_t policy_key(ember_engine *e, ember_opr *op);
+
+/* Rebuild a heap whose keys changed (under the queue lock). */
+static void heap_rekey(ember_engine *e, equeue *q) {
+    if (q->size > REKEY_LIMIT) return;
+    int n = q->size;
+    for (int i = 0; i < n; i++) q->heap[i]->key = policy_key(e, q->heap[i]);
+    q->size = 0;
+    for (int i = 0; i < n; i++) heap_push(q, q->heap[i]);
+}
+
 static int64_t policy_key(ember_engine *e, ember_opr *op) {
     switch (atomic_load(&e->policy)) {
     case EMBER_POLICY_FIFO: return 0;
@@ -350,6 +370,12 @@ static int64_t policy_key(ember_engine *e, ember_opr *op) {
     }
 }
 
+static void mark_stale(ember_opr *op) {
+    ember_engine *e = op->eng;
+    if (atomic_load(&e->policy) == EMBER_POLICY_CRITICAL_PATH) /* never re-key under a lock through Python */
+        atomic_store(&e->queues[op->queue]->stale, 1);
+}
+
 static void execute(ember_engine *e, ember_opr *op);
 
 static void enqueue(ember_engine *e, ember_opr *op) {
@@ -362,6 +388,7 @@ static void enqueue(ember_engine *e, ember_opr *op) {
         execute(e, op);
         return;
     }
+    atomic_store(&op->queued, 1);
     heap_push(q, op);
     q->npushed++;
     pthread_cond_signal(&q->cv);
@@ -474,7 +501,9 @@ static void *worker_main(void *arg) {
             pthread_mutex_unlock(&q->mu);
             break;
         }
+        if (atomic_exchange(&q->stale, 0)) heap_rekey(e, q);
         ember_opr *op = heap_pop(q);
+        atomic_store(&op->queued, 0);
         q->nrun++;
         pthread_mutex_unlock(&q->mu);
         execute(e, op);
@@ -558,6 +587,7 @@ int ember_push(ember_engine *e, ember_fn fn, void *ctx,
     op->name = name;
     op->t_start = 0;
     atomic_init(&op->dependants, 0);
+    atomic_init(&op->queued, 0);
     op->queue = queue;
     op->priority = priority;
     op->prop = prop;

@@ -396,6 +396,7 @@ def stats() -> dict:
     """Counters: ops pushed, completed, failed, skipped (inherited errors), run inline, pending; per queue."""
     s = ffi.new("ember_stats *")
     lib.ember_get_stats(_E, s)
+    _errors.prune()
     queues = {}
     for q in range(s.nqueues):
         queues[_queue_names.get(q, str(q))] = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import traceback
 from typing import Dict, Optional
 
 from ..base import EngineError
@@ -25,8 +26,12 @@ class ErrorTable:
         self._drain = drain_released
 
     def register(self, exc: BaseException, op_name: Optional[str]) -> int:
+        # The traceback's frames hold the op's arguments (arrays, engine variables); keeping them would
+        # keep those variables, and so this error, alive for ever.  Keep the text, drop the frames.
+        where = "".join(traceback.format_tb(exc.__traceback__)[-3:]) if exc.__traceback__ else ""
+        exc.__traceback__ = None
         try:
-            exc.add_note(f"(raised in engine op '{op_name or 'anonymous'}')")
+            exc.add_note(f"(raised in engine op '{op_name or 'anonymous'}')" + (f"\n{where.rstrip()}" if where else ""))
         except Exception:  # noqa: BLE001 - notes are decoration only
             pass
         self.prune()
