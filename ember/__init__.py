@@ -8,6 +8,9 @@ from .base import EmberError, MXNetError  # noqa: F401
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401
 from . import engine  # noqa: F401
 from . import ops  # noqa: F401
+from . import ndarray  # noqa: F401,E402
+from . import ndarray as nd  # noqa: F401,E402
+from . import autograd, random  # noqa: F401,E402
 from . import profiler  # noqa: F401
 from . import kvstore  # noqa: F401,E402
 from . import kvstore as kv  # noqa: F401,E402

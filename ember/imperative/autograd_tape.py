@@ -1,0 +1,178 @@
+"""Backward through the recorded tape: gradients come only from the registry's OpDef.gradient.
+
+The tape is the DAG of `Node`s reachable from the heads through the `_ag`
+entries of NDArrays.  Nodes run in reverse topological order; each calls
+`opdef.gradient(ember.nd, attrs, inputs, outputs, out_grads)`, whose ops are
+recorded too when `create_graph` is set (second-order gradients).
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+from ..base import EmberError
+from . import autograd_state as state
+from .ndarray import NDArray
+
+
+class AutogradError(EmberError):
+    """Autograd was used wrongly (no graph, graph already freed, op without gradient)."""
+
+
+def _key(entry):
+    return ("v", id(entry)) if isinstance(entry, state.Leaf) else (id(entry.node), entry.index)
+
+
+def _topo_nodes(heads: Sequence[NDArray]) -> List[state.Node]:
+    """Nodes reachable from the heads, inputs before users."""
+    order, seen = [], set()
+    stack = []
+    for h in heads:
+        if isinstance(h._ag, state.Entry):
+            stack.append((h._ag.node, False))
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.freed:
+            raise AutogradError(
+                f"cannot differentiate through '{node.opdef.name}' again: its graph was freed by an "
+                "earlier backward; pass retain_graph=True to the first backward to differentiate twice")
+        stack.append((node, True))
+        for x in node.inputs:
+            if isinstance(x._ag, state.Entry) and id(x._ag.node) not in seen:
+                stack.append((x._ag.node, False))
+    return order
+
+
+def _accumulate(grads: Dict, key, g: NDArray) -> None:
+    prev = grads.get(key)
+    grads[key] = g if prev is None else prev + g
+
+
+def run_backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Optional[NDArray]]],
+                 retain_graph: bool, train_mode: bool, create_graph: bool) -> Dict:
+    """Gradients of the heads keyed by graph entry; leaves keyed ('v', id(leaf))."""
+    from . import creation
+    from .. import ndarray as F
+    heads = list(heads)
+    if head_grads is None:
+        head_grads = [None] * len(heads)
+    if len(head_grads) != len(heads):
+        raise ValueError(f"backward: {len(heads)} heads but {len(head_grads)} head gradients")
+    grads: Dict = {}
+    for h, hg in zip(heads, head_grads):
+        if not isinstance(h, NDArray):
+            raise TypeError(f"backward: heads must be NDArrays, got {type(h).__name__}")
+        if h._ag is None:
+            raise AutogradError(
+                "cannot differentiate: the array is not in a computational graph; compute it inside "
+                "autograd.record() from arrays that had attach_grad() called")
+        if hg is None:
+            hg = creation.ones_like(h)
+        elif hg.shape != h.shape:
+            raise ValueError(f"backward: head gradient shape {hg.shape} differs from head shape {h.shape}")
+        _accumulate(grads, _key(h._ag), hg)
+    nodes = _topo_nodes(heads)
+    prev_rec = state.set_recording(create_graph)
+    prev_train = state.set_training(train_mode)
+    try:
+        for node in reversed(nodes):
+            nid = id(node)
+            outs = node.outputs
+            out_grads = [grads.pop((nid, i), None) for i in range(len(outs))]
+            if all(g is None for g in out_grads):
+                continue
+            opdef = node.opdef
+            if opdef.gradient is None:
+                raise AutogradError(f"operator '{opdef.name}' has no gradient registered, so autograd "
+                                    "cannot differentiate through it")
+            outputs = []
+            for i, (data, chunk) in enumerate(outs):
+                o = NDArray(data, chunk)
+                o._ag = state.Entry(node, i)
+                outputs.append(o)
+            out_grads = [creation.zeros_like(outputs[i]) if g is None else g for i, g in enumerate(out_grads)]
+            in_grads = opdef.gradient(F, node.attrs, list(node.inputs), outputs, out_grads)
+            if len(in_grads) < len(node.inputs):
+                raise AutogradError(f"gradient of '{opdef.name}' returned {len(in_grads)} values for "
+                                    f"{len(node.inputs)} inputs")
+            for x, g in zip(node.inputs, in_grads):
+                if g is None or x._ag is None:
+                    continue
+                if g.shape != x.shape:
+                    raise AutogradError(f"gradient of '{opdef.name}' has shape {g.shape} but its input "
+                                        f"has shape {x.shape}")
+                _accumulate(grads, _key(x._ag), g)
+    finally:
+        state.set_recording(prev_rec)
+        state.set_training(prev_train)
+    if not retain_graph:
+        for node in nodes:
+            node.freed = True
+            node.inputs = []
+            node.outputs = []
+    return grads
+
+
+def _leaf_of(var: NDArray) -> state.Leaf:
+    if not isinstance(var._ag, state.Leaf):
+        raise AutogradError("the array is not an autograd variable; call attach_grad() or "
+                            "autograd.mark_variables() on it first")
+    return var._ag
+
+
+def backward(heads, head_grads=None, retain_graph: bool = False, train_mode: bool = True) -> None:
+    """Write (or add) the heads' gradients into the `.grad` of every reachable variable."""
+    heads = [heads] if isinstance(heads, NDArray) else list(heads)
+    if isinstance(head_grads, NDArray):
+        head_grads = [head_grads]
+    leaves = {}
+    for h in heads:
+        _collect_leaves(h, leaves)  # before run_backward, which may free the graph
+    grads = run_backward(heads, head_grads, retain_graph, train_mode, create_graph=False)
+    for key, leaf in leaves.items():
+        g = grads.get(key)
+        if g is None or leaf.grad_req == "null":
+            continue
+        if g.dtype != leaf.grad.dtype:
+            g = g.astype(leaf.grad.dtype)
+        if leaf.grad_req == "add":
+            leaf.grad += g.detach()
+        else:
+            g.detach().copyto(leaf.grad)
+
+
+def _collect_leaves(head: NDArray, out: Dict) -> None:
+    stack, seen = [head], set()
+    while stack:
+        x = stack.pop()
+        entry = x._ag
+        if isinstance(entry, state.Leaf):
+            out[_key(entry)] = entry
+        elif isinstance(entry, state.Entry) and id(entry.node) not in seen:
+            seen.add(id(entry.node))
+            stack.extend(entry.node.inputs)
+
+
+def grad(heads, variables, head_grads=None, retain_graph: Optional[bool] = None,
+         create_graph: bool = False, train_mode: bool = True) -> List[NDArray]:
+    """Gradients of the heads w.r.t. `variables`, returned (not written to `.grad`)."""
+    heads = [heads] if isinstance(heads, NDArray) else list(heads)
+    single = isinstance(variables, NDArray)
+    variables = [variables] if single else list(variables)
+    if isinstance(head_grads, NDArray):
+        head_grads = [head_grads]
+    if retain_graph is None:
+        retain_graph = create_graph
+    keys = [_key(_leaf_of(v)) for v in variables]
+    grads = run_backward(heads, head_grads, retain_graph, train_mode, create_graph)
+    from . import creation
+    result = []
+    for v, k in zip(variables, keys):
+        g = grads.get(k)
+        result.append(creation.zeros_like(v) if g is None else g)
+    return result

@@ -1,0 +1,70 @@
+"""Copies, fills and device transfers of NDArrays, pushed as engine ops."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import engine
+from ..base import ContextError, ShapeError
+from ..context import Context
+from . import storage
+from .ndarray import NDArray
+
+
+def _to_module(src, dst_ctx: Context):
+    """`src` as an array of dst_ctx's module (host<->device transfer when needed)."""
+    if dst_ctx.device_type == "cpu":
+        return src if isinstance(src, np.ndarray) else src.get()
+    cupy = storage.array_module(dst_ctx)
+    return cupy.asarray(src)
+
+
+def push_assign(dst_data, dst_ctx: Context, dst_var, src_data, src_var, name: str = "copy") -> None:
+    """Push `dst_data[...] = src_data` (broadcasting, casting, across devices)."""
+    def assign():
+        if dst_ctx.device_type == "gpu":
+            cupy = storage.array_module(dst_ctx)
+            with cupy.cuda.Device(dst_ctx.device_id):
+                dst_data[...] = _to_module(src_data, dst_ctx)
+        else:
+            dst_data[...] = _to_module(src_data, dst_ctx)
+    read = () if src_var is None or src_var is dst_var else (src_var,)
+    engine.push(assign, read=read, write=(dst_var,), device=dst_ctx, name=name)
+
+
+def copy_to_new(src: NDArray, ctx: Context, dtype) -> NDArray:
+    """A new array on `ctx` with `src`'s values converted to `dtype`."""
+    src._chunk.check()
+    data, chunk = storage.alloc(src._data.shape, dtype, ctx)
+    push_assign(data, ctx, chunk.var, src._data, src._chunk.var, "copyto")
+    return NDArray(data, chunk)
+
+
+def copy_into(src: NDArray, dst: NDArray) -> None:
+    """Write `src`'s values into `dst` (same shape; dtype converted; any devices)."""
+    src._chunk.check()
+    dst._chunk.check()
+    if src._data.shape != dst._data.shape:
+        raise ShapeError(f"copyto: shape mismatch, source {src.shape} vs target {dst.shape}")
+    if src._chunk is dst._chunk:
+        # same storage: read through a snapshot so overlapping views stay correct
+        tmp = copy_to_new(src, src.context, src._data.dtype)
+        push_assign(dst._data, dst.context, dst._chunk.var, tmp._data, tmp._chunk.var, "copyto")
+        return
+    push_assign(dst._data, dst.context, dst._chunk.var, src._data, src._chunk.var, "copyto")
+
+
+def push_fill(data, ctx: Context, var, value, name: str = "fill") -> None:
+    """Push `data[...] = value` for a scalar value."""
+    def fill():
+        if ctx.device_type == "gpu":
+            cupy = storage.array_module(ctx)
+            with cupy.cuda.Device(ctx.device_id):
+                data.fill(value)
+        else:
+            data.fill(value)
+    engine.push(fill, write=(var,), device=ctx, name=name)
+
+
+def check_same_context(name: str, a: NDArray, b: NDArray) -> None:
+    if a.context != b.context:
+        raise ContextError(f"{name}: arrays are on different devices ({a.context} and {b.context})")

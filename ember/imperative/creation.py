@@ -1,0 +1,139 @@
+"""Creating NDArrays: from Python/numpy data, filled with a value, ranges, zero-copy numpy."""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import numpy as np
+
+from .. import engine
+from ..base import ContextError
+from ..context import Context, current_context
+from . import storage
+from .copying import push_fill
+from .ndarray import NDArray
+
+_F32 = np.dtype(np.float32)
+
+
+def _ctx(ctx) -> Context:
+    if ctx is None:
+        return current_context()
+    if isinstance(ctx, Context):
+        return ctx
+    from .invoke import _as_context
+    return _as_context(ctx)
+
+
+def _dtype(dtype, default=_F32) -> np.dtype:
+    if dtype is None:
+        return default
+    from ..ops.registry import as_dtype
+    return as_dtype(dtype)
+
+
+def _shape(shape) -> tuple:
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    try:
+        shape = tuple(int(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
+    if any(d < 0 for d in shape):
+        raise ValueError(f"negative dimension in shape {shape}")
+    return shape
+
+
+def empty(shape, ctx=None, dtype=None) -> NDArray:
+    """An uninitialised array."""
+    data, chunk = storage.alloc(_shape(shape), _dtype(dtype), _ctx(ctx))
+    return NDArray(data, chunk)
+
+
+def full(shape, val, ctx=None, dtype=None, out: Optional[NDArray] = None) -> NDArray:
+    """An array filled with `val` (pushed as an engine op)."""
+    if out is None:
+        out = empty(shape, ctx, dtype)
+    else:
+        out._chunk.check()
+    push_fill(out._data, out.context, out._chunk.var, val, "full")
+    return out
+
+
+def zeros(shape, ctx=None, dtype=None, **kwargs) -> NDArray:
+    """An array of zeros (float32 unless `dtype` says otherwise)."""
+    return full(shape, 0, ctx, dtype, kwargs.get("out"))
+
+
+def ones(shape, ctx=None, dtype=None, **kwargs) -> NDArray:
+    """An array of ones."""
+    return full(shape, 1, ctx, dtype, kwargs.get("out"))
+
+
+def zeros_like(data: NDArray, out: Optional[NDArray] = None, **kwargs) -> NDArray:
+    return full(data.shape, 0, data.context, data._data.dtype, out)
+
+
+def ones_like(data: NDArray, out: Optional[NDArray] = None, **kwargs) -> NDArray:
+    return full(data.shape, 1, data.context, data._data.dtype, out)
+
+
+def array(source_array, ctx=None, dtype=None) -> NDArray:
+    """A new array holding a copy of `source_array` (NDArray, numpy array or nested lists).
+
+    The dtype defaults to the source's for an NDArray and to float32 otherwise, as in MXNet.
+    """
+    if isinstance(source_array, NDArray):
+        target = _dtype(dtype, source_array._data.dtype)
+        from .copying import copy_to_new
+        return copy_to_new(source_array, _ctx(ctx) if ctx is not None else source_array.context, target)
+    ctx = _ctx(ctx)
+    target = _dtype(dtype)
+    if hasattr(source_array, "__cuda_array_interface__") or type(source_array).__module__.startswith("cupy"):
+        source_array = source_array.get()
+    try:
+        values = np.asarray(source_array, dtype=target)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"array: cannot convert {type(source_array).__name__} to an array of {target}: {e}") from None
+    data, chunk = storage.alloc(values.shape, target, ctx)
+    # a fresh chunk has no pending ops, so filling it synchronously is safe
+    if ctx.device_type == "cpu":
+        data[...] = values
+    else:
+        cupy = storage.array_module(ctx)
+        with cupy.cuda.Device(ctx.device_id):
+            data[...] = cupy.asarray(values)
+    return NDArray(data, chunk)
+
+
+def arange(start, stop=None, step=1.0, repeat: int = 1, infer_range=None, ctx=None,
+           dtype=None) -> NDArray:
+    """Evenly spaced values in [start, stop), each repeated `repeat` times (MXNet's arange)."""
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    if repeat < 1:
+        raise ValueError(f"arange: repeat must be >= 1, got {repeat}")
+    target = _dtype(dtype)
+    values = np.repeat(np.arange(start, stop, step, dtype=np.float64), repeat).astype(target)
+    return array(values, ctx=ctx, dtype=target)
+
+
+def from_numpy(ndarray: np.ndarray, zero_copy: bool = True) -> NDArray:
+    """An NDArray over a numpy array: sharing its memory (zero_copy) or copying it."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(ndarray).__name__}")
+    if not zero_copy:
+        return array(ndarray, dtype=ndarray.dtype)
+    if not ndarray.flags.c_contiguous:
+        raise ValueError("from_numpy(zero_copy=True) needs a C-contiguous array; "
+                         "use numpy.ascontiguousarray or zero_copy=False")
+    if not ndarray.flags.writeable:
+        raise ValueError("from_numpy(zero_copy=True) needs a writeable array")
+    var = engine.Var("from_numpy")
+    return NDArray(ndarray, storage.wrap(ndarray, var, Context("cpu", 0), owns_var=True))
+
+
+def waitall() -> None:
+    """Wait for every pushed op; re-raise the first asynchronous error."""
+    engine.wait_all()

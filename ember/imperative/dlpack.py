@@ -1,0 +1,63 @@
+"""DLPack exchange: NDArrays out to other frameworks and foreign tensors in, without copies."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import engine
+from ..base import ContextError
+from ..context import Context
+from . import storage
+from .ndarray import NDArray
+
+_KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST = 1, 2, 3
+
+
+def to_dlpack_for_read(arr: NDArray):
+    """A DLPack capsule of `arr` once its pending writes are done (do not write through it)."""
+    arr.wait_to_read()
+    return arr._data.__dlpack__()
+
+
+def to_dlpack_for_write(arr: NDArray):
+    """A DLPack capsule of `arr` once every pending op on it is done (writes through it are allowed)."""
+    arr.wait_to_write()
+    return arr._data.__dlpack__()
+
+
+def dunder_dlpack(arr: NDArray, stream=None, **kwargs):
+    arr.wait_to_read()
+    if stream is not None:
+        kwargs["stream"] = stream
+    return arr._data.__dlpack__(**kwargs)
+
+
+class _Capsule:
+    """Presents a bare DLPack capsule through the __dlpack__ protocol (assumed host memory)."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (_KDL_CPU, 0)
+
+
+def from_dlpack(obj) -> NDArray:
+    """An NDArray sharing memory with a DLPack capsule or any object with `__dlpack__`."""
+    if hasattr(obj, "__dlpack__"):
+        dev_type, dev_id = obj.__dlpack_device__()
+    elif type(obj).__name__ == "PyCapsule":
+        obj, dev_type, dev_id = _Capsule(obj), _KDL_CPU, 0
+    else:
+        raise TypeError(f"from_dlpack expects a DLPack capsule or an object with __dlpack__, "
+                        f"got {type(obj).__name__}")
+    if dev_type in (_KDL_CPU, _KDL_CUDA_HOST):
+        data, ctx = np.from_dlpack(obj), Context("cpu", 0)
+    elif dev_type == _KDL_CUDA:
+        ctx = Context("gpu", int(dev_id))
+        data = storage.array_module(ctx).from_dlpack(obj)
+    else:
+        raise ContextError(f"from_dlpack: unsupported DLPack device type {dev_type}")
+    return NDArray(data, storage.wrap(data, engine.Var("dlpack"), ctx, owns_var=True))

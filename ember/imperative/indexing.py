@@ -1,0 +1,239 @@
+"""NDArray indexing: basic keys give views (when contiguous) or copies, advanced keys gather/scatter ops.
+
+Index arrays given as NDArrays are read inside the engine op (an out-of-range
+value raises IndexError at the next read); index arrays given as numpy arrays
+or lists are checked at the call.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import engine
+from ..base import ContextError, EmberError
+from . import autograd_state, storage
+from .copying import copy_to_new, push_assign, push_fill
+from .ndarray import NDArray, _is_scalar
+
+_BASIC = (int, np.integer, slice, type(Ellipsis), type(None))
+
+
+def _as_tuple(key) -> tuple:
+    return key if isinstance(key, tuple) else (key,)
+
+
+def _is_basic(key: tuple) -> bool:
+    for k in key:
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, _BASIC):
+            return False
+    return True
+
+
+def _basic_view(data, key: tuple):
+    """numpy's view for a basic key; always an array (never a numpy scalar)."""
+    if not any(k is Ellipsis for k in key):
+        key = key + (Ellipsis,)
+    return data[key]
+
+
+def _dummy(shape):
+    # a zero-stride stand-in of `shape`: numpy computes result shapes and bounds on it for free
+    return np.lib.stride_tricks.as_strided(np.zeros(1, np.bool_), shape=shape, strides=(0,) * len(shape))
+
+
+def _resolve_index(k, name: str):
+    """An advanced-index component as (numpy array known now | NDArray read later | basic)."""
+    if isinstance(k, NDArray):
+        k._chunk.check()
+        if k._data.dtype == np.bool_:
+            return k.asnumpy()  # a mask's result shape depends on its values: read it now
+        return k
+    if isinstance(k, (list, np.ndarray)):
+        arr = np.asarray(k)
+        if arr.dtype == np.bool_:
+            return arr
+        if arr.size == 0:
+            return arr.astype(np.intp)
+        if arr.dtype.kind == "f":
+            if not np.all(arr == np.floor(arr)):
+                raise IndexError(f"{name}: index array has non-integer values")
+            return arr.astype(np.intp)
+        if arr.dtype.kind not in "iu":
+            raise IndexError(f"{name}: index array of dtype {arr.dtype} is not supported")
+        return arr
+    if isinstance(k, (bool, np.bool_)):
+        return np.asarray(k)
+    if isinstance(k, _BASIC):
+        return k
+    raise IndexError(f"{name}: unsupported index of type {type(k).__name__}")
+
+
+def _advanced(arr: NDArray, key: tuple, name: str):
+    """(resolved key, result shape, NDArray index parts) for an advanced key."""
+    parts = [_resolve_index(k, name) for k in key]
+    dummy_key = tuple(np.zeros(p.shape, np.intp) if isinstance(p, NDArray) else p for p in parts)
+    shape = _dummy(arr._data.shape)[dummy_key].shape
+    nd_parts = [p for p in parts if isinstance(p, NDArray)]
+    for p in nd_parts:
+        if p.context != arr.context:
+            raise ContextError(f"{name}: index array is on {p.context} but the array is on {arr.context}")
+    return parts, shape, nd_parts
+
+
+def _runtime_key(parts, xp):
+    return tuple(xp.asarray(p._data).astype(np.int64) if isinstance(p, NDArray)
+                 else (xp.asarray(p) if isinstance(p, np.ndarray) and xp is not np else p)
+                 for p in parts)
+
+
+def getitem(arr: NDArray, key) -> NDArray:
+    """arr[key] (MXNet 1.x: an integer index on a 1-D array gives shape (1,))."""
+    arr._chunk.check()
+    key = _as_tuple(key)
+    if _is_basic(key):
+        if autograd_state.needs_record(arr):
+            return _basic_recorded(arr, key)
+        view = _basic_view(arr._data, key)
+        if view.ndim == 0:
+            view = view.reshape((1,))
+        if view.flags.c_contiguous:
+            return NDArray(view, arr._chunk)  # shares storage and var with arr
+        data, chunk = storage.alloc(view.shape, view.dtype, arr.context)
+        push_assign(data, arr.context, chunk.var, view, arr._chunk.var, "slice")
+        return NDArray(data, chunk)
+    if autograd_state.needs_record(arr):
+        return _advanced_recorded(arr, key)
+    parts, shape, nd_parts = _advanced(arr, key, "getitem")
+    ctx = arr.context
+    data, chunk = storage.alloc(shape, arr._data.dtype, ctx)
+    src = arr._data
+    xp = storage.array_module(ctx)
+
+    def gather():
+        data[...] = src[_runtime_key(parts, xp)]
+    read = [arr._chunk.var] + [p._chunk.var for p in nd_parts if p._chunk is not arr._chunk]
+    engine.push(gather, read=read, write=(chunk.var,), device=ctx, name="advanced_indexing")
+    return NDArray(data, chunk)
+
+
+def _basic_recorded(arr: NDArray, key: tuple) -> NDArray:
+    # While recording, slicing goes through registry ops so gradients flow.
+    from .invoke import call
+    shape = arr._data.shape
+    result_shape = _basic_view(_dummy(shape), key).shape or (1,)
+    expanded = []
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    for k in key:
+        if k is Ellipsis:
+            expanded.extend([slice(None)] * (len(shape) - n_real))
+        elif k is not None:
+            expanded.append(k)
+    expanded.extend([slice(None)] * (len(shape) - len(expanded)))
+    begin, end, step = [], [], []
+    for dim, k in zip(shape, expanded):
+        if isinstance(k, slice):
+            b, e, s = k.indices(dim)
+            begin.append(b)
+            end.append(None if (s < 0 and e < 0) else e)
+            step.append(s)
+        else:
+            i = int(k)
+            if not -dim <= i < dim:
+                raise IndexError(f"index {i} is out of bounds for axis with size {dim}")
+            i %= dim
+            begin.append(i)
+            end.append(i + 1)
+            step.append(1)
+    out = call("slice", (arr,), {"begin": tuple(begin), "end": tuple(end), "step": tuple(step)})
+    if out.shape != result_shape:
+        out = call("Reshape", (out,), {"shape": result_shape})
+    return out
+
+
+def _advanced_recorded(arr: NDArray, key: tuple) -> NDArray:
+    from .creation import array
+    from .invoke import call
+    if len(key) == 1 and not isinstance(key[0], (bool, np.bool_)):
+        idx = key[0]
+        if not isinstance(idx, NDArray):
+            resolved = _resolve_index(idx, "getitem")
+            if resolved.dtype == np.bool_:
+                resolved = np.nonzero(resolved)[0]
+            _dummy(arr._data.shape)[resolved]  # bounds check now
+            idx = array(resolved, ctx=arr.context, dtype=np.int64)
+        elif idx._data.dtype == np.bool_:
+            idx = array(np.nonzero(idx.asnumpy())[0], ctx=arr.context, dtype=np.int64)
+        return call("take", (arr, idx), {"axis": 0})
+    raise EmberError("advanced indexing with more than one index array is not supported while "
+                     "autograd is recording; index outside autograd.record() or use take/pick")
+
+
+def setitem(arr: NDArray, key, value) -> None:
+    """arr[key] = value (scalar, NDArray, numpy array or list; broadcast to the selection)."""
+    arr._chunk.check()
+    if autograd_state.needs_record(arr):
+        raise EmberError("in-place assignment to an array that is in an autograd graph while recording "
+                         "is not supported; assign outside autograd.record()")
+    key = _as_tuple(key)
+    ctx = arr.context
+    if _is_basic(key):
+        target = _basic_view(arr._data, key)
+        tshape = target.shape
+        if _is_scalar(value):
+            push_fill(target, ctx, arr._chunk.var, value, "setitem")
+            return
+        src_data, src_var = _value_source(arr, value, tshape)
+        push_assign(target, ctx, arr._chunk.var, src_data, src_var, "setitem")
+        return
+    parts, tshape, nd_parts = _advanced(arr, key, "setitem")
+    if _is_scalar(value):
+        src_data, src_var = value, None
+    else:
+        src_data, src_var = _value_source(arr, value, tshape)
+    dst = arr._data
+    xp = storage.array_module(ctx)
+
+    def scatter():
+        v = src_data
+        if xp is not np and isinstance(v, np.ndarray):
+            v = xp.asarray(v)
+        dst[_runtime_key(parts, xp)] = v
+    read = [p._chunk.var for p in nd_parts if p._chunk is not arr._chunk]
+    if src_var is not None and src_var is not arr._chunk.var:
+        read.append(src_var)
+    engine.push(scatter, read=read, write=(arr._chunk.var,), device=ctx, name="advanced_setitem")
+
+
+def _value_source(arr: NDArray, value, tshape):
+    """(data, var) of the value to assign, checked to broadcast to `tshape`."""
+    if isinstance(value, NDArray):
+        value._chunk.check()
+        if value.context != arr.context:
+            raise ContextError(f"setitem: value is on {value.context} but the array is on {arr.context}")
+        if value._chunk is arr._chunk:  # overlapping source: snapshot it first
+            value = copy_to_new(value, value.context, value._data.dtype)
+        _check_broadcast(value.shape, tshape)
+        return value._data, value._chunk.var
+    if isinstance(value, (np.ndarray, list, tuple, numbers.Number, np.generic)):
+        values = np.array(value, dtype=arr._data.dtype)  # a copy: later changes by the caller don't leak in
+        _check_broadcast(values.shape, tshape)
+        return values, None
+    raise TypeError(f"setitem: cannot assign a value of type {type(value).__name__}; "
+                    "use a scalar, NDArray, numpy array or list")
+
+
+def _check_broadcast(src_shape, tshape) -> None:
+    try:
+        ok = np.broadcast_shapes(src_shape, tshape) == tuple(tshape)
+    except ValueError:
+        ok = False
+    if not ok:
+        # MXNet accepts a value with extra leading 1-dims, or a selection of shape (1,) for a scalar-like value
+        squeezed = tuple(src_shape)
+        while len(squeezed) > len(tshape) and squeezed[0] == 1:
+            squeezed = squeezed[1:]
+        if squeezed != tuple(src_shape):
+            return _check_broadcast(squeezed, tshape)
+        raise ValueError(f"setitem: cannot assign a value of shape {tuple(src_shape)} to a selection "
+                         f"of shape {tuple(tshape)}")

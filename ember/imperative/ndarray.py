@@ -1,0 +1,408 @@
+"""NDArray: an asynchronous n-d array whose every operation is an engine op.
+
+An NDArray is a numpy (CPU) or CuPy (GPU) view, `_data`, into the storage of a
+`Chunk` whose engine var orders every read and write of that storage.  Calls
+return at once; reading values (`asnumpy`, `asscalar`, `repr`, ...) waits on
+the var and re-raises errors of the ops that wrote it.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .. import engine
+from ..base import ContextError, EmberError
+from ..context import Context, current_context
+from . import storage, autograd_state
+from .shapes import mxnet_reshape
+
+_SCALAR_TYPES = (numbers.Number, np.generic)
+
+
+def _is_scalar(x) -> bool:
+    return isinstance(x, _SCALAR_TYPES) and not isinstance(x, np.ndarray)
+
+
+class NDArray:
+    """An n-dimensional array on one device (MXNet's `mx.nd.NDArray`)."""
+
+    __slots__ = ("_data", "_chunk", "_ag", "__weakref__")
+    # numpy must defer to our reflected operators (np.float32(2) * nd -> NDArray)
+    __array_priority__ = 1000.0
+
+    def __init__(self, data, chunk: storage.Chunk):
+        self._data = data
+        self._chunk = chunk
+        self._ag = None
+
+    # -- construction from outside storage ------------------------------------
+    @classmethod
+    def _wrap(cls, data, var, ctx: Optional[Context] = None) -> "NDArray":
+        """An NDArray over an existing buffer guarded by an existing engine var (not owned)."""
+        ctx = ctx if ctx is not None else current_context()
+        return cls(data, storage.wrap(data, var, ctx))
+
+    # -- properties ---------------------------------------------------------------
+    @property
+    def var(self):
+        """The engine var guarding this array's storage (shared by views)."""
+        return self._chunk.var
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return self._data.shape
+
+    @property
+    def dtype(self):
+        """The element type as a numpy scalar type (np.float32, ...), as MXNet returns it."""
+        return self._data.dtype.type
+
+    @property
+    def size(self) -> int:
+        return int(self._data.size)
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def context(self) -> Context:
+        return self._chunk.ctx
+
+    ctx = context
+
+    @property
+    def stype(self) -> str:
+        return "default"
+
+    @property
+    def handle(self):
+        return None
+
+    @property
+    def T(self) -> "NDArray":
+        if self.ndim < 2:
+            return self
+        return _call("transpose", (self,), {})
+
+    @property
+    def grad(self) -> Optional["NDArray"]:
+        """The gradient buffer attached by `attach_grad` (None otherwise)."""
+        leaf = self._ag
+        return leaf.grad if isinstance(leaf, autograd_state.Leaf) else None
+
+    # -- synchronisation and reading --------------------------------------------------
+    def wait_to_read(self) -> None:
+        """Block until every pending write to this array is done; re-raise its error."""
+        self._chunk.check()
+        engine.wait(self._chunk.var)
+
+    wait_to_write = wait_to_read
+
+    def asnumpy(self) -> np.ndarray:
+        """A numpy copy of the values (waits for pending writes)."""
+        self.wait_to_read()
+        data = self._data
+        if isinstance(data, np.ndarray):
+            return data.copy()
+        return data.get()
+
+    def asscalar(self):
+        """The value of a one-element array as a numpy scalar."""
+        if self.size != 1:
+            raise ValueError(f"the current array is not a scalar: shape {self.shape}")
+        return self.asnumpy().reshape(())[()]
+
+    def item(self):
+        return self.asscalar().item()
+
+    def __array__(self, dtype=None, copy=None):
+        values = self.asnumpy()
+        return values if dtype is None else values.astype(dtype, copy=False)
+
+    def tolist(self):
+        return self.asnumpy().tolist()
+
+    def __repr__(self) -> str:
+        shape = "x".join(str(d) for d in self.shape)
+        return f"\n{self.asnumpy()}\n<{type(self).__name__} {shape} @{self.context}>"
+
+    __str__ = __repr__
+
+    def __bool__(self) -> bool:
+        n = self.size
+        if n == 0:
+            return False
+        if n == 1:
+            return bool(self.asscalar())
+        raise ValueError("The truth value of an NDArray with multiple elements is ambiguous.")
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d NDArray")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __reduce__(self):
+        return (_unpickle, (self.asnumpy(), self.context))
+
+    # -- arithmetic: NDArray op NDArray -> broadcast_*, NDArray op scalar -> _*_scalar ---------
+    def __add__(self, other):
+        return _binary(self, other, "broadcast_add", "_plus_scalar")
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return _binary(self, other, "broadcast_sub", "_minus_scalar")
+
+    def __rsub__(self, other):
+        return _binary(self, other, None, "_rminus_scalar")
+
+    def __mul__(self, other):
+        return _binary(self, other, "broadcast_mul", "_mul_scalar")
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        return _binary(self, other, "broadcast_div", "_div_scalar")
+
+    def __rtruediv__(self, other):
+        return _binary(self, other, None, "_rdiv_scalar")
+
+    __div__, __rdiv__ = __truediv__, __rtruediv__
+
+    def __mod__(self, other):
+        return _binary(self, other, "broadcast_mod", "_mod_scalar")
+
+    def __rmod__(self, other):
+        return _binary(self, other, None, "_rmod_scalar")
+
+    def __pow__(self, other):
+        return _binary(self, other, "broadcast_power", "_power_scalar")
+
+    def __rpow__(self, other):
+        return _binary(self, other, None, "_rpower_scalar")
+
+    def __neg__(self):
+        return _call("negative", (self,), {})
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _call("abs", (self,), {})
+
+    def __iadd__(self, other):
+        return _binary(self, other, "broadcast_add", "_plus_scalar", out=self)
+
+    def __isub__(self, other):
+        return _binary(self, other, "broadcast_sub", "_minus_scalar", out=self)
+
+    def __imul__(self, other):
+        return _binary(self, other, "broadcast_mul", "_mul_scalar", out=self)
+
+    def __itruediv__(self, other):
+        return _binary(self, other, "broadcast_div", "_div_scalar", out=self)
+
+    __idiv__ = __itruediv__
+
+    def __imod__(self, other):
+        return _binary(self, other, "broadcast_mod", "_mod_scalar", out=self)
+
+    def __ipow__(self, other):
+        return _binary(self, other, "broadcast_power", "_power_scalar", out=self)
+
+    # comparisons give arrays of 0/1 in the inputs' dtype, as in MXNet 1.x
+    def __eq__(self, other):
+        return _binary(self, other, "broadcast_equal", "_equal_scalar")
+
+    def __ne__(self, other):
+        return _binary(self, other, "broadcast_not_equal", "_not_equal_scalar")
+
+    def __gt__(self, other):
+        return _binary(self, other, "broadcast_greater", "_greater_scalar")
+
+    def __ge__(self, other):
+        return _binary(self, other, "broadcast_greater_equal", "_greater_equal_scalar")
+
+    def __lt__(self, other):
+        return _binary(self, other, "broadcast_lesser", "_lesser_scalar")
+
+    def __le__(self, other):
+        return _binary(self, other, "broadcast_lesser_equal", "_lesser_equal_scalar")
+
+    # -- indexing --------------------------------------------------------------------------
+    def __getitem__(self, key):
+        return indexing.getitem(self, key)
+
+    def __setitem__(self, key, value):
+        indexing.setitem(self, key, value)
+
+    # -- shape and copies ------------------------------------------------------------------
+    def reshape(self, *shape, **kwargs) -> "NDArray":
+        """A view with a new shape (MXNet special values 0, -1, -2, -3, -4; reverse=True)."""
+        reverse = bool(kwargs.pop("reverse", False))
+        if "shape" in kwargs:
+            if shape:
+                raise TypeError("reshape: shape given both positionally and by keyword")
+            shape = kwargs.pop("shape")
+        if kwargs:
+            raise TypeError(f"reshape: unexpected keyword arguments {sorted(kwargs)}")
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        shape = tuple(int(d) for d in shape)
+        self._chunk.check()
+        if autograd_state.needs_record(self):
+            return _call("Reshape", (self,), {"shape": shape, "reverse": reverse})
+        new_shape = mxnet_reshape(self.shape, shape, reverse)
+        return NDArray(self._data.reshape(new_shape), self._chunk)
+
+    def reshape_like(self, other: "NDArray") -> "NDArray":
+        return self.reshape(other.shape)
+
+    def transpose(self, *axes) -> "NDArray":
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return _call("transpose", (self,), {"axes": tuple(axes)} if axes else {})
+
+    def expand_dims(self, axis: int) -> "NDArray":
+        return _call("expand_dims", (self,), {"axis": axis})
+
+    def squeeze(self, axis=None) -> "NDArray":
+        return _call("squeeze", (self,), {} if axis is None else {"axis": axis})
+
+    def flatten(self) -> "NDArray":
+        return _call("Flatten", (self,), {})
+
+    def broadcast_to(self, shape) -> "NDArray":
+        return _call("broadcast_to", (self,), {"shape": tuple(shape)})
+
+    def broadcast_like(self, other: "NDArray") -> "NDArray":
+        return _call("broadcast_like", (self, other), {})
+
+    def astype(self, dtype, copy: bool = True) -> "NDArray":
+        """A copy converted to `dtype` (self when copy=False and the dtype already matches)."""
+        dtype = np.dtype(_as_dtype(dtype))
+        if not copy and dtype == self._data.dtype:
+            return self
+        if autograd_state.needs_record(self):
+            return _call("Cast", (self,), {"dtype": dtype})
+        return copying.copy_to_new(self, self.context, dtype)
+
+    def copy(self) -> "NDArray":
+        """A deep copy on the same device."""
+        if autograd_state.needs_record(self):
+            return _call("_copy", (self,), {})
+        return copying.copy_to_new(self, self.context, self._data.dtype)
+
+    def copyto(self, other: Union["NDArray", Context]) -> "NDArray":
+        """Copy into `other` (an NDArray of the same shape, or a new array on a Context)."""
+        if isinstance(other, Context):
+            return copying.copy_to_new(self, other, self._data.dtype)
+        if isinstance(other, NDArray):
+            if other is self:
+                return self
+            copying.copy_into(self, other)
+            return other
+        raise TypeError(f"copyto does not support type {type(other).__name__}; expected NDArray or Context")
+
+    def as_in_context(self, context: Context) -> "NDArray":
+        """self if already on `context`, else a copy there."""
+        if context == self.context:
+            return self
+        return self.copyto(context)
+
+    as_in_ctx = as_in_context
+
+    def detach(self) -> "NDArray":
+        """The same storage, outside the autograd graph."""
+        return NDArray(self._data, self._chunk)
+
+    # -- autograd ----------------------------------------------------------------------------
+    def attach_grad(self, grad_req: str = "write", stype=None) -> None:
+        """Allocate a zero gradient buffer and make this array an autograd variable."""
+        autograd_state.attach_grad(self, grad_req)
+
+    def backward(self, out_grad: Optional["NDArray"] = None, retain_graph: bool = False,
+                 train_mode: bool = True) -> None:
+        """Compute gradients of this array w.r.t. the marked variables."""
+        from . import autograd_tape
+        autograd_tape.backward([self], None if out_grad is None else [out_grad],
+                               retain_graph=retain_graph, train_mode=train_mode)
+
+    # -- DLPack ------------------------------------------------------------------------------
+    def to_dlpack_for_read(self):
+        return dlpack.to_dlpack_for_read(self)
+
+    def to_dlpack_for_write(self):
+        return dlpack.to_dlpack_for_write(self)
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return dlpack.dunder_dlpack(self, stream, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    # -- method forms of operators (looked up in the registry at call time) -------------------
+    def _free(self) -> None:
+        """Release the storage now (after pending ops); later use raises FreedArrayError."""
+        self._chunk.free()
+
+
+def _op_method(op_name: str):
+    def method(self, *args, **kwargs):
+        return _call(op_name, (self,) + args, kwargs)
+    method.__name__ = op_name
+    method.__doc__ = f"Same as `mx.nd.{op_name}(self, ...)`."
+    return method
+
+
+_METHOD_OPS = (
+    "sum", "nansum", "prod", "nanprod", "mean", "max", "min", "norm", "argmax", "argmin",
+    "argmax_channel", "exp", "expm1", "log", "log10", "log2", "log1p", "sqrt", "rsqrt", "cbrt",
+    "rcbrt", "square", "reciprocal", "sign", "round", "rint", "fix", "floor", "ceil", "trunc",
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
+    "arccosh", "arctanh", "degrees", "radians", "sigmoid", "relu", "softmax", "log_softmax",
+    "clip", "tile", "repeat", "flip", "pad", "take", "pick", "one_hot", "topk", "sort",
+    "argsort", "split", "slice", "slice_axis", "slice_like", "swapaxes", "zeros_like",
+    "ones_like", "broadcast_axes", "diag", "abs", "softmin",
+)
+for _name in _METHOD_OPS:
+    setattr(NDArray, _name, _op_method(_name))
+
+
+def _unpickle(values, ctx):
+    from .creation import array
+    return array(values, ctx=ctx, dtype=values.dtype)
+
+
+def _as_dtype(dtype):
+    from ..ops.registry import as_dtype
+    return as_dtype(dtype)
+
+
+def _binary(lhs: NDArray, rhs, array_op: Optional[str], scalar_op: str, out=None):
+    if isinstance(rhs, NDArray):
+        if array_op is None:  # reflected form reached with two NDArrays cannot happen in Python
+            raise TypeError("unsupported reflected operation between NDArrays")
+        return invoke_mod.invoke_fast(array_op, (lhs, rhs), None, out)
+    if _is_scalar(rhs):
+        return invoke_mod.invoke_fast(scalar_op, (lhs,), {"scalar": float(rhs)}, out)
+    raise TypeError(f"type {type(rhs).__name__} is not supported with NDArray; use an NDArray or a scalar")
+
+
+def _call(op_name: str, args, kwargs):
+    return invoke_mod.call(op_name, args, kwargs)
+
+
+# late imports: these modules use NDArray
+from . import invoke as invoke_mod  # noqa: E402
+from . import indexing, copying, dlpack  # noqa: E402

@@ -1,0 +1,73 @@
+"""Per-device resources for kernels: the random number generator behind an engine var.
+
+Each device has one `numpy.random.Generator`; every op listing the 'rng'
+resource writes its var, so draws happen in push order whatever the thread
+timing, and `seed()` (itself an engine op on the var) reseeds the same
+generator object in place: ops pushed before it draw from the old stream,
+ops pushed after it from the new one.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+from .. import engine
+from ..context import Context
+
+_lock = threading.Lock()
+_rngs: Dict[tuple, Tuple[object, np.random.Generator]] = {}
+_global_seed: Optional[int] = None
+
+
+def _key(ctx: Context) -> tuple:
+    # All CPU contexts share host memory and one generator, as in MXNet.
+    return ("cpu", 0) if ctx.device_type == "cpu" else (ctx.device_type, ctx.device_id)
+
+
+def _seeded_state(seed: int, key: tuple):
+    devtype = 1 if key[0] == "cpu" else 2
+    return np.random.PCG64(np.random.SeedSequence([seed, devtype, key[1]])).state
+
+
+def rng(ctx: Context) -> Tuple[object, np.random.Generator]:
+    """(var, generator) of the device `ctx`: an op drawing from the generator must write the var."""
+    key = _key(ctx)
+    found = _rngs.get(key)
+    if found is not None:
+        return found
+    with _lock:
+        found = _rngs.get(key)
+        if found is None:
+            gen = np.random.Generator(np.random.PCG64())
+            if _global_seed is not None:
+                gen.bit_generator.state = _seeded_state(_global_seed, key)
+            found = (engine.Var(f"rng:{key[0]}({key[1]})"), gen)
+            _rngs[key] = found
+    return found
+
+
+def seed(seed_state: int, ctx="all") -> None:
+    """Reseed the generator of `ctx` ('all': every device, now and later), in push order."""
+    global _global_seed
+    if isinstance(seed_state, bool) or not isinstance(seed_state, (int, np.integer)):
+        raise ValueError(f"seed_state must be an int, got {type(seed_state).__name__}")
+    value = int(seed_state) % (1 << 64)
+    if isinstance(ctx, str):
+        if ctx != "all":
+            raise ValueError(f"ctx must be a Context or 'all', got {ctx!r}")
+        with _lock:
+            _global_seed = value
+            targets = list(_rngs.items())
+    elif isinstance(ctx, Context):
+        rng(ctx)
+        targets = [(_key(ctx), _rngs[_key(ctx)])]
+    else:
+        raise ValueError(f"ctx must be a Context or 'all', got {ctx!r}")
+    for key, (var, gen) in targets:
+        state = _seeded_state(value, key)
+
+        def reseed(gen=gen, state=state):
+            gen.bit_generator.state = state
+        engine.push(reseed, write=(var,), name="random_seed")

@@ -1,0 +1,103 @@
+"""Array storage: a chunk ties one memory block to the engine var that guards it.
+
+Views (slices, reshapes) of an NDArray share its chunk, hence its var, so the
+engine orders overlapping reads and writes.  When the last NDArray on a chunk
+goes away, the block goes back to the memory manager only after every op still
+pending on the var has run: the release is itself an engine op writing the var.
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import numpy as np
+
+from .. import engine
+from ..base import ContextError, FreedArrayError
+from ..context import Context
+
+_memory = None
+
+
+def _memory_api():
+    """ember.memory's alloc/release (imported once, on first use)."""
+    global _memory
+    if _memory is None:
+        from .. import memory
+        _memory = memory
+    return _memory
+
+
+_cupy = None
+
+
+def array_module(ctx: Context):
+    """numpy for CPU contexts, CuPy for GPU contexts (ContextError without CuPy)."""
+    if ctx.device_type == "cpu":
+        return np
+    global _cupy
+    if _cupy is None:
+        try:
+            import cupy
+        except ImportError:
+            raise ContextError(f"{ctx} needs CuPy, which is not installed") from None
+        _cupy = cupy
+    return _cupy
+
+
+def _release_later(block, var, owns_var: bool) -> None:
+    # The release op writes the var, so it runs after every op already pushed on it.
+    if block is not None:
+        release = _memory_api().release
+        engine.push(lambda: release(block), write=(var,), name="release_storage")
+    if owns_var:
+        var.delete()
+
+
+class Chunk:
+    """The storage of one or more NDArrays: its engine var, memory block and device."""
+
+    __slots__ = ("var", "block", "ctx", "freed", "owns_var", "__weakref__")
+
+    def __init__(self, var, block, ctx: Context, owns_var: bool = True):
+        self.var = var
+        self.block = block
+        self.ctx = ctx
+        self.freed = False
+        self.owns_var = owns_var
+
+    def free(self) -> None:
+        """Give the storage back now (after pending ops); later use raises FreedArrayError."""
+        if self.freed:
+            return
+        self.freed = True
+        block, self.block = self.block, None
+        _release_later(block, self.var, self.owns_var)
+
+    def check(self) -> None:
+        if self.freed:
+            raise FreedArrayError("this NDArray's storage was already freed; it can no longer be used")
+
+    def __del__(self):
+        if self.freed:
+            return
+        try:
+            _release_later(self.block, self.var, self.owns_var)
+        except Exception:  # noqa: BLE001 - interpreter shutdown: engine/memory may be gone
+            pass
+
+
+def alloc(shape: Tuple[int, ...], dtype, ctx: Context, name: Optional[str] = None):
+    """(data, chunk): a fresh array of `shape`/`dtype` on `ctx` from the memory manager."""
+    dtype = np.dtype(dtype)
+    size = 1
+    for d in shape:
+        size *= d
+    nbytes = size * dtype.itemsize
+    block = _memory_api().alloc(nbytes, ctx)
+    data = block.data[:nbytes].view(dtype).reshape(shape)
+    return data, Chunk(engine.Var(name), block, ctx)
+
+
+def wrap(data, var, ctx: Context, owns_var: bool = False) -> Chunk:
+    """A chunk over storage ember does not manage (planned blocks, DLPack, zero-copy numpy)."""
+    return Chunk(var, None, ctx, owns_var=owns_var)

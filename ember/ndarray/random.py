@@ -1,0 +1,45 @@
+"""`mx.nd.random`: sampling functions (registry ops drawing from the device's RNG resource)."""
+from __future__ import annotations
+
+from ..imperative.invoke import call
+from ..imperative.ndarray import NDArray
+
+
+def _sample(op: str, sample_op: str, params: dict, shape, dtype, ctx, out, kwargs):
+    if any(isinstance(v, NDArray) for v in params.values()):
+        # per-element parameters: MXNet's _sample_* ops
+        arrays = [v for v in params.values()]
+        if not all(isinstance(v, NDArray) for v in arrays):
+            raise TypeError(f"{op}: parameters must be all scalars or all NDArrays")
+        attrs = dict(kwargs)
+        if shape is not None:
+            attrs["shape"] = shape
+        if dtype is not None:
+            attrs["dtype"] = dtype
+        return call(sample_op, tuple(arrays), dict(attrs, out=out))
+    attrs = dict(params, **kwargs)
+    if shape is not None:
+        attrs["shape"] = shape
+    if dtype is not None:
+        attrs["dtype"] = dtype
+    if ctx is not None:
+        attrs["ctx"] = ctx
+    return call(op, (), dict(attrs, out=out))
+
+
+def uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
+    """Samples from U[low, high)."""
+    return _sample("_random_uniform", "_sample_uniform", {"low": low, "high": high},
+                   shape, dtype, ctx, out, kwargs)
+
+
+def normal(loc=0.0, scale=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
+    """Samples from N(loc, scale**2)."""
+    return _sample("_random_normal", "_sample_normal", {"loc": loc, "scale": scale},
+                   shape, dtype, ctx, out, kwargs)
+
+
+def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
+    """Integers drawn uniformly from [low, high)."""
+    return _sample("_random_randint", "_sample_randint", {"low": low, "high": high},
+                   shape, dtype, ctx, out, kwargs)
