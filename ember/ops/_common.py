@@ -1,0 +1,176 @@
+"""Helpers shared by the tensor operator modules: shape/dtype inference and gradient plumbing.
+
+Unknown shapes are None (a whole shape) during symbolic inference; a dimension of a
+partially known shape may be None too.  Every inference error is a ShapeError or
+DTypeError whose message names the operator and the shapes/dtypes in conflict.
+"""
+from __future__ import annotations
+
+from typing import Callable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..base import DTypeError, OperatorError, ShapeError
+
+Shape = Tuple[int, ...]
+
+
+def known(shape) -> bool:
+    """True when `shape` is fully known (not None and no None dimension)."""
+    return shape is not None and None not in shape
+
+
+def fmt(shape) -> str:
+    return "unknown" if shape is None else str(tuple(shape))
+
+
+def norm_axis(op: str, axis: int, ndim: int, what: str = "axis") -> int:
+    """`axis` in [0, ndim), accepting negative values; IndexError-like ShapeError otherwise."""
+    if not -ndim <= axis < ndim:
+        raise ShapeError(f"{op}: {what} {axis} is out of range for a {ndim}-D input")
+    return axis + ndim if axis < 0 else axis
+
+
+# -- shape inference ----------------------------------------------------------------
+def broadcast_shape(op: str, a: Optional[Shape], b: Optional[Shape]) -> Optional[Shape]:
+    """numpy/MXNet broadcasting of two shapes (None if either is unknown)."""
+    if a is None or b is None:
+        return None
+    n = max(len(a), len(b))
+    pa = (1,) * (n - len(a)) + tuple(a)
+    pb = (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(pa, pb):
+        if x == y:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        elif y == 1:
+            out.append(x)
+        elif x is None or y is None:
+            out.append(x if y is None else y)
+        else:
+            raise ShapeError(f"{op}: operands could not be broadcast together with shapes "
+                             f"{tuple(a)} and {tuple(b)}")
+    return tuple(out)
+
+
+def unify(op: str, shapes: Sequence[Optional[Shape]], names: Sequence[str] = ()) -> Optional[Shape]:
+    """The one shape all of `shapes` must have (None entries are unknown); ShapeError on conflict."""
+    result = None
+    first = None
+    for i, s in enumerate(shapes):
+        if s is None:
+            continue
+        s = tuple(s)
+        if result is None:
+            result, first = s, i
+            continue
+        if len(s) != len(result):
+            _conflict(op, names, first, result, i, s)
+        merged = []
+        for x, y in zip(result, s):
+            if x is None:
+                merged.append(y)
+            elif y is None or x == y:
+                merged.append(x)
+            else:
+                _conflict(op, names, first, result, i, s)
+        result = tuple(merged)
+    return result
+
+
+def _conflict(op, names, i, a, j, b):
+    na = names[i] if i < len(names) else f"input {i}"
+    nb = names[j] if j < len(names) else f"input {j}"
+    raise ShapeError(f"{op}: shapes must be equal, but {na} has shape {a} and {nb} has shape {b}")
+
+
+def same_shape(op: str, n_out: int = 1, names: Sequence[str] = ()) -> Callable:
+    """infer_shape for elementwise ops: every input and output shares one shape (inferred both ways)."""
+    def infer(attrs, in_shapes, *aux):
+        s = unify(op, in_shapes, names)
+        return [s] * len(in_shapes), [s] * n_out
+    return infer
+
+
+def check_output(op: str, given, inferred: Shape, what: str = "output") -> Shape:
+    """Reconcile a shape given by the caller with the inferred one."""
+    if given is not None and known(given) and tuple(given) != tuple(inferred):
+        raise ShapeError(f"{op}: {what} has shape {tuple(given)} but {tuple(inferred)} is expected")
+    return tuple(inferred)
+
+
+# -- dtype inference ----------------------------------------------------------------
+def same_type(op: str, n_out: int = 1, names: Sequence[str] = ()) -> Callable:
+    """infer_type: all inputs and outputs share one dtype (DTypeError naming the op on a mix)."""
+    def infer(attrs, in_dtypes):
+        dt = None
+        for i, d in enumerate(in_dtypes):
+            if d is None:
+                continue
+            d = np.dtype(d)
+            if dt is None:
+                dt = d
+            elif d != dt:
+                label = names[i] if i < len(names) else f"input {i}"
+                raise DTypeError(f"{op}: {label} has dtype {d.name} but the other inputs are {dt.name}")
+        return [dt] * len(in_dtypes), [dt] * n_out
+    return infer
+
+
+def fixed_type(dtype_of: Callable[[dict], np.dtype], n_out: int = 1) -> Callable:
+    """infer_type for ops whose output dtype comes from an attribute (inputs left as they are)."""
+    def infer(attrs, in_dtypes):
+        return list(in_dtypes), [np.dtype(dtype_of(attrs))] * n_out
+    return infer
+
+
+def float_input(op: str, dtype) -> None:
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        raise DTypeError(f"{op}: floating point input expected, got {np.dtype(dtype).name}")
+
+
+# -- kernels ------------------------------------------------------------------------
+def sum_to(xp, g, shape: Shape):
+    """Sum `g` over the axes that broadcasting expanded so that the result has `shape`."""
+    if g.shape == tuple(shape):
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and g.shape[i + lead] != 1)
+    r = g.sum(axis=axes, keepdims=True) if axes else g
+    return r.reshape(shape)
+
+
+def as_scalar(x, value):
+    """The attribute `value` converted to x's element type, as MXNet does (DType(scalar))."""
+    return value if x.dtype.kind == "f" else x.dtype.type(value)
+
+
+# -- gradient plumbing -----------------------------------------------------------------
+def via(bwd: str, pick_inputs: Callable, n_grads: int, pass_attrs: bool = True) -> Callable:
+    """A gradient that calls op `bwd` on pick_inputs(inputs, outputs, out_grads) through F.
+
+    `bwd` returns n_grads arrays, one per forward input in order.
+    """
+    def gradient(F, attrs, inputs, outputs, out_grads):
+        args = pick_inputs(inputs, outputs, out_grads)
+        res = getattr(F, bwd)(*args, **(attrs if pass_attrs else {}))
+        if n_grads == 1:
+            return [res[0] if isinstance(res, (list, tuple)) else res]
+        return [res[i] for i in range(n_grads)]
+    gradient.__doc__ = f"Gradient through the backward op {bwd}."
+    return gradient
+
+
+def no_gradient(n_in: int) -> Callable:
+    """Gradient of ops that are piecewise constant (comparisons, rounding): zeros."""
+    def gradient(F, attrs, inputs, outputs, out_grads):
+        return [F.zeros_like(x) for x in inputs[:n_in]]
+    return gradient
+
+
+def need(op: str, cond: bool, message: str) -> None:
+    """Raise OperatorError(op: message) unless `cond`."""
+    if not cond:
+        raise OperatorError(f"{op}: {message}")

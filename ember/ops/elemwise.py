@@ -1,0 +1,312 @@
+"""Elementwise arithmetic: broadcast_* / elemwise_* binary ops, the *_scalar forms, negative, _copy.
+
+Binary ops share one backward op each, ``_backward_broadcast_<op>(ograd, lhs, rhs) ->
+(lhs_grad, rhs_grad)``, which also undoes broadcasting (sums over expanded axes), so the
+elemwise_* forms reuse them.  Comparisons return the input dtype (1 or 0), as MXNet 1.x does,
+and have zero gradients.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict
+
+import numpy as np
+
+from ..base import ShapeError
+from ._common import as_scalar, broadcast_shape, known, no_gradient, same_shape, same_type, sum_to, via
+from ._unary import register_unary
+from .registry import Attr, OpDef, register
+
+_BIN_INPUTS = ["lhs", "rhs"]
+
+
+# -- forward kernels ------------------------------------------------------------------
+def _binary_kernel(ufunc: str) -> Callable:
+    np_fn = getattr(np, ufunc)
+
+    def kernel(ctx, attrs, inputs, outputs, aux):
+        xp = ctx.xp
+        (np_fn if xp is np else getattr(xp, ufunc))(inputs[0], inputs[1], out=outputs[0])
+    kernel.__name__ = f"{ufunc}_kernel"
+    return kernel
+
+
+def _div_kernel(ctx, attrs, inputs, outputs, aux):
+    a, b, o = inputs[0], inputs[1], outputs[0]
+    if o.dtype.kind == "f":
+        ctx.xp.divide(a, b, out=o)
+    else:  # integer division truncates towards zero, as in C
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ctx.xp.divide(a, b, out=o, casting="unsafe")
+
+
+def _mod(xp, a, b, o):
+    # MXNet's mod follows the divisor's sign (Python's %) and gives 0 for a zero divisor
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if o.dtype.kind == "f":
+            xp.mod(a, b, out=o)
+        else:
+            xp.mod(a, xp.where(b == 0, 1, b), out=o, casting="unsafe")
+    xp.copyto(o, 0, where=(b == 0))
+
+
+def _mod_kernel(ctx, attrs, inputs, outputs, aux):
+    _mod(ctx.xp, inputs[0], inputs[1], outputs[0])
+
+
+def _power_kernel(ctx, attrs, inputs, outputs, aux):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ctx.xp.power(inputs[0], inputs[1], out=outputs[0])
+
+
+# -- derivatives (at the broadcast shape) -------------------------------------------------
+def _d_add(xp, g, a, b):
+    return g, g
+
+
+def _d_sub(xp, g, a, b):
+    return g, -g
+
+
+def _d_mul(xp, g, a, b):
+    return g * b, g * a
+
+
+def _d_div(xp, g, a, b):
+    ga = g / b
+    return ga, -ga * a / b
+
+
+def _d_mod(xp, g, a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = xp.floor(a / b)
+    return g * xp.ones_like(a), -g * q
+
+
+def _d_power(xp, g, a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ga = g * b * xp.power(a, b - 1)
+        gb = g * xp.power(a, b) * xp.log(a)
+    return ga, gb
+
+
+def _d_maximum(xp, g, a, b):
+    m = a >= b
+    return g * m, g * ~m
+
+
+def _d_minimum(xp, g, a, b):
+    m = a <= b
+    return g * m, g * ~m
+
+
+def _d_hypot(xp, g, a, b):
+    h = xp.hypot(a, b)
+    return g * a / h, g * b / h
+
+
+_ARITH: Dict[str, tuple] = {
+    "add": (_binary_kernel("add"), _d_add),
+    "sub": (_binary_kernel("subtract"), _d_sub),
+    "mul": (_binary_kernel("multiply"), _d_mul),
+    "div": (_div_kernel, _d_div),
+    "mod": (_mod_kernel, _d_mod),
+    "power": (_power_kernel, _d_power),
+    "maximum": (_binary_kernel("maximum"), _d_maximum),
+    "minimum": (_binary_kernel("minimum"), _d_minimum),
+    "hypot": (_binary_kernel("hypot"), _d_hypot),
+}
+
+_COMPARE = {"equal": "equal", "not_equal": "not_equal", "greater": "greater",
+            "greater_equal": "greater_equal", "lesser": "less", "lesser_equal": "less_equal",
+            "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor"}
+
+
+# -- shape inference -------------------------------------------------------------------
+def _broadcast_infer(op: str):
+    def infer(attrs, in_shapes):
+        a, b = in_shapes
+        return [a, b], [broadcast_shape(op, a, b)]
+    return infer
+
+
+def _backward_infer(op: str):
+    def infer(attrs, in_shapes):
+        g, a, b = in_shapes
+        if a is not None and b is not None and g is not None:
+            full = broadcast_shape(op, a, b)
+            if known(g) and known(full) and tuple(g) != full:
+                raise ShapeError(f"{op}: ograd has shape {tuple(g)} but the inputs broadcast to {full}")
+        return [g, a, b], [a, b]
+    return infer
+
+
+def _backward_binary_kernel(deriv: Callable) -> Callable:
+    def kernel(ctx, attrs, inputs, outputs, aux):
+        xp = ctx.xp
+        g, a, b = inputs
+        ga, gb = deriv(xp, g, a, b)
+        outputs[0][...] = sum_to(xp, ga, outputs[0].shape)
+        outputs[1][...] = sum_to(xp, gb, outputs[1].shape)
+    return kernel
+
+
+def _binary_grad(bwd: str):
+    return via(bwd, lambda i, o, g: [g[0], i[0], i[1]], 2, pass_attrs=False)
+
+
+for _name, (_kernel, _deriv) in _ARITH.items():
+    _bwd = f"_backward_broadcast_{_name}"
+    register(OpDef(name=_bwd, inputs=["ograd", "lhs", "rhs"], outputs=["lhs_grad", "rhs_grad"],
+                   infer_shape=_backward_infer(_bwd), infer_type=same_type(_bwd, 2),
+                   kernels={"any": _backward_binary_kernel(_deriv)},
+                   doc=f"Gradient of broadcast_{_name} w.r.t. both inputs, reduced to their shapes."))
+    register(OpDef(name=f"broadcast_{_name}", inputs=_BIN_INPUTS, outputs=["output"],
+                   infer_shape=_broadcast_infer(f"broadcast_{_name}"),
+                   infer_type=same_type(f"broadcast_{_name}", names=_BIN_INPUTS),
+                   kernels={"any": _kernel}, gradient=_binary_grad(_bwd),
+                   inplace=[(0, 0), (1, 0)],
+                   aliases=["broadcast_plus"] if _name == "add" else
+                   ["broadcast_minus"] if _name == "sub" else [],
+                   doc=f"Elementwise {_name} with numpy-style broadcasting."))
+
+# elemwise_* : same shapes required (no broadcasting); gradients reuse the broadcast backward ops
+for _name in ("add", "sub", "mul", "div"):
+    _op = f"elemwise_{_name}"
+    register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"],
+                   infer_shape=same_shape(_op, names=_BIN_INPUTS),
+                   infer_type=same_type(_op, names=_BIN_INPUTS),
+                   kernels={"any": _ARITH[_name][0]},
+                   gradient=_binary_grad(f"_backward_broadcast_{_name}"),
+                   inplace=[(0, 0), (1, 0)],
+                   aliases=["_add", "_plus", "_Plus"] if _name == "add" else
+                   ["_sub", "_minus", "_Minus"] if _name == "sub" else
+                   ["_mul", "_Mul"] if _name == "mul" else ["_div", "_Div"],
+                   doc=f"Elementwise {_name} of two arrays of the same shape."))
+
+for _name, _ufunc in _COMPARE.items():
+    _op = f"broadcast_{_name}"
+    register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"],
+                   infer_shape=_broadcast_infer(_op), infer_type=same_type(_op, names=_BIN_INPUTS),
+                   kernels={"any": _binary_kernel(_ufunc)}, gradient=no_gradient(2),
+                   inplace=[(0, 0), (1, 0)],
+                   doc=f"1 where lhs {_name} rhs else 0 (broadcasting), in the input dtype."))
+
+
+# -- scalar forms ------------------------------------------------------------------------
+_SCALAR = {"scalar": Attr("float", 1.0, doc="the scalar operand")}
+
+
+def _scalar_kernel(ufunc: str, reverse: bool = False) -> Callable:
+    np_fn = getattr(np, ufunc)
+
+    if reverse:
+        def kernel(ctx, attrs, inputs, outputs, aux):
+            x = inputs[0]
+            s = attrs["scalar"]
+            fn = np_fn if ctx.xp is np else getattr(ctx.xp, ufunc)
+            fn(s if x.dtype.kind == "f" else x.dtype.type(s), x, out=outputs[0], casting="unsafe")
+    else:
+        def kernel(ctx, attrs, inputs, outputs, aux):
+            x = inputs[0]
+            s = attrs["scalar"]
+            fn = np_fn if ctx.xp is np else getattr(ctx.xp, ufunc)
+            fn(x, s if x.dtype.kind == "f" else x.dtype.type(s), out=outputs[0], casting="unsafe")
+    return kernel
+
+
+def _quiet(kernel: Callable) -> Callable:
+    """Kernel run with division/invalid warnings off (MXNet returns inf/nan silently)."""
+    def quiet_kernel(ctx, attrs, inputs, outputs, aux):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            kernel(ctx, attrs, inputs, outputs, aux)
+    return quiet_kernel
+
+
+def _mod_scalar(ctx, attrs, inputs, outputs, aux):
+    x = inputs[0]
+    _mod(ctx.xp, x, ctx.xp.asarray(as_scalar(x, attrs["scalar"]), dtype=x.dtype), outputs[0])
+
+
+def _rmod_scalar(ctx, attrs, inputs, outputs, aux):
+    x = inputs[0]
+    _mod(ctx.xp, ctx.xp.asarray(as_scalar(x, attrs["scalar"]), dtype=x.dtype), x, outputs[0])
+
+
+def _copy_grad(F, attrs, inputs, outputs, out_grads):
+    return [F._copy(out_grads[0])]
+
+
+def _neg_grad(F, attrs, inputs, outputs, out_grads):
+    return [F.negative(out_grads[0])]
+
+
+def _mul_scalar_grad(F, attrs, inputs, outputs, out_grads):
+    return [F._mul_scalar(out_grads[0], scalar=attrs["scalar"])]
+
+
+def _div_scalar_grad(F, attrs, inputs, outputs, out_grads):
+    return [F._div_scalar(out_grads[0], scalar=attrs["scalar"])]
+
+
+def _errs(fn):
+    def wrapped(xp, x, y, a):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return fn(xp, x, y, a)
+    return wrapped
+
+
+register_unary("_plus_scalar", _scalar_kernel("add"), None, _SCALAR, gradient=_copy_grad,
+               doc="x + scalar")
+register_unary("_minus_scalar", _scalar_kernel("subtract"), None, _SCALAR, gradient=_copy_grad,
+               doc="x - scalar")
+register_unary("_rminus_scalar", _scalar_kernel("subtract", True), None, _SCALAR, gradient=_neg_grad,
+               doc="scalar - x")
+register_unary("_mul_scalar", _scalar_kernel("multiply"), None, _SCALAR, gradient=_mul_scalar_grad,
+               doc="x * scalar")
+register_unary("_div_scalar", _quiet(_scalar_kernel("divide")), None, _SCALAR, gradient=_div_scalar_grad,
+               doc="x / scalar")
+register_unary("_rdiv_scalar", _quiet(_scalar_kernel("divide", True)),
+               _errs(lambda xp, x, y, a: -y / x), _SCALAR, doc="scalar / x")
+register_unary("_mod_scalar", _mod_scalar, lambda xp, x, y, a: xp.ones_like(x), _SCALAR,
+               doc="x mod scalar (sign of the divisor; 0 for a zero divisor)")
+register_unary("_rmod_scalar", _rmod_scalar,
+               _errs(lambda xp, x, y, a: -xp.floor(a["scalar"] / x)), _SCALAR, doc="scalar mod x")
+register_unary("_power_scalar", _quiet(_scalar_kernel("power")),
+               _errs(lambda xp, x, y, a: a["scalar"] * xp.power(x, a["scalar"] - 1)), _SCALAR,
+               doc="x ** scalar")
+register_unary("_rpower_scalar", _quiet(_scalar_kernel("power", True)),
+               _errs(lambda xp, x, y, a: y * np.log(a["scalar"])), _SCALAR, doc="scalar ** x")
+register_unary("_maximum_scalar", _scalar_kernel("maximum"),
+               lambda xp, x, y, a: x >= a["scalar"], _SCALAR, doc="max(x, scalar)")
+register_unary("_minimum_scalar", _scalar_kernel("minimum"),
+               lambda xp, x, y, a: x <= a["scalar"], _SCALAR, doc="min(x, scalar)")
+register_unary("_hypot_scalar", _scalar_kernel("hypot"),
+               lambda xp, x, y, a: x / y, _SCALAR, doc="sqrt(x**2 + scalar**2)")
+
+for _name, _ufunc in _COMPARE.items():
+    if _name.startswith("logical"):
+        continue
+    register_unary(f"_{_name}_scalar", _scalar_kernel(_ufunc), None, _SCALAR, gradient=no_gradient(1),
+                   doc=f"1 where x {_name} scalar else 0, in x's dtype")
+register_unary("_logical_and_scalar", _scalar_kernel("logical_and"), None, _SCALAR,
+               gradient=no_gradient(1), doc="x and scalar (as 1/0)")
+register_unary("_logical_or_scalar", _scalar_kernel("logical_or"), None, _SCALAR,
+               gradient=no_gradient(1), doc="x or scalar (as 1/0)")
+register_unary("_logical_xor_scalar", _scalar_kernel("logical_xor"), None, _SCALAR,
+               gradient=no_gradient(1), doc="x xor scalar (as 1/0)")
+
+
+# -- negative, copy ---------------------------------------------------------------------
+def _negative(ctx, attrs, inputs, outputs, aux):
+    ctx.xp.negative(inputs[0], out=outputs[0])
+
+
+def _copy(ctx, attrs, inputs, outputs, aux):
+    o = outputs[0]
+    x = inputs[0]
+    if o is not x:
+        o[...] = x
+
+
+register_unary("negative", _negative, None, gradient=_neg_grad, doc="-x")
+register_unary("_copy", _copy, None, gradient=_copy_grad, aliases=["identity"], doc="A copy of x.")
