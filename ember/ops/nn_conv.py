@@ -1,0 +1,336 @@
+"""Convolution and Deconvolution (1-D and 2-D, NCW/NCHW) through im2col + one GEMM per group.
+
+The column matrix is built from a strided window view (no Python loop over pixels);
+the data gradient scatters columns back with one vectorised add per kernel position
+(kh*kw iterations).  1-D convolutions run as 2-D ones with a height of 1.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Tuple
+
+import numpy as np
+
+from ..base import OperatorError, ShapeError
+from ._nn_util import backward_via, float_types, known, matmul_into, merge, positive, spatial, windows
+from .registry import Attr, OpDef, register
+
+
+class Geometry(NamedTuple):
+    """A 2-D convolution's window geometry (1-D ones have kernel height 1)."""
+
+    kernel: Tuple[int, int]
+    stride: Tuple[int, int]
+    dilate: Tuple[int, int]
+    pad_before: Tuple[int, int]
+    pad_after: Tuple[int, int]
+    groups: int
+
+    def out_size(self, size: Tuple[int, int]) -> Tuple[int, int]:
+        """Output spatial size for an input of spatial `size`."""
+        return tuple((n + a + b - (d * (k - 1) + 1)) // s + 1
+                     for n, a, b, d, k, s in zip(size, self.pad_before, self.pad_after, self.dilate,
+                                                 self.kernel, self.stride))
+
+
+def _to2d(t, fill):
+    return t if len(t) == 2 else (fill,) + tuple(t)
+
+
+def _pad_or_crop(xp, x, before, after):
+    """Zero-pad the spatial axes of x (negative `after` crops instead)."""
+    crop = tuple(slice(0, x.shape[2 + i] + a) if a < 0 else slice(None) for i, a in enumerate(after))
+    x = x[(slice(None), slice(None)) + crop]
+    after = tuple(max(a, 0) for a in after)
+    if any(before) or any(after):
+        widths = [(0, 0), (0, 0)] + [(b, a) for b, a in zip(before, after)]
+        x = xp.pad(x, widths)
+    return x
+
+
+def im2col(xp, x, geo: Geometry, group: int):
+    """Columns (Cg*kh*kw, N*OH*OW) of group `group` of x (N, C, H, W); a fresh contiguous array."""
+    n, c = x.shape[:2]
+    cg = c // geo.groups
+    xpad = _pad_or_crop(xp, x[:, group * cg:(group + 1) * cg], geo.pad_before, geo.pad_after)
+    oh, ow = geo.out_size(x.shape[2:])
+    win = windows(xp, xpad, geo.kernel, geo.stride, geo.dilate, (oh, ow))
+    return win.transpose(1, 2, 3, 0, 4, 5).reshape(cg * geo.kernel[0] * geo.kernel[1], n * oh * ow)
+
+
+def conv_forward(xp, x, w, geo: Geometry, out) -> None:
+    """out (N, F, OH, OW) = conv(x (N, C, H, W), w (F, C/g, kh, kw)), no bias."""
+    n = x.shape[0]
+    f = w.shape[0]
+    fg = f // geo.groups
+    oh, ow = out.shape[2:]
+    for g in range(geo.groups):
+        cols = im2col(xp, x, geo, g)
+        res = xp.matmul(w[g * fg:(g + 1) * fg].reshape(fg, -1), cols)      # (Fg, N*OH*OW)
+        out[:, g * fg:(g + 1) * fg] = res.reshape(fg, n, oh, ow).transpose(1, 0, 2, 3)
+
+
+def conv_backward_data(xp, dy, w, geo: Geometry, x_shape, out) -> None:
+    """out (= x_shape) = gradient of conv w.r.t. its input, given dy (N, F, OH, OW)."""
+    n, c, h, wd = x_shape
+    f = w.shape[0]
+    fg, cg = f // geo.groups, c // geo.groups
+    (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.stride, geo.dilate
+    (pt, pl), (pb, pr) = geo.pad_before, geo.pad_after
+    oh, ow = dy.shape[2:]
+    # padded canvas large enough for every window and for the cropped result
+    hp, wp = max(h + pt + pb, pt + h), max(wd + pl + pr, pl + wd)
+    hp, wp = max(hp, (oh - 1) * sh + (kh - 1) * dh + 1), max(wp, (ow - 1) * sw + (kw - 1) * dw + 1)
+    for g in range(geo.groups):
+        dyg = dy[:, g * fg:(g + 1) * fg].transpose(1, 0, 2, 3).reshape(fg, n * oh * ow)
+        cols = xp.matmul(w[g * fg:(g + 1) * fg].reshape(fg, -1).T, dyg).reshape(cg, kh, kw, n, oh, ow)
+        canvas = xp.zeros((n, cg, hp, wp), dtype=out.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                canvas[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh,
+                       j * dw:j * dw + sw * (ow - 1) + 1:sw] += cols[:, i, j].transpose(1, 0, 2, 3)
+        out[:, g * cg:(g + 1) * cg] = canvas[:, :, pt:pt + h, pl:pl + wd]
+
+
+def conv_backward_weight(xp, x, dy, geo: Geometry, out) -> None:
+    """out (F, C/g, kh, kw) = gradient of conv w.r.t. its weight."""
+    n = x.shape[0]
+    f = dy.shape[1]
+    fg = f // geo.groups
+    oh, ow = dy.shape[2:]
+    for g in range(geo.groups):
+        cols = im2col(xp, x, geo, g)
+        dyg = dy[:, g * fg:(g + 1) * fg].transpose(1, 0, 2, 3).reshape(fg, n * oh * ow)
+        matmul_into(xp, dyg, cols.T, out[g * fg:(g + 1) * fg].reshape(fg, -1)
+                    if out.flags.c_contiguous else out[g * fg:(g + 1) * fg])
+
+
+# -- attributes and geometry --------------------------------------------------------
+def _common_attrs(no_bias_default: bool, workspace: int):
+    return {
+        "kernel": Attr("shape", doc="window size, (w,) or (h, w)"),
+        "stride": Attr("shape", (), doc="window step (default 1)"),
+        "dilate": Attr("shape", (), doc="dilation (default 1)"),
+        "pad": Attr("shape", (), doc="zero padding on both sides (default 0)"),
+        "num_filter": Attr("int", doc="number of output channels"),
+        "num_group": Attr("int", 1, doc="channel groups"),
+        "workspace": Attr("int", workspace, doc="accepted for MXNet compatibility"),
+        "no_bias": Attr("bool", no_bias_default, doc="drop the bias input"),
+        "cudnn_tune": Attr("str_or_none", None, choices=("fastest", "limited_workspace", "off")),
+        "cudnn_off": Attr("bool", False, doc="accepted for MXNet compatibility"),
+        "layout": Attr("str_or_none", None, choices=("NCDHW", "NCHW", "NCW", "NDHWC", "NHWC", "NWC")),
+    }
+
+
+_CONV_ATTRS = _common_attrs(False, 1024)
+_DECONV_ATTRS = dict(_common_attrs(True, 512),
+                     adj=Attr("shape", (), doc="extra rows/cols added to the output (default 0)"),
+                     target_shape=Attr("shape", (), doc="output spatial shape; overrides pad and adj"))
+
+
+def _params(op: str, attrs: dict):
+    """Validated (kernel, stride, dilate, pad) as 2-D tuples and the spatial rank."""
+    kernel = attrs["kernel"]
+    nd = len(kernel)
+    if nd not in (1, 2):
+        raise OperatorError(f"{op}: only 1-D and 2-D kernels are supported, got kernel={tuple(kernel)}")
+    if attrs["layout"] not in (None, "NCW", "NCHW") or (attrs["layout"] and len(attrs["layout"]) != nd + 2):
+        raise OperatorError(f"{op}: layout {attrs['layout']} is not supported for a {nd}-D kernel "
+                            f"(use {'NCW' if nd == 1 else 'NCHW'})")
+    kernel = spatial(op, "kernel", kernel, nd, 1)
+    stride = spatial(op, "stride", attrs["stride"], nd, 1)
+    dilate = spatial(op, "dilate", attrs["dilate"], nd, 1)
+    pad = spatial(op, "pad", attrs["pad"], nd, 0)
+    positive(op, "kernel", kernel)
+    positive(op, "stride", stride)
+    positive(op, "dilate", dilate)
+    positive(op, "pad", pad, allow_zero=True)
+    if attrs["num_filter"] <= 0:
+        raise OperatorError(f"{op}: num_filter must be > 0, got {attrs['num_filter']}")
+    if attrs["num_group"] <= 0:
+        raise OperatorError(f"{op}: num_group must be > 0, got {attrs['num_group']}")
+    return kernel, stride, dilate, pad, nd
+
+
+def _check_data(op, dshape, nd):
+    if len(dshape) != nd + 2:
+        raise ShapeError(f"{op}: data must be {nd + 2}-D (N, C, {'W' if nd == 1 else 'H, W'}) "
+                         f"for a {nd}-D kernel, got shape {tuple(dshape)}")
+
+
+def conv_geometry(attrs: dict) -> Geometry:
+    """The Geometry of a Convolution with these (parsed) attributes."""
+    kernel, stride, dilate, pad, _ = _params("Convolution", attrs)
+    return Geometry(_to2d(kernel, 1), _to2d(stride, 1), _to2d(dilate, 1), _to2d(pad, 0), _to2d(pad, 0),
+                    attrs["num_group"])
+
+
+def deconv_pad_adj(attrs: dict, in_spatial) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
+    """Deconvolution (pad, adj), derived from target_shape when it is given (as MXNet does)."""
+    kernel, stride, dilate, pad, nd = _params("Deconvolution", attrs)
+    adj = spatial("Deconvolution", "adj", attrs["adj"], nd, 0)
+    target = attrs["target_shape"]
+    if target and any(t not in (0, None) for t in target):
+        target = spatial("Deconvolution", "target_shape", target, nd, 0)
+        pad_l, adj_l = [], []
+        for n, k, s, d, t in zip(in_spatial, kernel, stride, dilate, target):
+            total = s * (n - 1) + d * (k - 1) + 1 - t
+            if total < 0:
+                raise ShapeError(f"Deconvolution: target_shape {tuple(target)} is too large for input "
+                                 f"spatial shape {tuple(in_spatial)}")
+            adj_l.append(total % 2)
+            pad_l.append((total + 1) // 2)
+        return tuple(pad_l), tuple(adj_l)
+    for a, s, d in zip(adj, stride, dilate):
+        if a >= max(s, d):
+            raise OperatorError(f"Deconvolution: adj {tuple(adj)} must be smaller than stride or dilate")
+    return pad, adj
+
+
+def deconv_geometry(attrs: dict, in_spatial) -> Tuple[Geometry, Tuple[int, ...]]:
+    """(the Geometry of the equivalent convolution run backwards, the output spatial shape)."""
+    kernel, stride, dilate, _, nd = _params("Deconvolution", attrs)
+    pad, adj = deconv_pad_adj(attrs, in_spatial)
+    out = tuple(s * (n - 1) + d * (k - 1) + 1 - 2 * p + a
+                for n, k, s, d, p, a in zip(in_spatial, kernel, stride, dilate, pad, adj))
+    if any(o <= 0 for o in out):
+        raise ShapeError(f"Deconvolution: output spatial shape {out} is not positive")
+    after = tuple(p - a for p, a in zip(pad, adj))
+    geo = Geometry(_to2d(kernel, 1), _to2d(stride, 1), _to2d(dilate, 1), _to2d(pad, 0), _to2d(after, 0),
+                   attrs["num_group"])
+    return geo, out
+
+
+def _as4d(x):
+    return x if x.ndim == 4 else x.reshape(x.shape[0], x.shape[1], 1, x.shape[2])
+
+
+def _inputs(attrs):
+    return ["data", "weight"] if attrs["no_bias"] else ["data", "weight", "bias"]
+
+
+def _check_groups(op, c, attrs):
+    g = attrs["num_group"]
+    if c % g or attrs["num_filter"] % g:
+        raise ShapeError(f"{op}: input channels ({c}) and num_filter ({attrs['num_filter']}) must be "
+                         f"divisible by num_group ({g})")
+
+
+# -- Convolution -----------------------------------------------------------------
+def _conv_shape(attrs, in_shapes):
+    kernel, stride, dilate, pad, nd = _params("Convolution", attrs)
+    ins = list(in_shapes)
+    d = ins[0]
+    if not known(d):
+        return ins, [None]
+    d = tuple(d)
+    _check_data("Convolution", d, nd)
+    _check_groups("Convolution", d[1], attrs)
+    f = attrs["num_filter"]
+    ins[1] = merge("Convolution", "weight", ins[1], (f, d[1] // attrs["num_group"]) + kernel)
+    if not attrs["no_bias"]:
+        ins[2] = merge("Convolution", "bias", ins[2], (f,))
+    out_sp = tuple((n + 2 * p - (dl * (k - 1) + 1)) // s + 1
+                   for n, p, dl, k, s in zip(d[2:], pad, dilate, kernel, stride))
+    if any(o <= 0 for o in out_sp):
+        raise ShapeError(f"Convolution: kernel {kernel} (dilate {dilate}) does not fit the padded input "
+                         f"{d[2:]} (pad {pad})")
+    return ins, [(d[0], f) + out_sp]
+
+
+def _bias_view(b, ndim):
+    return b.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def _conv_forward(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    geo = conv_geometry(attrs)
+    out = outputs[0]
+    out4 = _as4d(out)
+    conv_forward(xp, _as4d(inputs[0]), _as4d(inputs[1]), geo, out4)
+    if not attrs["no_bias"]:
+        out += _bias_view(inputs[2], out.ndim)
+
+
+def _conv_backward(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    dy, x, w = inputs
+    geo = conv_geometry(attrs)
+    dy4, x4 = _as4d(dy), _as4d(x)
+    conv_backward_data(xp, dy4, _as4d(w), geo, x4.shape, _as4d(outputs[0]))
+    conv_backward_weight(xp, x4, dy4, geo, _as4d(outputs[1]))
+    if not attrs["no_bias"]:
+        outputs[2][...] = dy.sum(axis=tuple(a for a in range(dy.ndim) if a != 1))
+
+
+def _grad_outputs(attrs):
+    return ["data_grad", "weight_grad"] + ([] if attrs["no_bias"] else ["bias_grad"])
+
+
+def _backward_shape(attrs, in_shapes):
+    outs = [in_shapes[1], in_shapes[2]] + ([] if attrs["no_bias"] else [(attrs["num_filter"],)])
+    return in_shapes, outs
+
+
+def _float_types(op):
+    return lambda a, d: float_types(op, a, d, 1)[:2]
+
+
+register(OpDef(
+    name="Convolution", attrs=_CONV_ATTRS, inputs=_inputs, outputs=["output"],
+    infer_shape=_conv_shape, infer_type=_float_types("Convolution"), kernels={"any": _conv_forward},
+    gradient=backward_via("_backward_Convolution", lambda a, i, o, g: [g[0], i[0], i[1]],
+                          lambda a: [True, True] + ([] if a["no_bias"] else [True])),
+    doc="1-D/2-D convolution (NCW/NCHW) with stride, pad, dilate and groups, via im2col + GEMM."))
+register(OpDef(
+    name="_backward_Convolution", attrs=_CONV_ATTRS, inputs=["out_grad", "data", "weight"],
+    outputs=_grad_outputs, infer_shape=_backward_shape, kernels={"any": _conv_backward},
+    doc="Gradients of Convolution w.r.t. data, weight and bias."))
+
+
+# -- Deconvolution ----------------------------------------------------------------
+def _deconv_shape(attrs, in_shapes):
+    kernel, _, _, _, nd = _params("Deconvolution", attrs)
+    ins = list(in_shapes)
+    d = ins[0]
+    if not known(d):
+        return ins, [None]
+    d = tuple(d)
+    _check_data("Deconvolution", d, nd)
+    _check_groups("Deconvolution", d[1], attrs)
+    f, g = attrs["num_filter"], attrs["num_group"]
+    ins[1] = merge("Deconvolution", "weight", ins[1], (d[1], f // g) + kernel)
+    if not attrs["no_bias"]:
+        ins[2] = merge("Deconvolution", "bias", ins[2], (f,))
+    _, out_sp = deconv_geometry(attrs, d[2:])
+    return ins, [(d[0], f) + out_sp]
+
+
+def _deconv_forward(ctx, attrs, inputs, outputs, aux):
+    x = inputs[0]
+    geo, _ = deconv_geometry(attrs, x.shape[2:])
+    out = outputs[0]
+    # a deconvolution is the data gradient of the convolution mapping its output back to its input
+    conv_backward_data(ctx.xp, _as4d(x), _as4d(inputs[1]), geo, _as4d(out).shape, _as4d(out))
+    if not attrs["no_bias"]:
+        out += _bias_view(inputs[2], out.ndim)
+
+
+def _deconv_backward(ctx, attrs, inputs, outputs, aux):
+    dy, x, w = inputs
+    geo, _ = deconv_geometry(attrs, x.shape[2:])
+    conv_forward(ctx.xp, _as4d(dy), _as4d(w), geo, _as4d(outputs[0]))
+    conv_backward_weight(ctx.xp, _as4d(dy), _as4d(x), geo, _as4d(outputs[1]))
+    if not attrs["no_bias"]:
+        outputs[2][...] = dy.sum(axis=tuple(a for a in range(dy.ndim) if a != 1))
+
+
+register(OpDef(
+    name="Deconvolution", attrs=_DECONV_ATTRS, inputs=_inputs, outputs=["output"],
+    infer_shape=_deconv_shape, infer_type=_float_types("Deconvolution"), kernels={"any": _deconv_forward},
+    gradient=backward_via("_backward_Deconvolution", lambda a, i, o, g: [g[0], i[0], i[1]],
+                          lambda a: [True, True] + ([] if a["no_bias"] else [True])),
+    doc="1-D/2-D transposed convolution (weight (C, num_filter/num_group, *kernel)); adj and target_shape."))
+register(OpDef(
+    name="_backward_Deconvolution", attrs=_DECONV_ATTRS, inputs=["out_grad", "data", "weight"],
+    outputs=_grad_outputs, infer_shape=_backward_shape, kernels={"any": _deconv_backward},
+    doc="Gradients of Deconvolution w.r.t. data, weight and bias."))

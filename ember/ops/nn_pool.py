@@ -1,0 +1,194 @@
+"""Pooling (max, avg, sum, lp; 1-D and 2-D; valid/full conventions; global pooling).
+
+Each kernel runs as one vectorised operation per kernel position (kh*kw of them)
+over strided slices of the padded input, never a loop over output pixels.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple, Tuple
+
+import numpy as np
+
+from ..base import OperatorError, ShapeError
+from ._nn_util import backward_via, float_types, known, parse_optional_bool, positive, spatial
+from .registry import Attr, OpDef, register
+
+_ATTRS = {
+    "kernel": Attr("shape", (), doc="window size (ignored with global_pool)"),
+    "pool_type": Attr("str", "max", choices=("avg", "lp", "max", "sum")),
+    "global_pool": Attr("bool", False, doc="pool over the whole spatial extent"),
+    "cudnn_off": Attr("bool", False, doc="accepted for MXNet compatibility"),
+    "pooling_convention": Attr("str", "valid", choices=("full", "same", "valid"),
+                               doc="valid: floor; full: ceil when computing the output size"),
+    "stride": Attr("shape", (), doc="window step (default 1)"),
+    "pad": Attr("shape", (), doc="padding on both sides (default 0)"),
+    "p_value": Attr("int_or_none", None, doc="p of lp pooling"),
+    "count_include_pad": Attr("any", None, doc="avg: count padded positions in the divisor (default True)"),
+    "layout": Attr("str_or_none", None, choices=("NCDHW", "NCHW", "NCW", "NDHWC", "NHWC", "NWC")),
+}
+
+
+class PoolGeometry(NamedTuple):
+    """Window geometry of one pooling call, as 2-D tuples (1-D pools have height 1)."""
+
+    kernel: Tuple[int, int]
+    stride: Tuple[int, int]
+    pad: Tuple[int, int]
+    extra: Tuple[int, int]      # zero/-inf rows and columns added on the far side by 'full'
+    out: Tuple[int, int]
+
+
+def _params(attrs, in_spatial):
+    nd = len(in_spatial)
+    if nd not in (1, 2):
+        raise ShapeError(f"Pooling: only 1-D and 2-D pooling are supported; data has {nd} spatial axes")
+    if attrs["layout"] not in (None, "NCW", "NCHW") or (attrs["layout"] and len(attrs["layout"]) != nd + 2):
+        raise OperatorError(f"Pooling: layout {attrs['layout']} is not supported (use NCW or NCHW)")
+    if attrs["pooling_convention"] == "same":
+        raise OperatorError("Pooling: pooling_convention='same' is not supported (use 'valid' or 'full')")
+    if attrs["pool_type"] == "lp" and attrs["p_value"] not in (1, 2, 3):
+        raise OperatorError(f"Pooling: lp pooling needs p_value 1, 2 or 3, got {attrs['p_value']}")
+    if attrs["global_pool"]:
+        return tuple(in_spatial), (1,) * nd, (0,) * nd
+    if len(attrs["kernel"]) != nd:
+        raise OperatorError(f"Pooling: kernel {tuple(attrs['kernel'])} must have one entry per spatial axis "
+                            f"of the data ({nd})")
+    kernel = spatial("Pooling", "kernel", attrs["kernel"], nd, 1)
+    stride = spatial("Pooling", "stride", attrs["stride"], nd, 1)
+    pad = spatial("Pooling", "pad", attrs["pad"], nd, 0)
+    positive("Pooling", "kernel", kernel)
+    positive("Pooling", "stride", stride)
+    positive("Pooling", "pad", pad, allow_zero=True)
+    return kernel, stride, pad
+
+
+def geometry(attrs, in_spatial) -> PoolGeometry:
+    """Validated geometry (and output spatial size) for data of spatial shape `in_spatial`."""
+    kernel, stride, pad = _params(attrs, in_spatial)
+    full = attrs["pooling_convention"] == "full"
+    out, extra = [], []
+    for n, k, s, p in zip(in_spatial, kernel, stride, pad):
+        span = n + 2 * p - k
+        if span < 0:
+            raise ShapeError(f"Pooling: kernel {kernel} is larger than the padded input {tuple(in_spatial)} "
+                             f"(pad {pad})")
+        o = (math.ceil(span / s) if full else span // s) + 1
+        out.append(o)
+        extra.append(max(0, (o - 1) * s + k - (n + 2 * p)))
+    two = (lambda t, fill: t if len(t) == 2 else (fill,) + tuple(t))
+    return PoolGeometry(two(kernel, 1), two(stride, 1), two(pad, 0), two(tuple(extra), 0),
+                        two(tuple(out), 1)), tuple(out)
+
+
+def _infer_shape(attrs, in_shapes):
+    d = in_shapes[0]
+    if not known(d):
+        return in_shapes, [None]
+    d = tuple(d)
+    if len(d) not in (3, 4):
+        raise ShapeError(f"Pooling: data must be 3-D (N, C, W) or 4-D (N, C, H, W), got shape {d}")
+    _, out = geometry(attrs, d[2:])
+    return [d], [d[:2] + out]
+
+
+def _as4d(x):
+    return x if x.ndim == 4 else x.reshape(x.shape[0], x.shape[1], 1, x.shape[2])
+
+
+def _padded(xp, x, geo, value):
+    (pt, pl), (et, el) = geo.pad, geo.extra
+    if not (pt or pl or et or el):
+        return x
+    return xp.pad(x, [(0, 0), (0, 0), (pt, pt + et), (pl, pl + el)], constant_values=value)
+
+
+def _slices(geo):
+    """(i, j, index) for every kernel position; index selects that tap for every output pixel."""
+    (kh, kw), (sh, sw), (oh, ow) = geo.kernel, geo.stride, geo.out
+    for i in range(kh):
+        for j in range(kw):
+            yield (slice(None), slice(None), slice(i, i + sh * (oh - 1) + 1, sh), slice(j, j + sw * (ow - 1) + 1, sw))
+
+
+def _divisor(xp, attrs, geo, in_hw, dtype):
+    """avg pooling divisor per output pixel (separable: product of per-axis window counts)."""
+    include = parse_optional_bool("Pooling", "count_include_pad", attrs["count_include_pad"])
+    include = True if include is None else include
+    counts = []
+    for n, k, s, p, o in zip(in_hw, geo.kernel, geo.stride, geo.pad, geo.out):
+        start = np.arange(o) * s - p
+        lo, hi = (-p, n + p) if include else (0, n)
+        counts.append(np.minimum(start + k, hi) - np.maximum(start, lo))
+    div = np.outer(counts[0], counts[1]).astype(dtype)
+    return xp.asarray(np.maximum(div, 1))
+
+
+def _forward(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    x = _as4d(inputs[0])
+    out = _as4d(outputs[0])
+    geo, _ = geometry(attrs, inputs[0].shape[2:])
+    kind = attrs["pool_type"]
+    if kind == "max":
+        xpad = _padded(xp, x, geo, -np.inf)
+        acc = None
+        for idx in _slices(geo):
+            acc = xpad[idx].copy() if acc is None else xp.maximum(acc, xpad[idx], out=acc)
+        out[...] = acc
+        return
+    xpad = _padded(xp, x, geo, 0)
+    p = attrs["p_value"] if kind == "lp" else 1
+    acc = xp.zeros(out.shape, dtype=x.dtype)
+    for idx in _slices(geo):
+        acc += xpad[idx] if p == 1 else xpad[idx] ** p
+    if kind == "avg":
+        acc /= _divisor(xp, attrs, geo, x.shape[2:], x.dtype)
+    elif kind == "lp" and p != 1:
+        acc = acc ** (1.0 / p)
+    out[...] = acc
+
+
+def _backward(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    dy, x, y = (_as4d(a) for a in inputs)
+    dx = _as4d(outputs[0])
+    geo, _ = geometry(attrs, inputs[1].shape[2:])
+    (pt, pl) = geo.pad
+    h, w = x.shape[2:]
+    kind = attrs["pool_type"]
+    canvas = xp.zeros((x.shape[0], x.shape[1], h + 2 * pt + geo.extra[0], w + 2 * pl + geo.extra[1]),
+                      dtype=dx.dtype)
+    if kind == "max":
+        xpad = _padded(xp, x, geo, -np.inf)
+        taken = xp.zeros(dy.shape, dtype=bool)
+        for idx in _slices(geo):
+            # the first maximum in window order receives the gradient, as in MXNet
+            hit = (xpad[idx] == y) & ~taken
+            canvas[idx] += xp.where(hit, dy, 0)
+            taken |= hit
+    else:
+        g = dy
+        if kind == "avg":
+            g = dy / _divisor(xp, attrs, geo, x.shape[2:], dy.dtype)
+        p = attrs["p_value"] if kind == "lp" else 1
+        xpad = _padded(xp, x, geo, 0) if p != 1 else None
+        for idx in _slices(geo):
+            if p == 1:
+                canvas[idx] += g
+            else:  # d (sum x^p)^(1/p) / dx = x^(p-1) / y^(p-1)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ratio = xp.where(y != 0, xpad[idx] ** (p - 1) / y ** (p - 1), 0)
+                canvas[idx] += g * ratio
+    dx[...] = canvas[:, :, pt:pt + h, pl:pl + w]
+
+
+register(OpDef(
+    name="Pooling", attrs=_ATTRS, inputs=["data"], outputs=["output"],
+    infer_shape=_infer_shape, infer_type=lambda a, d: float_types("Pooling", a, d, 1)[:2],
+    kernels={"any": _forward},
+    gradient=backward_via("_backward_Pooling", lambda a, i, o, g: [g[0], i[0], o[0]], lambda a: [True]),
+    doc="1-D/2-D max, avg, sum or lp pooling with stride, pad, global_pool and valid/full conventions."))
+register(OpDef(
+    name="_backward_Pooling", attrs=_ATTRS, inputs=["out_grad", "data", "output"], outputs=["data_grad"],
+    infer_shape=lambda a, s: (s, [s[1]]), kernels={"any": _backward}, doc="Gradient of Pooling."))
