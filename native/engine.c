@@ -62,7 +62,7 @@ typedef struct equeue {
     pthread_cond_t cv;
     ember_opr **heap;
     int size, cap;
-    int nthreads, running, stop;
+    int nthreads, running, stop, idle;
     atomic_int stale; /* keys of queued ops changed (critical-path policy): rebuild before the next pop */
     pthread_t *threads;
     uint64_t npushed, nrun;
@@ -391,7 +391,7 @@ static void enqueue(ember_engine *e, ember_opr *op) {
     atomic_store(&op->queued, 1);
     heap_push(q, op);
     q->npushed++;
-    pthread_cond_signal(&q->cv);
+    if (q->idle > 0) pthread_cond_signal(&q->cv); /* a futex wake only when a worker sleeps */
     pthread_mutex_unlock(&q->mu);
 }
 
@@ -496,7 +496,11 @@ static void *worker_main(void *arg) {
     tl_worker = atomic_fetch_add(&e->next_worker, 1);
     for (;;) {
         pthread_mutex_lock(&q->mu);
-        while (q->size == 0 && !q->stop) pthread_cond_wait(&q->cv, &q->mu);
+        while (q->size == 0 && !q->stop) {
+            q->idle++;
+            pthread_cond_wait(&q->cv, &q->mu);
+            q->idle--;
+        }
         if (q->size == 0) {
             pthread_mutex_unlock(&q->mu);
             break;
