@@ -1,0 +1,79 @@
+"""Updater: applies an optimizer to (index, grad, weight) and keeps each index's state.
+
+This is what kvstore's set_optimizer installs and what Module uses locally;
+get_states/set_states serialise the states (and optionally the optimizer) so
+training can be checkpointed and resumed.
+"""
+from __future__ import annotations
+
+import pickle
+from typing import Any, Dict
+
+from ..imperative.ndarray import NDArray
+from .optimizer import Optimizer
+
+
+class Updater:
+    """Calls `optimizer.update` with a per-index state created on first use."""
+
+    def __init__(self, optimizer: Optimizer):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"Updater needs an ember Optimizer, got {type(optimizer).__name__}")
+        self.optimizer = optimizer
+        self.states: Dict[Any, Any] = {}
+        self.states_synced: Dict[Any, bool] = {}
+
+    def __call__(self, index, grad, weight) -> None:
+        """Update weight(s) in place; index/grad/weight may be single values or equal-length lists."""
+        if isinstance(index, (list, tuple)):
+            indices, grads, weights = list(index), list(grad), list(weight)
+            if not len(indices) == len(grads) == len(weights):
+                raise ValueError(f"Updater: got {len(indices)} indices, {len(grads)} gradients "
+                                 f"and {len(weights)} weights")
+        else:
+            indices, grads, weights = [index], [grad], [weight]
+        for idx, g, w in zip(indices, grads, weights):
+            if isinstance(idx, bytes):
+                idx = idx.decode()
+            if not isinstance(w, NDArray) or not isinstance(g, NDArray):
+                raise TypeError(f"Updater: weight and gradient of index {idx!r} must be NDArrays, "
+                                f"got {type(w).__name__} and {type(g).__name__}")
+            if g.shape != w.shape:
+                raise ValueError(f"Updater: gradient shape {g.shape} does not match weight shape "
+                                 f"{w.shape} for index {idx!r}")
+            if idx not in self.states:
+                self.states[idx] = self.optimizer.create_state_multi_precision(idx, w)
+                self.states_synced[idx] = True
+            elif not self.states_synced[idx]:
+                self.states[idx] = self.sync_state_context(self.states[idx], w.context)
+                self.states_synced[idx] = True
+            self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
+
+    def sync_state_context(self, state, context):
+        """The state moved to `context` (after set_states loaded it elsewhere)."""
+        if isinstance(state, NDArray):
+            return state.as_in_context(context)
+        if isinstance(state, (tuple, list)):
+            moved = [self.sync_state_context(s, context) for s in state]
+            return tuple(moved) if isinstance(state, tuple) else moved
+        return state
+
+    def set_states(self, states: bytes) -> None:
+        """Restore states written by get_states (with or without the optimizer)."""
+        loaded = pickle.loads(states)
+        if isinstance(loaded, tuple) and len(loaded) == 2 and isinstance(loaded[1], Optimizer):
+            self.states, self.optimizer = loaded
+        elif isinstance(loaded, dict):
+            self.states = loaded
+        else:
+            raise TypeError(f"Updater.set_states: expected pickled states, got {type(loaded).__name__}")
+        self.states_synced = dict.fromkeys(self.states, False)
+
+    def get_states(self, dump_optimizer: bool = False) -> bytes:
+        """The states (and the optimizer when dump_optimizer) as pickled bytes."""
+        return pickle.dumps((self.states, self.optimizer) if dump_optimizer else self.states)
+
+
+def get_updater(optimizer: Optimizer) -> Updater:
+    """An Updater for `optimizer` (MXNet's mx.optimizer.get_updater)."""
+    return Updater(optimizer)
