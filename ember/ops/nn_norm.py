@@ -1,0 +1,201 @@
+"""BatchNorm (moving statistics as aux states, updated in place while training) and LayerNorm."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import OperatorError, ShapeError
+from ._nn_util import backward_via, known, merge
+from .registry import Attr, OpDef, register
+
+
+def _axis(op, axis, ndim):
+    if not -ndim <= axis < ndim:
+        raise ShapeError(f"{op}: axis {axis} is out of range for {ndim}-D data")
+    return axis % ndim
+
+
+def _param_view(p, ndim, axis):
+    """A per-channel vector shaped to broadcast along `axis`."""
+    shape = [1] * ndim
+    shape[axis] = -1
+    return p.reshape(shape)
+
+
+def _types(op, n_out, n_aux=0):
+    def infer(attrs, in_dtypes):
+        d = in_dtypes[0]
+        if d is None:
+            d = next((t for t in in_dtypes[1:] if t is not None), None)
+            if d is None:
+                return in_dtypes, [None] * n_out, [None] * n_aux
+        d = np.dtype(d)
+        if d.kind != "f":
+            raise OperatorError(f"{op}: floating point data expected, got {d.name}")
+        p = np.dtype(np.float32) if d == np.float16 else d  # fp16 data keeps fp32 parameters, as in MXNet
+        for t in in_dtypes[1:]:
+            if t is not None and np.dtype(t) != p:
+                raise OperatorError(f"{op}: parameter dtype {np.dtype(t).name} differs from {p.name}")
+        return [d] + [p] * (len(in_dtypes) - 1), [d] + [p] * (n_out - 1), [p] * n_aux
+    return infer
+
+
+def _work(x):
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+# -- BatchNorm ---------------------------------------------------------------------------
+_BN_ATTRS = {
+    "eps": Attr("float", 1e-3, doc="added to the variance"),
+    "momentum": Attr("float", 0.9, doc="moving average decay"),
+    "fix_gamma": Attr("bool", True, doc="treat gamma as 1 (and give it no gradient)"),
+    "use_global_stats": Attr("bool", False, doc="normalise with the moving statistics even when training"),
+    "output_mean_var": Attr("bool", False, doc="also return the batch mean and inverse std"),
+    "axis": Attr("int", 1, doc="channel axis"),
+    "cudnn_off": Attr("bool", False, doc="accepted for MXNet compatibility"),
+    "min_calib_range": Attr("float_or_none", None, doc="accepted for MXNet compatibility (quantisation)"),
+    "max_calib_range": Attr("float_or_none", None, doc="accepted for MXNet compatibility (quantisation)"),
+}
+
+
+def _bn_shape(attrs, in_shapes, aux_shapes):
+    d = in_shapes[0]
+    if not known(d):
+        return in_shapes, [None, None, None], aux_shapes
+    d = tuple(d)
+    if attrs["eps"] <= 0:
+        raise OperatorError(f"BatchNorm: eps must be > 0, got {attrs['eps']}")
+    ax = _axis("BatchNorm", attrs["axis"], len(d))
+    c = (d[ax],)
+    ins = [d] + [merge("BatchNorm", name, s, c) for name, s in zip(("gamma", "beta"), in_shapes[1:])]
+    aux = [merge("BatchNorm", name, s, c) for name, s in zip(("moving_mean", "moving_var"), aux_shapes)]
+    return ins, [d, c, c], aux
+
+
+def _batch_mode(ctx, attrs):
+    return ctx.is_train and not attrs["use_global_stats"]
+
+
+def _bn_forward(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    x, gamma, beta = inputs
+    out, mean_out, invstd_out = outputs
+    moving_mean, moving_var = aux
+    ax = attrs["axis"] % x.ndim
+    red = tuple(a for a in range(x.ndim) if a != ax)
+    xw = _work(x)
+    if _batch_mode(ctx, attrs):
+        mean = xw.mean(axis=red)
+        var = xw.var(axis=red)
+        m = attrs["momentum"]
+        # in place: the aux arrays are the executor's / NDArray's storage
+        moving_mean *= m
+        moving_mean += (1 - m) * mean.astype(moving_mean.dtype, copy=False)
+        moving_var *= m
+        moving_var += (1 - m) * var.astype(moving_var.dtype, copy=False)
+    else:
+        mean, var = moving_mean, moving_var
+    invstd = 1.0 / xp.sqrt(var + attrs["eps"])
+    scale = invstd if attrs["fix_gamma"] else invstd * gamma
+    shift = beta - mean * scale
+    out[...] = xw * _param_view(scale, x.ndim, ax) + _param_view(shift, x.ndim, ax)
+    mean_out[...] = mean
+    invstd_out[...] = invstd  # MXNet's hidden 'var' output holds the inverse standard deviation
+
+
+def _bn_backward(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    dy, x, gamma, mean, invstd = inputs
+    dx, dgamma, dbeta = outputs
+    ax = attrs["axis"] % x.ndim
+    red = tuple(a for a in range(x.ndim) if a != ax)
+    m = x.size // x.shape[ax]
+    dyw = _work(dy)
+    xhat = (_work(x) - _param_view(mean, x.ndim, ax)) * _param_view(invstd, x.ndim, ax)
+    g = xp.ones_like(gamma) if attrs["fix_gamma"] else gamma
+    sum_dy = dyw.sum(axis=red)
+    sum_dy_xhat = (dyw * xhat).sum(axis=red)
+    if _batch_mode(ctx, attrs):
+        k = _param_view(g * invstd / m, x.ndim, ax)
+        dx[...] = k * (m * dyw - _param_view(sum_dy, x.ndim, ax) - xhat * _param_view(sum_dy_xhat, x.ndim, ax))
+    else:
+        dx[...] = dyw * _param_view(g * invstd, x.ndim, ax)
+    dgamma[...] = 0 if attrs["fix_gamma"] else sum_dy_xhat
+    dbeta[...] = sum_dy
+
+
+register(OpDef(
+    name="BatchNorm", attrs=_BN_ATTRS, inputs=["data", "gamma", "beta"], outputs=["output", "mean", "var"],
+    aux=["moving_mean", "moving_var"], num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1,
+    infer_shape=_bn_shape, infer_type=_types("BatchNorm", 3, 2), kernels={"any": _bn_forward},
+    gradient=backward_via("_backward_BatchNorm", lambda a, i, o, g: [g[0], i[0], i[1], o[1], o[2]],
+                          lambda a: [True, True, True]),
+    doc="Batch normalisation over every axis but `axis`. While training (and not use_global_stats) it "
+        "normalises with the batch statistics and updates moving_mean/moving_var in place "
+        "(moving = momentum * moving + (1 - momentum) * batch; biased variance). Hidden outputs: "
+        "batch mean and inverse std."))
+register(OpDef(
+    name="_backward_BatchNorm", attrs=_BN_ATTRS, inputs=["out_grad", "data", "gamma", "mean", "var"],
+    outputs=["data_grad", "gamma_grad", "beta_grad"],
+    infer_shape=lambda a, s: (s, [s[1], s[2], s[2]]), kernels={"any": _bn_backward},
+    doc="Gradients of BatchNorm (batch statistics when training, fixed statistics otherwise)."))
+
+
+# -- LayerNorm ---------------------------------------------------------------------------
+_LN_ATTRS = {
+    "axis": Attr("int", -1, doc="normalised axis"),
+    "eps": Attr("float", 1e-5, doc="added to the variance"),
+    "output_mean_var": Attr("bool", False, doc="also return mean and std"),
+}
+
+
+def _ln_shape(attrs, in_shapes):
+    d = in_shapes[0]
+    if not known(d):
+        return in_shapes, [None, None, None]
+    d = tuple(d)
+    ax = _axis("LayerNorm", attrs["axis"], len(d))
+    c = (d[ax],)
+    ins = [d] + [merge("LayerNorm", name, s, c) for name, s in zip(("gamma", "beta"), in_shapes[1:])]
+    stat = d[:ax] + (1,) + d[ax + 1:]
+    return ins, [d, stat, stat]
+
+
+def _ln_forward(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    x, gamma, beta = inputs
+    out, mean_out, std_out = outputs
+    ax = attrs["axis"] % x.ndim
+    xw = _work(x)
+    mean = xw.mean(axis=ax, keepdims=True)
+    std = xp.sqrt(xw.var(axis=ax, keepdims=True) + attrs["eps"])
+    out[...] = (xw - mean) / std * _param_view(gamma, x.ndim, ax) + _param_view(beta, x.ndim, ax)
+    mean_out[...] = mean
+    std_out[...] = std
+
+
+def _ln_backward(ctx, attrs, inputs, outputs, aux):
+    dy, x, gamma, mean, std = inputs
+    dx, dgamma, dbeta = outputs
+    ax = attrs["axis"] % x.ndim
+    red = tuple(a for a in range(x.ndim) if a != ax)
+    dyw = _work(dy)
+    xhat = (_work(x) - mean) / std
+    dxhat = dyw * _param_view(gamma, x.ndim, ax)
+    dx[...] = (dxhat - dxhat.mean(axis=ax, keepdims=True)
+               - xhat * (dxhat * xhat).mean(axis=ax, keepdims=True)) / std
+    dgamma[...] = (dyw * xhat).sum(axis=red)
+    dbeta[...] = dyw.sum(axis=red)
+
+
+register(OpDef(
+    name="LayerNorm", attrs=_LN_ATTRS, inputs=["data", "gamma", "beta"], outputs=["output", "mean", "std"],
+    num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1,
+    infer_shape=_ln_shape, infer_type=_types("LayerNorm", 3), kernels={"any": _ln_forward},
+    gradient=backward_via("_backward_LayerNorm", lambda a, i, o, g: [g[0], i[0], i[1], o[1], o[2]],
+                          lambda a: [True, True, True]),
+    doc="Layer normalisation along `axis` with per-element gamma and beta; hidden outputs mean and std."))
+register(OpDef(
+    name="_backward_LayerNorm", attrs=_LN_ATTRS, inputs=["out_grad", "data", "gamma", "mean", "std"],
+    outputs=["data_grad", "gamma_grad", "beta_grad"],
+    infer_shape=lambda a, s: (s, [s[1], s[2], s[2]]), kernels={"any": _ln_backward},
+    doc="Gradients of LayerNorm."))
