@@ -1,0 +1,182 @@
+"""'dist_sync': every worker keeps a full copy of the store; each push is summed over the local
+devices, then allreduced over MPI (fused/chunked, see fusion.py), so every worker holds the same
+values after each push and runs the same updater on the same gradient.  Pulls are local copies."""
+from __future__ import annotations
+
+import zlib
+from typing import Any, List, Tuple
+
+import numpy as np
+
+from .. import engine
+from . import arrays, fusion, mpienv
+from .comm import Communicator
+from .errors import KVStoreCommError, KVStoreError, KVStoreShapeError
+from .keys import describe
+from .local import Entry, KVStore, _unique_vars
+
+
+class _DistBase(KVStore):
+    """What every distributed worker store shares: MPI environment, worker communicator, comm thread."""
+
+    def __init__(self, kv_type: str):
+        super().__init__(kv_type)
+        self._env = mpienv.get()
+        if self._env.role != "worker":
+            raise KVStoreError(f"kvstore.create({kv_type!r}) called on a server process; servers run "
+                               f"python -m ember.kvstore.server")
+        self._settings = self._env.settings
+        self._workers = self._env.worker_comm()
+        self._env.start_heartbeat()
+        self._comm = Communicator()
+        self._MPI = self._env.MPI
+
+    @property
+    def rank(self) -> int:
+        return self._workers.Get_rank()
+
+    @property
+    def num_workers(self) -> int:
+        return self._workers.Get_size()
+
+    def _poll(self, reqs, what: str) -> None:
+        mpienv.poll(self._MPI, reqs, self._settings.timeout, what)
+
+    def _call(self, task):
+        # Waiting in line can take as long as the earlier pushes' inputs take to compute.
+        return self._comm.call(task, timeout=self._settings.timeout + max(60.0, self._settings.timeout))
+
+    def barrier(self) -> None:
+        """Block until every worker has issued all its pushes up to its barrier call."""
+        self._call(lambda: self._poll([self._workers.Ibarrier()], "kvstore barrier"))
+
+    _barrier = barrier
+
+    def _check_same_layout(self, layout: List[Tuple], what: str) -> None:
+        """Raise KVStoreShapeError on every worker if workers disagree on (key, shape, dtype)."""
+        def gather():
+            mine = np.array([zlib.crc32(repr(layout).encode()), len(layout)], dtype=np.int64)
+            every = np.empty((self.num_workers, 2), dtype=np.int64)
+            self._poll([self._workers.Iallgather(mine, every)], what)
+            return every
+        every = self._call(gather)
+        differ = [r for r in range(len(every)) if (every[r] != every[0]).any()]
+        if differ:
+            raise KVStoreShapeError(
+                f"{what}: workers disagree on keys, shapes or dtypes (ranks {differ} differ from rank 0); "
+                f"this worker (rank {self.rank}) has {describe([f'{k!r}:{s}:{d}' for k, s, d in layout])}")
+
+
+class DistSyncKVStore(_DistBase):
+    """Synchronous data-parallel store over MPI allreduce (types 'dist_sync', 'dist_device_sync')."""
+
+    def __init__(self, kv_type: str = "dist_sync"):
+        super().__init__(kv_type)
+        self._fused_buffers = {}
+
+    # ----------------------------------------------------------------- init
+    def _init_entries(self, entries: List[Tuple[Entry, Any]]) -> None:
+        layout = [(e.key, e.shape, str(e.dtype)) for e, _ in entries]
+        try:
+            self._check_same_layout(layout, "kvstore init")
+        except KVStoreError:
+            for e, _ in entries:
+                self._store.pop(e.key, None)
+            raise
+        seq = self._comm.reserve()
+
+        def op(done, entries=entries):
+            try:
+                hosts = []
+                for entry, src in entries:
+                    arrays.copy_into(entry.data, src._data)
+                    hosts.append((entry, np.ascontiguousarray(arrays.to_host(entry.data))))
+            except BaseException as e:
+                self._comm.submit(seq, _raiser(e), done)
+                return
+
+            def bcast():
+                # Every worker starts from worker 0's values.
+                self._poll([self._workers.Ibcast(h.reshape(-1), root=0) for _, h in hosts],
+                           f"kvstore init of {describe([e.key for e, _ in entries])}")
+                for entry, h in hosts:
+                    if h is not entry.data:
+                        arrays.copy_into(entry.data, h)
+            self._comm.submit(seq, bcast, done)
+        engine.push(op, read=_unique_vars([s for _, s in entries]), write=[e.var for e, _ in entries],
+                    prop="async", name="kvstore_init_bcast")
+
+    # ----------------------------------------------------------------- push
+    def _push_entries(self, checked, priority: int) -> None:
+        for dt in {e.dtype for e, _ in checked}:
+            if dt == np.float16:
+                raise KVStoreError("dist kvstores cannot sum float16 over MPI; push float32 values")
+        for bucket in fusion.plan(checked, self._settings.fusion_threshold):
+            self._push_bucket(bucket, priority)
+
+    def _push_bucket(self, bucket: fusion.Bucket, priority: int) -> None:
+        seq = self._comm.reserve()
+        use_updater = self._updater is not None
+        targets = []
+        for entry, _ in bucket.items:
+            if use_updater:
+                entry.merged_nd()  # allocates the merge buffer on first use
+                targets.append((entry, entry.merge_data, entry.merge_var))
+            else:
+                targets.append((entry, entry.data, entry.var))
+        staged = bucket.fused or arrays.is_gpu_array(targets[0][1])
+        mark = fusion.fingerprint(bucket.signature(), bucket.dtype) if staged else None
+        buf = self._buffer(bucket, mark is not None) if staged else None
+        keys = [e.key for e, _ in bucket.items]
+        what = f"kvstore push of {describe(keys)}"
+
+        def op(done):
+            try:
+                if staged:
+                    for (entry, vals), off in zip(bucket.items, bucket.offsets):
+                        n = int(np.prod(entry.shape, dtype=np.int64))
+                        arrays.sum_into(buf[off:off + n].reshape(entry.shape), [v._data for v in vals])
+                    if mark is not None:
+                        buf[-1] = mark
+                    flat = buf
+                else:
+                    flat = targets[0][1].reshape(-1)
+                    arrays.sum_into(targets[0][1], [v._data for v in bucket.items[0][1]])
+            except BaseException as e:
+                self._comm.submit(seq, _raiser(e), done)
+                return
+            self._comm.submit(seq, lambda: self._allreduce(flat, staged, bucket, targets, mark, what), done)
+
+        engine.push(op, read=_unique_vars([v for _, vals in bucket.items for v in vals]),
+                    write=[t[2] for t in targets], priority=priority, prop="async",
+                    name=f"kvstore_allreduce{describe(keys, 3)}")
+        if use_updater:
+            for entry, _ in bucket.items:
+                self._updater(entry.key, entry.merged_nd(), entry.stored_nd())
+
+    def _buffer(self, bucket: fusion.Bucket, with_mark: bool) -> np.ndarray:
+        sig = bucket.signature()
+        buf = self._fused_buffers.get(sig)
+        if buf is None:
+            buf = np.empty(bucket.size + (1 if with_mark else 0), dtype=bucket.dtype)
+            self._fused_buffers[sig] = buf
+        return buf
+
+    def _allreduce(self, flat, staged, bucket, targets, mark, what) -> None:
+        MPI = self._MPI
+        reqs = [self._workers.Iallreduce(MPI.IN_PLACE, c, op=MPI.SUM)
+                for c in fusion.chunks(flat, self._settings.chunk_bytes)]
+        self._poll(reqs, what)
+        if mark is not None and flat[-1] != mark * self.num_workers:
+            raise KVStoreCommError(f"{what}: workers pushed different keys or shapes in the same "
+                                   f"kvstore call; every worker must push the same keys in the same order")
+        if staged:
+            for (entry, target, _), off in zip(targets, bucket.offsets):
+                n = int(np.prod(entry.shape, dtype=np.int64))
+                arrays.copy_into(target, flat[off:off + n].reshape(entry.shape))
+
+
+def _raiser(exc: BaseException):
+    def task():
+        raise exc
+    return task

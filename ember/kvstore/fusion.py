@@ -1,0 +1,73 @@
+"""Tensor fusion (as in Horovod): small keys are packed into one buffer per allreduce, large
+buffers are reduced in chunks.  Plans depend only on the keys, shapes and dtypes of one call,
+so every worker computes the same plan and the collectives match."""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, List, Sequence, Tuple
+
+import numpy as np
+
+
+@dataclass
+class Bucket:
+    """Entries reduced together; `fused` buckets are packed into one flat buffer."""
+
+    dtype: np.dtype
+    items: List[Tuple[Any, Any]] = field(default_factory=list)  # (entry, values)
+    offsets: List[int] = field(default_factory=list)
+    size: int = 0  # elements
+    fused: bool = True
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def add(self, entry, values) -> None:
+        self.offsets.append(self.size)
+        self.items.append((entry, values))
+        self.size += int(np.prod(entry.shape, dtype=np.int64))
+
+    def signature(self) -> Tuple:
+        return tuple((e.key, e.shape) for e, _ in self.items) + (str(self.dtype),)
+
+
+def plan(items: Sequence[Tuple[Any, Any]], threshold: int) -> List[Bucket]:
+    """Split (entry, values) pairs into buckets: entries under `threshold` bytes share buckets of
+    at most `threshold` bytes (one open bucket per dtype); larger ones go alone, unfused."""
+    buckets: List[Bucket] = []
+    open_by_dtype = {}
+    for entry, values in items:
+        dtype = entry.dtype
+        nbytes = int(np.prod(entry.shape, dtype=np.int64)) * dtype.itemsize
+        if threshold <= 0 or nbytes >= threshold:
+            alone = Bucket(dtype, fused=False)
+            alone.add(entry, values)
+            buckets.append(alone)
+            continue
+        bucket = open_by_dtype.get(dtype)
+        if bucket is None or bucket.nbytes + nbytes > threshold:
+            bucket = Bucket(dtype)
+            open_by_dtype[dtype] = bucket
+            buckets.append(bucket)
+        bucket.add(entry, values)
+    return buckets
+
+
+def chunks(flat: np.ndarray, chunk_bytes: int) -> List[np.ndarray]:
+    """Views of a flat buffer, each at most `chunk_bytes` long (at least one element)."""
+    step = max(1, chunk_bytes // max(1, flat.dtype.itemsize))
+    return [flat[i:i + step] for i in range(0, flat.size, step)] or [flat]
+
+
+def fingerprint(signature: Tuple, dtype: np.dtype) -> float:
+    """A small integer naming a bucket's layout, summed across workers to detect mismatched pushes.
+
+    Kept below 2**16 so `num_workers * fingerprint` stays exact in float32.  None for dtypes
+    that cannot hold it exactly (float16, 8-bit ints)."""
+    if dtype.itemsize < 4 and dtype.kind in "fiu":
+        return None
+    if dtype.kind not in "fiu":
+        return None
+    return float(zlib.crc32(repr(signature).encode()) % 65521 + 1)

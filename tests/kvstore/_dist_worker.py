@@ -1,0 +1,127 @@
+"""One process of the distributed kvstore tests (run under mpiexec by test_dist.py).
+
+usage: python _dist_worker.py SCENARIO OUT_DIR [STEPS]
+Writes OUT_DIR/rank<r>.npz with the final weights; prints 'EMBER-KV-ERROR <type>: <msg>' on
+kvstore errors and exits 3."""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+import ember
+from ember import engine
+from ember.kvstore import KVStoreError, create
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHAPES = {"small_a": (3, 4), "small_b": (7,), 3: (5, 5), "big": (64, 1000)}
+LR = 0.05
+
+
+def nd_module():
+    nd = getattr(ember, "nd", None)
+    if nd is not None and hasattr(nd, "array"):
+        return nd
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_ndshim", os.path.join(HERE, "_ndshim.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def gradient(key, rank, step):
+    """Deterministic per-(key, rank, step) gradient, reproducible by the single-process reference."""
+    seed = (hash_key(key) * 1000 + rank * 100 + step) % (2 ** 32)
+    return np.random.default_rng(seed).standard_normal(SHAPES[key]).astype(np.float32)
+
+
+def hash_key(key):
+    return key if isinstance(key, int) else sum(map(ord, key))
+
+
+def initial(key, rank):
+    return np.random.default_rng(hash_key(key) + 7919 * rank).standard_normal(SHAPES[key]).astype(np.float32)
+
+
+def sgd(key, grad, weight):
+    def step():
+        weight._data[...] -= LR * grad._data
+    engine.push(step, read=[grad.var], write=[weight.var], name="sgd")
+
+
+def run_sync(nd, kv, rank, steps, out_dir, ndev=2):
+    keys = list(SHAPES)
+    kv.init(keys, [nd.array(initial(k, rank)) for k in keys])  # rank 0's values win
+    kv.set_updater(sgd)
+    outs = [nd.zeros(SHAPES[k]) for k in keys]
+    for step in range(steps):
+        # two "devices" per worker, each holding half of this worker's gradient
+        grads = [[nd.array(gradient(k, rank, step) / ndev, ctx=ember.cpu(d)) for d in range(ndev)] for k in keys]
+        kv.push(keys, grads, priority=-step)
+        kv.pull(keys, out=outs, priority=-step)
+    kv.barrier()
+    np.savez(os.path.join(out_dir, f"rank{rank}.npz"), **{str(k): o.asnumpy() for k, o in zip(keys, outs)})
+
+
+def run_async(nd, kv, rank, steps, out_dir):
+    """Workers fit y = X w_true by SGD through the servers; rank r sees its own data shard."""
+    rng = np.random.default_rng(42)
+    w_true = rng.standard_normal((10,)).astype(np.float32)
+    X = np.random.default_rng(100 + rank).standard_normal((256, 10)).astype(np.float32)
+    y = X @ w_true
+    kv.init("w", nd.zeros((10,)))
+    try:
+        kv.set_optimizer(ember.optimizer.create("sgd", learning_rate=0.1))
+    except AttributeError:
+        kv.set_optimizer(("sgd", 0.1))
+    w = nd.zeros((10,))
+    for step in range(steps):
+        kv.pull("w", out=w)
+        wv = w.asnumpy()
+        grad = X.T @ (X @ wv - y) / len(X) / kv.num_workers
+        kv.push("w", nd.array(grad))
+    kv.pull("w", out=w)
+    final = w.asnumpy()
+    np.savez(os.path.join(out_dir, f"rank{rank}.npz"), w=final, w_true=w_true)
+
+
+def main():
+    scenario, out_dir = sys.argv[1], sys.argv[2]
+    steps = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    nd = nd_module()
+    try:
+        if scenario == "async":
+            kv = create("dist_async")
+            run_async(nd, kv, kv.rank, steps, out_dir)
+            return
+        kv = create("dist_sync")
+        rank = kv.rank
+        if scenario == "sync":
+            run_sync(nd, kv, rank, steps, out_dir)
+        elif scenario == "mismatch":
+            kv.init(0, nd.zeros((2, 3) if rank == 0 else (3, 2)))
+        elif scenario == "double_init":
+            kv.init(0, nd.zeros((2,)))
+            kv.init(0, nd.zeros((2,)))
+        elif scenario == "die":
+            kv.init(0, nd.zeros((100,)))
+            for step in range(1000):
+                if rank == 1 and step == 3:
+                    os.kill(os.getpid(), 9)  # a worker dies mid-training
+                kv.push(0, nd.array(np.ones(100)))
+                out = nd.zeros((100,))
+                kv.pull(0, out=out)
+                out.asnumpy()
+        else:
+            raise SystemExit(f"unknown scenario {scenario}")
+    except KVStoreError as e:
+        message = f"EMBER-KV-ERROR {type(e).__name__}: {e}"
+        with open(os.path.join(out_dir, f"error{os.environ.get('PMI_RANK', '0')}.txt"), "w") as f:
+            f.write(message)
+        print(message, flush=True)
+        sys.exit(3)
+
+
+if __name__ == "__main__":
+    main()
