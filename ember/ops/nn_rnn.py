@@ -1,0 +1,372 @@
+"""The fused RNN operator (rnn_relu, rnn_tanh, lstm, gru; layers; bidirectional) and its BPTT backward.
+
+Parameters come as one flat vector in MXNet's (cuDNN's) layout: first every weight
+matrix, for each layer and then each direction `W_i2h` (G*H, input) followed by
+`W_h2h` (G*H, H); then every bias, in the same order, `b_i2h` (G*H) then `b_h2h`
+(G*H).  Gate order: LSTM i, f, g, o; GRU r, z, n (n = tanh(x_n + r * (W_hn h + b_hn))).
+Data is TNC; states are (num_layers * directions, N, H), indexed layer * directions + d.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from ..base import OperatorError, ShapeError
+from ._nn_util import backward_via, float_types, known, merge, sigmoid
+from .registry import Attr, OpDef, register
+
+_GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
+
+_ATTRS = {
+    "state_size": Attr("int", doc="hidden units H"),
+    "num_layers": Attr("int", doc="stacked layers"),
+    "bidirectional": Attr("bool", False),
+    "mode": Attr("str", choices=("gru", "lstm", "rnn_relu", "rnn_tanh")),
+    "p": Attr("float", 0.0, doc="dropout between layers while training"),
+    "state_outputs": Attr("bool", False, doc="also return the final states"),
+    "projection_size": Attr("int_or_none", None, doc="LSTMP projection (not supported)"),
+    "lstm_state_clip_min": Attr("float_or_none", None, doc="clip the LSTM cell state from below"),
+    "lstm_state_clip_max": Attr("float_or_none", None, doc="clip the LSTM cell state from above"),
+    "lstm_state_clip_nan": Attr("bool", False, doc="accepted for MXNet compatibility"),
+    "use_sequence_length": Attr("bool", False, doc="per-sequence lengths (not supported)"),
+}
+
+
+def _check(attrs):
+    if attrs["state_size"] <= 0 or attrs["num_layers"] <= 0:
+        raise OperatorError(f"RNN: state_size and num_layers must be > 0, got {attrs['state_size']} "
+                            f"and {attrs['num_layers']}")
+    if attrs["projection_size"] is not None:
+        raise OperatorError("RNN: projection_size (LSTMP) is not supported")
+    if attrs["use_sequence_length"]:
+        raise OperatorError("RNN: use_sequence_length=True is not supported")
+    if not 0.0 <= attrs["p"] < 1.0:
+        raise OperatorError(f"RNN: dropout p must be in [0, 1), got {attrs['p']}")
+
+
+def _dirs(attrs):
+    return 2 if attrs["bidirectional"] else 1
+
+
+def _has_mask(attrs):
+    return attrs["p"] > 0 and attrs["num_layers"] > 1
+
+
+def _inputs(attrs):
+    names = ["data", "parameters", "state"]
+    if attrs["mode"] == "lstm":
+        names.append("state_cell")
+    if attrs["use_sequence_length"]:
+        names.append("sequence_length")
+    return names
+
+
+def _outputs(attrs):
+    names = ["output"]
+    if attrs["state_outputs"]:
+        names.append("hy")
+        if attrs["mode"] == "lstm":
+            names.append("cy")
+    if _has_mask(attrs):
+        names.append("dropout_mask")
+    return names
+
+
+def _visible(attrs):
+    return len(_outputs(attrs)) - (1 if _has_mask(attrs) else 0)
+
+
+def param_size(attrs: dict, input_size: int) -> int:
+    """Length of the flat parameter vector."""
+    g, h, dirs = _GATES[attrs["mode"]], attrs["state_size"], _dirs(attrs)
+    total = 0
+    for layer in range(attrs["num_layers"]):
+        in_l = input_size if layer == 0 else dirs * h
+        total += dirs * (g * h * (in_l + h) + 2 * g * h)
+    return total
+
+
+def unpack_params(attrs: dict, flat, input_size: int) -> Dict[Tuple[int, int], Tuple]:
+    """{(layer, direction): (W_i2h, W_h2h, b_i2h, b_h2h)} as views into the flat vector."""
+    g, h, dirs = _GATES[attrs["mode"]], attrs["state_size"], _dirs(attrs)
+    out, pos, keys = {}, 0, []
+    for layer in range(attrs["num_layers"]):
+        in_l = input_size if layer == 0 else dirs * h
+        for d in range(dirs):
+            wx = flat[pos:pos + g * h * in_l].reshape(g * h, in_l)
+            pos += g * h * in_l
+            wh = flat[pos:pos + g * h * h].reshape(g * h, h)
+            pos += g * h * h
+            out[(layer, d)] = [wx, wh]
+            keys.append((layer, d))
+    for key in keys:
+        bx = flat[pos:pos + g * h]
+        bh = flat[pos + g * h:pos + 2 * g * h]
+        pos += 2 * g * h
+        out[key] += [bx, bh]
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _infer_shape(attrs, in_shapes):
+    _check(attrs)
+    ins = list(in_shapes)
+    d = ins[0]
+    n_out = len(_outputs(attrs))
+    if not known(d):
+        return ins, [None] * n_out
+    d = tuple(d)
+    if len(d) != 3:
+        raise ShapeError(f"RNN: data must be 3-D (seq_len, batch, input_size), got shape {d}")
+    t, n, i = d
+    h, dirs, layers = attrs["state_size"], _dirs(attrs), attrs["num_layers"]
+    ins[1] = merge("RNN", "parameters", ins[1], (param_size(attrs, i),))
+    ins[2] = merge("RNN", "state", ins[2], (layers * dirs, n, h))
+    if attrs["mode"] == "lstm":
+        ins[3] = merge("RNN", "state_cell", ins[3], (layers * dirs, n, h))
+    outs = [(t, n, dirs * h)]
+    if attrs["state_outputs"]:
+        outs.append((layers * dirs, n, h))
+        if attrs["mode"] == "lstm":
+            outs.append((layers * dirs, n, h))
+    if _has_mask(attrs):
+        outs.append((layers - 1, t, n, dirs * h))
+    return ins, outs
+
+
+# -- one direction of one layer ------------------------------------------------------
+def _clip(xp, c, attrs):
+    lo, hi = attrs["lstm_state_clip_min"], attrs["lstm_state_clip_max"]
+    if lo is None and hi is None:
+        return c
+    return xp.clip(c, lo if lo is not None else -np.inf, hi if hi is not None else np.inf)
+
+
+def _direction_forward(xp, attrs, x, weights, h0, c0, reverse):
+    """Run one direction over x (T, N, I); returns (outputs (T, N, H), hT, cT, cache)."""
+    mode = attrs["mode"]
+    wx, wh, bx, bh = weights
+    t_len, n, _ = x.shape
+    hdim = wh.shape[1]
+    ax = (x.reshape(t_len * n, -1) @ wx.T + bx).reshape(t_len, n, -1)   # every input projection: one GEMM
+    out = xp.empty((t_len, n, hdim), dtype=x.dtype)
+    steps = range(t_len - 1, -1, -1) if reverse else range(t_len)
+    h, c = h0, c0
+    cache = {"h_prev": xp.empty_like(out), "gates": [None] * t_len, "c_prev": [None] * t_len,
+             "c": [None] * t_len, "hn": [None] * t_len}
+    for t in steps:
+        cache["h_prev"][t] = h
+        ah = h @ wh.T + bh
+        if mode == "lstm":
+            a = ax[t] + ah
+            i_g = sigmoid(xp, a[:, :hdim])
+            f_g = sigmoid(xp, a[:, hdim:2 * hdim])
+            g_g = xp.tanh(a[:, 2 * hdim:3 * hdim])
+            o_g = sigmoid(xp, a[:, 3 * hdim:])
+            c_new = _clip(xp, f_g * c + i_g * g_g, attrs)
+            cache["c_prev"][t], cache["c"][t] = c, c_new
+            cache["gates"][t] = (i_g, f_g, g_g, o_g)
+            c = c_new
+            h = o_g * xp.tanh(c)
+        elif mode == "gru":
+            r = sigmoid(xp, ax[t][:, :hdim] + ah[:, :hdim])
+            z = sigmoid(xp, ax[t][:, hdim:2 * hdim] + ah[:, hdim:2 * hdim])
+            hn = ah[:, 2 * hdim:]
+            nn = xp.tanh(ax[t][:, 2 * hdim:] + r * hn)
+            cache["gates"][t] = (r, z, nn)
+            cache["hn"][t] = hn
+            h = (1 - z) * nn + z * h
+        else:
+            a = ax[t] + ah
+            h = xp.maximum(a, 0) if mode == "rnn_relu" else xp.tanh(a)
+            cache["gates"][t] = (h,)
+        out[t] = h
+    return out, h, c, cache
+
+
+def _direction_backward(xp, attrs, x, weights, cache, d_out, dh, dc, reverse):
+    """BPTT for one direction; returns (dx, (dWx, dWh, dbx, dbh), dh0, dc0)."""
+    mode = attrs["mode"]
+    wx, wh, bx, bh = weights
+    t_len, n, _ = x.shape
+    hdim = wh.shape[1]
+    g = wh.shape[0] // hdim
+    dax = xp.empty((t_len, n, g * hdim), dtype=x.dtype)
+    dah = xp.empty_like(dax) if mode == "gru" else dax
+    steps = range(t_len) if reverse else range(t_len - 1, -1, -1)
+    lo, hi = attrs["lstm_state_clip_min"], attrs["lstm_state_clip_max"]
+    for t in steps:
+        dh = dh + d_out[t]
+        h_prev = cache["h_prev"][t]
+        if mode == "lstm":
+            i_g, f_g, g_g, o_g = cache["gates"][t]
+            c = cache["c"][t]
+            tc = xp.tanh(c)
+            dc = dc + dh * o_g * (1 - tc * tc)
+            if lo is not None or hi is not None:  # no gradient through a clipped cell state
+                dc = dc * ((c > (lo if lo is not None else -np.inf)) & (c < (hi if hi is not None else np.inf)))
+            da = dax[t]
+            da[:, :hdim] = dc * g_g * i_g * (1 - i_g)
+            da[:, hdim:2 * hdim] = dc * cache["c_prev"][t] * f_g * (1 - f_g)
+            da[:, 2 * hdim:3 * hdim] = dc * i_g * (1 - g_g * g_g)
+            da[:, 3 * hdim:] = dh * tc * o_g * (1 - o_g)
+            dc = dc * f_g
+            dh = da @ wh
+        elif mode == "gru":
+            r, z, nn = cache["gates"][t]
+            dn = dh * (1 - z) * (1 - nn * nn)
+            dz = dh * (h_prev - nn) * z * (1 - z)
+            dr = dn * cache["hn"][t] * r * (1 - r)
+            dax[t, :, :hdim] = dr
+            dax[t, :, hdim:2 * hdim] = dz
+            dax[t, :, 2 * hdim:] = dn
+            dah[t, :, :2 * hdim] = dax[t, :, :2 * hdim]
+            dah[t, :, 2 * hdim:] = dn * r
+            dh = dh * z + dah[t] @ wh
+        else:
+            (h,) = cache["gates"][t]
+            da = dh * ((h > 0) if mode == "rnn_relu" else (1 - h * h))
+            dax[t] = da
+            dh = da @ wh
+    flat_x = x.reshape(t_len * n, -1)
+    dax2 = dax.reshape(t_len * n, -1)
+    dah2 = dah.reshape(t_len * n, -1)
+    grads = (dax2.T @ flat_x, dah2.T @ cache["h_prev"].reshape(t_len * n, -1), dax2.sum(axis=0), dah2.sum(axis=0))
+    dx = (dax2 @ wx).reshape(t_len, n, -1)
+    return dx, grads, dh, dc
+
+
+# -- whole network -----------------------------------------------------------------
+def _network_forward(xp, attrs, x, flat, h0, c0, mask):
+    """(output, hy, cy, per-layer caches) of the stacked (bi)directional network."""
+    layers, dirs = attrs["num_layers"], _dirs(attrs)
+    weights = unpack_params(attrs, flat, x.shape[2])
+    hy = xp.empty_like(h0)
+    cy = xp.empty_like(h0) if c0 is not None else None
+    caches, layer_in = [], x
+    for layer in range(layers):
+        outs, layer_cache = [], []
+        for d in range(dirs):
+            k = layer * dirs + d
+            o, h_t, c_t, cache = _direction_forward(xp, attrs, layer_in, weights[(layer, d)], h0[k],
+                                                    c0[k] if c0 is not None else None, reverse=d == 1)
+            outs.append(o)
+            layer_cache.append(cache)
+            hy[k] = h_t
+            if cy is not None:
+                cy[k] = c_t
+        caches.append((layer_in, layer_cache))
+        layer_out = outs[0] if dirs == 1 else xp.concatenate(outs, axis=2)
+        if mask is not None and layer < layers - 1:
+            layer_out = layer_out * mask[layer]
+        layer_in = layer_out
+    return layer_in, hy, cy, caches
+
+
+def _draw_mask(ctx, attrs, shape, dtype):
+    p = attrs["p"]
+    if not ctx.is_train:
+        return ctx.xp.ones(shape, dtype=dtype)
+    if ctx.rng is None:
+        raise OperatorError("RNN: dropout needs the 'rng' resource")
+    keep = ctx.rng.random(shape, dtype=np.float32) >= np.float32(p)
+    return ctx.xp.asarray(keep, dtype=dtype) / dtype.type(1 - p)
+
+
+def _forward(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    x, flat, h0 = inputs[0], inputs[1], inputs[2]
+    c0 = inputs[3] if attrs["mode"] == "lstm" else None
+    mask = None
+    if _has_mask(attrs):
+        mask = _draw_mask(ctx, attrs, outputs[-1].shape, outputs[-1].dtype)
+        outputs[-1][...] = mask
+    out, hy, cy, _ = _network_forward(xp, attrs, x, flat, h0, c0, mask)
+    outputs[0][...] = out
+    if attrs["state_outputs"]:
+        outputs[1][...] = hy
+        if attrs["mode"] == "lstm":
+            outputs[2][...] = cy
+
+
+def _backward_layout(attrs):
+    """Names of _backward_RNN's inputs."""
+    lstm = attrs["mode"] == "lstm"
+    names = ["data", "parameters", "state"] + (["state_cell"] if lstm else []) + ["out_grad"]
+    if attrs["state_outputs"]:
+        names += ["hy_grad"] + (["cy_grad"] if lstm else [])
+    if _has_mask(attrs):
+        names.append("dropout_mask")
+    return names
+
+
+def _backward(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    named = dict(zip(_backward_layout(attrs), inputs))
+    x, flat, h0 = named["data"], named["parameters"], named["state"]
+    c0 = named.get("state_cell")
+    mask = named.get("dropout_mask")
+    layers, dirs = attrs["num_layers"], _dirs(attrs)
+    _, _, _, caches = _network_forward(xp, attrs, x, flat, h0, c0, mask)
+    weights = unpack_params(attrs, flat, x.shape[2])
+    dflat = xp.zeros_like(flat)
+    dweights = unpack_params(attrs, dflat, x.shape[2])   # views: writing them fills dflat
+    dh0 = xp.zeros_like(h0)
+    dc0 = xp.zeros_like(h0) if c0 is not None else None
+    hy_grad = named.get("hy_grad")
+    cy_grad = named.get("cy_grad")
+    hdim = attrs["state_size"]
+    d_layer = named["out_grad"]
+    for layer in range(layers - 1, -1, -1):
+        if mask is not None and layer < layers - 1:
+            d_layer = d_layer * mask[layer]
+        layer_in, layer_cache = caches[layer]
+        d_in = None
+        for d in range(dirs):
+            k = layer * dirs + d
+            dh = hy_grad[k] if hy_grad is not None else xp.zeros_like(h0[k])
+            dc = None
+            if c0 is not None:
+                dc = cy_grad[k] if cy_grad is not None else xp.zeros_like(h0[k])
+            d_out = d_layer[:, :, d * hdim:(d + 1) * hdim]
+            dx, grads, dh_0, dc_0 = _direction_backward(xp, attrs, layer_in, weights[(layer, d)],
+                                                        layer_cache[d], d_out, dh, dc, reverse=d == 1)
+            for view, gval in zip(dweights[(layer, d)], grads):
+                view[...] = gval
+            dh0[k] = dh_0
+            if dc0 is not None:
+                dc0[k] = dc_0
+            d_in = dx if d_in is None else d_in + dx
+        d_layer = d_in
+    outputs[0][...] = d_layer
+    outputs[1][...] = dflat
+    outputs[2][...] = dh0
+    if dc0 is not None:
+        outputs[3][...] = dc0
+
+
+def _gradient_inputs(attrs, inputs, outputs, out_grads):
+    lstm = attrs["mode"] == "lstm"
+    arrays = list(inputs[:4 if lstm else 3]) + [out_grads[0]]
+    if attrs["state_outputs"]:
+        arrays += [out_grads[1]] + ([out_grads[2]] if lstm else [])
+    if _has_mask(attrs):
+        arrays.append(outputs[-1])
+    return arrays
+
+
+register(OpDef(
+    name="RNN", attrs=_ATTRS, inputs=_inputs, outputs=_outputs, num_visible_outputs=_visible,
+    infer_shape=_infer_shape,
+    infer_type=lambda a, d: float_types("RNN", a, d, len(_outputs(a)))[:2],
+    kernels={"any": _forward}, resources=("rng",),
+    gradient=backward_via("_backward_RNN", _gradient_inputs,
+                          lambda a: [True] * (4 if a["mode"] == "lstm" else 3)),
+    doc="Fused multi-layer (bidirectional) RNN/LSTM/GRU over TNC data with MXNet's flat parameter layout."))
+register(OpDef(
+    name="_backward_RNN", attrs=_ATTRS, inputs=_backward_layout,
+    outputs=lambda a: ["data_grad", "parameters_grad", "state_grad"] +
+    (["state_cell_grad"] if a["mode"] == "lstm" else []),
+    infer_shape=lambda a, s: (s, list(s[:4 if a["mode"] == "lstm" else 3])),
+    kernels={"any": _backward},
+    doc="Gradients of RNN by backpropagation through time (recomputes the forward pass)."))
