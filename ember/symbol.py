@@ -1,0 +1,56 @@
+"""`mx.sym` / `mx.symbol`: symbols, variables and every registry operator as a symbol function.
+
+Operator functions are made on first use from the registry (`mx.sym.FullyConnected`),
+so operators registered later are available the same way.  Sub-namespaces follow
+MXNet's name prefixes: `mx.sym.random.uniform` is `_random_uniform`, `mx.sym.contrib.X`
+is `_contrib_X`, `mx.sym.linalg.X` is `_linalg_X`, `mx.sym._internal.X` is `_X` or `X`.
+"""
+from __future__ import annotations
+
+from . import ops as _ops
+from .symbolic.json_io import load, load_json  # noqa: F401
+from .symbolic.naming import AttrScope, NameManager, Prefix  # noqa: F401
+from .symbolic.symbol import Group, Symbol, Variable, make_op_function, var  # noqa: F401
+
+
+class _PrefixedNamespace:
+    """Looks `name` up as `<prefix><name>` in the registry (mx.sym.random, mx.sym.contrib...)."""
+
+    def __init__(self, label: str, prefixes):
+        self._label = label
+        self._prefixes = prefixes
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        for p in self._prefixes:
+            if _ops.exists(p + name):
+                return make_op_function(p + name)
+        raise AttributeError(f"mx.sym.{self._label} has no operator '{name}'")
+
+    def __dir__(self):
+        names = []
+        for full in _ops.list_ops(include_aliases=True):
+            for p in self._prefixes:
+                if p and full.startswith(p):
+                    names.append(full[len(p):])
+        return sorted(set(names))
+
+
+random = _PrefixedNamespace("random", ("_random_", "_sample_"))
+contrib = _PrefixedNamespace("contrib", ("_contrib_",))
+linalg = _PrefixedNamespace("linalg", ("_linalg_",))
+image = _PrefixedNamespace("image", ("_image_",))
+_internal = _PrefixedNamespace("_internal", ("_", ""))
+op = _PrefixedNamespace("op", ("",))
+
+
+def __getattr__(name: str):
+    # Module-level lookup of operators (PEP 562), so ops registered after import work too.
+    if not name.startswith("__") and _ops.exists(name):
+        return make_op_function(name)
+    raise AttributeError(f"module 'ember.symbol' has no attribute or operator '{name}'")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ops.list_ops(include_aliases=True)))

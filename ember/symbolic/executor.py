@@ -1,0 +1,513 @@
+"""Executors: a compiled graph bound to arrays, run as engine ops (`bind`, `simple_bind`).
+
+Every planned storage block is cut into segments at the tensor boundaries of the plan and
+each segment is an engine Var, so two nodes that touch the same bytes are ordered by
+the engine while nodes on disjoint bytes (independent branches) may run in parallel.
+Argument, gradient and aux arrays are ordinary NDArrays: nodes read/write their vars,
+so imperative updates of executor weights are ordered with forward/backward for free.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .. import engine
+from .. import ops as _ops
+from ..base import EmberError, OperatorError, ShapeError
+from ..context import Context, current_context
+from ..ops.registry import OpContext
+from .graph import aux_variable_ids, topo_order
+from .passes import GraphState, compile_graph, mirror_enabled
+
+_MB = 1 << 20
+
+
+def _nd():
+    from .. import ndarray as nd
+    return nd
+
+
+def _xp(ctx: Context):
+    if ctx.device_type == "gpu":
+        import cupy  # noqa: F401 - GPU executors need CuPy
+        return cupy
+    return np
+
+
+def bulk_size() -> int:
+    """Nodes per engine op (EMBER_EXEC_BULK_EXEC_MAX_NODE, or MXNet's MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN)."""
+    for key in ("EMBER_EXEC_BULK_EXEC_MAX_NODE", "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN"):
+        v = os.environ.get(key)
+        if v is not None:
+            try:
+                return max(1, int(v))
+            except ValueError:
+                raise EmberError(f"{key} must be an integer, got {v!r}") from None
+    if os.environ.get("MXNET_EXEC_BULK_EXEC_TRAIN", "1") == "0":
+        return 1
+    return 15
+
+
+def _as_list_or_dict(value, names: Sequence[str], what: str, required: bool) -> Dict[str, object]:
+    if value is None:
+        if required and names:
+            raise ValueError(f"bind: {what} are missing (need {list(names)})")
+        return {}
+    if isinstance(value, dict):
+        unknown = [k for k in value if k not in names]
+        if unknown and what == "arguments":
+            raise ValueError(f"bind: unknown {what} {unknown} (expected {list(names)})")
+        out = {k: v for k, v in value.items() if k in names}
+    elif isinstance(value, (list, tuple)):
+        if len(value) != len(names):
+            raise ValueError(f"bind: {len(value)} {what} given, the symbol has {len(names)} ({list(names)})")
+        out = dict(zip(names, value))
+    else:
+        raise TypeError(f"bind: {what} must be a list or a dict, got {type(value).__name__}")
+    if required:
+        missing = [n for n in names if out.get(n) is None]
+        if missing:
+            raise ValueError(f"bind: missing {what} {missing}")
+    return out
+
+
+def _grad_req_dict(grad_req, names: Sequence[str]) -> Dict[str, str]:
+    if isinstance(grad_req, str):
+        reqs = {n: grad_req for n in names}
+    elif isinstance(grad_req, (list, tuple)):
+        if len(grad_req) != len(names):
+            raise ValueError(f"grad_req list has {len(grad_req)} entries for {len(names)} arguments")
+        reqs = dict(zip(names, grad_req))
+    elif isinstance(grad_req, dict):
+        unknown = [k for k in grad_req if k not in names]
+        if unknown:
+            raise ValueError(f"grad_req names unknown arguments {unknown}")
+        reqs = {n: grad_req.get(n, "null") for n in names}
+    else:
+        raise TypeError(f"grad_req must be a str, list or dict, got {type(grad_req).__name__}")
+    for n, r in reqs.items():
+        if r not in ("write", "add", "null", "inplace"):
+            raise ValueError(f"grad_req for '{n}' must be 'write', 'add' or 'null', got {r!r}")
+    return {n: ("write" if r == "inplace" else r) for n, r in reqs.items()}
+
+
+class _Storage:
+    """Blocks of the memory plan, their segment vars, and one view per planned entry."""
+
+    def __init__(self, g: GraphState, ctx: Context, xp):
+        plan = g.plan
+        pl = plan.placement
+        self.blocks = [xp.empty(max(int(s), 1), dtype=np.uint8) for s in pl.block_sizes]
+        ngroups = len(plan.sizes)
+        per_block: Dict[int, List[int]] = {}
+        for gid in range(ngroups):
+            b = pl.block[gid]
+            pts = per_block.setdefault(b, [])
+            pts.append(pl.offset[gid])
+            pts.append(pl.offset[gid] + plan.sizes[gid])
+        seg_vars: Dict[int, tuple] = {}
+        for b, pts in per_block.items():
+            bounds = sorted(set(pts))
+            seg_vars[b] = (bounds, [engine.Var(f"exec:block{b}:{bounds[i]}") for i in range(len(bounds) - 1)])
+        self.group_vars: List[List[object]] = []
+        for gid in range(ngroups):
+            b, off, size = pl.block[gid], pl.offset[gid], plan.sizes[gid]
+            bounds, vars_ = seg_vars[b]
+            lo = bisect.bisect_left(bounds, off)
+            hi = bisect.bisect_left(bounds, off + size)
+            self.group_vars.append(vars_[lo:hi])
+        self.views: Dict[tuple, object] = {}
+        self.vars: Dict[tuple, List[object]] = {}
+        for key, gid in plan.group_of.items():
+            shape, dtype = g.shapes[key], np.dtype(g.dtypes[key])
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            off = pl.offset[gid]
+            raw = self.blocks[pl.block[gid]][off:off + nbytes]
+            self.views[key] = raw.view(dtype).reshape(shape)
+            self.vars[key] = self.group_vars[gid]
+        self.all_vars = [v for _, vs in seg_vars.values() for v in vs]
+
+
+class Executor:
+    """A symbol bound to arrays on one device; forward/backward push the graph's nodes to the engine."""
+
+    def __init__(self, symbol, ctx: Optional[Context], args, args_grad=None, grad_req="write",
+                 aux_states=None, plan_method: str = "best"):
+        from ..imperative.ndarray import NDArray
+        self._symbol = symbol
+        self._ctx = ctx if ctx is not None else current_context()
+        if not isinstance(self._ctx, Context):
+            raise TypeError(f"ctx must be a Context, got {type(self._ctx).__name__}")
+        self._xp = _xp(self._ctx)
+        self._arg_names = symbol.list_arguments()
+        self._aux_names = symbol.list_auxiliary_states()
+        self._out_names = symbol.list_outputs()
+        args_d = _as_list_or_dict(args, self._arg_names, "arguments", required=True)
+        for k, v in args_d.items():
+            if not isinstance(v, NDArray):
+                raise TypeError(f"bind: argument '{k}' must be an NDArray, got {type(v).__name__}")
+        grads_d = _as_list_or_dict(args_grad, self._arg_names, "gradient arrays", required=False)
+        aux_d = _as_list_or_dict(aux_states, self._aux_names, "auxiliary states", required=True)
+        reqs = _grad_req_dict(grad_req, self._arg_names) if args_grad is not None else \
+            {n: "null" for n in self._arg_names}
+        reqs = {n: (r if grads_d.get(n) is not None else "null") for n, r in reqs.items()}
+        self.arg_arrays = [args_d[n] for n in self._arg_names]
+        self.grad_arrays = [grads_d.get(n) if reqs[n] != "null" else grads_d.get(n) for n in self._arg_names]
+        self.aux_arrays = [aux_d[n] for n in self._aux_names]
+        self._grad_req = reqs
+        shapes = {n: tuple(a.shape) for n, a in list(args_d.items()) + list(aux_d.items())}
+        dtypes = {n: np.dtype(a.dtype) for n, a in list(args_d.items()) + list(aux_d.items())}
+        for n in self._arg_names:
+            gr = grads_d.get(n)
+            if gr is not None and reqs[n] != "null" and tuple(gr.shape) != shapes[n]:
+                raise ShapeError(f"bind: gradient array of '{n}' has shape {tuple(gr.shape)}, "
+                                 f"the argument has {shapes[n]}")
+        g = GraphState(heads=list(symbol._outputs), grad_req=reqs, known_shapes=shapes, known_dtypes=dtypes,
+                       mirror=mirror_enabled(), plan_method=plan_method)
+        self._graph = g = compile_graph(g)
+        for n in g.nodes:
+            if n.op is None and n.name in shapes and g.shapes[(id(n), 0)] != shapes[n.name]:
+                raise ShapeError(f"bind: array for '{n.name}' has shape {shapes[n.name]}, "
+                                 f"the graph needs {g.shapes[(id(n), 0)]}")
+        self._storage = _Storage(g, self._ctx, self._xp)
+        nd = _nd()
+        self._head_grads = [nd.ones(g.shapes[(id(v), 0)], ctx=self._ctx, dtype=g.dtypes[(id(v), 0)])
+                            for v in g.head_grad_vars]
+        self._var_arrays = {}
+        for n in g.nodes:
+            if n.op is None:
+                if n.name in args_d:
+                    self._var_arrays[id(n)] = args_d[n.name]
+                elif n.name in aux_d:
+                    self._var_arrays[id(n)] = aux_d[n.name]
+        for v, arr in zip(g.head_grad_vars, self._head_grads):
+            self._var_arrays[id(v)] = arr
+        self._grad_target = {key: grads_d[name] for key, name in g.external.items()}
+        self.outputs = self._make_outputs()
+        self._runners = [self._make_runner(n) for n in g.nodes]
+        self._fwd_segments = self._segments(0, g.num_forward)
+        self._bwd_segments = self._segments(g.num_forward, len(g.nodes))
+        self._is_train = False
+        self._monitor = None
+
+    # -- construction helpers -----------------------------------------------------------
+    def _make_outputs(self):
+        from ..imperative.ndarray import NDArray
+        outs = []
+        for node, i in self._graph.heads:
+            key = (id(node), i)
+            if node.op is None:
+                outs.append(self._var_arrays[id(node)])
+                continue
+            vars_ = self._storage.vars[key]
+            # heads get a dedicated block (see passes.plan_memory), hence a single var
+            outs.append(NDArray._wrap(self._storage.views[key], vars_[0], self._ctx))
+        return outs
+
+    def _make_runner(self, node):
+        """(run(is_train), static read vars, static write vars, variable arrays read, arrays written)."""
+        if node.op is None:
+            return None
+        st, g = self._storage, self._graph
+        k = node.num_inputs()
+        reads, writes, var_reads, var_writes = [], [], [], []
+        in_get = []
+        for pos, (c, j) in enumerate(node.inputs):
+            key = (id(c), j)
+            if c.op is None:
+                arr = self._var_arrays.get(id(c))
+                if arr is None:
+                    raise EmberError(f"executor: variable '{c.name}' has no array bound")
+                in_get.append(arr)
+                (var_writes if (pos >= k or pos in tuple(node.op.mutates)) else var_reads).append(arr)
+            elif key in st.views:
+                in_get.append(st.views[key])
+                reads.extend(st.vars[key])
+            else:
+                arr = self._grad_target[key]
+                in_get.append(arr)
+                var_reads.append(arr)
+        out_get = []
+        for i in range(node.num_outputs()):
+            key = (id(node), i)
+            if key in st.views:
+                out_get.append(st.views[key])
+                writes.extend(st.vars[key])
+            else:
+                arr = self._grad_target[key]
+                out_get.append(arr)
+                var_writes.append(arr)
+        opdef, attrs, ctx, xp = node.op, node.parsed_attrs, self._ctx, self._xp
+        needs_rng = "rng" in tuple(opdef.resources)
+        dev = ctx.device_type
+        from ..imperative.ndarray import NDArray
+
+        def data(x):
+            return x._data if isinstance(x, NDArray) else x
+
+        def run(is_train: bool, rng):
+            ins = [data(x) for x in in_get]
+            outs = [data(x) for x in out_get]
+            opdef.kernel(dev)(OpContext(xp, is_train, ctx, rng), attrs, ins[:k], outs, ins[k:])
+        writes_set = set(map(id, writes))
+        reads = [v for v in dict.fromkeys(reads) if id(v) not in writes_set]
+        return run, reads, list(dict.fromkeys(writes)), var_reads, var_writes, needs_rng, node.name
+
+    def _segments(self, lo: int, hi: int):
+        size = bulk_size()
+        segs, cur = [], []
+        for i in range(lo, hi):
+            r = self._runners[i]
+            if r is None:
+                continue
+            cur.append(r)
+            if len(cur) >= size:
+                segs.append(cur)
+                cur = []
+        if cur:
+            segs.append(cur)
+        return segs
+
+    def _push_segments(self, segments, is_train: bool) -> None:
+        from ..imperative import resources
+        for seg in segments:
+            reads, writes, rng = [], [], None
+            for run, r, w, vr, vw, needs_rng, _ in seg:
+                reads.extend(r)
+                writes.extend(w)
+                reads.extend(a.var for a in vr)
+                writes.extend(a.var for a in vw)
+                if needs_rng:
+                    rvar, rng = resources.rng(self._ctx)
+                    writes.append(rvar)
+            writes = list(dict.fromkeys(writes))
+            wid = set(map(id, writes))
+            reads = [v for v in dict.fromkeys(reads) if id(v) not in wid]
+            runs = [s[0] for s in seg]
+            name = seg[0][6] if len(seg) == 1 else f"{seg[0][6]}..{seg[-1][6]}"
+
+            def fn(runs=runs, rng=rng, is_train=is_train):
+                for run in runs:
+                    run(is_train, rng)
+            engine.push(fn, read=reads, write=writes, device=self._ctx, name=name)
+
+    # -- running ------------------------------------------------------------------------
+    def forward(self, is_train: bool = False, **kwargs):
+        """Copy keyword arrays into the arguments, push every forward node; returns `outputs`."""
+        for k, v in kwargs.items():
+            if k not in self.arg_dict:
+                raise ValueError(f"forward: '{k}' is not an argument of the symbol ({self._arg_names})")
+            dst = self.arg_dict[k]
+            if hasattr(v, "shape") and tuple(v.shape) != tuple(dst.shape):
+                raise ShapeError(f"forward: '{k}' has shape {tuple(v.shape)}, the executor was bound with "
+                                 f"{tuple(dst.shape)} (use reshape)")
+            dst[:] = v
+        self._is_train = bool(is_train)
+        self._push_segments(self._fwd_segments, self._is_train)
+        return self.outputs
+
+    def backward(self, out_grads=None, is_train: bool = True) -> None:
+        """Push the backward nodes, then write or add each gradient into its grad array."""
+        from ..imperative.ndarray import NDArray
+        g = self._graph
+        if not g.grad_entries:
+            return
+        if out_grads is not None:
+            if isinstance(out_grads, NDArray):
+                out_grads = [out_grads]
+            if isinstance(out_grads, dict):
+                out_grads = [out_grads.get(n) for n in self._out_names]
+            if len(out_grads) != len(self._head_grads):
+                raise ValueError(f"backward: {len(out_grads)} head gradients for {len(self._head_grads)} outputs")
+            for dst, src in zip(self._head_grads, out_grads):
+                if src is None:
+                    dst[:] = 1
+                    continue
+                if tuple(src.shape) != tuple(dst.shape):
+                    raise ShapeError(f"backward: head gradient of shape {tuple(src.shape)} for an output of "
+                                     f"shape {tuple(dst.shape)}")
+                dst[:] = src
+            self._custom_head_grads = True
+        elif getattr(self, "_custom_head_grads", False):
+            for dst in self._head_grads:
+                dst[:] = 1
+            self._custom_head_grads = False
+        self._push_segments(self._bwd_segments, is_train)
+        self._push_gradient_results()
+
+    def _push_gradient_results(self) -> None:
+        g, st = self._graph, self._storage
+        for name, entry in g.grad_entries.items():
+            req = self._grad_req[name]
+            dst = self.grad_dict.get(name)
+            if dst is None or req == "null":
+                continue
+            if entry is None:
+                if req == "write":
+                    dst[:] = 0
+                continue
+            key = (id(entry[0]), entry[1])
+            if g.external.get(key) == name:
+                continue
+            if key in st.views:
+                src_data, reads = st.views[key], list(st.vars[key])
+            elif entry[0].op is None:
+                arr = self._var_arrays[id(entry[0])]
+                src_data, reads = None, [arr.var]
+            else:
+                arr = self._grad_target[key]
+                src_data, reads = None, [arr.var]
+            src_arr = arr if src_data is None else None
+
+            def fn(dst=dst, src_data=src_data, src_arr=src_arr, add=(req == "add")):
+                s = src_data if src_data is not None else src_arr._data
+                if add:
+                    dst._data += s
+                else:
+                    dst._data[...] = s
+            reads = [v for v in reads if v is not dst.var]
+            engine.push(fn, read=reads, write=[dst.var], device=self._ctx, name=f"grad:{name}:{req}")
+
+    # -- dictionaries --------------------------------------------------------------------
+    @property
+    def arg_dict(self) -> Dict[str, object]:
+        return dict(zip(self._arg_names, self.arg_arrays))
+
+    @property
+    def grad_dict(self) -> Dict[str, object]:
+        return {n: a for n, a in zip(self._arg_names, self.grad_arrays) if a is not None}
+
+    @property
+    def aux_dict(self) -> Dict[str, object]:
+        return dict(zip(self._aux_names, self.aux_arrays))
+
+    @property
+    def output_dict(self) -> Dict[str, object]:
+        return dict(zip(self._out_names, self.outputs))
+
+    @property
+    def grad_req(self) -> Dict[str, str]:
+        return dict(self._grad_req)
+
+    def copy_params_from(self, arg_params, aux_params=None, allow_extra_params: bool = False) -> None:
+        """Copy values into the bound argument / aux arrays (unknown names are errors unless allowed)."""
+        for src, dst_dict, what in ((arg_params, self.arg_dict, "argument"), (aux_params or {}, self.aux_dict, "aux state")):
+            for name, value in src.items():
+                if name not in dst_dict:
+                    if allow_extra_params:
+                        continue
+                    raise ValueError(f"copy_params_from: '{name}' is not an {what} of this executor "
+                                     f"(allow_extra_params=True ignores it)")
+                dst = dst_dict[name]
+                if tuple(value.shape) != tuple(dst.shape):
+                    raise ShapeError(f"copy_params_from: '{name}' has shape {tuple(value.shape)}, "
+                                     f"the executor's array has {tuple(dst.shape)}")
+                dst[:] = value
+
+    def set_monitor_callback(self, callback, monitor_all: bool = False) -> None:
+        self._monitor = callback
+
+    def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False, **kwargs) -> "Executor":
+        """A new executor for new input shapes, sharing every array whose shape is unchanged."""
+        arg_shapes, _, aux_shapes = self._symbol.infer_shape(**kwargs)
+        if arg_shapes is None:
+            raise ShapeError(f"reshape: cannot infer every shape from {kwargs}")
+        nd = _nd()
+        new_args, new_grads, new_aux = {}, {}, {}
+        for name, shape, old in zip(self._arg_names, arg_shapes, self.arg_arrays):
+            gold = self.grad_dict.get(name)
+            if tuple(shape) == tuple(old.shape):
+                new_args[name] = old
+                if gold is not None:
+                    new_grads[name] = gold
+                continue
+            if name not in kwargs and not partial_shaping:
+                raise ShapeError(f"reshape: shape of '{name}' changes from {tuple(old.shape)} to {tuple(shape)}; "
+                                 "pass partial_shaping=True to allow it")
+            if int(np.prod(shape)) > int(np.prod(old.shape)) and not allow_up_sizing:
+                raise ShapeError(f"reshape: '{name}' grows from {tuple(old.shape)} to {tuple(shape)}; "
+                                 "pass allow_up_sizing=True to allow it")
+            new_args[name] = nd.zeros(shape, ctx=self._ctx, dtype=old.dtype)
+            if gold is not None:
+                new_grads[name] = nd.zeros(shape, ctx=self._ctx, dtype=gold.dtype)
+        for name, shape, old in zip(self._aux_names, aux_shapes, self.aux_arrays):
+            new_aux[name] = old if tuple(shape) == tuple(old.shape) else nd.zeros(shape, ctx=self._ctx, dtype=old.dtype)
+        return Executor(self._symbol, self._ctx, new_args, new_grads or None,
+                        {n: r for n, r in self._grad_req.items()}, new_aux)
+
+    # -- memory plan ----------------------------------------------------------------------
+    def memory_stats(self) -> dict:
+        """Planned bytes (total, per algorithm), liveness lower bound and the naive figure."""
+        p = self._graph.plan
+        return {"planned_bytes": p.total_bytes, "algorithm": p.placement.algorithm,
+                "candidates": dict(p.placement.candidates), "lower_bound_bytes": p.lower_bound,
+                "naive_bytes": p.naive_bytes, "num_nodes": len(self._graph.nodes),
+                **self._graph.stats}
+
+    def debug_str(self) -> str:
+        """The graph with the storage of every entry and MXNet's 'Total N MB allocated' line."""
+        g, p = self._graph, self._graph.plan
+        pl = p.placement
+        lines = ["Symbol Outputs:"]
+        for i, (n, j) in enumerate(g.heads):
+            lines.append(f"\toutput[{i}]={n.name}({j})")
+        for step, n in enumerate(g.nodes):
+            if n.op is None:
+                lines.append(f"Variable:{n.name}")
+                continue
+            lines.append("--------------------")
+            lines.append(f"Op:{n.op.name}, Name={n.name}" + (" (backward)" if step >= g.num_forward else ""))
+            lines.append("Inputs:")
+            for k, (c, j) in enumerate(n.inputs):
+                lines.append(f"\targ[{k}]={c.name}({j})")
+            if n.attrs:
+                lines.append("Attrs:")
+                for k, v in n.attrs.items():
+                    lines.append(f"\t{k}={v}")
+            for i in range(n.num_outputs()):
+                key = (id(n), i)
+                if key in g.external:
+                    lines.append(f"\toutput[{i}]: grad array of '{g.external[key]}' (external)")
+                    continue
+                gid = p.group_of[key]
+                shared = " inplace" if key in g.inplace else ""
+                lines.append(f"\toutput[{i}]: storage_id={gid} block={pl.block[gid]} offset={pl.offset[gid]} "
+                             f"bytes={p.sizes[gid]}{shared}")
+        lines.append(f"Total {p.total_bytes >> 20} MB allocated")
+        lines.append(f"Total {p.total_bytes} bytes allocated ({pl.algorithm}; candidates {pl.candidates}; "
+                     f"liveness lower bound {p.lower_bound} bytes; naive {p.naive_bytes} bytes)")
+        return "\n".join(lines) + "\n"
+
+
+def simple_bind(symbol, ctx, grad_req="write", type_dict=None, shared_exec=None, **shapes) -> Executor:
+    """Allocate argument, gradient and aux arrays from the given input shapes, then bind."""
+    nd = _nd()
+    ctx = ctx if ctx is not None else current_context()
+    arg_shapes, _, aux_shapes = symbol.infer_shape(**shapes)
+    if arg_shapes is None:
+        partial, _, _ = symbol.infer_shape_partial(**shapes)
+        missing = [n for n, s in zip(symbol.list_arguments(), partial) if not s or 0 in s]
+        raise ShapeError(f"simple_bind: cannot infer the shapes of {missing}; give them as keyword shapes")
+    arg_types, _, aux_types = symbol.infer_type(**(type_dict or {}))
+    if arg_types is None:
+        arg_types = [np.float32] * len(arg_shapes)
+        aux_types = [np.float32] * len(aux_shapes)
+    names = symbol.list_arguments()
+    reqs = _grad_req_dict(grad_req, names)
+    shared_args = shared_exec.arg_dict if shared_exec is not None else {}
+    shared_grads = shared_exec.grad_dict if shared_exec is not None else {}
+    shared_aux = shared_exec.aux_dict if shared_exec is not None else {}
+
+    def get(pool, name, shape, dtype):
+        old = pool.get(name)
+        if old is not None and tuple(old.shape) == tuple(shape) and np.dtype(old.dtype) == np.dtype(dtype):
+            return old
+        return nd.zeros(shape, ctx=ctx, dtype=dtype)
+    args = [get(shared_args, n, s, t) for n, s, t in zip(names, arg_shapes, arg_types)]
+    grads = [get(shared_grads, n, s, t) if reqs[n] != "null" else None
+             for n, s, t in zip(names, arg_shapes, arg_types)]
+    aux = [get(shared_aux, n, s, t) for n, s, t in zip(symbol.list_auxiliary_states(), aux_shapes, aux_types)]
+    return Executor(symbol, ctx, args, grads, reqs, aux)

@@ -1,0 +1,127 @@
+"""Shape and dtype inference over a graph (the `infer_shape` / `infer_type` passes).
+
+Values live per entry, keyed ``(id(node), output_index)``; variables have one entry.
+Operators may fill in their inputs' shapes too (a FullyConnected infers its weight),
+so the pass sweeps the graph until nothing changes, forward then backward, as NNVM does.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..base import DTypeError, OperatorError, ShapeError
+from .graph import Node
+
+Key = Tuple[int, int]
+
+
+def _merge(known, new, node: Node, what: str, kind: str, err_type):
+    """Combine a known value with a newly inferred one; a conflict names the node and both values."""
+    if new is None:
+        return known, False
+    if known is None:
+        return new, True
+    if kind == "shape":
+        if len(known) != len(new):
+            raise err_type(f"{kind} inference: conflicting shapes for {what} of node '{node.name}' "
+                           f"({node.op.name if node.op else 'variable'}): {tuple(known)} vs {tuple(new)}")
+        merged = []
+        changed = False
+        for a, b in zip(known, new):
+            if a in (None, 0):
+                merged.append(b)
+                changed = changed or b not in (None, 0)
+            elif b in (None, 0) or a == b:
+                merged.append(a)
+            else:
+                raise err_type(f"shape inference: conflicting shapes for {what} of node '{node.name}' "
+                               f"({node.op.name if node.op else 'variable'}): {tuple(known)} vs {tuple(new)}")
+        return tuple(merged), changed
+    if np.dtype(known) != np.dtype(new):
+        raise err_type(f"type inference: conflicting dtypes for {what} of node '{node.name}' "
+                       f"({node.op.name if node.op else 'variable'}): {np.dtype(known).name} vs {np.dtype(new).name}")
+    return known, False
+
+
+def _complete(value, kind: str) -> bool:
+    if value is None:
+        return False
+    if kind == "shape":
+        return all(d not in (None, 0) for d in value) or len(value) == 0
+    return True
+
+
+def _run(order: Sequence[Node], known: Dict[Key, object], kind: str) -> Dict[Key, object]:
+    err_type = ShapeError if kind == "shape" else DTypeError
+    values: Dict[Key, object] = dict(known)
+    ops = [n for n in order if n.op is not None]
+    for sweep in range(len(ops) + 2):
+        changed = False
+        seq = ops if sweep % 2 == 0 else list(reversed(ops))
+        for node in seq:
+            attrs = node.parsed_attrs
+            k = node.num_inputs()
+            in_keys = [(id(c), i) for c, i in node.inputs]
+            ins = [values.get(key) for key in in_keys]
+            nout = node.num_outputs()
+            out_keys = [(id(node), i) for i in range(nout)]
+            if all(_complete(v, kind) for v in ins) and all(_complete(values.get(o), kind) for o in out_keys):
+                continue
+            try:
+                if kind == "shape":
+                    new_in, new_out, new_aux = node.op.shapes(attrs, ins[:k], ins[k:])
+                else:
+                    new_in, new_out, new_aux = node.op.dtypes(attrs, ins[:k])
+            except (ShapeError, DTypeError) as e:
+                raise err_type(f"{kind} inference failed at node '{node.name}' ({node.op.name}) with input "
+                               f"{kind}s {[_show(v, kind) for v in ins]}: {e}") from None
+            except OperatorError:
+                raise
+            except Exception as e:  # noqa: BLE001 - an op that cannot work from partial inputs yet
+                if all(_complete(v, kind) for v in ins[:k]):
+                    raise err_type(f"{kind} inference failed at node '{node.name}' ({node.op.name}) with input "
+                                   f"{kind}s {[_show(v, kind) for v in ins]}: {type(e).__name__}: {e}") from None
+                continue
+            new_ins = list(new_in) + list(new_aux or [])
+            for j, key in enumerate(in_keys):
+                if j < len(new_ins):
+                    child = node.inputs[j][0]
+                    what = f"input {j} ('{child.name}')"
+                    values[key], ch = _merge(values.get(key), _norm(new_ins[j], kind), node, what, kind, err_type)
+                    changed |= ch
+            for j, key in enumerate(out_keys):
+                if j < len(new_out):
+                    values[key], ch = _merge(values.get(key), _norm(new_out[j], kind), node, f"output {j}", kind, err_type)
+                    changed |= ch
+        if not changed and sweep > 0:
+            break
+    return values
+
+
+def _norm(v, kind):
+    if v is None:
+        return None
+    if kind == "shape":
+        return tuple(None if d is None else int(d) for d in v)
+    return np.dtype(v)
+
+
+def _show(v, kind):
+    if v is None:
+        return None
+    return tuple(v) if kind == "shape" else np.dtype(v).name
+
+
+def infer_shapes(order: Sequence[Node], known: Dict[Key, tuple]) -> Dict[Key, tuple]:
+    """Every entry's shape that can be inferred from `known` (raises ShapeError on conflicts)."""
+    return _run(order, known, "shape")
+
+
+def infer_dtypes(order: Sequence[Node], known: Dict[Key, np.dtype]) -> Dict[Key, np.dtype]:
+    """Every entry's dtype that can be inferred from `known` (raises DTypeError on conflicts)."""
+    return _run(order, known, "dtype")
+
+
+def is_complete_shape(shape) -> bool:
+    return _complete(shape, "shape")

@@ -1,0 +1,123 @@
+"""MXNet's symbol JSON format: write (`tojson`) and read (`load_json`), legacy keys included.
+
+Layout: {"nodes": [{"op", "name", "attrs", "inputs": [[node, output, version]]}],
+"arg_nodes": [variable node ids], "node_row_ptr": [first entry id of each node],
+"heads": [[node, output, 0]], "attrs": {"mxnet_version": ["int", 10901]}}.  Every
+attribute value is a string.  Old files keep operator parameters under "param"
+and user attributes under "attr"; both are read.
+"""
+from __future__ import annotations
+
+import json
+from typing import List
+
+from .. import ops as _ops
+from ..base import FormatError, OperatorError
+from .graph import Node, node_index, topo_order
+from .symbol import Symbol, format_attr_value
+
+MXNET_VERSION = 10901
+
+
+def to_json(sym: Symbol) -> str:
+    """The MXNet JSON text of `sym` (nodes in DFS post-order, like MXNet)."""
+    order = topo_order(sym._outputs)
+    index = node_index(order)
+    nodes, arg_nodes, row_ptr = [], [], [0]
+    for i, n in enumerate(order):
+        rec = {"op": "null" if n.op is None else n.op.name, "name": n.name}
+        attrs = {}
+        if n.op is not None:
+            attrs.update({k: format_attr_value(n.op, k, v) for k, v in n.attrs.items()})
+        attrs.update(n.user_attrs)
+        if attrs:
+            rec["attrs"] = dict(sorted(attrs.items()))
+        k = n.num_inputs()
+        rec["inputs"] = [[index[id(c)], j, 1 if (pos >= k and c.op is None) else 0]
+                         for pos, (c, j) in enumerate(n.inputs)]
+        nodes.append(rec)
+        if n.op is None:
+            arg_nodes.append(i)
+        row_ptr.append(row_ptr[-1] + n.num_outputs())
+    doc = {"nodes": nodes, "arg_nodes": arg_nodes, "node_row_ptr": row_ptr,
+           "heads": [[index[id(n)], j, 0] for n, j in sym._outputs],
+           "attrs": {"mxnet_version": ["int", MXNET_VERSION]}}
+    return json.dumps(doc, indent=2)
+
+
+def _fail(msg: str):
+    raise FormatError(f"malformed symbol JSON: {msg}")
+
+
+def from_json(text: str) -> Symbol:
+    """Rebuild a Symbol from MXNet JSON (raises FormatError / OperatorError naming the problem)."""
+    if not isinstance(text, (str, bytes)):
+        raise TypeError(f"load_json expects a JSON string, got {type(text).__name__}")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        _fail(f"not valid JSON ({e})")
+    if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list) or "heads" not in doc:
+        _fail("expected an object with 'nodes' and 'heads'")
+    built: List[Node] = []
+    for i, rec in enumerate(doc["nodes"]):
+        if not isinstance(rec, dict) or "op" not in rec or "name" not in rec:
+            _fail(f"node {i} needs 'op' and 'name'")
+        op_name = rec["op"]
+        raw = {}
+        for key in ("param", "attr", "attrs"):
+            val = rec.get(key) or {}
+            if not isinstance(val, dict):
+                _fail(f"node {i} ('{rec['name']}'): '{key}' must be an object")
+            raw.update({k: str(v) for k, v in val.items()})
+        inputs = []
+        for e in rec.get("inputs", []):
+            if not isinstance(e, list) or len(e) < 2 or not all(isinstance(x, int) for x in e):
+                _fail(f"node {i} ('{rec['name']}'): bad input entry {e!r}")
+            if not 0 <= e[0] < i:
+                _fail(f"node {i} ('{rec['name']}'): input refers to node {e[0]}, which does not precede it")
+            child = built[e[0]]
+            if e[1] >= child.num_outputs():
+                _fail(f"node {i} ('{rec['name']}'): input {e!r} refers to output {e[1]} of '{child.name}', "
+                      f"which has {child.num_outputs()}")
+            inputs.append((child, e[1]))
+        if op_name == "null":
+            if inputs:
+                _fail(f"variable node {i} ('{rec['name']}') has inputs")
+            built.append(Node(None, rec["name"], user_attrs=raw))
+            continue
+        try:
+            opdef = _ops.get(op_name)
+        except OperatorError:
+            raise OperatorError(f"load_json: node '{rec['name']}' uses unknown operator '{op_name}'") from None
+        user = {k: v for k, v in raw.items() if k.startswith("__") and k.endswith("__")}
+        params = {k: v for k, v in raw.items() if k not in user}
+        node = Node(opdef, rec["name"], params, inputs, user)
+        _ = node.parsed_attrs  # attribute errors surface now, naming the node
+        expected = node.num_inputs() + node.num_aux()
+        if len(inputs) != expected:
+            _fail(f"node {i} ('{rec['name']}', {op_name}) has {len(inputs)} inputs, the operator takes {expected}")
+        built.append(node)
+    heads = []
+    for h in doc["heads"]:
+        if not isinstance(h, list) or len(h) < 2 or not 0 <= h[0] < len(built):
+            _fail(f"bad head entry {h!r}")
+        if h[1] >= built[h[0]].num_outputs():
+            _fail(f"head {h!r} refers to a missing output of '{built[h[0]].name}'")
+        heads.append((built[h[0]], h[1]))
+    if not heads:
+        _fail("no heads")
+    return Symbol(heads)
+
+
+def load_json(json_str: str) -> Symbol:
+    """`mx.sym.load_json`: a Symbol from MXNet JSON text."""
+    return from_json(json_str)
+
+
+def load(fname: str) -> Symbol:
+    """`mx.sym.load`: a Symbol from an MXNet JSON file."""
+    if not isinstance(fname, str):
+        raise TypeError("fname must be a file name")
+    with open(fname) as f:
+        return from_json(f.read())

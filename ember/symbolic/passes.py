@@ -1,0 +1,326 @@
+"""The graph passes an executor runs, each a function ``GraphState -> GraphState``, listed in `PASSES`.
+
+A `GraphState` is the graph being compiled: the forward heads, the explicit node
+list in execution order (forward nodes first), and what passes have computed so far
+(gradient entries, shapes, dtypes, in-place pairs, memory plan).  Adding a pass is
+writing one function and putting it in `PASSES`.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple
+
+import networkx as nx
+import numpy as np
+
+from ..base import OperatorError, ShapeError
+from . import planner
+from .gradient import build_gradient
+from .graph import Entry, Node, aux_variable_ids, topo_order
+from .infer import infer_dtypes, infer_shapes, is_complete_shape
+
+Key = Tuple[int, int]
+
+# Operators whose recomputation would cost as much as the memory it saves (MXNet's list).
+EXPENSIVE_OPS = {"FullyConnected", "Convolution", "Deconvolution", "dot", "batch_dot", "RNN", "Embedding",
+                 "SoftmaxOutput", "_linalg_gemm", "_linalg_gemm2"}
+
+
+@dataclass
+class GraphState:
+    """A graph being compiled for an executor, and every pass's results."""
+
+    heads: List[Entry]                               # forward outputs
+    grad_req: Dict[str, str]                         # argument name -> 'write' | 'add' | 'null'
+    known_shapes: Dict[str, tuple]
+    known_dtypes: Dict[str, np.dtype]
+    mirror: bool = False
+    nodes: List[Node] = field(default_factory=list)  # execution order
+    num_forward: int = 0
+    grad_entries: Dict[str, Optional[Entry]] = field(default_factory=dict)
+    head_grad_vars: List[Node] = field(default_factory=list)
+    shapes: Dict[Key, tuple] = field(default_factory=dict)
+    dtypes: Dict[Key, np.dtype] = field(default_factory=dict)
+    external: Dict[Key, str] = field(default_factory=dict)   # entry -> argument whose grad array holds it
+    inplace: Dict[Key, Key] = field(default_factory=dict)    # output entry -> input entry whose bytes it takes
+    plan: Optional["MemoryPlan"] = None
+    plan_method: str = "best"
+    stats: dict = field(default_factory=dict)
+
+    def all_heads(self) -> List[Entry]:
+        return list(self.heads) + [e for e in self.grad_entries.values() if e is not None]
+
+
+@dataclass
+class MemoryPlan:
+    """Storage of every planned entry: group (in-place sharing), block and offset, and totals."""
+
+    group_of: Dict[Key, int]
+    sizes: List[int]
+    starts: List[int]
+    ends: List[int]
+    placement: planner.Placement
+    naive_bytes: int
+    lower_bound: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.placement.total
+
+
+# -- passes -------------------------------------------------------------------------
+def order_forward(g: GraphState) -> GraphState:
+    """Forward nodes in DFS post-order."""
+    g.nodes = topo_order(g.heads)
+    g.num_forward = len(g.nodes)
+    return g
+
+
+def gradient(g: GraphState) -> GraphState:
+    """Add backward nodes for every argument whose grad_req is not 'null'."""
+    aux = aux_variable_ids(g.nodes)
+    wrt = [n for n in g.nodes if n.op is None and id(n) not in aux and g.grad_req.get(n.name, "null") != "null"]
+    if not wrt:
+        return g
+    entries, g.head_grad_vars = build_gradient(g.heads, wrt)
+    g.grad_entries = {n.name: e for n, e in zip(wrt, entries)}
+    fwd = {id(n) for n in g.nodes}
+    full = topo_order(g.all_heads() + [(v, 0) for v in g.head_grad_vars])
+    g.nodes = g.nodes + [n for n in full if id(n) not in fwd]
+    return g
+
+
+def _wants_mirror(node: Node, enabled: bool) -> bool:
+    if node.op is None or "rng" in tuple(node.op.resources) or node.num_aux() or node.op.mutates:
+        return False
+    forced = node.user_attrs.get("__force_mirroring__")
+    if forced is not None:
+        return forced.strip().lower() in ("true", "1")
+    return enabled and node.op.name not in EXPENSIVE_OPS
+
+
+def mirror(g: GraphState) -> GraphState:
+    """Recompute cheap forward results in backward instead of keeping them alive (Chen et al. 2016)."""
+    fwd = g.nodes[:g.num_forward]
+    if not g.grad_entries or not any(_wants_mirror(n, g.mirror) for n in fwd):
+        return g
+    fwd_ids = {id(n) for n in fwd}
+    clones: Dict[int, Node] = {}
+
+    def mirrored(entry: Entry) -> Entry:
+        node, i = entry
+        if id(node) not in fwd_ids or not _wants_mirror(node, g.mirror):
+            return entry
+        c = clones.get(id(node))
+        if c is None:
+            c = Node(node.op, node.name + "_mirror", node.attrs, [mirrored(e) for e in node.inputs], node.user_attrs)
+            c._parsed = node._parsed
+            clones[id(node)] = c
+        return (c, i)
+
+    for node in g.nodes[g.num_forward:]:
+        if node.op is not None:
+            node.inputs = [mirrored(e) for e in node.inputs]
+    g.grad_entries = {k: (mirrored(e) if e is not None else None) for k, e in g.grad_entries.items()}
+    bwd = topo_order(g.all_heads() + [(v, 0) for v in g.head_grad_vars])
+    g.nodes = fwd + [n for n in bwd if id(n) not in fwd_ids]
+    g.stats["mirrored_nodes"] = len(clones)
+    return g
+
+
+def dead_node_elimination(g: GraphState) -> GraphState:
+    """Drop nodes that no head or gradient depends on (networkx reachability on the reversed graph)."""
+    dg = nx.DiGraph()
+    dg.add_nodes_from(id(n) for n in g.nodes)
+    dg.add_edges_from((id(c), id(n)) for n in g.nodes for c, _ in n.inputs)
+    live = set()
+    for node, _ in g.all_heads():
+        if id(node) not in live:
+            live.add(id(node))
+            live |= nx.ancestors(dg, id(node))
+    keep_vars = {id(v) for v in g.head_grad_vars}
+    kept = [n for n in g.nodes if id(n) in live or (n.op is None and id(n) in keep_vars)]
+    fwd_ids = {id(n) for n in g.nodes[:g.num_forward]}
+    g.stats["dead_nodes_removed"] = len(g.nodes) - len(kept)
+    g.num_forward = sum(1 for n in kept if id(n) in fwd_ids)
+    g.nodes = kept
+    return g
+
+
+def infer_shape(g: GraphState) -> GraphState:
+    """Shapes of every entry; every argument must end up known."""
+    known = {}
+    for n in g.nodes:
+        if n.op is None:
+            if n.name in g.known_shapes:
+                known[(id(n), 0)] = tuple(g.known_shapes[n.name])
+    for h, v in enumerate(g.head_grad_vars):
+        pass  # head gradients take their head's shape below
+    shapes = infer_shapes(g.nodes[:g.num_forward], known)
+    for (node, i), v in zip(g.heads, g.head_grad_vars):
+        if (id(node), i) in shapes:
+            shapes[(id(v), 0)] = shapes[(id(node), i)]
+    shapes = infer_shapes(g.nodes, shapes)
+    missing = [n.name for n in g.nodes if n.op is None and not is_complete_shape(shapes.get((id(n), 0)))]
+    if missing:
+        raise ShapeError(f"cannot infer the shapes of {missing}; give them to simple_bind/bind "
+                         "(e.g. data=(batch, ...))")
+    for n in g.nodes:
+        for i in range(n.num_outputs()):
+            if not is_complete_shape(shapes.get((id(n), i))):
+                raise ShapeError(f"shape inference could not determine output {i} of node '{n.name}'")
+    g.shapes = shapes
+    return g
+
+
+def infer_type(g: GraphState) -> GraphState:
+    """Dtypes of every entry (float32 for variables nothing determines, as MXNet)."""
+    known = {}
+    for n in g.nodes:
+        if n.op is None and n.name in g.known_dtypes:
+            known[(id(n), 0)] = np.dtype(g.known_dtypes[n.name])
+    dtypes = infer_dtypes(g.nodes[:g.num_forward], known)
+    for n in g.nodes[:g.num_forward]:
+        if n.op is None and (id(n), 0) not in dtypes:
+            dtypes[(id(n), 0)] = np.dtype(np.float32)
+    dtypes = infer_dtypes(g.nodes[:g.num_forward], dtypes)
+    for (node, i), v in zip(g.heads, g.head_grad_vars):
+        dtypes[(id(v), 0)] = dtypes.get((id(node), i), np.dtype(np.float32))
+    dtypes = infer_dtypes(g.nodes, dtypes)
+    for n in g.nodes:
+        for i in range(n.num_outputs()):
+            if dtypes.get((id(n), i)) is None:
+                dtypes[(id(n), i)] = np.dtype(np.float32)
+    g.dtypes = dtypes
+    return g
+
+
+def _nbytes(g: GraphState, key: Key) -> int:
+    return int(np.prod(g.shapes[key], dtype=np.int64)) * np.dtype(g.dtypes[key]).itemsize
+
+
+def bind_gradients(g: GraphState) -> GraphState:
+    """Let a gradient computed by a backward op be written straight into its argument's grad array."""
+    fwd = {id(n) for n in g.nodes[:g.num_forward]}
+    taken = set()
+    head_keys = {(id(n), i) for n, i in g.heads}
+    for name, e in g.grad_entries.items():
+        if e is None or g.grad_req.get(name) != "write":
+            continue
+        key = (id(e[0]), e[1])
+        if e[0].op is None or id(e[0]) in fwd or key in taken or key in head_keys:
+            continue
+        taken.add(key)
+        g.external[key] = name
+    return g
+
+
+def _use_steps(g: GraphState) -> Tuple[Dict[Key, List[int]], Dict[int, int]]:
+    uses: Dict[Key, List[int]] = {}
+    for step, n in enumerate(g.nodes):
+        for c, i in n.inputs:
+            uses.setdefault((id(c), i), []).append(step)
+    return uses, {id(n): s for s, n in enumerate(g.nodes)}
+
+
+def inplace(g: GraphState) -> GraphState:
+    """An output takes an input's bytes when the op allows it and that input is read there last."""
+    if os.environ.get("EMBER_EXEC_ENABLE_INPLACE", os.environ.get("MXNET_EXEC_ENABLE_INPLACE", "1")) in ("0", "false"):
+        return g
+    uses, _ = _use_steps(g)
+    head_keys = {(id(n), i) for n, i in g.all_heads()}
+    root: Dict[Key, Key] = {}
+    for step, n in enumerate(g.nodes):
+        if n.op is None or not n.op.inplace or n.op.mutates:
+            continue
+        taken_inputs = set()
+        for in_i, out_i in n.op.inplace:
+            if in_i >= len(n.inputs):
+                continue
+            c, j = n.inputs[in_i]
+            ikey, okey = (id(c), j), (id(n), out_i)
+            if (c.op is None or ikey in head_keys or ikey in g.external or okey in g.external
+                    or okey in g.inplace or ikey in taken_inputs):
+                continue
+            if uses.get(ikey) != [step] or [e for e in n.inputs if e == (c, j)].__len__() != 1:
+                continue
+            if _nbytes(g, ikey) != _nbytes(g, okey):
+                continue
+            g.inplace[okey] = root.get(ikey, ikey)
+            root[okey] = root.get(ikey, ikey)
+            taken_inputs.add(ikey)
+    g.stats["inplace_pairs"] = len(g.inplace)
+    return g
+
+
+def plan_memory(g: GraphState) -> GraphState:
+    """Liveness intervals of every planned entry, then the packing of `planner.plan`."""
+    uses, step_of = _use_steps(g)
+    last = len(g.nodes)
+    head_keys = {(id(n), i) for n, i in g.all_heads()}
+    group_of: Dict[Key, int] = {}
+    sizes: List[int] = []
+    starts: List[int] = []
+    ends: List[int] = []
+    naive = 0
+    for step, n in enumerate(g.nodes):
+        if n.op is None:
+            continue
+        for i in range(n.num_outputs()):
+            key = (id(n), i)
+            if key in g.external:
+                continue
+            nbytes = _nbytes(g, key)
+            naive += nbytes
+            end = last if key in head_keys else max(uses.get(key, [step]))
+            share = g.inplace.get(key)
+            if share is not None and share in group_of:
+                gid = group_of[share]
+                ends[gid] = max(ends[gid], end)
+            else:
+                gid = len(sizes)
+                sizes.append(nbytes)
+                starts.append(step)
+                ends.append(end)
+            group_of[key] = gid
+    # Groups holding a forward output get a block of their own: an output NDArray is guarded by one var.
+    out_groups = sorted({group_of[(id(n), i)] for n, i in g.heads if (id(n), i) in group_of})
+    out_set = set(out_groups)
+    packed = [gid for gid in range(len(sizes)) if gid not in out_set]
+    sub = planner.plan([sizes[i] for i in packed], [starts[i] for i in packed], [ends[i] for i in packed],
+                       g.plan_method)
+    block = [0] * len(sizes)
+    offset = [0] * len(sizes)
+    for j, gid in enumerate(packed):
+        block[gid], offset[gid] = sub.block[j], sub.offset[j]
+    block_sizes = list(sub.block_sizes)
+    for gid in out_groups:
+        block[gid] = len(block_sizes)
+        block_sizes.append(planner.align(sizes[gid]))
+    extra = sum(planner.align(sizes[gid]) for gid in out_groups)
+    placement = planner.Placement(block, offset, block_sizes, sub.algorithm,
+                                  {k: v + extra for k, v in sub.candidates.items()})
+    aligned = [planner.align(s) for s in sizes]
+    g.plan = MemoryPlan(group_of, aligned, starts, ends, placement, naive,
+                        planner.lower_bound(aligned, starts, ends))
+    return g
+
+
+PASSES: List[Callable[[GraphState], GraphState]] = [
+    order_forward, gradient, mirror, dead_node_elimination, infer_shape, infer_type,
+    bind_gradients, inplace, plan_memory,
+]
+
+
+def compile_graph(g: GraphState, passes: Optional[List[Callable]] = None) -> GraphState:
+    """Run every pass of `passes` (default `PASSES`) in order."""
+    for p in passes or PASSES:
+        g = p(g)
+    return g
+
+
+def mirror_enabled() -> bool:
+    """EMBER_BACKWARD_DO_MIRROR / MXNET_BACKWARD_DO_MIRROR set to a true value."""
+    v = os.environ.get("EMBER_BACKWARD_DO_MIRROR", os.environ.get("MXNET_BACKWARD_DO_MIRROR", "0"))
+    return v.strip().lower() in ("1", "true", "yes")

@@ -1,0 +1,174 @@
+"""Static storage planning: give every intermediate tensor bytes, reusing dead tensors' bytes.
+
+Input: *groups*, one per storage need, each with a byte size and a live interval
+[start, end] of execution steps (inclusive: a tensor read at step t cannot share bytes
+with a tensor written at step t).  In-place sharing has already merged the tensors that
+must share one group.  Two algorithms, the better total is kept:
+
+* size matching (MXNet's GraphAllocator): walk the steps, free groups whose last use
+  passed, take a free block of similar size (within a factor `match_range`), growing
+  a smaller one if needed; the total is the sum of block sizes.
+* offset packing (greedy by size): place groups largest first in one arena at the
+  offset that leaves the tightest gap beside groups live at the same time.
+
+`lower_bound` is the most bytes live at one step: no plan can use less.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import List, Sequence
+
+import numpy as np
+
+ALIGN = 64  # bytes; keeps every tensor aligned for any dtype and SIMD loads
+
+
+def align(nbytes: int) -> int:
+    return (int(nbytes) + ALIGN - 1) // ALIGN * ALIGN
+
+
+@dataclass
+class Placement:
+    """Where each group lives: block id and byte offset; block sizes; which algorithm made it."""
+
+    block: List[int]
+    offset: List[int]
+    block_sizes: List[int]
+    algorithm: str
+    candidates: dict = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return int(sum(self.block_sizes))
+
+
+def lower_bound(sizes: Sequence[int], starts: Sequence[int], ends: Sequence[int]) -> int:
+    """Max over steps of the bytes of groups live at that step."""
+    if len(sizes) == 0:
+        return 0
+    sizes = np.asarray(sizes, dtype=np.int64)
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    n = int(ends.max()) + 2
+    delta = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(delta, starts, sizes)
+    np.add.at(delta, ends + 1, -sizes)
+    return int(np.cumsum(delta).max())
+
+
+def size_matching(sizes: Sequence[int], starts: Sequence[int], ends: Sequence[int],
+                  match_range: int = 16) -> Placement:
+    """MXNet-style pool of blocks matched by size; each block holds one group at a time."""
+    n = len(sizes)
+    order = sorted(range(n), key=lambda g: (starts[g], g))
+    by_end = sorted(range(n), key=lambda g: ends[g])
+    free: List[tuple] = []          # sorted (size, block)
+    block_sizes: List[int] = []
+    block = [0] * n
+    released = 0
+    for g in order:
+        t = starts[g]
+        while released < n and ends[by_end[released]] < t:
+            done = by_end[released]
+            released += 1
+            b = block[done]
+            bisect.insort(free, (block_sizes[b], b))
+        need = sizes[g]
+        lo = bisect.bisect_left(free, (need // match_range, -1))
+        mid = bisect.bisect_left(free, (need, -1))
+        hi = bisect.bisect_right(free, (need * match_range, 1 << 62))
+        pick = None
+        if mid < hi:
+            pick = mid                      # smallest free block at least as big
+        elif mid > lo:
+            pick = mid - 1                  # largest smaller block, grown to fit
+        if pick is None:
+            block[g] = len(block_sizes)
+            block_sizes.append(need)
+        else:
+            size, b = free.pop(pick)
+            block[g] = b
+            block_sizes[b] = max(size, need)
+    return Placement(block, [0] * n, block_sizes, "size_matching")
+
+
+def offset_packing(sizes: Sequence[int], starts: Sequence[int], ends: Sequence[int],
+                   best_fit: bool = True) -> Placement:
+    """Greedy by size: largest group first, at the best (or first) fitting gap in one arena."""
+    n = len(sizes)
+    sizes_a = np.asarray(sizes, dtype=np.int64)
+    starts_a = np.asarray(starts, dtype=np.int64)
+    ends_a = np.asarray(ends, dtype=np.int64)
+    order = np.lexsort((starts_a, -(ends_a - starts_a), -sizes_a))
+    p_start = np.empty(n, dtype=np.int64)
+    p_end = np.empty(n, dtype=np.int64)
+    p_off = np.empty(n, dtype=np.int64)
+    p_size = np.empty(n, dtype=np.int64)
+    offset = [0] * n
+    k = 0
+    top = 0
+    for g in order.tolist():
+        s, e, need = int(starts_a[g]), int(ends_a[g]), int(sizes_a[g])
+        if k:
+            mask = (p_start[:k] <= e) & (p_end[:k] >= s)
+            offs = p_off[:k][mask]
+        else:
+            offs = p_off[:0]
+        if offs.size == 0:
+            off = 0
+        else:
+            idx = np.argsort(offs, kind="stable")
+            offs = offs[idx]
+            ends_b = (offs + p_size[:k][mask][idx])
+            # reach[i]: highest byte used by conflicting groups placed below offs[i]
+            reach = np.maximum.accumulate(ends_b)
+            prev = np.concatenate(([0], reach[:-1]))
+            gaps = offs - prev
+            fits = np.nonzero(gaps >= need)[0]
+            if fits.size:
+                j = fits[np.argmin(gaps[fits])] if best_fit else fits[0]
+                off = int(prev[j])
+            else:
+                off = int(reach[-1])
+        offset[g] = off
+        p_start[k], p_end[k], p_off[k], p_size[k] = s, e, off, need
+        k += 1
+        top = max(top, off + need)
+    return Placement([0] * n, offset, [top] if n else [], "offset_packing")
+
+
+def plan(sizes: Sequence[int], starts: Sequence[int], ends: Sequence[int], method: str = "best") -> Placement:
+    """The smallest of size matching and offset packing (or the one named by `method`)."""
+    sizes = [align(s) for s in sizes]
+    cands = {}
+    if method in ("best", "size_matching"):
+        cands["size_matching"] = size_matching(sizes, starts, ends)
+    if method in ("best", "offset_packing"):
+        cands["offset_packing"] = offset_packing(sizes, starts, ends, best_fit=True)
+    if method == "best":
+        cands["offset_packing_first_fit"] = offset_packing(sizes, starts, ends, best_fit=False)
+    if not cands:
+        raise ValueError(f"unknown planning method {method!r} (best, size_matching, offset_packing)")
+    best = min(cands.values(), key=lambda p: p.total)
+    best.candidates = {k: v.total for k, v in cands.items()}
+    return best
+
+
+def check_plan(sizes, starts, ends, placement: Placement) -> None:
+    """Raise AssertionError if two groups live at the same time overlap in bytes (or a block is too small)."""
+    n = len(sizes)
+    for g in range(n):
+        b, off = placement.block[g], placement.offset[g]
+        if off < 0 or off + sizes[g] > placement.block_sizes[b]:
+            raise AssertionError(f"group {g} ({sizes[g]} B at {off}) exceeds block {b} of {placement.block_sizes[b]} B")
+    for g in range(n):
+        for h in range(g + 1, n):
+            if placement.block[g] != placement.block[h]:
+                continue
+            if starts[g] <= ends[h] and starts[h] <= ends[g]:
+                a0, a1 = placement.offset[g], placement.offset[g] + sizes[g]
+                b0, b1 = placement.offset[h], placement.offset[h] + sizes[h]
+                if a0 < b1 and b0 < a1 and sizes[g] and sizes[h]:
+                    raise AssertionError(f"groups {g} and {h} are live together (steps {starts[g]}-{ends[g]} and "
+                                         f"{starts[h]}-{ends[h]}) and share bytes [{max(a0, b0)}, {min(a1, b1)})")
