@@ -102,12 +102,16 @@ def _resolve(ctx: Context):
 
 def alloc(nbytes: int, ctx: Optional[Context] = None) -> Block:
     """Storage of at least `nbytes` bytes on `ctx` (default: the current context) from its manager."""
-    if ctx is None or ctx.device_type == "cpu":
+    try:
+        on_cpu = ctx is None or ctx.device_type == "cpu"
+    except AttributeError:
+        on_cpu = _as_context(ctx)  # raises the TypeError naming the bad ctx
+    if on_cpu:
         mgr = _cpu_manager
         if mgr is None:
             mgr = _resolve(_as_context(ctx))
     else:
-        mgr = _managers.get(_device_key(_as_context(ctx))) or _resolve(ctx)
+        mgr = _managers.get(_device_key(ctx)) or _resolve(ctx)
     block = mgr.alloc(nbytes, ctx)
     if block.manager is None:  # a custom manager may leave the stamp to us
         block.manager = mgr

@@ -99,6 +99,8 @@ def test_bad_manager_arguments():
         memory.set_manager("plain", limit_bytes=3)
     with pytest.raises(TypeError, match="ctx must be an ember Context"):
         memory.get_manager("cpu")
+    with pytest.raises(TypeError, match="ctx must be an ember Context.*not str"):
+        memory.alloc(8, "cpu")
 
 
 def test_bad_sizes():
