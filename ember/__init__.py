@@ -14,3 +14,8 @@ from . import autograd, random  # noqa: F401,E402
 from . import profiler  # noqa: F401
 from . import kvstore  # noqa: F401,E402
 from . import kvstore as kv  # noqa: F401,E402
+from . import symbol  # noqa: F401,E402
+from . import symbol as sym  # noqa: F401,E402
+from .symbolic import naming as name  # noqa: F401,E402  (mx.name.Prefix / NameManager)
+from .symbolic.naming import AttrScope  # noqa: F401,E402
+from . import viz  # noqa: F401,E402
