@@ -13,7 +13,7 @@ _KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST = 1, 2, 3
 
 
 def to_dlpack_for_read(arr: NDArray):
-    """A DLPack capsule of `arr` once its pending writes are done (do not write through it)."""
+    """A legacy DLPack capsule of `arr` once its pending writes are done (imports read-only)."""
     arr.wait_to_read()
     return arr._data.__dlpack__()
 
@@ -21,7 +21,8 @@ def to_dlpack_for_read(arr: NDArray):
 def to_dlpack_for_write(arr: NDArray):
     """A DLPack capsule of `arr` once every pending op on it is done (writes through it are allowed)."""
     arr.wait_to_write()
-    return arr._data.__dlpack__()
+    # a versioned capsule carries the writeable flag (legacy capsules import read-only in numpy)
+    return arr._data.__dlpack__(max_version=(1, 0))
 
 
 def dunder_dlpack(arr: NDArray, stream=None, **kwargs):

@@ -183,14 +183,15 @@ def setitem(arr: NDArray, key, value) -> None:
         if _is_scalar(value):
             push_fill(target, ctx, arr._chunk.var, value, "setitem")
             return
-        src_data, src_var = _value_source(arr, value, tshape)
+        src_data, src_var, keep = _value_source(arr, value, tshape)
         push_assign(target, ctx, arr._chunk.var, src_data, src_var, "setitem")
+        del keep  # the source array must outlive the push that reads it
         return
     parts, tshape, nd_parts = _advanced(arr, key, "setitem")
     if _is_scalar(value):
-        src_data, src_var = value, None
+        src_data, src_var, keep = value, None, None
     else:
-        src_data, src_var = _value_source(arr, value, tshape)
+        src_data, src_var, keep = _value_source(arr, value, tshape)
     dst = arr._data
     xp = storage.array_module(ctx)
 
@@ -203,10 +204,15 @@ def setitem(arr: NDArray, key, value) -> None:
     if src_var is not None and src_var is not arr._chunk.var:
         read.append(src_var)
     engine.push(scatter, read=read, write=(arr._chunk.var,), device=ctx, name="advanced_setitem")
+    del keep
 
 
 def _value_source(arr: NDArray, value, tshape):
-    """(data, var) of the value to assign, checked to broadcast to `tshape`."""
+    """(data, var, owner) of the value to assign, checked to broadcast to `tshape`.
+
+    The caller keeps `owner` alive until its push: a source dropped earlier could have its
+    storage released (and reused) before the assignment reads it.
+    """
     if isinstance(value, NDArray):
         value._chunk.check()
         if value.context != arr.context:
@@ -214,11 +220,11 @@ def _value_source(arr: NDArray, value, tshape):
         if value._chunk is arr._chunk:  # overlapping source: snapshot it first
             value = copy_to_new(value, value.context, value._data.dtype)
         _check_broadcast(value.shape, tshape)
-        return value._data, value._chunk.var
+        return value._data, value._chunk.var, value
     if isinstance(value, (np.ndarray, list, tuple, numbers.Number, np.generic)):
         values = np.array(value, dtype=arr._data.dtype)  # a copy: later changes by the caller don't leak in
         _check_broadcast(values.shape, tshape)
-        return values, None
+        return values, None, None
     raise TypeError(f"setitem: cannot assign a value of type {type(value).__name__}; "
                     "use a scalar, NDArray, numpy array or list")
 

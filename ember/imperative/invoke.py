@@ -103,7 +103,12 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
     n_vis = opdef.visible_outputs(attrs) if opdef.num_visible_outputs is not None else n_out
     outputs: List[Optional[NDArray]] = [None] * n_out
     if out is not None:
-        targets = [out] if isinstance(out, NDArray) else list(out)
+        if isinstance(out, NDArray):
+            targets = [out]
+        elif isinstance(out, (list, tuple)):
+            targets = list(out)
+        else:
+            raise TypeError(f"{name}: out= must be an NDArray or a list of NDArrays, got {type(out).__name__}")
         if len(targets) != n_vis:
             raise OperatorError(f"{name}: out= needs {n_vis} array(s), got {len(targets)}")
         for i, t in enumerate(targets):
@@ -144,8 +149,9 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
     copy_back = _aliased_outputs(opdef, inputs, outputs) if out is not None else None
     if copy_back:
         for i in copy_back:  # compute into scratch, then copy: the kernel must not see its input change
-            scratch, _ = storage.alloc(out_data[i].shape, out_data[i].dtype, ctx)
-            copy_back[i] = (scratch, out_data[i])
+            scratch, chunk = storage.alloc(out_data[i].shape, out_data[i].dtype, ctx)
+            # the closure holds the scratch chunk: its storage is released only after the op ran
+            copy_back[i] = (scratch, out_data[i], chunk)
             out_data[i] = scratch
     is_train = autograd_state.is_training()
     devtype = ctx.device_type
@@ -154,7 +160,7 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
     def op_fn():
         opdef.kernel(devtype)(OpContext(xp, is_train, ctx, gen), attrs, in_data, out_data, aux_data)
         if copy_back:
-            for scratch, target in copy_back.values():
+            for scratch, target, _ in copy_back.values():
                 target[...] = scratch
 
     if devtype == "gpu":

@@ -1,0 +1,58 @@
+"""Many interleaved writes through overlapping views, pushed without waits, end as in numpy."""
+import threading
+
+import numpy as np
+
+import ember as mx
+
+
+def test_interleaved_view_writes_are_ordered():
+    rng = np.random.default_rng(1)
+    ref = np.zeros((16, 8), np.float32)
+    x = mx.nd.array(ref)
+    views = {}
+    for step in range(400):
+        lo = int(rng.integers(0, 15))
+        hi = int(rng.integers(lo + 1, 17))
+        kind = step % 4
+        v = views.setdefault((lo, hi), x[lo:hi])
+        if kind == 0:
+            v += float(step)
+            ref[lo:hi] += step
+        elif kind == 1:
+            v *= 0.5
+            ref[lo:hi] *= np.float32(0.5)
+        elif kind == 2:
+            v[:] = x[lo:hi] + 1.0  # reads and writes the same storage
+            ref[lo:hi] = ref[lo:hi] + 1
+        else:
+            r = x.reshape((-1,))
+            r[lo * 8:hi * 8] = float(-step)
+            ref.reshape(-1)[lo * 8:hi * 8] = -step
+    np.testing.assert_allclose(x.asnumpy(), ref, rtol=1e-6)
+
+
+def test_reads_see_earlier_writes_and_not_later_ones():
+    x = mx.nd.zeros((1000,))
+    snapshots = []
+    for i in range(50):
+        x += 1.0
+        snapshots.append(x.copy())
+    for i, s in enumerate(snapshots):
+        assert s.asnumpy()[0] == i + 1
+
+
+def test_threads_pushing_on_disjoint_arrays():
+    arrays = [mx.nd.zeros((64,)) for _ in range(8)]
+
+    def work(a, k):
+        for _ in range(50):
+            a += k
+
+    threads = [threading.Thread(target=work, args=(a, k + 1)) for k, a in enumerate(arrays)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k, a in enumerate(arrays):
+        np.testing.assert_array_equal(a.asnumpy(), np.full(64, 50 * (k + 1), np.float32))
