@@ -1,0 +1,488 @@
+"""Shape manipulation: Reshape, reshape_like, transpose, SwapAxis, expand_dims, squeeze, Flatten,
+broadcast_to / broadcast_like / broadcast_axis, tile, repeat, reverse (flip), Cast, shape_array,
+size_array.
+
+Gradients that only move elements (reshape, transpose, flip) are written with forward ops;
+the ones that must sum (broadcast_*, tile, repeat) use dedicated `_backward_*` ops.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..base import OperatorError, ShapeError
+from ._common import fmt, known, no_gradient, norm_axis, same_type, sum_to, via
+from .registry import Attr, OpDef, register
+
+Shape = Tuple[int, ...]
+
+
+def _prod(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _copy_into(ctx, attrs, inputs, outputs, aux):
+    """Kernel of every pure reshape: the elements keep their order."""
+    out = outputs[0]
+    x = inputs[0]
+    if out is not x:
+        out[...] = x.reshape(out.shape)
+
+
+def _grad_like_input(F, attrs, inputs, outputs, out_grads):
+    return [F.reshape_like(out_grads[0], inputs[0])]
+
+
+# -- Reshape ----------------------------------------------------------------------------
+def reshape_target(op: str, dshape: Shape, spec: Sequence[int], reverse: bool = False) -> Shape:
+    """MXNet's Reshape shape rule: 0 copy, -1 infer, -2 copy the rest, -3 merge two, -4 split one."""
+    src = list(dshape)[::-1] if reverse else list(dshape)
+    spec = list(spec)
+    if reverse:
+        if -4 in spec:
+            raise ShapeError(f"{op}: -4 cannot be used with reverse=True (shape={tuple(spec)})")
+        spec = spec[::-1]
+    out: List[int] = []
+    s = 0
+    infer_at = -1
+    i = 0
+
+    def src_dim(k):
+        if k >= len(src):
+            raise ShapeError(f"{op}: shape {tuple(spec)} refers to more dimensions than the input "
+                             f"{tuple(dshape)} has")
+        return src[k]
+
+    while i < len(spec):
+        v = spec[i]
+        if v == 0:
+            out.append(src_dim(s))
+            s += 1
+        elif v == -1:
+            if infer_at >= 0:
+                raise ShapeError(f"{op}: shape {tuple(spec)} has more than one -1")
+            infer_at = len(out)
+            out.append(1)
+            s += 1
+        elif v == -2:
+            out.extend(src[s:])
+            s = len(src)
+        elif v == -3:
+            out.append(src_dim(s) * src_dim(s + 1))
+            s += 2
+        elif v == -4:
+            if i + 2 >= len(spec):
+                raise ShapeError(f"{op}: -4 in shape {tuple(spec)} must be followed by two values")
+            d0 = src_dim(s)
+            s += 1
+            d1, d2 = spec[i + 1], spec[i + 2]
+            i += 2
+            if d1 == -1 and d2 == -1:
+                raise ShapeError(f"{op}: -4 split of {d0} cannot have two -1 values")
+            if d1 == -1:
+                d1 = d0 // d2 if d2 else 0
+            if d2 == -1:
+                d2 = d0 // d1 if d1 else 0
+            if d1 * d2 != d0:
+                raise ShapeError(f"{op}: cannot split dimension {d0} into ({spec[i - 1]}, {spec[i]})")
+            out.extend([d1, d2])
+        elif v > 0:
+            out.append(v)
+            s += 1
+        else:
+            raise ShapeError(f"{op}: invalid value {v} in shape {tuple(spec)}")
+        i += 1
+    total = _prod(dshape)
+    if infer_at >= 0:
+        rest = _prod(out[:infer_at] + out[infer_at + 1:])
+        if rest == 0 or total % rest:
+            raise ShapeError(f"{op}: cannot reshape array of shape {tuple(dshape)} into {tuple(spec)}")
+        out[infer_at] = total // rest
+    if reverse:
+        out = out[::-1]
+    if _prod(out) != total:
+        raise ShapeError(f"{op}: cannot reshape array of shape {tuple(dshape)} (size {total}) "
+                         f"into shape {tuple(out)} (size {_prod(out)}) from shape={tuple(spec)}")
+    return tuple(out)
+
+
+def _reshape_infer(attrs, in_shapes):
+    x = in_shapes[0]
+    if attrs["target_shape"]:
+        raise OperatorError("Reshape: the deprecated target_shape attribute is not supported; use shape")
+    if not known(x):
+        return in_shapes, [None]
+    return in_shapes, [reshape_target("Reshape", x, attrs["shape"], attrs["reverse"])]
+
+
+register(OpDef(
+    name="Reshape", aliases=["reshape"],
+    attrs={"shape": Attr("shape", ()), "reverse": Attr("bool", False),
+           "target_shape": Attr("shape", ()), "keep_highest": Attr("bool", False)},
+    infer_shape=_reshape_infer, kernels={"any": _copy_into}, gradient=_grad_like_input, inplace=[(0, 0)],
+    doc="Reshape with MXNet's special values 0 (copy), -1 (infer), -2 (rest), -3 (merge), -4 (split)."))
+
+
+def _reshape_like_infer(attrs, in_shapes):
+    a, b = in_shapes
+    if known(a) and known(b) and _prod(a) != _prod(b):
+        raise ShapeError(f"reshape_like: cannot reshape lhs of shape {tuple(a)} into rhs shape {tuple(b)}")
+    return in_shapes, [None if b is None else tuple(b)]
+
+
+def _reshape_like_grad(F, attrs, inputs, outputs, out_grads):
+    return [F.reshape_like(out_grads[0], inputs[0]), None]
+
+
+register(OpDef(name="reshape_like", inputs=["lhs", "rhs"], infer_shape=_reshape_like_infer,
+               infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _copy_into},
+               gradient=_reshape_like_grad, inplace=[(0, 0)],
+               doc="lhs reshaped to the shape of rhs (rhs only gives the shape)."))
+
+
+# -- Flatten / expand_dims / squeeze -------------------------------------------------------
+def _flatten_infer(attrs, in_shapes):
+    x = in_shapes[0]
+    if not known(x):
+        return in_shapes, [None]
+    if len(x) == 0:
+        return in_shapes, [(1, 1)]
+    return in_shapes, [(x[0], _prod(x[1:]))]
+
+
+register(OpDef(name="Flatten", aliases=["flatten"], infer_shape=_flatten_infer, kernels={"any": _copy_into},
+               gradient=_grad_like_input, inplace=[(0, 0)],
+               doc="(d0, d1, ..., dn) -> (d0, d1*...*dn)."))
+
+
+def _expand_infer(attrs, in_shapes):
+    x = in_shapes[0]
+    if x is None:
+        return in_shapes, [None]
+    a = norm_axis("expand_dims", attrs["axis"], len(x) + 1)
+    return in_shapes, [tuple(x[:a]) + (1,) + tuple(x[a:])]
+
+
+register(OpDef(name="expand_dims", attrs={"axis": Attr("int")}, infer_shape=_expand_infer,
+               kernels={"any": _copy_into}, gradient=_grad_like_input, inplace=[(0, 0)],
+               doc="Insert a length-1 axis at `axis`."))
+
+
+def _squeeze_infer(attrs, in_shapes):
+    x = in_shapes[0]
+    if x is None:
+        return in_shapes, [None]
+    axis = attrs["axis"]
+    if axis is None:
+        drop = {i for i, d in enumerate(x) if d == 1}
+    else:
+        drop = set()
+        for a in axis:
+            n = norm_axis("squeeze", a, len(x))
+            if x[n] is not None and x[n] != 1:
+                raise ShapeError(f"squeeze: cannot squeeze axis {a} of shape {tuple(x)}: its length is {x[n]}, not 1")
+            drop.add(n)
+    out = tuple(d for i, d in enumerate(x) if i not in drop)
+    return in_shapes, [out if out else (1,)]
+
+
+register(OpDef(name="squeeze", attrs={"axis": Attr("shape_or_none", None)}, infer_shape=_squeeze_infer,
+               kernels={"any": _copy_into}, gradient=_grad_like_input, inplace=[(0, 0)],
+               doc="Remove length-1 axes (all of them, or those in `axis`)."))
+
+
+# -- transpose / SwapAxis / reverse -------------------------------------------------------
+def _perm(attrs, ndim) -> Tuple[int, ...]:
+    axes = attrs["axes"]
+    if not axes:
+        return tuple(range(ndim - 1, -1, -1))
+    if len(axes) != ndim:
+        raise ShapeError(f"transpose: axes {tuple(axes)} do not match a {ndim}-D input")
+    perm = tuple(norm_axis("transpose", a, ndim) for a in axes)
+    if sorted(perm) != list(range(ndim)):
+        raise ShapeError(f"transpose: axes {tuple(axes)} are not a permutation of {ndim} axes")
+    return perm
+
+
+def _transpose_infer(attrs, in_shapes):
+    x = in_shapes[0]
+    if x is None:
+        return in_shapes, [None]
+    return in_shapes, [tuple(x[p] for p in _perm(attrs, len(x)))]
+
+
+def _transpose(ctx, attrs, inputs, outputs, aux):
+    x = inputs[0]
+    outputs[0][...] = ctx.xp.transpose(x, _perm(attrs, x.ndim))
+
+
+def _transpose_grad(F, attrs, inputs, outputs, out_grads):
+    axes = attrs["axes"]
+    if not axes:
+        return [F.transpose(out_grads[0])]
+    ndim = len(axes)
+    perm = [a % ndim for a in axes]
+    inverse = [0] * ndim
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return [F.transpose(out_grads[0], axes=tuple(inverse))]
+
+
+register(OpDef(name="transpose", attrs={"axes": Attr("shape", ())}, infer_shape=_transpose_infer,
+               kernels={"any": _transpose}, gradient=_transpose_grad,
+               doc="Permute the axes (reverse them when `axes` is empty)."))
+
+
+def _swap_infer(attrs, in_shapes):
+    x = in_shapes[0]
+    if x is None:
+        return in_shapes, [None]
+    a = norm_axis("SwapAxis", attrs["dim1"], len(x), "dim1")
+    b = norm_axis("SwapAxis", attrs["dim2"], len(x), "dim2")
+    out = list(x)
+    out[a], out[b] = out[b], out[a]
+    return in_shapes, [tuple(out)]
+
+
+def _swap(ctx, attrs, inputs, outputs, aux):
+    outputs[0][...] = ctx.xp.swapaxes(inputs[0], attrs["dim1"], attrs["dim2"])
+
+
+register(OpDef(name="SwapAxis", aliases=["swapaxes"], attrs={"dim1": Attr("int", 0), "dim2": Attr("int", 0)},
+               infer_shape=_swap_infer, kernels={"any": _swap},
+               gradient=lambda F, a, i, o, g: [F.SwapAxis(g[0], dim1=a["dim1"], dim2=a["dim2"])],
+               doc="Swap two axes."))
+
+
+def _reverse_infer(attrs, in_shapes):
+    x = in_shapes[0]
+    if x is not None:
+        for a in attrs["axis"]:
+            norm_axis("reverse", a, len(x))
+    return in_shapes, [x]
+
+
+def _reverse(ctx, attrs, inputs, outputs, aux):
+    outputs[0][...] = ctx.xp.flip(inputs[0], axis=tuple(attrs["axis"]))
+
+
+register(OpDef(name="reverse", aliases=["flip"], attrs={"axis": Attr("shape")}, infer_shape=_reverse_infer,
+               kernels={"any": _reverse}, gradient=lambda F, a, i, o, g: [F.reverse(g[0], axis=a["axis"])],
+               doc="Reverse the order of elements along `axis`."))
+
+
+# -- broadcasting ops --------------------------------------------------------------------------
+def _check_broadcastable(op: str, x: Shape, target: Shape) -> Shape:
+    if len(x) != len(target):
+        raise ShapeError(f"{op}: cannot broadcast shape {tuple(x)} to {tuple(target)}: ranks differ")
+    out = []
+    for d, t in zip(x, target):
+        t = d if t == 0 else t
+        if d != t and d != 1:
+            raise ShapeError(f"{op}: cannot broadcast shape {tuple(x)} to {tuple(target)}")
+        out.append(t)
+    return tuple(out)
+
+
+def _broadcast_kernel(ctx, attrs, inputs, outputs, aux):
+    out = outputs[0]
+    out[...] = ctx.xp.broadcast_to(inputs[0], out.shape)
+
+
+def _sum_to_like_infer(attrs, in_shapes):
+    return in_shapes, [in_shapes[1]]
+
+
+def _sum_to_like(ctx, attrs, inputs, outputs, aux):
+    outputs[0][...] = sum_to(ctx.xp, inputs[0], outputs[0].shape)
+
+
+register(OpDef(name="_backward_broadcast_to", inputs=["ograd", "data"], outputs=["data_grad"],
+               infer_shape=_sum_to_like_infer, infer_type=lambda a, d: (list(d), [d[0]]),
+               kernels={"any": _sum_to_like},
+               doc="ograd summed over the axes broadcasting expanded, down to data's shape."))
+
+
+def _sum_back_grad(F, attrs, inputs, outputs, out_grads):
+    res = [F._backward_broadcast_to(out_grads[0], inputs[0])]
+    return res + [None] * (len(inputs) - 1)
+
+
+def _broadcast_to_infer(attrs, in_shapes):
+    x = in_shapes[0]
+    if x is None:
+        return in_shapes, [None]
+    return in_shapes, [_check_broadcastable("broadcast_to", x, attrs["shape"])]
+
+
+register(OpDef(name="broadcast_to", attrs={"shape": Attr("shape")}, infer_shape=_broadcast_to_infer,
+               kernels={"any": _broadcast_kernel}, gradient=_sum_back_grad,
+               doc="Broadcast length-1 axes to `shape` (0 keeps the input's length)."))
+
+
+def _broadcast_axis_infer(attrs, in_shapes):
+    x = in_shapes[0]
+    axis, size = attrs["axis"], attrs["size"]
+    if len(axis) != len(size):
+        raise ShapeError(f"broadcast_axis: axis {tuple(axis)} and size {tuple(size)} differ in length")
+    if x is None:
+        return in_shapes, [None]
+    out = list(x)
+    for a, s in zip(axis, size):
+        n = norm_axis("broadcast_axis", a, len(x))
+        if x[n] != 1:
+            raise ShapeError(f"broadcast_axis: axis {a} of shape {tuple(x)} has length {x[n]}, not 1")
+        out[n] = s
+    return in_shapes, [tuple(out)]
+
+
+register(OpDef(name="broadcast_axis", aliases=["broadcast_axes"],
+               attrs={"axis": Attr("shape", ()), "size": Attr("shape", ())},
+               infer_shape=_broadcast_axis_infer, kernels={"any": _broadcast_kernel}, gradient=_sum_back_grad,
+               doc="Broadcast the length-1 axes `axis` to lengths `size`."))
+
+
+def _broadcast_like_infer(attrs, in_shapes):
+    x, like = in_shapes
+    if x is None or like is None:
+        return in_shapes, [None]
+    la, ra = attrs["lhs_axes"], attrs["rhs_axes"]
+    if la is None and ra is None:
+        return in_shapes, [_check_broadcastable("broadcast_like", x, like)]
+    la, ra = la or (), ra or ()
+    if len(la) != len(ra):
+        raise ShapeError(f"broadcast_like: lhs_axes {tuple(la)} and rhs_axes {tuple(ra)} differ in length")
+    out = list(x)
+    for a, b in zip(la, ra):
+        n = norm_axis("broadcast_like", a, len(x), "lhs axis")
+        m = norm_axis("broadcast_like", b, len(like), "rhs axis")
+        if x[n] != 1 and x[n] != like[m]:
+            raise ShapeError(f"broadcast_like: axis {a} of lhs {tuple(x)} has length {x[n]}, "
+                             f"cannot broadcast to {like[m]} (rhs {tuple(like)})")
+        out[n] = like[m]
+    return in_shapes, [tuple(out)]
+
+
+register(OpDef(name="broadcast_like", inputs=["lhs", "rhs"],
+               attrs={"lhs_axes": Attr("shape_or_none", None), "rhs_axes": Attr("shape_or_none", None)},
+               infer_shape=_broadcast_like_infer, infer_type=lambda a, d: (list(d), [d[0]]),
+               kernels={"any": _broadcast_kernel}, gradient=_sum_back_grad,
+               doc="Broadcast lhs to the shape of rhs (or only the axes given)."))
+
+
+# -- tile / repeat -------------------------------------------------------------------------------
+def _tile_dims(x: Shape, reps: Sequence[int]):
+    n = max(len(x), len(reps))
+    xs = (1,) * (n - len(x)) + tuple(x)
+    rs = (1,) * (n - len(reps)) + tuple(reps)
+    return xs, rs
+
+
+def _tile_infer(attrs, in_shapes):
+    x = in_shapes[0]
+    reps = attrs["reps"]
+    if any(r is None or r < 0 for r in reps):
+        raise ShapeError(f"tile: reps {tuple(reps)} must be non-negative integers")
+    if x is None:
+        return in_shapes, [None]
+    xs, rs = _tile_dims(x, reps)
+    return in_shapes, [tuple(a * b for a, b in zip(xs, rs))]
+
+
+def _tile(ctx, attrs, inputs, outputs, aux):
+    outputs[0][...] = ctx.xp.tile(inputs[0], tuple(attrs["reps"]))
+
+
+def _tile_backward(ctx, attrs, inputs, outputs, aux):
+    g, x = inputs
+    xs, rs = _tile_dims(x.shape, attrs["reps"])
+    inter = []
+    for r, d in zip(rs, xs):
+        inter += [r, d]
+    summed = g.reshape(inter).sum(axis=tuple(range(0, 2 * len(xs), 2)))
+    outputs[0][...] = summed.reshape(x.shape)
+
+
+register(OpDef(name="_backward_tile", attrs={"reps": Attr("shape")}, inputs=["ograd", "data"],
+               outputs=["data_grad"], infer_shape=_sum_to_like_infer, infer_type=lambda a, d: (list(d), [d[0]]),
+               kernels={"any": _tile_backward}, doc="Gradient of tile: the sum over all tiles."))
+register(OpDef(name="tile", attrs={"reps": Attr("shape")}, infer_shape=_tile_infer, kernels={"any": _tile},
+               gradient=via("_backward_tile", lambda i, o, g: [g[0], i[0]], 1),
+               doc="Repeat the whole array `reps` times along each axis (numpy.tile)."))
+
+
+def _repeat_infer(attrs, in_shapes):
+    x = in_shapes[0]
+    r = attrs["repeats"]
+    if r < 0:
+        raise ShapeError(f"repeat: repeats must be >= 0, got {r}")
+    if x is None:
+        return in_shapes, [None]
+    axis = attrs["axis"]
+    if axis is None:
+        return in_shapes, [(_prod(x) * r,)]
+    a = norm_axis("repeat", axis, len(x))
+    return in_shapes, [tuple(d * r if i == a else d for i, d in enumerate(x))]
+
+
+def _repeat(ctx, attrs, inputs, outputs, aux):
+    outputs[0][...] = ctx.xp.repeat(inputs[0], attrs["repeats"], axis=attrs["axis"])
+
+
+def _repeat_backward(ctx, attrs, inputs, outputs, aux):
+    g, x = inputs
+    r, axis = attrs["repeats"], attrs["axis"]
+    if axis is None:
+        outputs[0][...] = g.reshape(-1, r).sum(axis=1).reshape(x.shape)
+        return
+    a = axis % x.ndim
+    shape = x.shape[:a + 1] + (r,) + x.shape[a + 1:]
+    outputs[0][...] = g.reshape(shape).sum(axis=a + 1)
+
+
+_REPEAT_ATTRS = {"repeats": Attr("int"), "axis": Attr("int_or_none", None)}
+register(OpDef(name="_backward_repeat", attrs=_REPEAT_ATTRS, inputs=["ograd", "data"], outputs=["data_grad"],
+               infer_shape=_sum_to_like_infer, infer_type=lambda a, d: (list(d), [d[0]]),
+               kernels={"any": _repeat_backward}, doc="Gradient of repeat: the sum over the copies."))
+register(OpDef(name="repeat", attrs=_REPEAT_ATTRS, infer_shape=_repeat_infer, kernels={"any": _repeat},
+               gradient=via("_backward_repeat", lambda i, o, g: [g[0], i[0]], 1),
+               doc="Repeat each element `repeats` times along `axis` (flattened when axis is None)."))
+
+
+# -- Cast -------------------------------------------------------------------------------------
+def _cast(ctx, attrs, inputs, outputs, aux):
+    out = outputs[0]
+    x = inputs[0]
+    if out is not x:
+        out[...] = x  # float -> int truncates towards zero, as MXNet's static_cast
+
+
+register(OpDef(name="_backward_Cast", inputs=["ograd", "data"], outputs=["data_grad"],
+               infer_shape=lambda a, s: (s, [s[1] if s[1] is not None else s[0]]),
+               infer_type=lambda a, d: (list(d), [d[1]]), kernels={"any": _cast},
+               doc="Gradient of Cast: ograd cast back to the input's dtype."))
+register(OpDef(name="Cast", aliases=["cast"], attrs={"dtype": Attr("dtype")},
+               infer_shape=lambda a, s: (s, [s[0]]), infer_type=lambda a, d: (list(d), [a["dtype"]]),
+               kernels={"any": _cast}, gradient=via("_backward_Cast", lambda i, o, g: [g[0], i[0]], 1, False),
+               doc="Convert to `dtype`."))
+
+
+# -- shape_array / size_array -------------------------------------------------------------------
+def _shape_array(ctx, attrs, inputs, outputs, aux):
+    outputs[0][...] = ctx.xp.asarray(inputs[0].shape, dtype=outputs[0].dtype)
+
+
+def _size_array(ctx, attrs, inputs, outputs, aux):
+    outputs[0][...] = inputs[0].size
+
+
+register(OpDef(name="shape_array", infer_shape=lambda a, s: (s, [None if s[0] is None else (len(s[0]),)]),
+               infer_type=lambda a, d: (list(d), [np.dtype(np.int64)]), kernels={"any": _shape_array},
+               gradient=no_gradient(1), doc="The shape of data as a 1-D int64 array."))
+register(OpDef(name="size_array", infer_shape=lambda a, s: (s, [(1,)]),
+               infer_type=lambda a, d: (list(d), [np.dtype(np.int64)]), kernels={"any": _size_array},
+               gradient=no_gradient(1), doc="The number of elements of data as a (1,) int64 array."))

@@ -1,0 +1,157 @@
+"""Shape ops against numpy and MXNet's documented rules; gradients by finite differences."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _gradcheck import check_grad, grads, run  # noqa: E402
+
+from ember import ops  # noqa: E402
+from ember.base import OperatorError, ShapeError  # noqa: E402
+
+rng = np.random.default_rng(7)
+
+
+def infer(name, attrs, shapes):
+    op = ops.get(name)
+    return op.shapes(op.parse_attrs(attrs), shapes)[1]
+
+
+# expected values taken from MXNet 1.9.1 (mx.nd.reshape on zeros of the given shape)
+@pytest.mark.parametrize("dshape,spec,reverse,want", [
+    ((2, 3, 4), (0, -1), False, (2, 12)),
+    ((2, 3, 4), (-3, -2), False, (6, 4)),
+    ((2, 3, 4), (-4, -1, 1, 0, 0), False, (2, 1, 3, 4)),
+    ((2, 3, 4), (2, -1, 2), False, (2, 6, 2)),
+    ((2, 3, 4), (-4, 1, -1, -2), False, (1, 2, 3, 4)),
+    ((10, 5, 4), (-1, 0), True, (50, 4)),
+    ((2, 3, 4, 5), (-3, -3), True, (6, 20)),
+    ((2, 3, 4, 5), (0, -1), True, (4, 30)),
+    ((2, 3, 4), (-2,), True, (2, 3, 4)),
+    ((2, 3, 4), (24,), False, (24,)),
+])
+def test_reshape_special_values(dshape, spec, reverse, want):
+    assert infer("Reshape", {"shape": spec, "reverse": reverse}, [dshape]) == [want]
+    x = rng.standard_normal(dshape).astype(np.float32)
+    out = run("reshape", [x], {"shape": spec, "reverse": reverse})
+    np.testing.assert_array_equal(out, x.reshape(want))
+
+
+@pytest.mark.parametrize("spec,msg", [((5, -1), "cannot reshape"), ((-1, -1), "more than one -1"),
+                                      ((7,), "size 24"), ((0, 0, 0, 0), "more dimensions"),
+                                      ((-4, 5, -1, -2), "cannot split")])
+def test_reshape_errors(spec, msg):
+    with pytest.raises(ShapeError, match=msg):
+        infer("Reshape", {"shape": spec}, [(2, 3, 4)])
+
+
+def test_reshape_reverse_with_split_is_refused_like_mxnet():
+    with pytest.raises(ShapeError, match="-4 cannot be used with reverse"):
+        infer("Reshape", {"shape": (-4, 1, -1, -2), "reverse": True}, [(2, 3, 4)])
+
+
+def test_reshape_like_gradient_and_unknown():
+    x = rng.standard_normal((2, 6))
+    check_grad("Reshape", [x], {"shape": (3, 4)})
+    assert infer("Reshape", {"shape": (3, 4)}, [None]) == [None]
+    out = run("reshape_like", [x, np.zeros((4, 3))])
+    np.testing.assert_array_equal(out, x.reshape(4, 3))
+    g = grads("reshape_like", [x, np.zeros((4, 3))], {}, [np.ones((4, 3))])
+    assert g[0].shape == (2, 6) and g[1] is None
+    with pytest.raises(ShapeError, match="reshape_like"):
+        infer("reshape_like", {}, [(2, 6), (5,)])
+
+
+def test_flatten_expand_squeeze():
+    x = rng.standard_normal((2, 3, 4))
+    np.testing.assert_array_equal(run("Flatten", [x]), x.reshape(2, 12))
+    assert infer("flatten", {}, [(5,)]) == [(5, 1)]
+    np.testing.assert_array_equal(run("expand_dims", [x], {"axis": -1}), x[..., None])
+    np.testing.assert_array_equal(run("expand_dims", [x], {"axis": 1}), x[:, None])
+    y = x[:, :1, None]
+    np.testing.assert_array_equal(run("squeeze", [y]), y.squeeze())
+    np.testing.assert_array_equal(run("squeeze", [y], {"axis": 1}), y.squeeze(1))
+    assert infer("squeeze", {}, [(1, 1)]) == [(1,)]
+    with pytest.raises(ShapeError, match=r"squeeze: cannot squeeze axis 0 .* length is 2"):
+        infer("squeeze", {"axis": 0}, [(2, 1)])
+    with pytest.raises(ShapeError, match="expand_dims: axis 4 is out of range"):
+        infer("expand_dims", {"axis": 4}, [(2, 3, 4)])
+    for name, attrs in (("Flatten", {}), ("expand_dims", {"axis": 0}), ("squeeze", {})):
+        check_grad(name, [y], attrs)
+
+
+def test_transpose_and_swapaxes():
+    x = rng.standard_normal((2, 3, 4))
+    np.testing.assert_array_equal(run("transpose", [x]), x.T)
+    np.testing.assert_array_equal(run("transpose", [x], {"axes": (1, 0, 2)}), x.transpose(1, 0, 2))
+    np.testing.assert_array_equal(run("transpose", [x], {"axes": (-1, 0, 1)}), x.transpose(2, 0, 1))
+    check_grad("transpose", [x], {"axes": (2, 0, 1)})
+    check_grad("transpose", [x])
+    np.testing.assert_array_equal(run("SwapAxis", [x], {"dim1": 0, "dim2": 2}), x.swapaxes(0, 2))
+    check_grad("swapaxes", [x], {"dim1": 0, "dim2": 1})
+    with pytest.raises(ShapeError, match="transpose: axes .* not a permutation"):
+        infer("transpose", {"axes": (0, 0, 1)}, [(2, 3, 4)])
+    with pytest.raises(ShapeError, match="transpose: axes .* 3-D"):
+        infer("transpose", {"axes": (0, 1)}, [(2, 3, 4)])
+
+
+def test_reverse():
+    x = rng.standard_normal((2, 3, 4))
+    np.testing.assert_array_equal(run("flip", [x], {"axis": 1}), x[:, ::-1])
+    np.testing.assert_array_equal(run("reverse", [x], {"axis": (0, 2)}), x[::-1, :, ::-1])
+    check_grad("reverse", [x], {"axis": (0, 2)})
+    with pytest.raises(ShapeError, match="reverse: axis 3"):
+        infer("reverse", {"axis": 3}, [(2, 3, 4)])
+
+
+def test_broadcast_to_like_axis():
+    x = rng.standard_normal((2, 1, 3))
+    np.testing.assert_array_equal(run("broadcast_to", [x], {"shape": (0, 4, 3)}), np.broadcast_to(x, (2, 4, 3)))
+    check_grad("broadcast_to", [x], {"shape": (2, 4, 3)})
+    np.testing.assert_array_equal(run("broadcast_axis", [x], {"axis": 1, "size": 5}), np.broadcast_to(x, (2, 5, 3)))
+    check_grad("broadcast_axes", [x], {"axis": (1,), "size": (2,)})
+    like = np.zeros((2, 4, 3))
+    np.testing.assert_array_equal(run("broadcast_like", [x, like]), np.broadcast_to(x, like.shape))
+    check_grad("broadcast_like", [x, like], wrt=[0])
+    assert infer("broadcast_like", {"lhs_axes": (1,), "rhs_axes": (0,)}, [(2, 1, 3), (7, 9)]) == [(2, 7, 3)]
+    with pytest.raises(ShapeError, match=r"broadcast_to: cannot broadcast shape \(2, 1, 3\) to \(3, 4, 3\)"):
+        infer("broadcast_to", {"shape": (3, 4, 3)}, [(2, 1, 3)])
+    with pytest.raises(ShapeError, match="broadcast_axis: axis 0 .* has length 2, not 1"):
+        infer("broadcast_axis", {"axis": 0, "size": 3}, [(2, 1, 3)])
+
+
+@pytest.mark.parametrize("reps", [(2,), (2, 3), (1, 2, 2, 1)])
+def test_tile(reps):
+    x = rng.standard_normal((2, 3))
+    np.testing.assert_array_equal(run("tile", [x], {"reps": reps}), np.tile(x, reps))
+    check_grad("tile", [x], {"reps": reps})
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_repeat(axis):
+    x = rng.standard_normal((2, 3))
+    attrs = {"repeats": 3, "axis": axis}
+    np.testing.assert_array_equal(run("repeat", [x], attrs), np.repeat(x, 3, axis=axis))
+    check_grad("repeat", [x], attrs)
+
+
+def test_cast():
+    x = np.array([1.7, -1.7, 2.2])
+    out = run("Cast", [x], {"dtype": "int32"})
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, [1, -1, 2])
+    assert run("cast", [x], {"dtype": "float16"}).dtype == np.float16
+    g = grads("Cast", [x.astype(np.float16)], {"dtype": "float32"}, [np.ones(3, np.float32)])
+    assert g[0].dtype == np.float16
+    with pytest.raises(OperatorError, match="Cast: invalid value 'nope' for attribute 'dtype'"):
+        ops.get("Cast").parse_attrs({"dtype": "nope"})
+
+
+def test_shape_and_size_array():
+    x = np.zeros((2, 3, 4))
+    out = run("shape_array", [x])
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(out, [2, 3, 4])
+    np.testing.assert_array_equal(run("size_array", [x]), [24])
