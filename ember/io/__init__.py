@@ -1,0 +1,3 @@
+"""`mx.io`: data descriptions, batches and in-memory data iterators."""
+from .data import DataBatch, DataDesc, DataIter  # noqa: F401
+from .ndarray_iter import NDArrayIter  # noqa: F401

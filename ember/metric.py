@@ -1,0 +1,412 @@
+"""`mx.metric`: evaluation metrics accumulated over batches (MXNet 1.x semantics).
+
+Each metric keeps a running `sum_metric` / `num_inst` (reset by `reset_local`,
+e.g. every logging interval) and global totals (reset only by `reset`).
+`update(labels, preds)` takes lists of NDArrays (or numpy arrays); the values
+are read back to numpy, which waits on the engine for the producing ops.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Callable, Dict, List, Optional, Tuple, Union
+
+import numpy
+
+from .base import EmberError
+from .imperative.ndarray import NDArray
+
+
+class MetricError(EmberError, ValueError):
+    """A metric was named wrongly or given labels/predictions it cannot compare."""
+
+
+_REGISTRY: Dict[str, type] = {}
+
+
+def register(klass: type) -> type:
+    """Class decorator: make an EvalMetric subclass creatable by name and aliases."""
+    if not isinstance(klass, type) or not issubclass(klass, EvalMetric):
+        raise TypeError(f"only EvalMetric subclasses can be registered, got {klass!r}")
+    _REGISTRY[klass.__name__.lower()] = klass
+    for alias in getattr(klass, "_aliases", ()):
+        _REGISTRY[alias] = klass
+    return klass
+
+
+def _to_numpy(x) -> numpy.ndarray:
+    if isinstance(x, NDArray):
+        return x.asnumpy()
+    if isinstance(x, numpy.ndarray):
+        return x
+    raise TypeError(f"metric inputs must be NDArrays or numpy arrays, got {type(x).__name__}")
+
+
+def check_label_shapes(labels, preds, wrap: bool = False, shape: bool = False):
+    """Check that labels and preds have the same length (or shape); wrap single arrays in lists."""
+    if wrap:
+        if isinstance(labels, (NDArray, numpy.ndarray)):
+            labels = [labels]
+        if isinstance(preds, (NDArray, numpy.ndarray)):
+            preds = [preds]
+    label_shape, pred_shape = (labels.shape, preds.shape) if shape else (len(labels), len(preds))
+    if label_shape != pred_shape:
+        raise MetricError(f"Shape of labels {label_shape} does not match shape of predictions {pred_shape}")
+    return labels, preds
+
+
+class EvalMetric:
+    """Base class: name, running and global sums, get/get_name_value/reset/update."""
+
+    def __init__(self, name: str, output_names=None, label_names=None, **kwargs):
+        self.name = str(name)
+        self.output_names = output_names
+        self.label_names = label_names
+        self._has_global_stats = kwargs.pop("has_global_stats", False)
+        self._kwargs = kwargs
+        self.reset()
+
+    def __str__(self) -> str:
+        return f"EvalMetric: {dict(self.get_name_value())}"
+
+    def get_config(self) -> dict:
+        """The constructor arguments, to re-create the metric."""
+        config = self._kwargs.copy()
+        config.update({"metric": type(self).__name__, "name": self.name, "output_names": self.output_names,
+                       "label_names": self.label_names})
+        return config
+
+    def update_dict(self, label: dict, pred: dict) -> None:
+        """Update from dicts name -> array, selecting output_names / label_names if set."""
+        pred = [pred[n] for n in self.output_names] if self.output_names is not None else list(pred.values())
+        label = [label[n] for n in self.label_names] if self.label_names is not None else list(label.values())
+        self.update(label, pred)
+
+    def update(self, labels, preds) -> None:
+        """Accumulate one batch of labels and predictions."""
+        raise NotImplementedError(f"{type(self).__name__} must define update()")
+
+    def _add(self, value: float, count: int) -> None:
+        self.sum_metric += value
+        self.global_sum_metric += value
+        self.num_inst += count
+        self.global_num_inst += count
+
+    def reset(self) -> None:
+        """Clear the running and the global statistics."""
+        self.num_inst = 0
+        self.sum_metric = 0.0
+        self.global_num_inst = 0
+        self.global_sum_metric = 0.0
+
+    def reset_local(self) -> None:
+        """Clear the running statistics only."""
+        self.num_inst = 0
+        self.sum_metric = 0.0
+
+    def get(self) -> Tuple[str, float]:
+        """(name, value) of the running statistics; value is nan before any update."""
+        if self.num_inst == 0:
+            return self.name, float("nan")
+        return self.name, float(self.sum_metric / self.num_inst)
+
+    def get_global(self) -> Tuple[str, float]:
+        """(name, value) since the last reset()."""
+        if not self._has_global_stats:
+            return self.get()
+        if self.global_num_inst == 0:
+            return self.name, float("nan")
+        return self.name, float(self.global_sum_metric / self.global_num_inst)
+
+    @staticmethod
+    def _pairs(name, value) -> List[Tuple[str, float]]:
+        names = name if isinstance(name, list) else [name]
+        values = value if isinstance(value, list) else [value]
+        return list(zip(names, values))
+
+    def get_name_value(self) -> List[Tuple[str, float]]:
+        """[(name, value)] of the running statistics."""
+        return self._pairs(*self.get())
+
+    def get_global_name_value(self) -> List[Tuple[str, float]]:
+        """[(name, value)] since the last reset()."""
+        return self._pairs(*self.get_global())
+
+
+@register
+class CompositeEvalMetric(EvalMetric):
+    """Several metrics updated together; get() returns lists of names and values."""
+    _aliases = ("composite",)
+
+    def __init__(self, metrics=None, name: str = "composite", output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names, has_global_stats=True)
+        self.metrics = [create(m) for m in (metrics or [])]
+
+    def add(self, metric) -> None:
+        """Add a metric (instance, name or function)."""
+        self.metrics.append(create(metric))
+
+    def get_metric(self, index: int) -> EvalMetric:
+        """The child metric at `index`."""
+        if not -len(self.metrics) <= index < len(self.metrics):
+            raise IndexError(f"metric index {index} is out of range for {len(self.metrics)} metrics")
+        return self.metrics[index]
+
+    def update_dict(self, labels: dict, preds: dict) -> None:
+        if self.label_names is not None:
+            labels = OrderedDict(i for i in labels.items() if i[0] in self.label_names)
+        if self.output_names is not None:
+            preds = OrderedDict(i for i in preds.items() if i[0] in self.output_names)
+        for metric in self.metrics:
+            metric.update_dict(labels, preds)
+
+    def update(self, labels, preds) -> None:
+        for metric in self.metrics:
+            metric.update(labels, preds)
+
+    def reset(self) -> None:
+        for metric in getattr(self, "metrics", ()):  # reset() runs in __init__ before metrics exist
+            metric.reset()
+
+    def reset_local(self) -> None:
+        for metric in self.metrics:
+            metric.reset_local()
+
+    def _collect(self, getter: str):
+        names, values = [], []
+        for metric in self.metrics:
+            name, value = getattr(metric, getter)()
+            names.extend(name if isinstance(name, list) else [name])
+            values.extend(value if isinstance(value, list) else [value])
+        return names, values
+
+    def get(self):
+        return self._collect("get")
+
+    def get_global(self):
+        return self._collect("get_global")
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config["metrics"] = [m.get_config() for m in self.metrics]
+        return config
+
+
+@register
+class Accuracy(EvalMetric):
+    """Fraction of samples whose argmax (over `axis`) equals the label."""
+    _aliases = ("acc",)
+
+    def __init__(self, axis: int = 1, name: str = "accuracy", output_names=None, label_names=None):
+        super().__init__(name, axis=axis, output_names=output_names, label_names=label_names, has_global_stats=True)
+        self.axis = axis
+
+    def update(self, labels, preds) -> None:
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            label, pred = _to_numpy(label), _to_numpy(pred)
+            if pred.shape != label.shape:
+                pred = numpy.argmax(pred, axis=self.axis)
+            pred = pred.astype(numpy.int32).ravel()
+            label = label.astype(numpy.int32).ravel()
+            if label.shape != pred.shape:
+                raise MetricError(f"Accuracy: {label.size} labels but {pred.size} predicted labels")
+            self._add(int((pred == label).sum()), len(pred))
+
+
+@register
+class TopKAccuracy(EvalMetric):
+    """Fraction of samples whose label is among the `top_k` highest predictions."""
+    _aliases = ("top_k_accuracy", "top_k_acc")
+
+    def __init__(self, top_k: int = 1, name: str = "top_k_accuracy", output_names=None, label_names=None):
+        super().__init__(name, top_k=top_k, output_names=output_names, label_names=label_names, has_global_stats=True)
+        if top_k <= 1:
+            raise MetricError(f"TopKAccuracy needs top_k > 1 (use Accuracy for top 1), got {top_k}")
+        self.top_k = top_k
+        self.name += f"_{top_k}"
+
+    def update(self, labels, preds) -> None:
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            pred = _to_numpy(pred).astype(numpy.float32)
+            label = _to_numpy(label).astype(numpy.int64).ravel()
+            if pred.ndim == 1:
+                pred = pred[:, None]
+            if pred.ndim != 2:
+                raise MetricError(f"TopKAccuracy: predictions must be 1-D or 2-D, got shape {pred.shape}")
+            if pred.shape[0] != label.shape[0]:
+                raise MetricError(f"TopKAccuracy: {label.shape[0]} labels but {pred.shape[0]} predictions")
+            k = min(pred.shape[1], self.top_k)
+            top = numpy.argpartition(pred, -k, axis=1)[:, -k:]
+            self._add(int((top == label[:, None]).any(axis=1).sum()), pred.shape[0])
+
+
+def _pick_probs(label, pred, metric: str) -> numpy.ndarray:
+    label = _to_numpy(label).ravel()
+    pred = _to_numpy(pred)
+    if pred.ndim != 2 or label.shape[0] != pred.shape[0]:
+        raise MetricError(f"{metric}: predictions must be (batch, classes) matching {label.shape[0]} labels, "
+                          f"got shape {pred.shape}")
+    index = label.astype(numpy.int64)
+    if index.size and (index.min() < 0 or index.max() >= pred.shape[1]):
+        raise MetricError(f"{metric}: labels must be class indices in [0, {pred.shape[1]}), "
+                          f"got range [{index.min()}, {index.max()}]")
+    return pred[numpy.arange(label.shape[0]), index]
+
+
+@register
+class CrossEntropy(EvalMetric):
+    """Mean of -log(p[label] + eps) over samples, for predicted class probabilities."""
+    _aliases = ("ce",)
+
+    def __init__(self, eps: float = 1e-12, name: str = "cross-entropy", output_names=None, label_names=None):
+        super().__init__(name, eps=eps, output_names=output_names, label_names=label_names, has_global_stats=True)
+        self.eps = eps
+
+    def update(self, labels, preds) -> None:
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            prob = _pick_probs(label, pred, type(self).__name__)
+            self._add(float((-numpy.log(prob + self.eps)).sum()), prob.shape[0])
+
+
+@register
+class NegativeLogLikelihood(CrossEntropy):
+    """Same value as CrossEntropy, named 'nll-loss'."""
+    _aliases = ("nll_loss",)
+
+    def __init__(self, eps: float = 1e-12, name: str = "nll-loss", output_names=None, label_names=None):
+        super().__init__(eps=eps, name=name, output_names=output_names, label_names=label_names)
+
+
+def _as_columns(label, pred):
+    label, pred = _to_numpy(label), _to_numpy(pred)
+    if label.ndim == 1:
+        label = label.reshape(label.shape[0], 1)
+    if pred.ndim == 1:
+        pred = pred.reshape(pred.shape[0], 1)
+    try:
+        return numpy.broadcast_arrays(label, pred)
+    except ValueError:
+        raise MetricError(f"labels of shape {label.shape} and predictions of shape {pred.shape} "
+                          "cannot be compared") from None
+
+
+class _Regression(EvalMetric):
+    """Per-batch error averaged over batches (MXNet counts one instance per batch)."""
+
+    def __init__(self, name: str, output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names, has_global_stats=True)
+
+    def _batch_error(self, diff: numpy.ndarray) -> float:
+        raise NotImplementedError
+
+    def update(self, labels, preds) -> None:
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            label, pred = _as_columns(label, pred)
+            self._add(float(self._batch_error(label - pred)), 1)
+
+
+@register
+class MAE(_Regression):
+    """Mean absolute error."""
+
+    def __init__(self, name: str = "mae", output_names=None, label_names=None):
+        super().__init__(name, output_names, label_names)
+
+    def _batch_error(self, diff):
+        return numpy.abs(diff).mean()
+
+
+@register
+class MSE(_Regression):
+    """Mean squared error."""
+
+    def __init__(self, name: str = "mse", output_names=None, label_names=None):
+        super().__init__(name, output_names, label_names)
+
+    def _batch_error(self, diff):
+        return (diff ** 2.0).mean()
+
+
+@register
+class RMSE(_Regression):
+    """Root mean squared error (per batch, then averaged over batches)."""
+
+    def __init__(self, name: str = "rmse", output_names=None, label_names=None):
+        super().__init__(name, output_names, label_names)
+
+    def _batch_error(self, diff):
+        return numpy.sqrt((diff ** 2.0).mean())
+
+
+@register
+class Loss(EvalMetric):
+    """Mean of the predictions themselves (outputs that already are losses); labels are ignored."""
+
+    def __init__(self, name: str = "loss", output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names, has_global_stats=True)
+
+    def update(self, _, preds) -> None:
+        if isinstance(preds, (NDArray, numpy.ndarray)):
+            preds = [preds]
+        for pred in preds:
+            pred = _to_numpy(pred)
+            self._add(float(pred.sum()), pred.size)
+
+
+@register
+class CustomMetric(EvalMetric):
+    """A metric from feval(label, pred) -> value or (sum, count), on numpy arrays."""
+
+    def __init__(self, feval: Callable, name: Optional[str] = None, allow_extra_outputs: bool = False,
+                 output_names=None, label_names=None):
+        if not callable(feval):
+            raise TypeError(f"CustomMetric: feval must be callable, got {type(feval).__name__}")
+        if name is None:
+            name = feval.__name__
+            if "<" in name:
+                name = f"custom({name})"
+        super().__init__(name, feval=feval, allow_extra_outputs=allow_extra_outputs,
+                         output_names=output_names, label_names=label_names, has_global_stats=True)
+        self._feval = feval
+        self._allow_extra_outputs = allow_extra_outputs
+
+    def update(self, labels, preds) -> None:
+        if not self._allow_extra_outputs:
+            labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            result = self._feval(_to_numpy(label), _to_numpy(pred))
+            if isinstance(result, tuple):
+                value, count = result
+                self._add(value, count)
+            else:
+                self._add(result, 1)
+
+    def get_config(self):
+        raise NotImplementedError("CustomMetric cannot be serialized")
+
+
+def np(numpy_feval: Callable, name: Optional[str] = None, allow_extra_outputs: bool = False) -> CustomMetric:
+    """A CustomMetric from a function of numpy (label, pred)."""
+    return CustomMetric(numpy_feval, name, allow_extra_outputs)
+
+
+def create(metric: Union[str, EvalMetric, Callable, list], *args, **kwargs) -> EvalMetric:
+    """A metric from a name ('acc', 'ce', 'mse', ...), an instance, a function, or a list of them."""
+    if isinstance(metric, EvalMetric):
+        return metric
+    if isinstance(metric, list):
+        composite = CompositeEvalMetric()
+        for child in metric:
+            composite.add(create(child, *args, **kwargs))
+        return composite
+    if isinstance(metric, str):
+        klass = _REGISTRY.get(metric.lower())
+        if klass is None:
+            raise MetricError(f"cannot find metric '{metric}'; registered: {sorted(_REGISTRY)}")
+        return klass(*args, **kwargs)
+    if callable(metric):
+        return CustomMetric(metric, *args, **kwargs)
+    raise TypeError(f"create: cannot make a metric from {type(metric).__name__}")

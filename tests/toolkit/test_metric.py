@@ -1,0 +1,123 @@
+"""mx.metric against numpy computations."""
+import numpy as np
+import pytest
+
+from ember import metric
+from ember import ndarray as nd
+
+
+@pytest.fixture
+def batches():
+    rs = np.random.RandomState(0)
+    out = []
+    for n in (7, 5):
+        logits = rs.randn(n, 4)
+        probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+        out.append((rs.randint(0, 4, size=n).astype(np.float32), probs.astype(np.float32)))
+    return out
+
+
+def test_accuracy_over_batches(batches):
+    acc = metric.create("acc")
+    for label, pred in batches:
+        acc.update([nd.array(label)], [nd.array(pred)])
+    labels = np.concatenate([b[0] for b in batches])
+    preds = np.concatenate([b[1] for b in batches])
+    assert acc.get() == ("accuracy", pytest.approx(np.mean(preds.argmax(1) == labels)))
+    assert acc.num_inst == 12
+
+
+def test_accuracy_with_class_ids_and_axis():
+    acc = metric.Accuracy()
+    acc.update([nd.array([0, 1, 2, 2])], [nd.array([0, 1, 1, 2])])  # same shape: already labels
+    assert acc.get()[1] == pytest.approx(0.75)
+    acc0 = metric.Accuracy(axis=0)
+    acc0.update([nd.array([1, 0])], [nd.array([[0.1, 0.9], [0.8, 0.2]])])
+    assert acc0.get()[1] == pytest.approx(1.0)
+
+
+def test_topk(batches):
+    top2 = metric.create("top_k_accuracy", top_k=2)
+    assert top2.name == "top_k_accuracy_2"
+    hits = total = 0
+    for label, pred in batches:
+        top2.update([nd.array(label)], [nd.array(pred)])
+        order = np.argsort(-pred, axis=1)[:, :2]
+        hits += (order == label[:, None]).any(1).sum()
+        total += len(label)
+    assert top2.get()[1] == pytest.approx(hits / total)
+    with pytest.raises(metric.MetricError, match="top_k > 1"):
+        metric.TopKAccuracy(top_k=1)
+
+
+def test_cross_entropy_and_nll(batches):
+    ce, nll = metric.create("ce"), metric.create("nll_loss")
+    vals = []
+    for label, pred in batches:
+        ce.update([nd.array(label)], [nd.array(pred)])
+        nll.update([nd.array(label)], [nd.array(pred)])
+        vals.extend(-np.log(pred[np.arange(len(label)), label.astype(int)] + 1e-12))
+    assert ce.get()[1] == pytest.approx(np.mean(vals), rel=1e-6)
+    assert nll.get() == ("nll-loss", pytest.approx(np.mean(vals), rel=1e-6))
+    with pytest.raises(metric.MetricError, match="class indices"):
+        ce.update([nd.array([7])], [nd.array([[0.5, 0.5]])])
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("mse", lambda d: (d ** 2).mean()),
+    ("mae", lambda d: np.abs(d).mean()),
+    ("rmse", lambda d: np.sqrt((d ** 2).mean())),
+])
+def test_regression_metrics_average_per_batch(name, fn):
+    rs = np.random.RandomState(1)
+    m = metric.create(name)
+    per_batch = []
+    for n in (4, 9):
+        label, pred = rs.randn(n), rs.randn(n, 1)
+        m.update([nd.array(label)], [nd.array(pred)])
+        per_batch.append(fn(label[:, None] - pred))
+    assert m.get() == (name, pytest.approx(np.mean(per_batch), rel=1e-5))
+
+
+def test_composite_local_global_and_reset(batches):
+    comp = metric.create(["acc", "mse"])
+    (label, pred), (label2, pred2) = batches
+    comp.update([nd.array(label)], [nd.array(pred)])
+    names, values = comp.get()
+    assert names == ["accuracy", "mse"]
+    comp.reset_local()
+    assert all(np.isnan(v) for v in comp.get()[1])
+    assert not np.isnan(comp.get_global()[1][0])
+    comp.update([nd.array(label2)], [nd.array(pred2)])
+    assert comp.get_global_name_value()[0][1] == pytest.approx(
+        np.mean(np.concatenate([pred.argmax(1) == label, pred2.argmax(1) == label2])))
+    comp.reset()
+    assert np.isnan(comp.get_global()[1][0])
+    assert comp.get_metric(1).name == "mse"
+    with pytest.raises(IndexError):
+        comp.get_metric(5)
+
+
+def test_update_dict_and_custom():
+    m = metric.CustomMetric(lambda l, p: float(np.abs(l - p).sum()), name="l1")
+    m.update_dict({"softmax_label": nd.array([1.0, 2.0])}, {"out": nd.array([0.5, 2.5])})
+    assert m.get_name_value() == [("l1", pytest.approx(1.0))]
+    pair = metric.np(lambda l, p: (float((l == p).sum()), l.size), name="eq")
+    pair.update([np.array([1, 2, 3])], [np.array([1, 0, 3])])
+    assert pair.get()[1] == pytest.approx(2 / 3)
+    loss = metric.Loss()
+    loss.update(None, [nd.array([1.0, 2.0, 3.0])])
+    assert loss.get()[1] == pytest.approx(2.0)
+
+
+def test_errors():
+    with pytest.raises(metric.MetricError, match="cannot find metric 'f1x'"):
+        metric.create("f1x")
+    acc = metric.Accuracy()
+    with pytest.raises(metric.MetricError, match="does not match"):
+        acc.update([nd.array([1])], [nd.array([[0.1]]), nd.array([[0.2]])])
+    with pytest.raises(TypeError, match="NDArrays or numpy arrays"):
+        acc.update([[1, 2]], [[1, 2]])
+    with pytest.raises(metric.MetricError, match="cannot be compared"):
+        metric.MSE().update([nd.array([1.0, 2.0])], [nd.array([1.0, 2.0, 3.0])])
+    assert np.isnan(metric.MSE().get()[1])
