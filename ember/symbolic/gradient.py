@@ -68,7 +68,7 @@ def build_gradient(heads: Sequence[Entry], wrt: Sequence[Node]) -> Tuple[List[Op
         k = node.num_inputs()
         inputs = [Symbol([e]) for e in node.inputs[:k]]
         outputs = [Symbol([(node, i)]) for i in range(nout)]
-        with Prefix(f"{node.name}_backward_"):
+        with Prefix(f"{node.name}_"):
             res = node.op.gradient(F, node.parsed_attrs, inputs, outputs, out_grads)
         res = list(res) if res is not None else []
         if len(res) not in (k, k + node.num_aux()):

@@ -386,9 +386,16 @@ def format_attr_value(op: Optional[_ops.OpDef], key: str, value: Any) -> str:
     return str(value)
 
 
+# NNVM's hidden keys: stored as '__key__', listed under both spellings (MXNet's attr_dict does this).
+HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage", "profiler_scope")
+
+
 def _node_attr_strings(node: Node) -> Dict[str, str]:
     d = {k: format_attr_value(node.op, k, v) for k, v in node.attrs.items()}
     d.update(node.user_attrs)
+    for k in HIDDEN_KEYS:
+        if f"__{k}__" in node.user_attrs:
+            d[k] = node.user_attrs[f"__{k}__"]
     return d
 
 
