@@ -21,6 +21,7 @@ from . import autograd_state, resources, storage
 from .ndarray import NDArray
 
 _F32 = np.dtype(np.float32)
+INLINE_MAX_ELEMENTS = 1 << 14  # outputs up to this many elements may run inline in the caller
 _get_op = registry.get
 _push = engine.push
 
@@ -165,7 +166,9 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
 
     if devtype == "gpu":
         op_fn = _on_gpu(op_fn, ctx)
-    _push(op_fn, read=read, write=write, device=ctx, name=name)
+    # Small ops whose inputs are ready run in this thread (no hand-off to a worker); big ones go async.
+    small = devtype == "cpu" and sum(d.size for d in out_data) <= INLINE_MAX_ELEMENTS
+    _push(op_fn, read=read, write=write, device=ctx, name=name, inline=small)
 
     if recording:
         _record(opdef, attrs, inputs[:n_in], outputs, is_train)
