@@ -1,0 +1,138 @@
+"""Concat/stack/SliceChannel/add_n and dot/batch_dot against numpy; gradients; shape errors."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _gradcheck import check_grad, run  # noqa: E402
+
+from ember import ops  # noqa: E402
+from ember.base import DTypeError, OperatorError, ShapeError  # noqa: E402
+
+rng = np.random.default_rng(13)
+
+
+def infer(name, attrs, shapes):
+    op = ops.get(name)
+    return op.shapes(op.parse_attrs(attrs), shapes)[1]
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_concat(dim):
+    xs = [rng.standard_normal((2, 3)), rng.standard_normal((2, 3)) if dim == -1 or dim == 1 else
+          rng.standard_normal((4, 3)), rng.standard_normal((2, 3))]
+    if dim in (1, -1):
+        xs[1] = rng.standard_normal((2, 5))
+    out = run("Concat", xs, {"num_args": 3, "dim": dim})
+    np.testing.assert_array_equal(out, np.concatenate(xs, axis=dim))
+    check_grad("concat", xs, {"num_args": 3, "dim": dim})
+
+
+def test_concat_errors_and_names():
+    op = ops.get("Concat")
+    assert op.input_names(op.parse_attrs({"num_args": 2})) == ["arg0", "arg1"]
+    assert op.key_var_num_args == "num_args"
+    with pytest.raises(ShapeError, match=r"Concat: inputs must match on every axis except dim=1, got \(2, 3\), \(4, 3\)"):
+        infer("Concat", {"num_args": 2, "dim": 1}, [(2, 3), (4, 3)])
+    with pytest.raises(ShapeError, match="Concat: arg1 has shape"):
+        infer("Concat", {"num_args": 2}, [(2, 3), (2, 3, 1)])
+    with pytest.raises(DTypeError, match="Concat"):
+        op.dtypes(op.parse_attrs({"num_args": 2}), [np.dtype("float32"), np.dtype("int32")])
+    assert infer("Concat", {"num_args": 2}, [(2, 3), None]) == [None]
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_stack(axis):
+    xs = [rng.standard_normal((2, 3)) for _ in range(4)]
+    np.testing.assert_array_equal(run("stack", xs, {"num_args": 4, "axis": axis}), np.stack(xs, axis=axis))
+    check_grad("stack", xs, {"num_args": 4, "axis": axis})
+    with pytest.raises(ShapeError, match="stack: shapes must be equal"):
+        infer("stack", {"num_args": 2}, [(2, 3), (3, 2)])
+
+
+@pytest.mark.parametrize("axis,squeeze", [(1, False), (0, True), (-1, False)])
+def test_slice_channel(axis, squeeze):
+    x = rng.standard_normal((3, 6, 3)) if not squeeze else rng.standard_normal((3, 2, 4))
+    n = x.shape[axis]
+    n = 3 if not squeeze else n
+    outs = run("SliceChannel", [x], {"num_outputs": n, "axis": axis, "squeeze_axis": squeeze})
+    want = np.split(x, n, axis=axis)
+    for o, w in zip(outs, want):
+        np.testing.assert_array_equal(o, w.squeeze(axis) if squeeze else w)
+    check_grad("split", [x], {"num_outputs": n, "axis": axis, "squeeze_axis": squeeze})
+
+
+def test_slice_channel_errors():
+    with pytest.raises(ShapeError, match=r"SliceChannel: axis 1 of shape \(2, 5\) \(length 5\) cannot be split into 2"):
+        infer("SliceChannel", {"num_outputs": 2}, [(2, 5)])
+    with pytest.raises(ShapeError, match="squeeze_axis"):
+        infer("SliceChannel", {"num_outputs": 2, "squeeze_axis": True}, [(2, 4)])
+    op = ops.get("SliceChannel")
+    assert op.output_names(op.parse_attrs({"num_outputs": 2})) == ["output0", "output1"]
+
+
+def test_add_n():
+    xs = [rng.standard_normal((2, 3)) for _ in range(3)]
+    np.testing.assert_allclose(run("add_n", xs, {"num_args": 3}), xs[0] + xs[1] + xs[2])
+    np.testing.assert_array_equal(run("ElementWiseSum", xs[:1], {"num_args": 1}), xs[0])
+    check_grad("ElementWiseSum", xs, {"num_args": 3})
+    with pytest.raises(ShapeError, match=r"ElementWiseSum: shapes must be equal, but arg0 has shape \(2, 3\) and arg1"):
+        infer("ElementWiseSum", {"num_args": 2}, [(2, 3), (3,)])
+    with pytest.raises(OperatorError, match="required attribute 'num_args'"):
+        ops.get("add_n").parse_attrs({})
+
+
+def _ref_dot(a, b, ta, tb):
+    am = a.reshape(a.shape[0], -1).T if ta else a.reshape(-1, a.shape[-1])
+    bm = b.reshape(-1, b.shape[-1]).T if tb else b.reshape(b.shape[0], -1)
+    return am @ bm
+
+
+@pytest.mark.parametrize("sa,sb,ta,tb,want", [
+    ((2, 3), (3, 4), False, False, (2, 4)),
+    ((3, 2), (3, 4), True, False, (2, 4)),
+    ((2, 3), (4, 3), False, True, (2, 4)),
+    ((3, 2), (4, 3), True, True, (2, 4)),
+    ((2, 5, 3), (3, 4), False, False, (2, 5, 4)),
+    ((3, 2, 5), (3, 4), True, False, (2, 5, 4)),
+    ((2, 3), (3, 4, 2), False, False, (2, 4, 2)),
+    ((3,), (3,), False, False, (1,)),
+    ((3,), (3, 4), False, False, (4,)),
+    ((2, 3), (3,), False, False, (2,)),
+])
+def test_dot(sa, sb, ta, tb, want):
+    a, b = rng.standard_normal(sa), rng.standard_normal(sb)
+    attrs = {"transpose_a": ta, "transpose_b": tb}
+    out = run("dot", [a, b], attrs)
+    assert out.shape == want
+    np.testing.assert_allclose(out.reshape(-1), _ref_dot(a, b, ta, tb).reshape(-1), rtol=1e-12)
+    check_grad("dot", [a, b], attrs)
+
+
+def test_dot_errors():
+    with pytest.raises(ShapeError, match=r"dot: shapes \(2, 3\) and \(4, 5\) are not aligned .* 3 != 4"):
+        infer("dot", {}, [(2, 3), (4, 5)])
+    with pytest.raises(DTypeError, match="dot: rhs has dtype float64"):
+        ops.get("dot").dtypes({}, [np.dtype("float32"), np.dtype("float64")])
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_batch_dot(ta, tb):
+    a = rng.standard_normal((2, 4, 3) if ta else (2, 3, 4))
+    b = rng.standard_normal((2, 5, 4) if tb else (2, 4, 5))
+    attrs = {"transpose_a": ta, "transpose_b": tb}
+    out = run("batch_dot", [a, b], attrs)
+    want = np.matmul(a.swapaxes(1, 2) if ta else a, b.swapaxes(1, 2) if tb else b)
+    np.testing.assert_allclose(out, want, rtol=1e-12)
+    check_grad("batch_dot", [a, b], attrs)
+
+
+def test_batch_dot_errors():
+    with pytest.raises(ShapeError, match="batch_dot: batch dimensions differ"):
+        infer("batch_dot", {}, [(2, 3, 4), (3, 4, 5)])
+    with pytest.raises(ShapeError, match="batch_dot: inputs must both be N-D with N >= 3"):
+        infer("batch_dot", {}, [(3, 4), (4, 5)])
+    with pytest.raises(ShapeError, match="batch_dot: shapes .* not aligned"):
+        infer("batch_dot", {}, [(2, 3, 4), (2, 5, 6)])
