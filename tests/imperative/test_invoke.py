@@ -1,0 +1,116 @@
+"""The generic invoke path: arity, aux states, mutated inputs, hidden outputs, variadic ops, ctx=."""
+import numpy as np
+import pytest
+
+import ember as mx
+from ember import ops
+from ember.base import OperatorError, ShapeError
+from ember.ops import Attr, OpDef
+
+
+def _reg(op):
+    if not ops.exists(op.name):
+        ops.register(op)
+    return ops.get(op.name)
+
+
+def _running_mean_kernel(ctx, attrs, inputs, outputs, aux):
+    m = attrs["momentum"]
+    aux[0][...] = m * aux[0] + (1 - m) * inputs[0].mean(axis=0)
+    outputs[0][...] = inputs[0] - aux[0]
+    outputs[1][...] = inputs[0].mean(axis=0)
+
+
+_reg(OpDef("_test_imperative_running_mean", attrs={"momentum": Attr("float", 0.5)},
+           inputs=["data"], outputs=["output", "batch_mean"], aux=["moving_mean"],
+           infer_shape=lambda a, s, aux: (s, [s[0], (s[0][1],)], [(s[0][1],)]),
+           kernels={"any": _running_mean_kernel}, num_visible_outputs=lambda a: 1,
+           doc="test-only: op with an aux state and a hidden output"))
+
+
+def _sum_n_kernel(ctx, attrs, inputs, outputs, aux):
+    outputs[0][...] = sum(inputs)
+
+
+_reg(OpDef("_test_imperative_sum_n", attrs={"num_args": Attr("int")},
+           inputs=lambda a: [f"arg{i}" for i in range(a["num_args"])], key_var_num_args="num_args",
+           infer_shape=lambda a, s: (s, [s[0]]), kernels={"any": _sum_n_kernel},
+           doc="test-only: variadic sum"))
+
+
+def _fill_kernel(ctx, attrs, inputs, outputs, aux):
+    outputs[0][...] = attrs["value"]
+
+
+_reg(OpDef("_test_imperative_fill", attrs={"shape": Attr("shape"), "value": Attr("float", 0.0)},
+           inputs=[], infer_shape=lambda a, s: ([], [a["shape"]]),
+           infer_type=lambda a, d: ([], [np.dtype(np.float32)]), kernels={"any": _fill_kernel}))
+
+
+def test_aux_state_is_written_and_hidden_output_not_returned():
+    x = mx.nd.array([[1.0, 2.0], [3.0, 4.0]])
+    mm = mx.nd.zeros((2,))
+    y = mx.nd._test_imperative_running_mean(x, mm, momentum=0.5)
+    assert isinstance(y, mx.nd.NDArray)
+    np.testing.assert_allclose(mm.asnumpy(), [1.0, 1.5])
+    np.testing.assert_allclose(y.asnumpy(), [[0.0, 0.5], [2.0, 2.5]])
+    y2 = mx.nd._test_imperative_running_mean(data=x, moving_mean=mm)
+    np.testing.assert_allclose(mm.asnumpy(), [1.5, 2.25])
+    np.testing.assert_allclose(y2.asnumpy(), x.asnumpy() - [1.5, 2.25])
+
+
+def test_aux_shape_is_checked():
+    with pytest.raises(ShapeError, match="moving_mean"):
+        mx.nd._test_imperative_running_mean(mx.nd.ones((2, 2)), mx.nd.zeros((3,)))
+
+
+def test_mutated_inputs_are_ordered_writes():
+    x = mx.nd.zeros((3,))
+    outs = [mx.nd._test_imperative_increment(x) for _ in range(20)]
+    np.testing.assert_array_equal(x.asnumpy(), np.full(3, 20.0))
+    np.testing.assert_array_equal([o.asnumpy()[0] for o in outs], np.arange(1, 21))
+    # out= the mutated input itself (declared in-place pair)
+    mx.nd._test_imperative_increment(x, out=x)
+    np.testing.assert_array_equal(x.asnumpy(), np.full(3, 21.0))
+
+
+def test_variadic_op_sets_num_args():
+    arrays = [mx.nd.full((2,), float(i)) for i in range(4)]
+    np.testing.assert_array_equal(mx.nd._test_imperative_sum_n(*arrays).asnumpy(), [6.0, 6.0])
+
+
+def test_ops_without_inputs_take_ctx_and_positional_attrs():
+    a = mx.nd._test_imperative_fill(shape=(2, 2), value=3.0, ctx=mx.cpu(1))
+    assert a.context == mx.cpu(1)
+    np.testing.assert_array_equal(a.asnumpy(), np.full((2, 2), 3.0))
+    b = mx.nd._test_imperative_fill((3,), 1.5)  # attributes in declaration order
+    np.testing.assert_array_equal(b.asnumpy(), [1.5, 1.5, 1.5])
+    with mx.cpu(2):
+        assert mx.nd._test_imperative_fill(shape=(1,), ctx="cpu(3)").context == mx.cpu(3)
+        assert mx.nd._test_imperative_fill(shape=(1,)).context == mx.cpu(2)
+
+
+def test_invoke_api_and_arity_errors():
+    from ember.imperative import invoke
+    x = mx.nd.ones((2,))
+    y = invoke("_plus_scalar", [x], {"scalar": "2"})  # string attrs parse like JSON attrs
+    np.testing.assert_array_equal(y.asnumpy(), [3.0, 3.0])
+    with pytest.raises(OperatorError, match="expected 2 input arrays"):
+        invoke("broadcast_add", [x], {})
+    with pytest.raises(OperatorError, match="required attribute 'shape'"):
+        invoke("_test_imperative_fill", [], {})
+    with pytest.raises(TypeError, match="positional"):
+        mx.nd._plus_scalar(x, 1.0, 2.0)
+
+
+def test_out_aliasing_a_non_elementwise_input_uses_scratch():
+    def rev_kernel(ctx, attrs, inputs, outputs, aux):
+        n = inputs[0].shape[0]
+        for i in range(n):  # reads element n-1-i after writing element i: wrong if aliased
+            outputs[0][i] = inputs[0][n - 1 - i]
+
+    _reg(OpDef("_test_imperative_reverse", infer_shape=lambda a, s: (s, [s[0]]),
+               kernels={"any": rev_kernel}))
+    x = mx.nd.array([1.0, 2.0, 3.0, 4.0])
+    mx.nd._test_imperative_reverse(x, out=x)
+    np.testing.assert_array_equal(x.asnumpy(), [4.0, 3.0, 2.0, 1.0])
