@@ -165,7 +165,8 @@ def _leaky(ctx, attrs, inputs, outputs, aux):
         out[...] = xp.where(x > 0, x, x * _gamma_view(x, inputs[1]))
     else:  # rrelu
         slope = _rrelu_slope(ctx, attrs, x)
-        outputs[1][...] = slope
+        # the visible mask holds the drawn slopes while training and zeros in inference, as in MXNet
+        outputs[1][...] = slope if ctx.is_train else 0
         out[...] = xp.where(x > 0, x, x * slope)
 
 
@@ -191,8 +192,9 @@ def _leaky_backward(ctx, attrs, inputs, outputs, aux):
             outputs[1][...] = dg.sum()
         else:
             outputs[1][...] = dg.sum(axis=tuple(a for a in range(x.ndim) if a != 1))
-    else:  # rrelu: the slope mask saved by the forward pass
-        d = xp.where(pos, 1, inputs[2])
+    else:  # rrelu: the slopes saved by a training forward pass; a zero mask means inference
+        mean_slope = (attrs["lower_bound"] + attrs["upper_bound"]) / 2
+        d = xp.where(pos, 1, xp.where(inputs[2] > 0, inputs[2], mean_slope))
     outputs[0][...] = dy * d.astype(x.dtype, copy=False)
 
 
@@ -211,7 +213,7 @@ def _leaky_backward_shape(attrs, in_shapes):
 
 register(OpDef(
     name="LeakyReLU", attrs=_LEAKY_ATTRS, inputs=_leaky_inputs, outputs=_leaky_outputs,
-    num_visible_outputs=lambda a: 1,
+    num_visible_outputs=lambda a: len(_leaky_outputs(a)),  # MXNet returns rrelu's mask too
     infer_shape=_leaky_infer_shape,
     infer_type=lambda a, d: float_types("LeakyReLU", a, d, 2 if a["act_type"] == "rrelu" else 1)[:2],
     kernels={"any": _leaky}, resources=("rng",),

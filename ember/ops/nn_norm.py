@@ -75,6 +75,13 @@ def _batch_mode(ctx, attrs):
     return ctx.is_train and not attrs["use_global_stats"]
 
 
+def _backward_batch_mode(attrs):
+    # As in MXNet the backward pass depends on use_global_stats only: after an inference-mode
+    # forward the saved mean/invstd are the moving statistics and the batch formula uses them.
+    # This also keeps training gradients right whatever is_train the backward op runs with.
+    return not attrs["use_global_stats"]
+
+
 def _bn_forward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     x, gamma, beta = inputs
@@ -114,7 +121,7 @@ def _bn_backward(ctx, attrs, inputs, outputs, aux):
     g = xp.ones_like(gamma) if attrs["fix_gamma"] else gamma
     sum_dy = dyw.sum(axis=red)
     sum_dy_xhat = (dyw * xhat).sum(axis=red)
-    if _batch_mode(ctx, attrs):
+    if _backward_batch_mode(attrs):
         k = _param_view(g * invstd / m, x.ndim, ax)
         dx[...] = k * (m * dyw - _param_view(sum_dy, x.ndim, ax) - xhat * _param_view(sum_dy_xhat, x.ndim, ax))
     else:
@@ -137,7 +144,7 @@ register(OpDef(
     name="_backward_BatchNorm", attrs=_BN_ATTRS, inputs=["out_grad", "data", "gamma", "mean", "var"],
     outputs=["data_grad", "gamma_grad", "beta_grad"],
     infer_shape=lambda a, s: (s, [s[1], s[2], s[2]]), kernels={"any": _bn_backward},
-    doc="Gradients of BatchNorm (batch statistics when training, fixed statistics otherwise)."))
+    doc="Gradients of BatchNorm: through the saved statistics unless use_global_stats (MXNet's rule)."))
 
 
 # -- LayerNorm ---------------------------------------------------------------------------

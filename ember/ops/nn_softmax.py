@@ -131,11 +131,11 @@ _register_softmax("log_softmax", True, "Log-softmax along `axis`: x/T - logsumex
 
 # -- SoftmaxActivation ---------------------------------------------------------------
 _SA_ATTRS = {"mode": Attr("str", "instance", choices=("channel", "instance"),
-                          doc="instance: over all but the first axis; channel: over axis 1")}
+                          doc="instance: over the last axis; channel: over axis 1")}
 
 
 def _sa_view(x, mode):
-    return x.reshape(x.shape[0], -1) if mode == "instance" else x
+    return x.reshape(-1, x.shape[-1]) if mode == "instance" else x
 
 
 def _sa_forward(ctx, attrs, inputs, outputs, aux):
@@ -163,7 +163,7 @@ register(OpDef(
     infer_shape=_sa_shape, infer_type=lambda a, d: float_types("SoftmaxActivation", a, d, 1)[:2],
     kernels={"any": _sa_forward},
     gradient=backward_via("_backward_SoftmaxActivation", lambda a, i, o, g: [g[0], o[0]], lambda a: [True]),
-    doc="Softmax over each instance (axis 1 after flattening) or over channels (axis 1)."))
+    doc="Softmax over the last axis (mode='instance', as MXNet computes it) or over channels (axis 1)."))
 register(OpDef(
     name="_backward_SoftmaxActivation", attrs=_SA_ATTRS, inputs=["out_grad", "output"], outputs=["data_grad"],
     infer_shape=lambda a, s: (s, [s[1]]), kernels={"any": _sa_backward}, doc="Gradient of SoftmaxActivation."))
@@ -192,12 +192,13 @@ def _so_view_shape(attrs, shape):
     return (shape[0], int(np.prod(shape[1:], dtype=np.int64)), 1)
 
 
-def _so_label_shape(attrs, shape):
-    if attrs["preserve_shape"]:
-        return tuple(shape[:-1])
+def _so_label_shapes(attrs, shape):
+    """Label shapes MXNet accepts (the first is what it infers)."""
     if attrs["multi_output"]:
-        return (shape[0],) + tuple(shape[2:])
-    return (shape[0],)
+        n, c = shape[0], shape[1]
+        s = int(np.prod(shape[2:], dtype=np.int64))
+        return [(n, s), (n,) + tuple(shape[2:]), (n, 1) + tuple(shape[2:])] if c else [(n, s)]
+    return [tuple(shape[:-1])]
 
 
 def _so_shape(attrs, in_shapes):
@@ -205,11 +206,17 @@ def _so_shape(attrs, in_shapes):
     if not known(d):
         return in_shapes, [None]
     d = tuple(d)
-    if len(d) < 2 and not attrs["preserve_shape"]:
+    if len(d) < 2:
         raise ShapeError(f"SoftmaxOutput: data must be at least 2-D, got {d}")
     if known(lab) and tuple(lab) == d:
         return [d, d], [d]  # probability labels
-    return [d, merge("SoftmaxOutput", "label", lab, _so_label_shape(attrs, d))], [d]
+    allowed = _so_label_shapes(attrs, d)
+    if known(lab) and attrs["multi_output"]:
+        if tuple(lab) not in allowed:
+            raise ShapeError(f"SoftmaxOutput: label shape {tuple(lab)} does not match data {d}; "
+                             f"expected one of {allowed} (or {d} for probabilities)")
+        return [d, tuple(lab)], [d]
+    return [d, merge("SoftmaxOutput", "label", lab, allowed[0])], [d]
 
 
 def _so_type(attrs, in_dtypes):
@@ -228,35 +235,37 @@ def _so_forward(ctx, attrs, inputs, outputs, aux):
 def _so_backward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     y, label = inputs[0], inputs[1]
+    scale = attrs["grad_scale"]
+    if label.shape == y.shape:  # probability labels: no normalisation, as in MXNet
+        grad = (y - label) * scale
+        if attrs["out_grad"]:
+            grad = grad * inputs[2]
+        outputs[0][...] = grad
+        return
     m, c, s = _so_view_shape(attrs, y.shape)
     p = y.reshape(m, c, s)
-    if label.shape == y.shape:  # probability labels
-        grad = p - label.reshape(m, c, s)
-        valid = None
-        n_valid = m * s
+    # MXNet reads the first m*s labels (for >2-D data without multi_output only the first N count)
+    lab = label.reshape(-1)[:m * s].reshape(m, s)
+    idx = lab.astype(np.int64)
+    a = attrs["smooth_alpha"] if c > 1 else 0.0
+    off = a / (c - 1) if a > 0 else 0.0
+    # out-of-range labels (e.g. -1 without use_ignore) select no class
+    hit = xp.arange(c).reshape(1, c, 1) == idx[:, None, :]
+    grad = p - xp.where(hit, 1.0 - a, off).astype(p.dtype)
+    if attrs["use_ignore"]:
+        grad = grad * (lab != attrs["ignore_label"])[:, None, :]
+    norm = attrs["normalization"]
+    if norm == "valid":  # counts every label != ignore_label, whether or not use_ignore is set
+        scale /= max(int((lab.astype(np.int64) != int(attrs["ignore_label"])).sum()), 1)
     else:
-        lab = label.reshape(m, s)
-        idx = lab.astype(np.int64)
-        a = attrs["smooth_alpha"] if c > 1 else 0.0
-        off = a / (c - 1) if a > 0 else 0.0
-        # out-of-range labels (e.g. -1 without use_ignore) select no class
-        hit = xp.arange(c).reshape(1, c, 1) == idx[:, None, :]
-        target = xp.where(hit, 1.0 - a, off).astype(p.dtype)
-        grad = p - target
-        valid = None
-        if attrs["use_ignore"]:
-            valid = lab != attrs["ignore_label"]
-            grad = grad * valid[:, None, :]
-        n_valid = int(valid.sum()) if valid is not None else m * s
+        if norm == "batch":
+            scale /= m
+        if attrs["multi_output"]:
+            scale /= s  # MXNet also divides multi-output gradients by the spatial size
+    grad = grad * scale
     if attrs["out_grad"]:
         grad = grad * inputs[2].reshape(m, c, s)
-    scale = attrs["grad_scale"]
-    norm = attrs["normalization"]
-    if norm == "batch":
-        scale /= (m * s) if attrs["multi_output"] else y.shape[0]
-    elif norm == "valid":
-        scale /= max(n_valid, 1)
-    outputs[0][...] = (grad * scale).reshape(y.shape)
+    outputs[0][...] = grad.reshape(y.shape)
 
 
 register(OpDef(
