@@ -1,0 +1,2 @@
+"""`mx.gluon.nn`: only SymbolBlock so far."""
+from ..block import SymbolBlock  # noqa: F401
