@@ -111,7 +111,9 @@ def alloc(nbytes: int, ctx: Optional[Context] = None) -> Block:
         if mgr is None:
             mgr = _resolve(_as_context(ctx))
     else:
-        mgr = _managers.get(_device_key(ctx)) or _resolve(ctx)
+        mgr = _managers.get(_device_key(ctx))
+        if mgr is None:
+            mgr = _resolve(ctx)
     block = mgr.alloc(nbytes, ctx)
     if block.manager is None:  # a custom manager may leave the stamp to us
         block.manager = mgr
@@ -164,7 +166,8 @@ def set_manager(name_or_obj: Union[str, object], ctx: Optional[Context] = None, 
 def get_manager(ctx: Optional[Context] = None):
     """The manager serving `ctx` now (default: the current context)."""
     ctx = _as_context(ctx)
-    return _managers.get(_device_key(ctx)) or _resolve(ctx)
+    mgr = _managers.get(_device_key(ctx))
+    return mgr if mgr is not None else _resolve(ctx)
 
 
 def stats(ctx: Optional[Context] = None) -> dict:
