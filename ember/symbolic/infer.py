@@ -75,13 +75,13 @@ def _run(order: Sequence[Node], known: Dict[Key, object], kind: str) -> Dict[Key
                     new_in, new_out, new_aux = node.op.dtypes(attrs, ins[:k])
             except (ShapeError, DTypeError) as e:
                 raise err_type(f"{kind} inference failed at node '{node.name}' ({node.op.name}) with input "
-                               f"{kind}s {[_show(v, kind) for v in ins]}: {e}") from None
+                               f"{kind}s {_named(node, ins, kind)}: {e}") from None
             except OperatorError:
                 raise
             except Exception as e:  # noqa: BLE001 - an op that cannot work from partial inputs yet
                 if all(_complete(v, kind) for v in ins[:k]):
                     raise err_type(f"{kind} inference failed at node '{node.name}' ({node.op.name}) with input "
-                                   f"{kind}s {[_show(v, kind) for v in ins]}: {type(e).__name__}: {e}") from None
+                                   f"{kind}s {_named(node, ins, kind)}: {type(e).__name__}: {e}") from None
                 continue
             new_ins = list(new_in) + list(new_aux or [])
             for j, key in enumerate(in_keys):
@@ -105,6 +105,10 @@ def _norm(v, kind):
     if kind == "shape":
         return tuple(None if d is None else int(d) for d in v)
     return np.dtype(v)
+
+
+def _named(node: Node, ins, kind) -> str:
+    return "[" + ", ".join(f"{c.output_name(i)}={_show(v, kind)}" for (c, i), v in zip(node.inputs, ins)) + "]"
 
 
 def _show(v, kind):

@@ -127,7 +127,7 @@ class Symbol:
             for k, v in kwargs.items():
                 if not isinstance(v, str):
                     raise TypeError(f"attribute '{k}' must be a string")
-                node.user_attrs[k] = v
+                node.user_attrs.update(hide_keys({k: v}))
 
     # -- inference -------------------------------------------------------------
     def _known(self, args, kwargs, kind: str):
@@ -390,6 +390,11 @@ def format_attr_value(op: Optional[_ops.OpDef], key: str, value: Any) -> str:
 HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage", "profiler_scope")
 
 
+def hide_keys(attrs: Dict[str, str]) -> Dict[str, str]:
+    """Store NNVM's hidden keys ('ctx_group', 'lr_mult', ...) as '__key__', as MXNet does."""
+    return {(f"__{k}__" if k in HIDDEN_KEYS else k): v for k, v in attrs.items()}
+
+
 def _node_attr_strings(node: Node) -> Dict[str, str]:
     d = {k: format_attr_value(node.op, k, v) for k, v in node.attrs.items()}
     d.update(node.user_attrs)
@@ -461,7 +466,7 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
             raise OperatorError(f"{opdef.name} '{node_name}': input '{k}' given twice")
         slots[k] = _single_entry(v, f"{opdef.name}.{k}")
     scope_attrs = AttrScope.current().get(attr)
-    user_attrs = {k: (v if isinstance(v, str) else str(v)) for k, v in scope_attrs.items()}
+    user_attrs = hide_keys({k: (v if isinstance(v, str) else str(v)) for k, v in scope_attrs.items()})
     for k, v in op_attrs.items():
         if k.startswith("__") and k.endswith("__"):
             user_attrs[k] = v if isinstance(v, str) else str(v)
@@ -471,7 +476,7 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
         if n not in slots:
             # MXNet names missing inputs '<node>_<input>' and gives them the node's attributes.
             var_attrs = {k: format_attr_value(opdef, k, v) for k, v in op_only.items()}
-            var_attrs.update(AttrScope.current().get(None))
+            var_attrs.update(hide_keys(AttrScope.current().get(None)))
             slots[n] = (Node(None, f"{node_name}_{n}", user_attrs=var_attrs), 0)
         entries.append(slots[n])
     node = Node(opdef, node_name, op_only, entries, user_attrs)
@@ -485,7 +490,7 @@ def var(name: str, attr: Optional[dict] = None, shape=None, lr_mult=None, wd_mul
     if not isinstance(name, str):
         raise TypeError(f"variable name must be a string, got {type(name).__name__}")
     attrs = AttrScope.current().get(attr)
-    attrs = {k: (v if isinstance(v, str) else str(v)) for k, v in attrs.items()}
+    attrs = hide_keys({k: (v if isinstance(v, str) else str(v)) for k, v in attrs.items()})
     if shape is not None:
         if isinstance(shape, (int, np.integer)):
             shape = (int(shape),)

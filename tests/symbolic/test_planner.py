@@ -1,0 +1,133 @@
+"""The memory planner: no two tensors live at once share bytes, on random intervals and random graphs."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import ember as mx
+from ember.symbolic import planner
+from ember.symbolic.executor import Executor
+
+
+@st.composite
+def intervals(draw):
+    n = draw(st.integers(1, 40))
+    starts = draw(st.lists(st.integers(0, 50), min_size=n, max_size=n))
+    lens = draw(st.lists(st.integers(0, 12), min_size=n, max_size=n))
+    sizes = draw(st.lists(st.integers(0, 1 << 16), min_size=n, max_size=n))
+    return sizes, starts, [s + l for s, l in zip(starts, lens)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(intervals())
+def test_every_method_gives_a_valid_plan_at_or_above_the_bound(case):
+    sizes, starts, ends = case
+    aligned = [planner.align(s) for s in sizes]
+    bound = planner.lower_bound(aligned, starts, ends)
+    totals = {}
+    for method in ("size_matching", "offset_packing", "naive", "best"):
+        p = planner.plan(sizes, starts, ends, method)
+        planner.check_plan(aligned, starts, ends, p)
+        assert p.total >= bound
+        totals[method] = p.total
+    assert totals["best"] <= min(totals["size_matching"], totals["offset_packing"])
+    assert totals["best"] <= totals["naive"]
+
+
+def test_check_plan_catches_overlap():
+    p = planner.Placement([0, 0], [0, 32], [128], "handmade")
+    with pytest.raises(AssertionError, match="share bytes"):
+        planner.check_plan([64, 64], [0, 1], [2, 3], p)
+    planner.check_plan([64, 64], [0, 3], [2, 4], p)  # disjoint lifetimes may overlap in bytes
+
+
+def test_worked_example_from_docs():
+    # a(100B, steps 0-1), b(200B, 1-2), c(100B, 2-3), d(300B, 3-4): bound = max(live) = 400 (c+d at step 3)
+    sizes, starts, ends = [128, 192, 128, 320], [0, 1, 2, 3], [1, 2, 3, 4]
+    assert planner.lower_bound(sizes, starts, ends) == 448
+    p = planner.plan(sizes, starts, ends)
+    planner.check_plan(sizes, starts, ends, p)
+    assert p.total == 448
+
+
+def test_unknown_method():
+    with pytest.raises(ValueError, match="unknown planning method"):
+        planner.plan([1], [0], [0], "magic")
+
+
+# -- random graphs through real executors ---------------------------------------------------
+UNARY = ("tanh", "sigmoid", "relu", "exp_scaled", "mul_scalar", "negative")
+
+
+def random_graph(seed):
+    r = np.random.RandomState(seed)
+    x = mx.sym.var("x")
+    pool = [(x, 8)]
+    for i in range(r.randint(6, 25)):
+        kind = r.randint(4)
+        a, wa = pool[r.randint(len(pool))]
+        if kind == 0:
+            width = int(r.choice([4, 8, 16, 32]))
+            s = mx.sym.FullyConnected(a, num_hidden=width, name=f"fc{i}")
+            pool.append((s, width))
+        elif kind == 1:
+            same = [p for p in pool if p[1] == wa]
+            b, _ = same[r.randint(len(same))]
+            pool.append((a + b if r.rand() < 0.5 else a * b, wa))
+        else:
+            u = UNARY[r.randint(len(UNARY))]
+            if u == "exp_scaled":
+                s = mx.sym.exp(a * 0.1)
+            elif u == "mul_scalar":
+                s = a * 0.5 + 1
+            elif u == "negative":
+                s = -a
+            else:
+                s = getattr(mx.sym, u)(a)
+            pool.append((s, wa))
+    nheads = r.randint(1, 4)
+    heads = [pool[-1][0]] + [pool[r.randint(len(pool))][0] for _ in range(nheads - 1)]
+    return mx.sym.Group(heads)
+
+
+def _bind(sym, method, train, seed, monkeypatch, inplace):
+    monkeypatch.setenv("EMBER_EXEC_ENABLE_INPLACE", "1" if inplace else "0")
+    arg_shapes, _, _ = sym.infer_shape(x=(3, 8))
+    r = np.random.RandomState(seed)
+    args = {n: mx.nd.array(r.uniform(-1, 1, s).astype(np.float32)) for n, s in zip(sym.list_arguments(), arg_shapes)}
+    grads = {n: mx.nd.zeros(s) for n, s in zip(sym.list_arguments(), arg_shapes)} if train else None
+    return Executor(sym, mx.cpu(), args, grads, "write" if train else "null", None, plan_method=method)
+
+
+def _check_executor_plan(exe):
+    p = exe._graph.plan
+    planner.check_plan(p.sizes, p.starts, p.ends, p.placement)
+    assert p.lower_bound <= p.total_bytes
+    # an in-place output may only take bytes from an input read for the last time by its node
+    g = exe._graph
+    step = {id(n): i for i, n in enumerate(g.nodes)}
+    for okey in g.inplace:
+        node = next(n for n in g.nodes if id(n) == okey[0])
+        for c, j in node.inputs:
+            if p.group_of.get((id(c), j)) == p.group_of[okey]:
+                later = [step[id(m)] for m in g.nodes for e in m.inputs if e == (c, j) and step[id(m)] > step[id(node)]]
+                assert not later, f"{node.name} overwrote {c.name} which is read later"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_graphs_planned_equal_unplanned(seed, monkeypatch):
+    sym = random_graph(seed)
+    train = seed % 2 == 0
+    ref = _bind(sym, "naive", train, seed, monkeypatch, inplace=False)
+    exe = _bind(sym, "best", train, seed, monkeypatch, inplace=True)
+    _check_executor_plan(exe)
+    results = []
+    for e in (ref, exe):
+        outs = e.forward(is_train=train)
+        if train:
+            r = np.random.RandomState(99)
+            e.backward([mx.nd.array(r.uniform(-1, 1, o.shape).astype(np.float32)) for o in outs])
+        results.append([o.asnumpy() for o in outs] + ([g.asnumpy() for g in e.grad_arrays] if train else []))
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    st_ = exe.memory_stats()
+    assert st_["planned_bytes"] <= ref.memory_stats()["planned_bytes"]
