@@ -39,6 +39,8 @@ int ember_push(ember_engine *e, ember_fn fn, void *ctx,
                int queue, int priority, int prop, const char *name, int flags,
                ember_opr **run_here);
 void ember_complete(ember_opr *op, int err);
+int ember_inline_begin(ember_engine *e);
+void ember_inline_end(ember_engine *e, ember_var *const *writes, int nwrite, int err);
 int ember_wait_var(ember_engine *e, ember_var *v);
 int ember_wait_all(ember_engine *e, int timeout_ms);
 int ember_var_error(ember_var *v);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,7 @@ typedef struct equeue {
     ember_opr **heap;
     int size, cap;
     int nthreads, running, stop, idle;
+    atomic_int hint;  /* == size, readable without the lock (spinning workers) */
     atomic_int stale; /* keys of queued ops changed (critical-path policy): rebuild before the next pop */
     pthread_t *threads;
     uint64_t npushed, nrun;
@@ -71,6 +73,7 @@ typedef struct equeue {
 } equeue;
 
 #define MAX_QUEUES 64
+#define SPIN_YIELDS 64
 
 struct ember_engine {
     int naive;
@@ -80,6 +83,8 @@ struct ember_engine {
     atomic_int_fast64_t pending;
     atomic_uint_fast64_t pushed, completed, failed, skipped, inline_runs;
     atomic_int cancelled;
+    atomic_int inline_active; /* a caller runs an op outside the queues (ember_inline_begin) */
+    atomic_int err_vars;      /* variables currently holding an error */
     pthread_mutex_t push_mu; /* appends of one push are atomic w.r.t. other pushers */
     pthread_mutex_t mu;      /* pending/wait_all and naive completion */
     pthread_cond_t cv;
@@ -98,6 +103,7 @@ struct ember_engine {
 };
 
 static _Thread_local int tl_worker = -1;
+static _Thread_local int tl_inline_owner = 0;
 
 int64_t ember_now_ns(void) {
     struct timespec ts;
@@ -141,6 +147,8 @@ static void err_unref(ember_engine *e, ember_err *x) {
 
 static void var_set_err(ember_engine *e, ember_var *v, ember_err *x) {
     ember_err *old = atomic_exchange(&v->err, err_ref(x));
+    if (!old && x) atomic_fetch_add(&e->err_vars, 1);
+    if (old && !x) atomic_fetch_sub(&e->err_vars, 1);
     err_unref(e, old);
 }
 
@@ -174,7 +182,7 @@ ember_var *ember_var_new(ember_engine *e) {
 }
 
 static void var_free(ember_engine *e, ember_var *v) {
-    err_unref(e, atomic_exchange(&v->err, NULL));
+    var_set_err(e, v, NULL);
     pthread_mutex_destroy(&v->mu);
     free(v->tail);
     free(v);
@@ -390,6 +398,7 @@ static void enqueue(ember_engine *e, ember_opr *op) {
     }
     atomic_store(&op->queued, 1);
     heap_push(q, op);
+    atomic_store_explicit(&q->hint, q->size, memory_order_relaxed);
     q->npushed++;
     if (q->idle > 0) pthread_cond_signal(&q->cv); /* a futex wake only when a worker sleeps */
     pthread_mutex_unlock(&q->mu);
@@ -422,6 +431,8 @@ static void inherit_error(ember_opr *op) {
 }
 
 static void execute(ember_engine *e, ember_opr *op) {
+    /* an op run by a caller outside the queues (ember_inline_begin) excludes every other op */
+    while (atomic_load(&e->inline_active) && !tl_inline_owner) sched_yield();
     inherit_error(op);
     if (op->err && !(op->flags & OPF_NOSKIP)) {
         atomic_fetch_add(&e->skipped, 1);
@@ -495,6 +506,9 @@ static void *worker_main(void *arg) {
     ember_engine *e = q->eng;
     tl_worker = atomic_fetch_add(&e->next_worker, 1);
     for (;;) {
+        /* Spin a little (yielding) before sleeping: a futex wake per op costs more than the op. */
+        for (int spin = 0; spin < SPIN_YIELDS && atomic_load_explicit(&q->hint, memory_order_relaxed) == 0; spin++)
+            sched_yield();
         pthread_mutex_lock(&q->mu);
         while (q->size == 0 && !q->stop) {
             q->idle++;
@@ -507,6 +521,7 @@ static void *worker_main(void *arg) {
         }
         if (atomic_exchange(&q->stale, 0)) heap_rekey(e, q);
         ember_opr *op = heap_pop(q);
+        atomic_store_explicit(&q->hint, q->size, memory_order_relaxed);
         atomic_store(&op->queued, 0);
         q->nrun++;
         pthread_mutex_unlock(&q->mu);
@@ -616,7 +631,8 @@ int ember_push(ember_engine *e, ember_fn fn, void *ctx,
     /* release the dependencies already satisfied plus the pusher's own +1 in one step */
     int rc = 0;
     if (atomic_fetch_sub(&op->wait, nready + 1) == nready + 1) {
-        if ((flags & EMBER_FLAG_CALLER) && run_here) {
+        int exclusive = atomic_load(&e->inline_active) && !tl_inline_owner;
+        if ((flags & EMBER_FLAG_CALLER) && run_here && !exclusive) {
             op->sync_done = NULL;
             inherit_error(op);
             if (op->err) { /* skipped: it inherits its input's error */
@@ -628,7 +644,7 @@ int ember_push(ember_engine *e, ember_fn fn, void *ctx,
             atomic_fetch_add(&e->inline_runs, 1);
             return EMBER_RUN_IN_CALLER;
         }
-        if (naive || (flags & (EMBER_FLAG_INLINE | OPF_ANYWHERE))) {
+        if (naive || (flags & OPF_ANYWHERE) || ((flags & EMBER_FLAG_INLINE) && !exclusive)) {
             atomic_fetch_add(&e->inline_runs, 1);
             execute(e, op);
         } else {
@@ -824,6 +840,38 @@ int ember_profile_fetch(ember_engine *e, ember_prof_record *buf, int cap) {
     e->nprof -= n;
     pthread_mutex_unlock(&e->prof_mu);
     return n;
+}
+
+/* ------------------------------------------------------------ idle inline */
+
+int ember_inline_begin(ember_engine *e) {
+    if (atomic_load(&e->profiling) || atomic_load(&e->err_vars) > 0) return 0;
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&e->inline_active, &expected, 1)) return 0;
+    if (atomic_load(&e->pending) != 0) { /* something is in flight: take the ordinary path */
+        atomic_store(&e->inline_active, 0);
+        return 0;
+    }
+    tl_inline_owner = 1;
+    return 1;
+}
+
+void ember_inline_end(ember_engine *e, ember_var *const *writes, int nwrite, int err) {
+    if (err > 0) {
+        ember_err *x = err_new(err);
+        for (int i = 0; i < nwrite; i++) var_set_err(e, writes[i], x);
+        pthread_mutex_lock(&e->err_mu);
+        e->errors = xrealloc_array(e->errors, &e->cap_errors, e->nerrors + 1, sizeof(ember_err *));
+        e->errors[e->nerrors++] = x; /* the list keeps the creation reference */
+        pthread_mutex_unlock(&e->err_mu);
+        atomic_fetch_add(&e->failed, 1);
+    }
+    for (int i = 0; i < nwrite; i++) atomic_fetch_add(&writes[i]->version, 1);
+    atomic_fetch_add(&e->pushed, 1);
+    atomic_fetch_add(&e->completed, 1);
+    atomic_fetch_add(&e->inline_runs, 1);
+    tl_inline_owner = 0;
+    atomic_store(&e->inline_active, 0);
 }
 
 /* ----------------------------------------------------------------- native */

@@ -64,6 +64,15 @@ int ember_push(ember_engine *e, ember_fn fn, void *ctx,
                ember_opr **run_here);
 void ember_complete(ember_opr *op, int err);
 
+/* Idle inline execution: when nothing at all is pending and no variable holds an
+ * error, a caller may run an op itself without registering it: ember_inline_begin
+ * returns 1 and, until ember_inline_end, no other op starts anywhere (workers and
+ * other callers wait), so the op sees every earlier write and no later access.
+ * ember_inline_end records err (> 0) on the written variables.  Returns 0 when the
+ * engine is busy: push the op the ordinary way. */
+int ember_inline_begin(ember_engine *e);
+void ember_inline_end(ember_engine *e, ember_var *const *writes, int nwrite, int err);
+
 /* Waiting: both return the error id found (0 = none). wait_all clears the
  * list of errors seen since the previous wait_all; timeout_ms < 0 waits forever;
  * a timeout returns -1. */

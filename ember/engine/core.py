@@ -76,6 +76,10 @@ _queue_names = {_CPU_QUEUE: "cpu", _COPY_QUEUE: "copy"}
 _tls = threading.local()
 _NULL = ffi.NULL
 _push = lib.ember_push
+_inline_begin = lib.ember_inline_begin
+_inline_end = lib.ember_inline_end
+_complete = lib.ember_complete
+_cast = ffi.cast
 _trampoline = None  # set below, after the callback is defined
 _RUN_IN_CALLER = lib.EMBER_RUN_IN_CALLER
 _FLAG_CALLER = lib.EMBER_FLAG_CALLER
@@ -216,9 +220,12 @@ def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), prio
     prop='copy' runs on the copy queue.  An exception raised by fn is recorded
     on every var in `write` and re-raised by wait()/wait_all().
     """
+    bulk = getattr(_tls, "bulk", None)
+    if inline and bulk is None and prop == "normal" and _inline_begin(_E):
+        _run_idle_inline(fn, read, write, name)
+        return
     if prop not in PROPS:
         raise ValueError(f"push: prop must be one of {sorted(PROPS)}, got {prop!r}")
-    bulk = getattr(_tls, "bulk", None)
     if bulk is not None and prop == "normal" and priority == 0:
         bulk.add(fn, read, write, name)
         return
@@ -227,23 +234,57 @@ def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), prio
     _push_now(fn, read, write, priority, device, name, prop, inline)
 
 
+def _run_idle_inline(fn, read, write, name):
+    """Run an op now, outside the queues: the engine is idle and excludes every other op meanwhile."""
+    try:
+        writes = [v._h for v in write]
+        bad = None in writes or any(v._h is None for v in read)
+    except AttributeError:
+        bad = True
+    if bad:
+        _inline_end(_E, _NULL, 0, 0)
+        raise _handle_error(read, write)
+    try:
+        fn()
+    except BaseException as exc:  # noqa: BLE001 - recorded on the written variables, raised at wait
+        _inline_end(_E, writes, len(writes), _errors.register(exc, name))
+        return
+    _inline_end(_E, writes, len(writes), 0)
+
+
+def _handle_error(read, write):
+    try:
+        _handles(read, "read")
+        _handles(write, "write")
+    except (TypeError, EngineError) as exc:
+        return exc
+    return EngineError("push: bad variable")
+
+
 def _push_now(fn, read, write, priority, device, name, prop, inline):
-    reads = _handles(read, "read")
-    writes = _handles(write, "write")
+    try:
+        reads = [v._h for v in read]
+        writes = [v._h for v in write]
+    except AttributeError:
+        reads, writes = _handles(read, "read"), _handles(write, "write")
+    if None in reads or None in writes:
+        _handles(read, "read"), _handles(write, "write")  # raises the clear error
     hid = next(_op_ids)
     _pyops[hid] = (fn, prop, name)
-    run_here = _tls.__dict__.get("run_here")
-    if run_here is None:
+    try:
+        run_here = _tls.run_here
+    except AttributeError:
         run_here = _tls.run_here = ffi.new("ember_opr **")
-    rc = _push(_E, _trampoline, ffi.cast("void *", hid), reads, len(reads), writes, len(writes),
-               _queue_for(device, prop), priority, PROPS[prop], _cname(name),
-               _FLAG_CALLER if inline else 0, run_here)
+    cname = _names.get(name) or _cname(name)
+    queue = _CPU_QUEUE if device is None and prop == "normal" else _queue_for(device, prop)
+    rc = _push(_E, _trampoline, _cast("void *", hid), reads, len(reads), writes, len(writes),
+               queue, priority, PROPS[prop], cname, _FLAG_CALLER if inline else 0, run_here)
     if rc == _RUN_IN_CALLER:
         del _pyops[hid]
         op = run_here[0]
         rc = _run(fn, prop, name, op)
         if rc != _PENDING:
-            lib.ember_complete(op, rc)
+            _complete(op, rc)
     elif rc == _SKIPPED:
         del _pyops[hid]
     elif rc < 0:

@@ -32,6 +32,32 @@ def test_pushes_from_8_threads_each_keep_program_order():
     assert counter["n"] == n_threads * n_ops // 10
 
 
+def test_inline_and_worker_ops_from_8_threads_share_variables_safely():
+    # inline ops run in the caller (idle fast path or handed back by the C core); others on workers.
+    # Every thread appends to one shared log through one shared variable: each append must see the
+    # previous one complete (read-modify-write of a counter), so any overlap loses increments.
+    shared = engine.Var("shared")
+    state = {"count": 0}
+
+    def bump():
+        c = state["count"]
+        if c % 5 == 0:
+            time.sleep(0.0002)  # releases the GIL in the middle: other threads and workers may run
+        state["count"] = c + 1
+
+    def worker(t):
+        for i in range(400):
+            engine.push(bump, write=[shared], inline=(i + t) % 3 != 0)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    engine.wait_all()
+    assert state["count"] == 8 * 400
+
+
 def test_waits_from_many_threads():
     v = engine.Var()
     done = []
