@@ -47,7 +47,6 @@ MAX_DENSIFIED_BYTES = 1 << 31
 
 DENSE, ROW_SPARSE, CSR = 0, 1, 2
 _AUX_COUNT = {DENSE: 0, ROW_SPARSE: 1, CSR: 2}
-_STYPE_NAMES = {DENSE: "default", ROW_SPARSE: "row_sparse", CSR: "csr"}
 
 BFLOAT16_FLAG = 12
 # mshadow type flags; MXNet 1.x's Python side reads and writes flags 0-7 and 12.
@@ -57,9 +56,7 @@ _FLAG_TO_DTYPE = {
     8: np.dtype("<i2"), 9: np.dtype("<u2"), 10: np.dtype("<u4"), 11: np.dtype("<u8"),
     BFLOAT16_FLAG: np.dtype("<u2"),  # raw bits, widened to float32 after reading
 }
-_WRITABLE_FLAGS = {np.dtype(t).newbyteorder("<") if np.dtype(t).itemsize > 1 else np.dtype(t): f
-                   for f, t in [(0, "f4"), (1, "f8"), (2, "f2"), (3, "u1"), (4, "i4"),
-                                (5, "i1"), (6, "i8"), (7, "?")]}
+_WRITABLE_FLAGS = {_FLAG_TO_DTYPE[flag]: flag for flag in range(8)}  # what MXNet's Python can read
 _DEVICE_TYPES = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
 
 Device = Tuple[int, int]  # (MXNet device type id, device id)
@@ -290,8 +287,9 @@ def loads(buf: Union[bytes, bytearray, memoryview]) -> Union[List[Optional[np.nd
     """Decode an NDArray file held in memory: a list of numpy arrays, or a dict if it has names."""
     if not isinstance(buf, (bytes, bytearray, memoryview)):
         raise TypeError(f"loads() expects bytes, not {type(buf).__name__}")
-    view = memoryview(buf).cast("B")
-    return _read_file(_Reader(io.BytesIO(view), view.nbytes))
+    # BytesIO shares a bytes object's buffer (no copy); other buffers are copied once
+    data = buf if isinstance(buf, bytes) else memoryview(buf).cast("B").tobytes()
+    return _read_file(_Reader(io.BytesIO(data), len(data)))
 
 
 def load_numpy(fname: Union[str, os.PathLike]) -> Union[List[Optional[np.ndarray]], Dict[str, Optional[np.ndarray]]]:
