@@ -70,6 +70,12 @@ def test_ember_bytes_equal_mxnet_bytes(name):
     assert ser.dumps(data) == fixture_bytes(name)
 
 
+def test_loads_accepts_any_byte_buffer():
+    raw = fixture_bytes("list_float32")
+    for buf in (bytearray(raw), memoryview(raw), np.frombuffer(raw, np.uint8)):
+        assert_same(ser.loads(buf if not isinstance(buf, np.ndarray) else memoryview(buf)), expected("list_float32"))
+
+
 def test_save_numpy_writes_the_same_bytes(tmp_path):
     data = expected("dict_dtypes")
     ser.save_numpy(tmp_path / "x.params", data)
