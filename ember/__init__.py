@@ -19,3 +19,7 @@ from . import symbol as sym  # noqa: F401,E402
 from .symbolic import naming as name  # noqa: F401,E402  (mx.name.Prefix / NameManager)
 from .symbolic.naming import AttrScope  # noqa: F401,E402
 from . import viz  # noqa: F401,E402
+# training toolkit (MXNet's top-level modules)
+from . import optimizer, lr_scheduler, initializer, io, metric, model, callback, module, gluon  # noqa: F401,E402
+from . import initializer as init  # noqa: F401,E402
+from . import module as mod  # noqa: F401,E402

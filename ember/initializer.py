@@ -214,7 +214,7 @@ class Uniform(Initializer):
         self.scale = scale
 
     def _init_weight(self, _, arr):
-        nd.random.uniform(-self.scale, self.scale, shape=arr.shape, dtype=arr.dtype, ctx=arr.context, out=arr)
+        nd.random.uniform(-self.scale, self.scale, shape=arr.shape, dtype=np.dtype(arr.dtype).name, ctx=arr.context, out=arr)
 
 
 @register
@@ -226,7 +226,7 @@ class Normal(Initializer):
         self.sigma = sigma
 
     def _init_weight(self, _, arr):
-        nd.random.normal(0, self.sigma, shape=arr.shape, dtype=arr.dtype, ctx=arr.context, out=arr)
+        nd.random.normal(0, self.sigma, shape=arr.shape, dtype=np.dtype(arr.dtype).name, ctx=arr.context, out=arr)
 
 
 _FACTOR_TYPES = ("avg", "in", "out")
@@ -262,9 +262,9 @@ class Xavier(Initializer):
         factor = {"avg": (fan_in + fan_out) / 2.0, "in": fan_in, "out": fan_out}[self.factor_type]
         scale = float(np.sqrt(self.magnitude / factor))
         if self.rnd_type == "uniform":
-            nd.random.uniform(-scale, scale, shape=shape, dtype=arr.dtype, ctx=arr.context, out=arr)
+            nd.random.uniform(-scale, scale, shape=shape, dtype=np.dtype(arr.dtype).name, ctx=arr.context, out=arr)
         else:
-            nd.random.normal(0, scale, shape=shape, dtype=arr.dtype, ctx=arr.context, out=arr)
+            nd.random.normal(0, scale, shape=shape, dtype=np.dtype(arr.dtype).name, ctx=arr.context, out=arr)
 
 
 @register

@@ -1,0 +1,185 @@
+"""mx.mod.Module: one SGD step against numpy, fit on a tiny problem, score/predict, checkpoints, errors."""
+import logging
+
+import numpy as np
+import pytest
+
+import ember as mx
+from ember.module import ModuleError
+
+
+def _linreg_symbol():
+    data = mx.sym.Variable("data")
+    fc = mx.sym.FullyConnected(data, num_hidden=1, name="fc")
+    return mx.sym.LinearRegressionOutput(fc, mx.sym.Variable("lin_label"), name="lro")
+
+
+def _mlp_symbol(hidden=16, classes=3):
+    data = mx.sym.Variable("data")
+    h = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=hidden, name="fc1"), act_type="relu")
+    out = mx.sym.FullyConnected(h, num_hidden=classes, name="fc2")
+    return mx.sym.SoftmaxOutput(out, name="softmax")
+
+
+def _blobs(n=96, classes=3, dim=4, seed=0):
+    rs = np.random.RandomState(seed)
+    centers = rs.randn(classes, dim) * 3
+    y = rs.randint(0, classes, size=n)
+    x = centers[y] + rs.randn(n, dim) * 0.5
+    return x.astype(np.float32), y.astype(np.float32)
+
+
+def test_one_sgd_step_matches_numpy():
+    rs = np.random.RandomState(1)
+    x, y = rs.randn(8, 3).astype(np.float32), rs.randn(8).astype(np.float32)
+    w0, b0 = rs.randn(1, 3).astype(np.float32), np.array([0.5], np.float32)
+    mod = mx.mod.Module(_linreg_symbol(), data_names=["data"], label_names=["lin_label"])
+    mod.bind(data_shapes=[("data", (8, 3))], label_shapes=[("lin_label", (8, 1))])
+    mod.init_params(arg_params={"fc_weight": mx.nd.array(w0), "fc_bias": mx.nd.array(b0)})
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1, "wd": 0.01})
+    batch = mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array(y.reshape(8, 1))])
+    mod.forward(batch, is_train=True)
+    pred = mod.get_outputs()[0].asnumpy()
+    np.testing.assert_allclose(pred, x @ w0.T + b0, rtol=1e-5)
+    mod.backward()
+    mod.update()
+    # LinearRegressionOutput's gradient is (pred - label); rescale_grad = 1/batch; wd only on the weight
+    resid = (x @ w0.T + b0) - y.reshape(8, 1)
+    gw, gb = resid.T @ x / 8, resid.sum(0) / 8
+    args, _ = mod.get_params()
+    np.testing.assert_allclose(args["fc_weight"].asnumpy(), (1 - 0.1 * 0.01) * w0 - 0.1 * gw, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(args["fc_bias"].asnumpy(), b0 - 0.1 * gb, rtol=1e-5, atol=1e-6)
+
+
+def test_fit_reduces_loss_and_learns(capsys):
+    x, y = _blobs()
+    train = mx.io.NDArrayIter(x, y, batch_size=16, shuffle=True)
+    mod = mx.mod.Module(_mlp_symbol())
+    mx.random.seed(0)
+    np.random.seed(0)
+    mod.bind(data_shapes=train.provide_data, label_shapes=train.provide_label)
+    mod.init_params(mx.init.Xavier())
+    before = dict(mod.score(train, ["ce", "acc"]))
+    seen = []
+    history = mod.fit(train, eval_data=mx.io.NDArrayIter(x, y, batch_size=16), eval_metric=["ce", "acc"],
+                      optimizer="adam", optimizer_params={"learning_rate": 0.05}, num_epoch=6,
+                      batch_end_callback=lambda p: seen.append((p.epoch, p.nbatch)),
+                      epoch_end_callback=lambda e, s, a, x_: seen.append(("end", e)))
+    after = dict(mod.score(train, ["ce", "acc"]))
+    assert after["cross-entropy"] < 0.5 * before["cross-entropy"]
+    assert after["accuracy"] > 0.95
+    assert ("end", 5) in seen and (5, 5) in seen
+    assert len(history) == 6 and "validation" in history[-1]
+    printed = capsys.readouterr().out
+    assert "Epoch[5] Train-accuracy=" in printed and "Epoch[5] Validation-cross-entropy=" in printed
+
+
+def test_predict_removes_padding_and_score():
+    x, y = _blobs(n=10)
+    mod = mx.mod.Module(_mlp_symbol())
+    it = mx.io.NDArrayIter(x, y, batch_size=4)
+    mod.bind(it.provide_data, it.provide_label, for_training=False)
+    mod.init_params(mx.init.Xavier())
+    out = mod.predict(it)
+    assert out.shape == (10, 3)
+    # same as a forward over all 10 samples at once
+    full = mx.mod.Module(_mlp_symbol())
+    full.bind([("data", (10, 4))], [("softmax_label", (10,))], for_training=False)
+    full.set_params(*mod.get_params())
+    full.forward(mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array(y)]))
+    np.testing.assert_allclose(out.asnumpy(), full.get_outputs()[0].asnumpy(), rtol=1e-5, atol=1e-6)
+    acc = dict(mod.score(it, "acc"))["accuracy"]
+    assert acc == pytest.approx(np.mean(out.asnumpy().argmax(1) == y))
+    with pytest.raises(ModuleError, match="for_training=False"):
+        mod.backward()
+
+
+def test_forward_with_other_batch_size_reshapes():
+    x, y = _blobs(n=12)
+    mod = mx.mod.Module(_mlp_symbol())
+    mod.bind([("data", (4, 4))], [("softmax_label", (4,))], for_training=False)
+    mod.init_params(mx.init.Xavier())
+    mod.forward(mx.io.DataBatch([mx.nd.array(x[:6])], [mx.nd.array(y[:6])]))
+    assert mod.get_outputs()[0].shape == (6, 3)
+
+
+def test_checkpoint_and_optimizer_states_round_trip(tmp_path):
+    x, y = _blobs(n=32)
+    it = mx.io.NDArrayIter(x, y, batch_size=8)
+    mod = mx.mod.Module(_mlp_symbol())
+    mod.fit(it, num_epoch=1, optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+            initializer=mx.init.Xavier(), progress_bar=False)
+    prefix = str(tmp_path / "mlp")
+    mod.save_checkpoint(prefix, 3, save_optimizer_states=True)
+    loaded = mx.mod.Module.load(prefix, 3, load_optimizer_states=True)
+    loaded.bind(it.provide_data, it.provide_label)
+    loaded.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    args_a, _ = mod.get_params()
+    args_b, _ = loaded.get_params()
+    for k in args_a:
+        np.testing.assert_array_equal(args_a[k].asnumpy(), args_b[k].asnumpy())
+    # one more identical step on both: momentum states were restored, so the weights stay equal
+    batch = next(iter(mx.io.NDArrayIter(x, y, batch_size=8)))
+    for m in (mod, loaded):
+        m.forward_backward(batch)
+        m.update()
+    for k in args_a:
+        np.testing.assert_allclose(mod.get_params()[0][k].asnumpy(), loaded.get_params()[0][k].asnumpy(),
+                                   rtol=1e-6, atol=1e-7)
+    sym, arg_params, aux_params = mx.model.load_checkpoint(prefix, 3)
+    assert set(arg_params) == {"fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"}
+
+
+def test_fixed_params_and_explicit_kvstore():
+    x, y = _blobs(n=16)
+    it = mx.io.NDArrayIter(x, y, batch_size=8)
+    mod = mx.mod.Module(_mlp_symbol(), fixed_param_names=["fc1_weight"])
+    mod.bind(it.provide_data, it.provide_label)
+    mod.init_params(mx.init.Xavier())
+    mod.init_optimizer(kvstore=mx.kv.create("local"), optimizer_params={"learning_rate": 0.5})
+    before, _ = mod.get_params()
+    for batch in it:
+        mod.forward_backward(batch)
+        mod.update()
+    after, _ = mod.get_params()
+    np.testing.assert_array_equal(before["fc1_weight"].asnumpy(), after["fc1_weight"].asnumpy())
+    assert not np.allclose(before["fc2_weight"].asnumpy(), after["fc2_weight"].asnumpy())
+
+
+def test_errors():
+    sym = _mlp_symbol()
+    mod = mx.mod.Module(sym)
+    with pytest.raises(ModuleError, match="bind"):
+        mod.forward(mx.io.DataBatch([mx.nd.zeros((2, 4))]))
+    with pytest.raises(ModuleError, match="not arguments"):
+        mx.mod.Module(sym, data_names=["image"])
+    with pytest.raises(ModuleError, match="one device"):
+        mx.mod.Module(sym, context=[mx.cpu(0), mx.cpu(1)])
+    mod.bind([("data", (2, 4))], [("softmax_label", (2,))])
+    with pytest.raises(ModuleError, match="init_params"):
+        mod.init_optimizer()
+    with pytest.raises(ModuleError, match="not in the given parameters"):
+        mod.init_params(arg_params={"fc1_weight": mx.nd.zeros((16, 4))})
+    with pytest.raises(ModuleError, match="does not use"):
+        mod.init_params(arg_params={"conv_weight": mx.nd.zeros((1,))}, allow_missing=True)
+    with pytest.raises(ModuleError, match="shape"):
+        mod.init_params(arg_params={"fc1_weight": mx.nd.zeros((3, 3))}, allow_missing=True)
+    mod.init_params()
+    with pytest.raises(ModuleError, match="init_optimizer"):
+        mod.update()
+    with pytest.raises(ModuleError, match="data_names"):
+        mx.mod.Module(sym).bind([("x", (2, 4))])
+    with pytest.raises(ValueError, match="num_epoch"):
+        mod.fit(mx.io.NDArrayIter(np.zeros((2, 4)), np.zeros(2), batch_size=2))
+    with pytest.raises(mx.kv.KVStoreError):
+        mod.init_optimizer(kvstore="nonsense")
+
+
+def test_logging_of_epochs(caplog):
+    x, y = _blobs(n=16)
+    mod = mx.mod.Module(_mlp_symbol())
+    with caplog.at_level(logging.INFO):
+        mod.fit(mx.io.NDArrayIter(x, y, batch_size=8), num_epoch=1, progress_bar=False,
+                initializer=mx.init.Xavier())
+    assert any("Epoch[0] Train-accuracy=" in r.message for r in caplog.records)
+    assert any("Epoch[0] Time cost=" in r.message for r in caplog.records)
