@@ -1,0 +1,141 @@
+"""Convolution and Deconvolution against a direct (loop) reference, gradients, shapes and errors."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _nn_gradcheck import check_grad, run_op  # noqa: E402
+
+from ember import ops  # noqa: E402
+from ember.base import OperatorError, ShapeError  # noqa: E402
+
+rng = np.random.default_rng(1)
+
+
+def conv_reference(x, w, stride, pad, dilate, groups):
+    """Direct 2-D convolution, one output pixel at a time."""
+    n, c, h, wd = x.shape
+    f, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    oh = (h + 2 * pad[0] - dilate[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (wd + 2 * pad[1] - dilate[1] * (kw - 1) - 1) // stride[1] + 1
+    out = np.zeros((n, f, oh, ow))
+    fg = f // groups
+    for o in range(f):
+        g = o // fg
+        for y in range(oh):
+            for z in range(ow):
+                patch = xp[:, g * cg:(g + 1) * cg,
+                           y * stride[0]:y * stride[0] + dilate[0] * (kh - 1) + 1:dilate[0],
+                           z * stride[1]:z * stride[1] + dilate[1] * (kw - 1) + 1:dilate[1]]
+                out[:, o, y, z] = (patch * w[o]).sum(axis=(1, 2, 3))
+    return out
+
+
+def deconv_reference(x, w, stride, pad, adj, groups, num_filter):
+    """Transposed convolution by scattering every input pixel times the kernel."""
+    n, c, h, wd = x.shape
+    _, fg, kh, kw = w.shape
+    full = np.zeros((n, num_filter, (h - 1) * stride[0] + kh + adj[0], (wd - 1) * stride[1] + kw + adj[1]))
+    cg = c // groups
+    for ci in range(c):
+        g = ci // cg
+        for y in range(h):
+            for z in range(wd):
+                full[:, g * fg:(g + 1) * fg, y * stride[0]:y * stride[0] + kh, z * stride[1]:z * stride[1] + kw] += \
+                    x[:, ci, y, z][:, None, None, None] * w[ci][None]
+    oh = (h - 1) * stride[0] + kh - 2 * pad[0] + adj[0]
+    ow = (wd - 1) * stride[1] + kw - 2 * pad[1] + adj[1]
+    return full[:, :, pad[0]:pad[0] + oh, pad[1]:pad[1] + ow]
+
+
+@pytest.mark.parametrize("stride,pad,dilate,groups", [
+    ((1, 1), (0, 0), (1, 1), 1), ((2, 1), (1, 2), (1, 1), 1), ((1, 2), (1, 1), (2, 1), 2), ((3, 3), (2, 0), (1, 1), 4),
+])
+def test_conv2d_forward_matches_reference(stride, pad, dilate, groups):
+    x, w, b = rng.standard_normal((2, 4, 9, 8)), rng.standard_normal((8, 4 // groups, 3, 2)), rng.standard_normal(8)
+    attrs = dict(kernel=(3, 2), num_filter=8, stride=stride, pad=pad, dilate=dilate, num_group=groups)
+    out = run_op("Convolution", [x, w, b], attrs)[0]
+    np.testing.assert_allclose(out, conv_reference(x, w, stride, pad, dilate, groups) + b[None, :, None, None],
+                               rtol=1e-10, atol=1e-10)
+
+
+def test_conv1d_is_conv2d_with_height_one():
+    x, w = rng.standard_normal((2, 3, 11)), rng.standard_normal((5, 3, 4))
+    out = run_op("Convolution", [x, w], dict(kernel=(4,), num_filter=5, stride=(2,), pad=(1,), no_bias=True))[0]
+    ref = conv_reference(x[:, :, None], w[:, :, None], (1, 2), (0, 1), (1, 1), 1)[:, :, 0]
+    np.testing.assert_allclose(out, ref, rtol=1e-10, atol=1e-10)
+
+
+def test_conv_float32_stays_float32():
+    x, w = rng.standard_normal((1, 2, 5, 5)).astype(np.float32), rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    out = run_op("Convolution", [x, w, np.zeros(3, np.float32)], dict(kernel=(3, 3), num_filter=3))[0]
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, conv_reference(x, w, (1, 1), (0, 0), (1, 1), 1), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("attrs,xs,ws", [
+    (dict(kernel=(3, 3), num_filter=4, pad=(1, 1)), (2, 3, 5, 4), (4, 3, 3, 3)),
+    (dict(kernel=(2, 3), num_filter=4, stride=(2, 2), dilate=(2, 1), num_group=2), (1, 4, 7, 6), (4, 2, 2, 3)),
+    (dict(kernel=(3,), num_filter=2, stride=(2,), pad=(2,)), (2, 3, 7), (2, 3, 3)),
+])
+def test_conv_gradients(attrs, xs, ws):
+    check_grad("Convolution", [rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(attrs["num_filter"])],
+               attrs)
+
+
+@pytest.mark.parametrize("stride,pad,adj,groups", [((1, 1), (0, 0), (0, 0), 1), ((2, 2), (1, 0), (1, 0), 1),
+                                                   ((2, 3), (1, 1), (1, 2), 2)])
+def test_deconv_forward_matches_reference(stride, pad, adj, groups):
+    x, w = rng.standard_normal((2, 4, 3, 4)), rng.standard_normal((4, 6 // groups, 3, 3))
+    attrs = dict(kernel=(3, 3), num_filter=6, stride=stride, pad=pad, adj=adj, num_group=groups)
+    out = run_op("Deconvolution", [x, w], attrs)[0]
+    np.testing.assert_allclose(out, deconv_reference(x, w, stride, pad, adj, groups, 6), rtol=1e-10, atol=1e-10)
+
+
+def test_deconv_target_shape_sets_output_size():
+    op = ops.get("Deconvolution")
+    a = op.parse_attrs(dict(kernel=(4, 4), num_filter=3, stride=(2, 2), target_shape=(8, 9)))
+    ins, outs, _ = op.shapes(a, [(1, 2, 4, 4), None])
+    assert outs == [(1, 3, 8, 9)] and ins[1] == (2, 3, 4, 4)
+    with pytest.raises(ShapeError, match="target_shape"):
+        op.shapes(a.copy() | {"target_shape": (40, 40)}, [(1, 2, 4, 4), None])
+
+
+@pytest.mark.parametrize("attrs,xs,ws", [
+    (dict(kernel=(3, 3), num_filter=2, stride=(2, 2), pad=(1, 1), adj=(1, 1), no_bias=False), (1, 3, 3, 2), (3, 2, 3, 3)),
+    (dict(kernel=(2,), num_filter=4, stride=(3,), num_group=2, no_bias=False), (2, 2, 4), (2, 2, 2)),
+])
+def test_deconv_gradients(attrs, xs, ws):
+    check_grad("Deconvolution", [rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(attrs["num_filter"])],
+               attrs)
+
+
+def test_infer_shape_fills_weight():
+    op = ops.get("Convolution")
+    a = op.parse_attrs({"kernel": "(5, 5)", "num_filter": "20", "stride": "(2, 2)"})
+    ins, outs, _ = op.shapes(a, [(64, 1, 28, 28), None, None])
+    assert ins[1:] == [(20, 1, 5, 5), (20,)] and outs == [(64, 20, 12, 12)]
+
+
+@pytest.mark.parametrize("attrs,shape,err,msg", [
+    (dict(kernel=(3, 3), num_filter=4), (2, 3, 5), ShapeError, "4-D"),
+    (dict(kernel=(3, 3), num_filter=4, num_group=2), (2, 3, 5, 5), ShapeError, "divisible by num_group"),
+    (dict(kernel=(7, 7), num_filter=4), (2, 3, 5, 5), ShapeError, "does not fit"),
+    (dict(kernel=(3, 3, 3), num_filter=4), (2, 3, 5, 5, 5), OperatorError, "1-D and 2-D"),
+    (dict(kernel=(3, 3), num_filter=4, stride=(0, 1)), (2, 3, 5, 5), OperatorError, "stride"),
+    (dict(kernel=(3, 3), num_filter=4, pad=(1,)), (2, 3, 5, 5), OperatorError, "pad"),
+    (dict(kernel=(3, 3), num_filter=4, layout="NHWC"), (2, 3, 5, 5), OperatorError, "layout"),
+])
+def test_errors_name_the_problem(attrs, shape, err, msg):
+    op = ops.get("Convolution")
+    with pytest.raises(err, match=f"Convolution.*{msg}"):
+        op.shapes(op.parse_attrs(attrs), [shape, None, None])
+
+
+def test_weight_mismatch_is_shape_error():
+    op = ops.get("Convolution")
+    with pytest.raises(ShapeError, match="Convolution: weight"):
+        op.shapes(op.parse_attrs(dict(kernel=(3, 3), num_filter=4)), [(2, 3, 5, 5), (4, 2, 3, 3), None])

@@ -1,0 +1,131 @@
+"""The fused RNN op: MXNet's flat parameter layout, cell maths, stacking, directions, BPTT gradients."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _nn_gradcheck import check_grad, run_op  # noqa: E402
+
+from ember import ops  # noqa: E402
+from ember.base import OperatorError, ShapeError  # noqa: E402
+from ember.ops.nn_rnn import param_size  # noqa: E402
+
+rng = np.random.default_rng(9)
+
+
+def sig(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def reference_single_layer(mode, x, flat, h0, c0):
+    """One forward layer written out gate by gate from MXNet's documented layout."""
+    t, n, i = x.shape
+    h = h0.shape[-1]
+    g = {"lstm": 4, "gru": 3}[mode]
+    wx = flat[:g * h * i].reshape(g * h, i)
+    wh = flat[g * h * i:g * h * (i + h)].reshape(g * h, h)
+    bx = flat[g * h * (i + h):g * h * (i + h + 1)]
+    bh = flat[g * h * (i + h + 1):]
+    hs, hp, cp = [], h0[0], None if c0 is None else c0[0]
+    for step in range(t):
+        ax, ah = x[step] @ wx.T + bx, hp @ wh.T + bh
+        if mode == "lstm":
+            a = ax + ah
+            ig, fg, gg, og = sig(a[:, :h]), sig(a[:, h:2 * h]), np.tanh(a[:, 2 * h:3 * h]), sig(a[:, 3 * h:])
+            cp = fg * cp + ig * gg
+            hp = og * np.tanh(cp)
+        else:
+            r, z = sig(ax[:, :h] + ah[:, :h]), sig(ax[:, h:2 * h] + ah[:, h:2 * h])
+            nn = np.tanh(ax[:, 2 * h:] + r * ah[:, 2 * h:])
+            hp = (1 - z) * nn + z * hp
+        hs.append(hp)
+    return np.stack(hs), hp, cp
+
+
+def _inputs(mode, layers=1, bi=False, t=3, n=2, i=3, h=4):
+    attrs = dict(mode=mode, state_size=h, num_layers=layers, bidirectional=bi, state_outputs=True)
+    a = ops.get("RNN").parse_attrs(attrs)
+    d = 2 if bi else 1
+    ins = [rng.standard_normal((t, n, i)), rng.standard_normal(param_size(a, i)) * 0.5,
+           rng.standard_normal((layers * d, n, h))]
+    if mode == "lstm":
+        ins.append(rng.standard_normal((layers * d, n, h)))
+    return ins, attrs
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru"])
+def test_single_layer_matches_gate_reference(mode):
+    ins, attrs = _inputs(mode)
+    outs = run_op("RNN", ins, attrs)
+    ref = reference_single_layer(mode, ins[0], ins[1], ins[2], ins[3] if mode == "lstm" else None)
+    np.testing.assert_allclose(outs[0], ref[0], rtol=1e-12)
+    np.testing.assert_allclose(outs[1][0], ref[1], rtol=1e-12)
+    if mode == "lstm":
+        np.testing.assert_allclose(outs[2][0], ref[2], rtol=1e-12)
+
+
+def test_reverse_direction_runs_backwards_in_time():
+    ins, attrs = _inputs("gru", bi=True)
+    out = run_op("RNN", ins, attrs)[0]
+    a = ops.get("RNN").parse_attrs(attrs)
+    n_w = param_size(ops.get("RNN").parse_attrs(dict(attrs, bidirectional=False)), 3)
+    g, h, i = 3, 4, 3
+    w = ins[1]
+    nwx, nwh, nb = g * h * i, g * h * h, g * h
+    # reassemble the backward direction's own single-direction parameter vector
+    rev = np.concatenate([w[nwx + nwh:2 * (nwx + nwh)], w[2 * (nwx + nwh) + 2 * nb:]])
+    assert rev.size == n_w and param_size(a, 3) == 2 * n_w
+    ref = reference_single_layer("gru", ins[0][::-1], rev, ins[2][1:], None)[0][::-1]
+    np.testing.assert_allclose(out[:, :, h:], ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru", "rnn_tanh", "rnn_relu"])
+@pytest.mark.parametrize("layers,bi", [(1, False), (2, True)])
+def test_gradients_bptt(mode, layers, bi):
+    ins, attrs = _inputs(mode, layers, bi, t=3, n=2, i=2, h=2)
+    check_grad("RNN", ins, attrs, rtol=1e-4, atol=1e-6)
+
+
+def test_gradients_without_state_outputs_and_with_dropout():
+    ins, attrs = _inputs("lstm", 2, False, t=2, n=2, i=2, h=2)
+    attrs = dict(attrs, state_outputs=False, p=0.5)
+    check_grad("RNN", ins, attrs, is_train=True, seed=4)
+    out, mask = run_op("RNN", ins, attrs, is_train=True, seed=4)
+    assert mask.shape == (1, 2, 2, 2) and set(np.unique(mask)) <= {0.0, 2.0}
+    out_eval, mask_eval = run_op("RNN", ins, attrs, is_train=False)
+    np.testing.assert_array_equal(mask_eval, 1)
+
+
+def test_shapes_and_param_size():
+    op = ops.get("RNN")
+    a = op.parse_attrs({"mode": "lstm", "state_size": 8, "num_layers": 2, "bidirectional": True,
+                        "state_outputs": True})
+    ins, outs, _ = op.shapes(a, [(5, 3, 6), None, None, None])
+    expected = 2 * (4 * 8 * (6 + 8) + 2 * 4 * 8) + 2 * (4 * 8 * (16 + 8) + 2 * 4 * 8)
+    assert ins[1] == (expected,) and ins[2] == ins[3] == (4, 3, 8)
+    assert outs == [(5, 3, 16), (4, 3, 8), (4, 3, 8)]
+    assert op.visible_outputs(a) == 3
+    g = op.parse_attrs({"mode": "gru", "state_size": 8, "num_layers": 1})
+    assert op.input_names(g) == ["data", "parameters", "state"] and op.visible_outputs(g) == 1
+
+
+@pytest.mark.parametrize("attrs,shape,err,msg", [
+    ({"mode": "lstm", "state_size": 4, "num_layers": 1}, (5, 3), ShapeError, "3-D"),
+    ({"mode": "lstm", "state_size": 0, "num_layers": 1}, (5, 3, 2), OperatorError, "state_size"),
+    ({"mode": "lstm", "state_size": 4, "num_layers": 1, "projection_size": 2}, (5, 3, 2), OperatorError, "projection"),
+    ({"mode": "gru", "state_size": 4, "num_layers": 1, "p": 1.0}, (5, 3, 2), OperatorError, "dropout"),
+])
+def test_errors(attrs, shape, err, msg):
+    op = ops.get("RNN")
+    a = op.parse_attrs(attrs)
+    with pytest.raises(err, match=f"RNN.*{msg}"):
+        op.shapes(a, [shape] + [None] * (len(op.input_names(a)) - 1))
+
+
+def test_wrong_parameter_vector_length():
+    op = ops.get("RNN")
+    a = op.parse_attrs({"mode": "gru", "state_size": 4, "num_layers": 1})
+    with pytest.raises(ShapeError, match="RNN: parameters"):
+        op.shapes(a, [(5, 3, 2), (10,), None])
