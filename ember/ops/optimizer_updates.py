@@ -1,0 +1,220 @@
+"""Fused optimizer updates with MXNet 1.9's names, attributes and formulas.
+
+Each op returns the updated weight (call it with ``out=weight`` to update in place, as
+MXNet's optimizers do: in-place pair (0, 0)) and updates its state inputs (momentum,
+mean/var, ...) in place (`mutates`).  Common attributes: lr, wd, rescale_grad and
+clip_gradient (>= 0 clips the rescaled gradient to [-c, c]; negative means no clipping;
+note that 0 clips everything to 0, as in MXNet).  adam_update does no bias correction:
+the Python optimizer folds it into lr.
+
+Verified against MXNet 1.9.1 results (tests/ops/fixtures).  One deliberate difference: MXNet's
+nag_mom_update called with out=weight computes the momentum from the already-updated weight
+(an aliasing artefact); here the momentum always uses the weight as given.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Sequence
+
+import numpy as np
+
+from ..base import DTypeError
+from ._common import same_shape
+from .registry import Attr, OpDef, register
+
+_COMMON = {
+    "lr": Attr("float", doc="learning rate"),
+    "wd": Attr("float", 0.0, doc="weight decay"),
+    "rescale_grad": Attr("float", 1.0, doc="gradient multiplier"),
+    "clip_gradient": Attr("float", -1.0, doc="clip the rescaled gradient to [-c, c] when c >= 0"),
+}
+
+
+def _clip(xp, g, c):
+    return xp.clip(g, -c, c) if c >= 0 else g
+
+
+def _grad(xp, a, g, w=None, wd_in_grad=False):
+    """rescale_grad * g (+ wd * w when wd joins the gradient before clipping), then clipped."""
+    r = a["rescale_grad"] * g
+    if wd_in_grad:
+        r = r + a["wd"] * w
+    return _clip(xp, r, a["clip_gradient"])
+
+
+def _sgd(xp, a, w, g, states):
+    return (1 - a["lr"] * a["wd"]) * w - a["lr"] * _grad(xp, a, g)
+
+
+def _sgd_mom(xp, a, w, g, states):
+    (mom,) = states
+    new_mom = a["momentum"] * mom - a["lr"] * a["wd"] * w - a["lr"] * _grad(xp, a, g)
+    mom[...] = new_mom
+    return w + new_mom
+
+
+def _nag_mom(xp, a, w, g, states):
+    (mom,) = states
+    r = _clip(xp, a["rescale_grad"] * g, a["clip_gradient"]) + a["wd"] * w
+    mom[...] = a["momentum"] * mom - a["lr"] * r
+    return w + a["momentum"] * mom - a["lr"] * r
+
+
+def _adam(xp, a, w, g, states):
+    mean, var = states
+    r = _grad(xp, a, g, w, wd_in_grad=True)
+    mean[...] = a["beta1"] * mean + (1 - a["beta1"]) * r
+    var[...] = a["beta2"] * var + (1 - a["beta2"]) * r * r
+    return w - a["lr"] * mean / (xp.sqrt(var) + a["epsilon"])
+
+
+def _clip_weights(xp, a, w):
+    c = a["clip_weights"]
+    return xp.clip(w, -c, c) if c >= 0 else w
+
+
+def _rmsprop(xp, a, w, g, states):
+    (n,) = states
+    r = _grad(xp, a, g, w, wd_in_grad=True)
+    n[...] = (1 - a["gamma1"]) * r * r + a["gamma1"] * n
+    return _clip_weights(xp, a, w - a["lr"] * r / xp.sqrt(n + a["epsilon"]))
+
+
+def _rmspropalex(xp, a, w, g, states):
+    n, gs, delta = states
+    r = _grad(xp, a, g, w, wd_in_grad=True)
+    n[...] = (1 - a["gamma1"]) * r * r + a["gamma1"] * n
+    gs[...] = (1 - a["gamma1"]) * r + a["gamma1"] * gs
+    delta[...] = a["gamma2"] * delta - a["lr"] * r / xp.sqrt(n - gs * gs + a["epsilon"])
+    return _clip_weights(xp, a, w + delta)
+
+
+def _adagrad(xp, a, w, g, states):
+    (hist,) = states
+    r = _grad(xp, a, g)
+    hist += r * r
+    return w - a["lr"] * (r / (xp.sqrt(hist) + a["epsilon"]) + a["wd"] * w)
+
+
+def _ftrl(xp, a, w, g, states):
+    z, n = states
+    r = _grad(xp, a, g)
+    z += r - (xp.sqrt(n + r * r) - xp.sqrt(n)) * w / a["lr"]
+    n += r * r
+    l1 = a["lamda1"]
+    return (xp.sign(z) * l1 - z) / ((a["beta"] + xp.sqrt(n)) / a["lr"] + a["wd"]) * (xp.abs(z) > l1)
+
+
+def _signsgd(xp, a, w, g, states):
+    return (1 - a["lr"] * a["wd"]) * w - a["lr"] * xp.sign(g)
+
+
+def _signum(xp, a, w, g, states):
+    (mom,) = states
+    m = a["momentum"]
+    mom[...] = m * mom - (1 - m) * a["wd"] * w - (1 - m) * _grad(xp, a, g)
+    return (1 - a["lr"] * a["wd_lh"]) * w + a["lr"] * xp.sign(mom)
+
+
+def _ftml(xp, a, w, g, states):
+    d, v, z = states
+    t, b1, b2 = a["t"], a["beta1"], a["beta2"]
+    r = _clip(xp, a["rescale_grad"] * g + a["wd"] * w, a["clip_grad"])
+    v[...] = b2 * v + (1 - b2) * r * r
+    d_t = (1 - b1 ** t) / a["lr"] * (xp.sqrt(v / (1 - b2 ** t)) + a["epsilon"])
+    z[...] = b1 * z + (1 - b1) * r - (d_t - b1 * d) * w
+    d[...] = d_t
+    return -z / d_t
+
+
+# name: (formula, state input names, extra attributes, aliases)
+_UPDATES: Dict[str, tuple] = {
+    "sgd_update": (_sgd, [], {"lazy_update": Attr("bool", True)}, []),
+    "sgd_mom_update": (_sgd_mom, ["mom"], {"momentum": Attr("float", 0.0), "lazy_update": Attr("bool", True)}, []),
+    "nag_mom_update": (_nag_mom, ["mom"], {"momentum": Attr("float", 0.0)}, []),
+    "adam_update": (_adam, ["mean", "var"], {"beta1": Attr("float", 0.9), "beta2": Attr("float", 0.999),
+                                             "epsilon": Attr("float", 1e-8), "lazy_update": Attr("bool", True)}, []),
+    "rmsprop_update": (_rmsprop, ["n"], {"gamma1": Attr("float", 0.95), "epsilon": Attr("float", 1e-8),
+                                         "clip_weights": Attr("float", -1.0)}, []),
+    "rmspropalex_update": (_rmspropalex, ["n", "g", "delta"],
+                           {"gamma1": Attr("float", 0.95), "gamma2": Attr("float", 0.9),
+                            "epsilon": Attr("float", 1e-8), "clip_weights": Attr("float", -1.0)}, []),
+    "_sparse_adagrad_update": (_adagrad, ["history"], {"epsilon": Attr("float", 1e-7)}, ["adagrad_update"]),
+    "ftrl_update": (_ftrl, ["z", "n"], {"lamda1": Attr("float", 0.01), "beta": Attr("float", 1.0)}, []),
+    "signsgd_update": (_signsgd, [], {}, []),
+    "signum_update": (_signum, ["mom"], {"momentum": Attr("float", 0.0), "wd_lh": Attr("float", 0.0)}, []),
+    "ftml_update": (_ftml, ["d", "v", "z"], {"beta1": Attr("float", 0.6), "beta2": Attr("float", 0.999),
+                                             "epsilon": Attr("float", 1e-8), "t": Attr("int"),
+                                             "clip_grad": Attr("float", -1.0)}, []),
+}
+
+
+def _kernel(formula: Callable) -> Callable:
+    def kernel(ctx, attrs, inputs, outputs, aux):
+        w, g = inputs[0], inputs[1]
+        new_w = formula(ctx.xp, attrs, w, g, inputs[2:])  # states are updated in place by the formula
+        outputs[0][...] = new_w
+    return kernel
+
+
+def _attrs_for(name: str, extra: Dict[str, Attr]) -> Dict[str, Attr]:
+    attrs = dict(_COMMON)
+    if name == "ftml_update":  # ftml names its clipping attribute clip_grad
+        attrs.pop("clip_gradient")
+    attrs.update(extra)
+    return attrs
+
+
+def _float_weights(op: str, names: Sequence[str]):
+    def infer(attrs, in_dtypes):
+        dt = next((d for d in in_dtypes if d is not None), None)
+        for n, d in zip(names, in_dtypes):
+            if d is not None and np.dtype(d) != np.dtype(dt):
+                raise DTypeError(f"{op}: {n} has dtype {np.dtype(d).name} but {names[0]} is {np.dtype(dt).name}")
+        if dt is not None and np.dtype(dt).kind != "f":
+            raise DTypeError(f"{op}: floating point weights expected, got {np.dtype(dt).name}")
+        return [dt] * len(in_dtypes), [dt]
+    return infer
+
+
+for _name, (_formula, _states, _extra, _aliases) in _UPDATES.items():
+    _inputs = ["weight", "grad"] + _states
+    register(OpDef(name=_name, attrs=_attrs_for(_name, _extra), inputs=_inputs, outputs=["output"],
+                   infer_shape=same_shape(_name, names=_inputs), infer_type=_float_weights(_name, _inputs),
+                   kernels={"any": _kernel(_formula)}, inplace=[(0, 0)],
+                   mutates=list(range(2, len(_inputs))), aliases=_aliases,
+                   doc=f"{_name}: the updated weight; states ({', '.join(_states) or 'none'}) updated in place."))
+
+
+# -- multi-precision SGD: the master copy weight32 (float32) is updated, weight gets its cast ----------
+def _mp_types(op: str, names: List[str]):
+    def infer(attrs, in_dtypes):
+        w = in_dtypes[0]
+        ins = list(in_dtypes)
+        for i, n in enumerate(names[2:], start=2):
+            if ins[i] is not None and np.dtype(ins[i]) != np.float32:
+                raise DTypeError(f"{op}: {n} must be float32, got {np.dtype(ins[i]).name}")
+            ins[i] = np.dtype(np.float32)
+        if w is not None and ins[1] is None:
+            ins[1] = w
+        return ins, [w]
+    return infer
+
+
+def _mp_kernel(formula: Callable) -> Callable:
+    def kernel(ctx, attrs, inputs, outputs, aux):
+        g = inputs[1].astype(np.float32)
+        w32 = inputs[-1]
+        w32[...] = formula(ctx.xp, attrs, w32, g, inputs[2:-1])
+        outputs[0][...] = w32
+    return kernel
+
+
+for _name, _formula, _states, _extra in (
+        ("mp_sgd_update", _sgd, [], {"lazy_update": Attr("bool", True)}),
+        ("mp_sgd_mom_update", _sgd_mom, ["mom"], {"momentum": Attr("float", 0.0), "lazy_update": Attr("bool", True)})):
+    _inputs = ["weight", "grad"] + _states + ["weight32"]
+    register(OpDef(name=_name, attrs=_attrs_for(_name, _extra), inputs=_inputs, outputs=["output"],
+                   infer_shape=same_shape(_name, names=_inputs), infer_type=_mp_types(_name, _inputs),
+                   kernels={"any": _mp_kernel(_formula)}, inplace=[(0, 0)],
+                   mutates=list(range(2, len(_inputs))),
+                   doc=f"{_name}: float32 master weights updated in place; returns them cast to weight's dtype."))
