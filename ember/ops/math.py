@@ -10,8 +10,10 @@ import math
 
 import numpy as np
 
+from ..base import OperatorError
 from ._common import no_gradient
 from ._unary import expr_kernel, register_unary, ufunc_kernel
+from .registry import Attr
 
 try:  # scipy gives exact erf/gamma; without it, the math module (per element) is the fallback
     from scipy import special as _special  # type: ignore
@@ -128,3 +130,20 @@ for _name, (_kernel, _deriv) in _OPS.items():
         register_unary(_name, _kernel, None, gradient=no_gradient(1), doc=_FLOAT_ONLY_DOC.get(_name, f"{_name}(x)"))
     else:
         register_unary(_name, _kernel, _deriv, doc=f"{_name}(x), elementwise")
+
+
+# -- clip ------------------------------------------------------------------------------------
+def _clip_kernel(ctx, attrs, inputs, outputs, aux):
+    x = inputs[0]
+    lo, hi = attrs["a_min"], attrs["a_max"]
+    if lo > hi:
+        raise OperatorError(f"clip: a_min ({lo}) must be <= a_max ({hi})")
+    if x.dtype.kind != "f":
+        lo, hi = x.dtype.type(lo), x.dtype.type(hi)
+    ctx.xp.clip(x, lo, hi, out=outputs[0])
+
+
+register_unary("clip", _clip_kernel,
+               lambda xp, x, y, a: (x >= a["a_min"]) & (x <= a["a_max"]),
+               attrs={"a_min": Attr("float"), "a_max": Attr("float")},
+               doc="x limited to [a_min, a_max]; the gradient passes where a_min <= x <= a_max.")

@@ -92,3 +92,18 @@ def test_inplace_kernel():
     want = np.log(x)
     ops.get("log").kernel("cpu")(ops.OpContext(np), {}, [x], [x], [])
     np.testing.assert_allclose(x, want, rtol=1e-6)
+
+
+def test_clip():
+    x = np.array([-2.0, -0.5, 0.0, 0.7, 3.0])
+    np.testing.assert_array_equal(run("clip", [x], {"a_min": -1, "a_max": 1}), np.clip(x, -1, 1))
+    check_grad("clip", [x], {"a_min": -1, "a_max": 1})
+    xi = np.array([-3, 0, 5], np.int32)
+    out = run("clip", [xi], {"a_min": -1.5, "a_max": 2.5})
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, [-1, 0, 2])
+    from ember.base import OperatorError
+    with pytest.raises(OperatorError, match=r"clip: a_min \(2.0\) must be <= a_max \(1.0\)"):
+        run("clip", [x], {"a_min": 2, "a_max": 1})
+    with pytest.raises(OperatorError, match="clip: required attribute 'a_min'"):
+        ops.get("clip").parse_attrs({"a_max": 1})
