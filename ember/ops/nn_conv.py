@@ -57,8 +57,33 @@ def im2col(xp, x, geo: Geometry, group: int):
     return win.transpose(1, 2, 3, 0, 4, 5).reshape(cg * geo.kernel[0] * geo.kernel[1], n * oh * ow)
 
 
+def _is_depthwise(x_channels: int, w, geo: Geometry) -> bool:
+    """One input and one output channel per group: the GEMM would be 1 x K, so use taps instead."""
+    return geo.groups > 1 and geo.groups == x_channels == w.shape[0] and w.shape[1] == 1
+
+
+def _taps(geo: Geometry, oh: int, ow: int):
+    """(i, j, index into the padded input) for every kernel position."""
+    (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.stride, geo.dilate
+    for i in range(kh):
+        for j in range(kw):
+            yield i, j, (slice(None), slice(None), slice(i * dh, i * dh + sh * (oh - 1) + 1, sh),
+                         slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
+
+
+def _depthwise_forward(xp, x, w, geo: Geometry, out) -> None:
+    xpad = _pad_or_crop(xp, x, geo.pad_before, geo.pad_after)
+    acc = xp.zeros(out.shape, dtype=out.dtype)
+    for i, j, idx in _taps(geo, *out.shape[2:]):
+        acc += xpad[idx] * w[:, 0, i, j].reshape(1, -1, 1, 1)
+    out[...] = acc
+
+
 def conv_forward(xp, x, w, geo: Geometry, out) -> None:
     """out (N, F, OH, OW) = conv(x (N, C, H, W), w (F, C/g, kh, kw)), no bias."""
+    if _is_depthwise(x.shape[1], w, geo):
+        _depthwise_forward(xp, x, w, geo, out)
+        return
     n = x.shape[0]
     f = w.shape[0]
     fg = f // geo.groups
@@ -80,6 +105,12 @@ def conv_backward_data(xp, dy, w, geo: Geometry, x_shape, out) -> None:
     # padded canvas large enough for every window and for the cropped result
     hp, wp = max(h + pt + pb, pt + h), max(wd + pl + pr, pl + wd)
     hp, wp = max(hp, (oh - 1) * sh + (kh - 1) * dh + 1), max(wp, (ow - 1) * sw + (kw - 1) * dw + 1)
+    if _is_depthwise(c, w, geo):
+        canvas = xp.zeros((n, c, hp, wp), dtype=out.dtype)
+        for i, j, idx in _taps(geo, oh, ow):
+            canvas[idx] += dy * w[:, 0, i, j].reshape(1, -1, 1, 1)
+        out[...] = canvas[:, :, pt:pt + h, pl:pl + wd]
+        return
     for g in range(geo.groups):
         dyg = dy[:, g * fg:(g + 1) * fg].transpose(1, 0, 2, 3).reshape(fg, n * oh * ow)
         cols = xp.matmul(w[g * fg:(g + 1) * fg].reshape(fg, -1).T, dyg).reshape(cg, kh, kw, n, oh, ow)
@@ -93,6 +124,11 @@ def conv_backward_data(xp, dy, w, geo: Geometry, x_shape, out) -> None:
 
 def conv_backward_weight(xp, x, dy, geo: Geometry, out) -> None:
     """out (F, C/g, kh, kw) = gradient of conv w.r.t. its weight."""
+    if _is_depthwise(x.shape[1], out, geo):
+        xpad = _pad_or_crop(xp, x, geo.pad_before, geo.pad_after)
+        for i, j, idx in _taps(geo, *dy.shape[2:]):
+            out[:, 0, i, j] = xp.einsum("ncyx,ncyx->c", xpad[idx], dy)
+        return
     n = x.shape[0]
     f = dy.shape[1]
     fg = f // geo.groups

@@ -139,3 +139,14 @@ def test_weight_mismatch_is_shape_error():
     op = ops.get("Convolution")
     with pytest.raises(ShapeError, match="Convolution: weight"):
         op.shapes(op.parse_attrs(dict(kernel=(3, 3), num_filter=4)), [(2, 3, 5, 5), (4, 2, 3, 3), None])
+
+
+@pytest.mark.parametrize("stride,pad,dilate", [((1, 1), (1, 1), (1, 1)), ((2, 1), (0, 2), (2, 1))])
+def test_depthwise_matches_reference_and_gradients(stride, pad, dilate):
+    x, w = rng.standard_normal((2, 3, 7, 6)), rng.standard_normal((3, 1, 3, 2))
+    attrs = dict(kernel=(3, 2), num_filter=3, num_group=3, stride=stride, pad=pad, dilate=dilate, no_bias=True)
+    np.testing.assert_allclose(run_op("Convolution", [x, w], attrs)[0],
+                               conv_reference(x, w, stride, pad, dilate, 3), rtol=1e-10, atol=1e-10)
+    check_grad("Convolution", [x[:1, :, :5, :4], w], attrs)
+    check_grad("Deconvolution", [x[:1, :, :3, :3], w], dict(attrs, adj=(0, 0)) if stride == (1, 1) else
+               dict(attrs, pad=(0, 1)))

@@ -1,0 +1,84 @@
+"""Convolution forward speed against the machine's numpy GEMM rate (same FLOP count).
+
+    python bench/conv.py [--repeat N] [--backward]
+
+Prints one JSON line per layer: conv forward GFLOP/s through the registry kernel,
+numpy GEMM GFLOP/s for the matching (F, K) @ (K, N*OH*OW) product, and their ratio.
+Timings are the best of N runs (the machine is shared, best-of filters interference).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from ember import ops  # noqa: E402
+from ember.ops import OpContext  # noqa: E402
+
+LAYERS = [  # name, (N, C, H, W), num_filter, kernel, stride, pad, groups
+    ("lenet_conv1", (64, 1, 28, 28), 20, (5, 5), (1, 1), (0, 0), 1),
+    ("lenet_conv2", (64, 20, 12, 12), 50, (5, 5), (1, 1), (0, 0), 1),
+    ("resnet_stem", (8, 3, 64, 64), 64, (7, 7), (2, 2), (3, 3), 1),
+    ("resnet_3x3_64", (8, 64, 16, 16), 64, (3, 3), (1, 1), (1, 1), 1),
+    ("resnet_3x3_128", (8, 128, 8, 8), 128, (3, 3), (1, 1), (1, 1), 1),
+    ("resnet_3x3_256_s2", (8, 128, 8, 8), 256, (3, 3), (2, 2), (1, 1), 1),
+    ("mobilenet_dw", (8, 64, 32, 32), 64, (3, 3), (1, 1), (1, 1), 64),
+]
+
+
+def best_time(fn, repeat: int) -> float:
+    fn()  # warm up (allocations, BLAS threads)
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--backward", action="store_true", help="also time _backward_Convolution")
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    conv = ops.get("Convolution")
+    bwd = ops.get("_backward_Convolution")
+    ctx = OpContext(np)
+    for name, dshape, f, kernel, stride, pad, groups in LAYERS:
+        attrs = conv.parse_attrs(dict(kernel=kernel, num_filter=f, stride=stride, pad=pad, num_group=groups))
+        x = rng.standard_normal(dshape, dtype=np.float32)
+        ins, outs, _ = conv.shapes(attrs, [dshape, None, None])
+        w = rng.standard_normal(ins[1], dtype=np.float32)
+        b = rng.standard_normal(ins[2], dtype=np.float32)
+        out = np.empty(outs[0], np.float32)
+        n, _, oh, ow = outs[0]
+        k = ins[1][1] * kernel[0] * kernel[1]
+        flops = 2.0 * n * f * k * oh * ow
+        kern = conv.kernel("cpu")
+        t_conv = best_time(lambda: kern(ctx, attrs, [x, w, b], [out], []), args.repeat)
+        # the same FLOP count as one dense GEMM (grouped layers: groups GEMMs of (F/g, K) @ (K, N*P))
+        a = rng.standard_normal((f // groups, k), dtype=np.float32)
+        bm = rng.standard_normal((k, n * oh * ow), dtype=np.float32)
+        t_gemm = best_time(lambda: [a @ bm for _ in range(groups)], args.repeat)
+        row = {"layer": name, "data": dshape, "num_filter": f, "kernel": kernel, "stride": stride,
+               "groups": groups, "gflop": round(flops / 1e9, 4),
+               "conv_fwd_gflops": round(flops / t_conv / 1e9, 2), "numpy_gemm_gflops": round(flops / t_gemm / 1e9, 2),
+               "fraction_of_gemm": round(t_gemm / t_conv, 3), "conv_fwd_ms": round(t_conv * 1e3, 3)}
+        if args.backward:
+            dy = rng.standard_normal(outs[0], dtype=np.float32)
+            grads = [np.empty(ins[0], np.float32), np.empty(ins[1], np.float32), np.empty(ins[2], np.float32)]
+            bk = bwd.kernel("cpu")
+            t_b = best_time(lambda: bk(ctx, attrs, [dy, x, w], grads, []), max(3, args.repeat // 3))
+            row["conv_bwd_gflops"] = round(2 * flops / t_b / 1e9, 2)
+            row["conv_bwd_ms"] = round(t_b * 1e3, 3)
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
