@@ -7,6 +7,7 @@ from . import base  # noqa: F401
 from .base import EmberError, MXNetError  # noqa: F401
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401
 from . import engine  # noqa: F401
+from . import memory  # noqa: F401  (storage managers: mx.memory.stats())
 from . import ops  # noqa: F401
 from . import ndarray  # noqa: F401,E402
 from . import ndarray as nd  # noqa: F401,E402
