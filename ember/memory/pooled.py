@@ -48,7 +48,7 @@ class PooledManager:
         # Only what the hit/release fast paths must update is counted there; cached
         # bytes and live reserved bytes are derived from the free lists in stats().
         self._in_use = 0          # requested bytes of live blocks
-        self._reserved = 0        # size-class bytes obtained from the system and not yet given back
+        self._reserved = 0        # bytes of class blocks and segments obtained from the system
         self._pending = 0         # bytes being allocated from the system right now
         self._peak = 0
         self._frees = 0
@@ -150,7 +150,7 @@ class PooledManager:
 
     def _try_allocate(self, size: int):
         # `_pending` counts bytes being allocated right now, so concurrent misses
-        # cannot together overshoot limit_bytes; _alloc_fresh moves them to live.
+        # cannot together overshoot limit_bytes; the caller moves them to _reserved.
         with self._lock:
             if self.limit_bytes is not None:
                 reserved = self._reserved + self._pending
@@ -165,7 +165,7 @@ class PooledManager:
             raise
 
     def release(self, block: Block) -> None:
-        """Put `block` back in the free list of its size class."""
+        """Put `block` back in its size class's free list (large blocks: back into their segment)."""
         self._acquire()
         try:
             if block.manager is not self or not block.live:
