@@ -114,6 +114,18 @@ def matmul_into(xp, a, b, out) -> None:
         out[...] = xp.matmul(a, b).reshape(out.shape)
 
 
+def scatter_add(xp, target, index, values) -> None:
+    """target[index] += values with repeated indices accumulating (numpy's add.at, cupyx on GPU)."""
+    if xp is np:
+        np.add.at(target, index, values)
+        return
+    try:
+        import cupyx  # type: ignore
+        cupyx.scatter_add(target, index, values)
+    except ImportError:  # pragma: no cover - another array module with ufunc.at
+        xp.add.at(target, index, values)
+
+
 # -- gradients through F ---------------------------------------------------------
 def call_op(F, name: str, arrays: Sequence, attrs: dict, n_out: int) -> List:
     """Call registry op `name` through `F` and return its outputs as a list of `n_out` entries."""

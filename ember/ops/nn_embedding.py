@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import OperatorError
-from ._nn_util import backward_via, known, merge
+from ._nn_util import backward_via, known, merge, scatter_add
 from .registry import Attr, OpDef, as_dtype, register
 
 _ATTRS = {
@@ -56,7 +56,7 @@ def _backward(ctx, attrs, inputs, outputs, aux):
     dw = outputs[0]
     dw[...] = 0
     idx = _indices(xp, data, attrs["input_dim"]).reshape(-1)
-    xp.add.at(dw, idx, dy.reshape(-1, attrs["output_dim"]).astype(dw.dtype, copy=False))
+    scatter_add(xp, dw, idx, dy.reshape(-1, attrs["output_dim"]).astype(dw.dtype, copy=False))
 
 
 register(OpDef(
