@@ -14,7 +14,7 @@ import numpy as np
 from ..base import ShapeError
 from ._common import as_scalar, broadcast_shape, known, no_gradient, same_shape, same_type, sum_to, via
 from ._unary import register_unary
-from .registry import Attr, OpDef, register
+from .registry import Attr, OpDef, get, register
 
 _BIN_INPUTS = ["lhs", "rhs"]
 
@@ -54,8 +54,7 @@ def _mod_kernel(ctx, attrs, inputs, outputs, aux):
 
 
 def _power_kernel(ctx, attrs, inputs, outputs, aux):
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ctx.xp.power(inputs[0], inputs[1], out=outputs[0])
+    ctx.xp.power(inputs[0], inputs[1], out=outputs[0])
 
 
 # -- derivatives (at the broadcast shape) -------------------------------------------------
@@ -169,13 +168,22 @@ for _name, (_kernel, _deriv) in _ARITH.items():
                    ["broadcast_minus"] if _name == "sub" else [],
                    doc=f"Elementwise {_name} with numpy-style broadcasting."))
 
-# elemwise_* : same shapes required (no broadcasting); gradients reuse the broadcast backward ops
+def _same_kernel_as(target: OpDef) -> Callable:
+    """A kernel running `target`'s current kernel, so overriding broadcast_add changes every tensor add."""
+    def kernel(ctx, attrs, inputs, outputs, aux):
+        target.kernel("cpu" if ctx.xp is np else "gpu")(ctx, attrs, inputs, outputs, aux)
+    kernel.__doc__ = f"Runs {target.name}'s kernel (looked up at each call)."
+    return kernel
+
+
+# elemwise_* : same shapes required (no broadcasting); they compute with the broadcast_* kernels
+# (mx.sym's `a + b` is elemwise_add, mx.nd's is broadcast_add) and reuse their backward ops
 for _name in ("add", "sub", "mul", "div"):
     _op = f"elemwise_{_name}"
     register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"],
                    infer_shape=same_shape(_op, names=_BIN_INPUTS),
                    infer_type=same_type(_op, names=_BIN_INPUTS),
-                   kernels={"any": _ARITH[_name][0]},
+                   kernels={"any": _same_kernel_as(get(f"broadcast_{_name}"))},
                    gradient=_binary_grad(f"_backward_broadcast_{_name}"),
                    inplace=[(0, 0), (1, 0)],
                    aliases=["_add", "_plus", "_Plus"] if _name == "add" else
@@ -212,14 +220,6 @@ def _scalar_kernel(ufunc: str, reverse: bool = False) -> Callable:
             fn = np_fn if ctx.xp is np else getattr(ctx.xp, ufunc)
             fn(x, s if x.dtype.kind == "f" else x.dtype.type(s), out=outputs[0], casting="unsafe")
     return kernel
-
-
-def _quiet(kernel: Callable) -> Callable:
-    """Kernel run with division/invalid warnings off (MXNet returns inf/nan silently)."""
-    def quiet_kernel(ctx, attrs, inputs, outputs, aux):
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            kernel(ctx, attrs, inputs, outputs, aux)
-    return quiet_kernel
 
 
 def _mod_scalar(ctx, attrs, inputs, outputs, aux):
@@ -263,18 +263,18 @@ register_unary("_rminus_scalar", _scalar_kernel("subtract", True), None, _SCALAR
                doc="scalar - x")
 register_unary("_mul_scalar", _scalar_kernel("multiply"), None, _SCALAR, gradient=_mul_scalar_grad,
                doc="x * scalar")
-register_unary("_div_scalar", _quiet(_scalar_kernel("divide")), None, _SCALAR, gradient=_div_scalar_grad,
+register_unary("_div_scalar", _scalar_kernel("divide"), None, _SCALAR, gradient=_div_scalar_grad,
                doc="x / scalar")
-register_unary("_rdiv_scalar", _quiet(_scalar_kernel("divide", True)),
+register_unary("_rdiv_scalar", _scalar_kernel("divide", True),
                _errs(lambda xp, x, y, a: -y / x), _SCALAR, doc="scalar / x")
 register_unary("_mod_scalar", _mod_scalar, lambda xp, x, y, a: xp.ones_like(x), _SCALAR,
                doc="x mod scalar (sign of the divisor; 0 for a zero divisor)")
 register_unary("_rmod_scalar", _rmod_scalar,
                _errs(lambda xp, x, y, a: -xp.floor(a["scalar"] / x)), _SCALAR, doc="scalar mod x")
-register_unary("_power_scalar", _quiet(_scalar_kernel("power")),
+register_unary("_power_scalar", _scalar_kernel("power"),
                _errs(lambda xp, x, y, a: a["scalar"] * xp.power(x, a["scalar"] - 1)), _SCALAR,
                doc="x ** scalar")
-register_unary("_rpower_scalar", _quiet(_scalar_kernel("power", True)),
+register_unary("_rpower_scalar", _scalar_kernel("power", True),
                _errs(lambda xp, x, y, a: y * np.log(a["scalar"])), _SCALAR, doc="scalar ** x")
 register_unary("_maximum_scalar", _scalar_kernel("maximum"),
                lambda xp, x, y, a: x >= a["scalar"], _SCALAR, doc="max(x, scalar)")
