@@ -6,7 +6,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from .. import engine
-from ..base import ContextError
+from ..base import EmberError
 from ..context import Context, current_context
 from . import storage
 from .copying import push_fill
@@ -43,8 +43,14 @@ def _shape(shape) -> tuple:
     return shape
 
 
-def empty(shape, ctx=None, dtype=None) -> NDArray:
+def _check_stype(stype) -> None:
+    if stype not in (None, "default"):
+        raise EmberError(f"storage type {stype!r} is not supported by ember (only 'default', dense)")
+
+
+def empty(shape, ctx=None, dtype=None, stype=None) -> NDArray:
     """An uninitialised array."""
+    _check_stype(stype)
     data, chunk = storage.alloc(_shape(shape), _dtype(dtype), _ctx(ctx))
     return NDArray(data, chunk)
 
@@ -59,13 +65,15 @@ def full(shape, val, ctx=None, dtype=None, out: Optional[NDArray] = None) -> NDA
     return out
 
 
-def zeros(shape, ctx=None, dtype=None, **kwargs) -> NDArray:
+def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs) -> NDArray:
     """An array of zeros (float32 unless `dtype` says otherwise)."""
+    _check_stype(stype)
     return full(shape, 0, ctx, dtype, kwargs.get("out"))
 
 
-def ones(shape, ctx=None, dtype=None, **kwargs) -> NDArray:
+def ones(shape, ctx=None, dtype=None, stype=None, **kwargs) -> NDArray:
     """An array of ones."""
+    _check_stype(stype)
     return full(shape, 1, ctx, dtype, kwargs.get("out"))
 
 

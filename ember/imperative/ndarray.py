@@ -263,6 +263,8 @@ class NDArray:
         if autograd_state.needs_record(self):
             return _call("Reshape", (self,), {"shape": shape, "reverse": reverse})
         new_shape = mxnet_reshape(self.shape, shape, reverse)
+        if not self._data.flags.c_contiguous:  # foreign (wrapped/DLPack) strided data: no view possible
+            return _call("Reshape", (self,), {"shape": new_shape})
         return NDArray(self._data.reshape(new_shape), self._chunk)
 
     def reshape_like(self, other: "NDArray") -> "NDArray":

@@ -48,7 +48,7 @@ def _release_later(block, var, owns_var: bool) -> None:
     # The release op writes the var, so it runs after every op already pushed on it.
     if block is not None:
         release = _memory_api().release
-        engine.push(lambda: release(block), write=(var,), name="release_storage")
+        engine.push(lambda: release(block), write=(var,), name="release_storage", inline=True)
     if owns_var:
         var.delete()
 
