@@ -67,3 +67,61 @@ def mark_variables(variables, gradients, grad_reqs="write") -> None:
     for v, g, r in zip(variables, gradients, reqs):
         _state.mark_variable(v, g, r)
 
+
+
+class Function:
+    """A user-defined differentiable function (MXNet's `autograd.Function`).
+
+    Subclass it with `forward(*inputs)` and `backward(*output_grads)` on NDArrays; call
+    `save_for_backward(*arrays)` in forward to keep values for backward (`self.saved_tensors`).
+    Forward runs with recording paused; when recording, the call is taped as one node whose
+    gradient is `backward`.
+    """
+
+    def __init__(self):
+        self._used = False
+        self.saved_tensors = ()
+
+    def save_for_backward(self, *args) -> None:
+        self.saved_tensors = args
+
+    def forward(self, *inputs):
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def backward(self, *output_grads):
+        raise NotImplementedError(f"{type(self).__name__} must define backward()")
+
+    def __call__(self, *inputs):
+        if self._used:
+            raise AutogradError(f"{type(self).__name__}: each Function instance can be called only once; "
+                                "create a new instance per call")
+        self._used = True
+        for x in inputs:
+            if not isinstance(x, NDArray):
+                raise TypeError(f"{type(self).__name__}: inputs must be NDArrays, got {type(x).__name__}")
+        with pause(train_mode=is_training()):
+            outputs = self.forward(*inputs)
+        single = isinstance(outputs, NDArray)
+        outs = [outputs] if single else list(outputs)
+        if is_recording() and any(x._ag is not None for x in inputs):
+            _record_function(self, list(inputs), outs)
+        return outputs
+
+
+def _record_function(fn: Function, inputs, outputs) -> None:
+    from .ops.registry import OpDef
+
+    def gradient(F, attrs, ins, outs, out_grads):
+        grads = fn.backward(*out_grads)
+        grads = [grads] if isinstance(grads, NDArray) else list(grads)
+        if len(grads) != len(ins):
+            raise AutogradError(f"{type(fn).__name__}.backward returned {len(grads)} gradients for "
+                                f"{len(ins)} inputs")
+        return grads
+
+    # an unregistered OpDef: it only carries the gradient for this one taped call
+    opdef = OpDef(name=f"Function:{type(fn).__name__}", inputs=[f"in{i}" for i in range(len(inputs))],
+                  outputs=[f"out{i}" for i in range(len(outputs))], gradient=gradient)
+    node = _state.Node(opdef, {}, inputs, [(o._data, o._chunk) for o in outputs], is_training())
+    for i, o in enumerate(outputs):
+        o._ag = _state.Entry(node, i)

@@ -233,3 +233,30 @@ def test_slicing_while_recording_flows_gradients():
     want[1:3] += 2
     want[0] += 2 * 2 * x0[0]
     np.testing.assert_allclose(x.grad.asnumpy(), want, rtol=1e-5)
+
+
+def test_custom_function_gradient():
+    class Sigmoid(autograd.Function):
+        def forward(self, x):
+            y = 1 / (1 + mx.nd.exp(-x))
+            self.save_for_backward(y)
+            return y
+
+        def backward(self, dy):
+            (y,) = self.saved_tensors
+            return dy * y * (1 - y)
+
+    if not mx.ops.exists("exp"):
+        pytest.skip("the ops library has no 'exp' yet")
+    x0 = np.array([-1.0, 0.0, 2.0])
+    x = mx.nd.array(x0, dtype="float64")
+    x.attach_grad()
+    with autograd.record():
+        z = Sigmoid()(x) * 2
+    z.backward()
+    s = 1 / (1 + np.exp(-x0))
+    np.testing.assert_allclose(x.grad.asnumpy(), 2 * s * (1 - s), rtol=1e-6)
+    f = Sigmoid()
+    f(x)
+    with pytest.raises(mx.base.EmberError, match="only once"):
+        f(x)
