@@ -186,10 +186,31 @@ for _name in ("add", "sub", "mul", "div"):
                    kernels={"any": _same_kernel_as(get(f"broadcast_{_name}"))},
                    gradient=_binary_grad(f"_backward_broadcast_{_name}"),
                    inplace=[(0, 0), (1, 0)],
-                   aliases=["_add", "_plus", "_Plus"] if _name == "add" else
+                   aliases=["_add", "_plus", "_Plus", "_grad_add"] if _name == "add" else
                    ["_sub", "_minus", "_Minus"] if _name == "sub" else
                    ["_mul", "_Mul"] if _name == "mul" else ["_div", "_Div"],
                    doc=f"Elementwise {_name} of two arrays of the same shape."))
+
+# same-shape binary ops named as mx.sym's operators produce them (`x ** y` is _power, `x == y` _equal)
+_ELEMWISE_MORE = {"maximum": "_Maximum", "minimum": "_Minimum", "mod": "_Mod", "power": "_Power",
+                  "hypot": "_Hypot"}
+for _name, _camel in _ELEMWISE_MORE.items():
+    _op = f"_{_name}"
+    register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"], aliases=[_camel],
+                   infer_shape=same_shape(_op, names=_BIN_INPUTS), infer_type=same_type(_op, names=_BIN_INPUTS),
+                   kernels={"any": _same_kernel_as(get(f"broadcast_{_name}"))},
+                   gradient=_binary_grad(f"_backward_broadcast_{_name}"), inplace=[(0, 0), (1, 0)],
+                   doc=f"Elementwise {_name} of two arrays of the same shape."))
+
+_CAMEL_COMPARE = {"equal": "_Equal", "not_equal": "_Not_Equal", "greater": "_Greater",
+                  "greater_equal": "_Greater_Equal", "lesser": "_Lesser", "lesser_equal": "_Lesser_Equal",
+                  "logical_and": "_Logical_And", "logical_or": "_Logical_Or", "logical_xor": "_Logical_Xor"}
+for _name, _ufunc in _COMPARE.items():
+    _op = f"_{_name}"
+    register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"], aliases=[_CAMEL_COMPARE[_name]],
+                   infer_shape=same_shape(_op, names=_BIN_INPUTS), infer_type=same_type(_op, names=_BIN_INPUTS),
+                   kernels={"any": _binary_kernel(_ufunc)}, gradient=no_gradient(2), inplace=[(0, 0), (1, 0)],
+                   doc=f"1 where lhs {_name} rhs else 0 (same shapes), in the input dtype."))
 
 for _name, _ufunc in _COMPARE.items():
     _op = f"broadcast_{_name}"
@@ -255,44 +276,62 @@ def _errs(fn):
     return wrapped
 
 
-register_unary("_plus_scalar", _scalar_kernel("add"), None, _SCALAR, gradient=_copy_grad,
+# MXNet also registers CamelCase names for the scalar ops (_PlusScalar, ...), found in old symbol JSON
+_CAMEL_SCALAR = {
+    "_plus_scalar": "_PlusScalar", "_minus_scalar": "_MinusScalar", "_rminus_scalar": "_RMinusScalar",
+    "_mul_scalar": "_MulScalar", "_div_scalar": "_DivScalar", "_rdiv_scalar": "_RDivScalar",
+    "_mod_scalar": "_ModScalar", "_rmod_scalar": "_RModScalar", "_power_scalar": "_PowerScalar",
+    "_rpower_scalar": "_RPowerScalar", "_maximum_scalar": "_MaximumScalar", "_minimum_scalar": "_MinimumScalar",
+    "_hypot_scalar": "_HypotScalar", "_equal_scalar": "_EqualScalar", "_not_equal_scalar": "_NotEqualScalar",
+    "_greater_scalar": "_GreaterScalar", "_greater_equal_scalar": "_GreaterEqualScalar",
+    "_lesser_scalar": "_LesserScalar", "_lesser_equal_scalar": "_LesserEqualScalar",
+    "_logical_and_scalar": "_LogicalAndScalar", "_logical_or_scalar": "_LogicalOrScalar",
+    "_logical_xor_scalar": "_LogicalXorScalar",
+}
+
+
+def _scalar_op(name, kernel, deriv, attrs, **kw):
+    return register_unary(name, kernel, deriv, attrs, aliases=[_CAMEL_SCALAR[name]], **kw)
+
+
+_scalar_op("_plus_scalar", _scalar_kernel("add"), None, _SCALAR, gradient=_copy_grad,
                doc="x + scalar")
-register_unary("_minus_scalar", _scalar_kernel("subtract"), None, _SCALAR, gradient=_copy_grad,
+_scalar_op("_minus_scalar", _scalar_kernel("subtract"), None, _SCALAR, gradient=_copy_grad,
                doc="x - scalar")
-register_unary("_rminus_scalar", _scalar_kernel("subtract", True), None, _SCALAR, gradient=_neg_grad,
+_scalar_op("_rminus_scalar", _scalar_kernel("subtract", True), None, _SCALAR, gradient=_neg_grad,
                doc="scalar - x")
-register_unary("_mul_scalar", _scalar_kernel("multiply"), None, _SCALAR, gradient=_mul_scalar_grad,
+_scalar_op("_mul_scalar", _scalar_kernel("multiply"), None, _SCALAR, gradient=_mul_scalar_grad,
                doc="x * scalar")
-register_unary("_div_scalar", _scalar_kernel("divide"), None, _SCALAR, gradient=_div_scalar_grad,
+_scalar_op("_div_scalar", _scalar_kernel("divide"), None, _SCALAR, gradient=_div_scalar_grad,
                doc="x / scalar")
-register_unary("_rdiv_scalar", _scalar_kernel("divide", True),
+_scalar_op("_rdiv_scalar", _scalar_kernel("divide", True),
                _errs(lambda xp, x, y, a: -y / x), _SCALAR, doc="scalar / x")
-register_unary("_mod_scalar", _mod_scalar, lambda xp, x, y, a: xp.ones_like(x), _SCALAR,
+_scalar_op("_mod_scalar", _mod_scalar, lambda xp, x, y, a: xp.ones_like(x), _SCALAR,
                doc="x mod scalar (sign of the divisor; 0 for a zero divisor)")
-register_unary("_rmod_scalar", _rmod_scalar,
+_scalar_op("_rmod_scalar", _rmod_scalar,
                _errs(lambda xp, x, y, a: -xp.floor(a["scalar"] / x)), _SCALAR, doc="scalar mod x")
-register_unary("_power_scalar", _scalar_kernel("power"),
+_scalar_op("_power_scalar", _scalar_kernel("power"),
                _errs(lambda xp, x, y, a: a["scalar"] * xp.power(x, a["scalar"] - 1)), _SCALAR,
                doc="x ** scalar")
-register_unary("_rpower_scalar", _scalar_kernel("power", True),
+_scalar_op("_rpower_scalar", _scalar_kernel("power", True),
                _errs(lambda xp, x, y, a: y * np.log(a["scalar"])), _SCALAR, doc="scalar ** x")
-register_unary("_maximum_scalar", _scalar_kernel("maximum"),
+_scalar_op("_maximum_scalar", _scalar_kernel("maximum"),
                lambda xp, x, y, a: x >= a["scalar"], _SCALAR, doc="max(x, scalar)")
-register_unary("_minimum_scalar", _scalar_kernel("minimum"),
+_scalar_op("_minimum_scalar", _scalar_kernel("minimum"),
                lambda xp, x, y, a: x <= a["scalar"], _SCALAR, doc="min(x, scalar)")
-register_unary("_hypot_scalar", _scalar_kernel("hypot"),
+_scalar_op("_hypot_scalar", _scalar_kernel("hypot"),
                lambda xp, x, y, a: x / y, _SCALAR, doc="sqrt(x**2 + scalar**2)")
 
 for _name, _ufunc in _COMPARE.items():
     if _name.startswith("logical"):
         continue
-    register_unary(f"_{_name}_scalar", _scalar_kernel(_ufunc), None, _SCALAR, gradient=no_gradient(1),
+    _scalar_op(f"_{_name}_scalar", _scalar_kernel(_ufunc), None, _SCALAR, gradient=no_gradient(1),
                    doc=f"1 where x {_name} scalar else 0, in x's dtype")
-register_unary("_logical_and_scalar", _scalar_kernel("logical_and"), None, _SCALAR,
+_scalar_op("_logical_and_scalar", _scalar_kernel("logical_and"), None, _SCALAR,
                gradient=no_gradient(1), doc="x and scalar (as 1/0)")
-register_unary("_logical_or_scalar", _scalar_kernel("logical_or"), None, _SCALAR,
+_scalar_op("_logical_or_scalar", _scalar_kernel("logical_or"), None, _SCALAR,
                gradient=no_gradient(1), doc="x or scalar (as 1/0)")
-register_unary("_logical_xor_scalar", _scalar_kernel("logical_xor"), None, _SCALAR,
+_scalar_op("_logical_xor_scalar", _scalar_kernel("logical_xor"), None, _SCALAR,
                gradient=no_gradient(1), doc="x xor scalar (as 1/0)")
 
 

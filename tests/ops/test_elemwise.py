@@ -155,3 +155,41 @@ def test_aliases():
     assert ops.get("_plus") is ops.get("elemwise_add")
     assert ops.get("broadcast_plus") is ops.get("broadcast_add")
     assert ops.get("_Mul") is ops.get("elemwise_mul")
+
+
+@pytest.mark.parametrize("name,ref", [("_maximum", np.maximum), ("_minimum", np.minimum), ("_power", np.power),
+                                      ("_mod", np.mod), ("_hypot", np.hypot)])
+def test_same_shape_binary_ops(name, ref):
+    a = rng.uniform(0.5, 2, (2, 3))
+    b = rng.uniform(0.5, 2, (2, 3))
+    np.testing.assert_allclose(run(name, [a, b]), ref(a, b))
+    check_grad(name, [a, b], rtol=1e-4)
+    with pytest.raises(ShapeError, match=name):
+        run(name, [a, b[:, :1]])
+
+
+@pytest.mark.parametrize("name,ref", [("_equal", np.equal), ("_not_equal", np.not_equal), ("_greater", np.greater),
+                                      ("_greater_equal", np.greater_equal), ("_lesser", np.less),
+                                      ("_lesser_equal", np.less_equal), ("_logical_and", np.logical_and),
+                                      ("_logical_or", np.logical_or), ("_logical_xor", np.logical_xor)])
+def test_same_shape_comparisons(name, ref):
+    a = rng.integers(0, 3, (3, 4)).astype(np.float32)
+    b = rng.integers(0, 3, (3, 4)).astype(np.float32)
+    out = run(name, [a, b])
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, ref(a, b))
+
+
+def test_mxnet_camel_case_names():
+    for camel, name in [("_PlusScalar", "_plus_scalar"), ("_RDivScalar", "_rdiv_scalar"),
+                        ("_GreaterEqualScalar", "_greater_equal_scalar"), ("_Greater_Equal", "_greater_equal"),
+                        ("_Maximum", "_maximum"), ("_Power", "_power"), ("_grad_add", "elemwise_add")]:
+        assert ops.get(camel) is ops.get(name)
+
+
+def test_hypot_and_logical_broadcast():
+    a = rng.uniform(0.5, 2, (2, 3))
+    b = rng.uniform(0.5, 2, (3,))
+    np.testing.assert_allclose(run("broadcast_hypot", [a, b]), np.hypot(a, b))
+    check_grad("broadcast_hypot", [a, b])
+    np.testing.assert_array_equal(run("broadcast_logical_and", [a > 1, b > 1]), np.logical_and(a > 1, b > 1))
