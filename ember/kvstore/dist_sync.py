@@ -44,7 +44,7 @@ class _DistBase(KVStore):
 
     def _call(self, task):
         # Waiting in line can take as long as the earlier pushes' inputs take to compute.
-        return self._comm.call(task, timeout=self._settings.timeout + max(60.0, self._settings.timeout))
+        return self._comm.call(task, timeout=mpienv.startup_timeout() + self._settings.timeout)
 
     def barrier(self) -> None:
         """Block until every worker has issued all its pushes up to its barrier call."""
@@ -57,7 +57,8 @@ class _DistBase(KVStore):
         def gather():
             mine = np.array([zlib.crc32(repr(layout).encode()), len(layout)], dtype=np.int64)
             every = np.empty((self.num_workers, 2), dtype=np.int64)
-            self._poll([self._workers.Iallgather(mine, every)], what)
+            # init comes right after start-up, where processes may lag each other by a lot
+            mpienv.poll(self._MPI, [self._workers.Iallgather(mine, every)], mpienv.startup_timeout(), what)
             return every
         every = self._call(gather)
         differ = [r for r in range(len(every)) if (every[r] != every[0]).any()]

@@ -1,0 +1,184 @@
+"""'dist_async': parameter-server training over MPI.  Server processes own the keys (key ->
+server by a stable hash) and apply the optimizer to every push as it arrives; workers push
+gradients and pull weights with no global barrier, so fast workers never wait for slow ones.
+
+Messages (pickled tuples on TAG_REQUEST; answers on TAG_REPLY), see server.py:
+('init', key, array) ('push', key, array) ('pull', key) -> ('value', key, array)
+('updater', pickled callable or optimizer) -> ('ack',)   ('get_states',) -> ('states', bytes)
+('set_states', bytes) -> ('ack',)   ('stop',)   heartbeats on TAG_HEARTBEAT."""
+from __future__ import annotations
+
+import pickle
+import time
+from typing import Any, List, Tuple
+
+import numpy as np
+
+from .. import engine
+from . import arrays, mpienv
+from .dist_sync import _DistBase, _raiser
+from .errors import KVStoreCommError, KVStoreError, KVStoreTimeoutError
+from .keys import stable_hash
+from .local import Entry, _unique_vars
+
+
+class DistAsyncKVStore(_DistBase):
+    """Asynchronous parameter-server store (type 'dist_async')."""
+
+    def __init__(self, kv_type: str = "dist_async"):
+        super().__init__(kv_type)
+        self._servers = self._env.server_ranks
+        if not self._servers:
+            raise KVStoreError("dist_async needs server processes: start the job with "
+                               "python -m ember.kvstore.launch -n WORKERS -s SERVERS ...")
+        self._servers_have_updater = False
+
+    def _server_of(self, key) -> int:
+        return self._servers[stable_hash(key) % len(self._servers)]
+
+    # ----------------------------------------------------------------- messaging (comm thread)
+    def _send(self, dest: int, message: Tuple, what: str) -> None:
+        self._poll([self._env.world.isend(message, dest=dest, tag=mpienv.TAG_REQUEST)], what)
+
+    def _receive(self, source: int, what: str):
+        MPI, world = self._MPI, self._env.world
+        deadline = time.monotonic() + self._settings.timeout
+        spins = 0
+        while True:
+            try:
+                msg = world.improbe(source=source, tag=mpienv.TAG_REPLY)
+            except MPI.Exception as e:
+                mpienv.mark_failed()
+                raise KVStoreCommError(f"{what}: MPI error: {e.Get_error_string()}") from None
+            if msg is not None:
+                reply = msg.recv()
+                if reply[0] == "error":
+                    raise KVStoreError(f"{what}: server {source} refused: {reply[1]}")
+                return reply
+            spins += 1
+            if spins > 200:
+                if time.monotonic() > deadline:
+                    mpienv.mark_failed()
+                    raise KVStoreTimeoutError(f"{what}: server rank {source} did not answer within "
+                                              f"{self._settings.timeout:g}s (EMBER_KVSTORE_TIMEOUT); it probably died")
+                time.sleep(min(1e-3, 1e-5 * (spins - 200)))
+            else:
+                time.sleep(0)
+
+    def _ask_all_servers(self, message: Tuple, what: str) -> List[Any]:
+        def task():
+            for s in self._servers:
+                self._send(s, message, what)
+            return [self._receive(s, what) for s in self._servers]
+        return self._call(task)
+
+    # ----------------------------------------------------------------- init
+    def _init_entries(self, entries: List[Tuple[Entry, Any]]) -> None:
+        layout = [(e.key, e.shape, str(e.dtype)) for e, _ in entries]
+        try:
+            self._check_same_layout(layout, "kvstore init")
+        except KVStoreError:
+            for e, _ in entries:
+                self._store.pop(e.key, None)
+            raise
+        engine.wait_all()  # init is rare; the initial values must be computed before they are sent
+        if self.rank == 0:  # as in MXNet, worker 0's values initialise the servers
+            def task():
+                for entry, src in entries:
+                    value = np.array(arrays.to_host(src._data))
+                    self._send(self._server_of(entry.key), ("init", entry.key, value),
+                               f"kvstore init of {entry.key!r}")
+                for s in self._servers:  # an answer from each server: every init has arrived
+                    self._send(s, ("sync",), "kvstore init")
+                    self._receive(s, "kvstore init")
+            self._call(task)
+        self.barrier()
+
+    # ----------------------------------------------------------------- updater on the servers
+    def set_optimizer(self, optimizer) -> None:
+        """Send the optimizer to the servers; they apply it to every push of every worker."""
+        self._optimizer = optimizer
+        self._send_updater(optimizer)
+
+    def _set_updater(self, updater) -> None:
+        """Send a picklable updater(key, grad, weight) to the servers (it must be importable there)."""
+        if not callable(updater):
+            raise KVStoreError(f"updater must be callable, got {type(updater).__name__}")
+        self._send_updater(updater)
+
+    set_updater = _set_updater
+
+    def _send_updater(self, obj) -> None:
+        try:
+            blob = pickle.dumps(obj)
+        except Exception as e:
+            raise KVStoreError(f"cannot send {type(obj).__name__} to the servers: it does not pickle ({e})") from e
+        if self.rank == 0:
+            self._ask_all_servers(("updater", blob), "sending the optimizer to the servers")
+        self.barrier()
+        self._servers_have_updater = True
+
+    def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
+        """Fetch every server's optimizer states and write them to `fname`."""
+        if not self._servers_have_updater:
+            raise KVStoreError("no optimizer states: call set_optimizer(...) on this kvstore first")
+        engine.wait_all()
+        replies = self._ask_all_servers(("get_states", bool(dump_optimizer)), "fetching optimizer states")
+        with open(fname, "wb") as f:
+            pickle.dump({"ember_kvstore_server_states": [r[1] for r in replies]}, f)
+
+    def load_optimizer_states(self, fname: str) -> None:
+        """Give every server back its part of the states written by save_optimizer_states."""
+        with open(fname, "rb") as f:
+            try:
+                saved = pickle.load(f)
+            except (pickle.UnpicklingError, EOFError) as e:
+                raise KVStoreError(f"{fname!r} does not hold kvstore optimizer states: {e}") from e
+        parts = saved.get("ember_kvstore_server_states") if isinstance(saved, dict) else None
+        if parts is None or len(parts) != len(self._servers):
+            raise KVStoreError(f"{fname!r} holds states of {len(parts) if parts else 'no'} servers; "
+                               f"this job has {len(self._servers)}")
+
+        def task():
+            for s, blob in zip(self._servers, parts):
+                self._send(s, ("set_states", blob), "restoring optimizer states")
+            for s in self._servers:
+                self._receive(s, "restoring optimizer states")
+        self._call(task)
+
+    # ----------------------------------------------------------------- push / pull
+    def _push_entries(self, checked, priority: int) -> None:
+        if not self._servers_have_updater:
+            raise KVStoreError("dist_async applies the optimizer on the servers: call "
+                               "kv.set_optimizer(...) before pushing")
+        for entry, vals in checked:
+            seq = self._comm.reserve()
+            server = self._server_of(entry.key)
+
+            def op(done, entry=entry, vals=vals, seq=seq, server=server):
+                try:
+                    total = np.empty(entry.shape, entry.dtype)
+                    arrays.sum_into(total, [v._data for v in vals])
+                except BaseException as e:
+                    self._comm.submit(seq, _raiser(e), done)
+                    return
+                self._comm.submit(seq, lambda: self._send(server, ("push", entry.key, total),
+                                                          f"kvstore push of {entry.key!r}"), done)
+            engine.push(op, read=_unique_vars(vals), write=[entry.var], priority=priority, prop="async",
+                        name=f"kvstore_push_async[{entry.key!r}]")
+
+    def _pull_entries(self, checked, priority: int) -> None:
+        for entry, outs in checked:
+            seq = self._comm.reserve()
+            server = self._server_of(entry.key)
+
+            def op(done, entry=entry, outs=outs, seq=seq, server=server):
+                def task():
+                    what = f"kvstore pull of {entry.key!r}"
+                    self._send(server, ("pull", entry.key), what)
+                    reply = self._receive(server, what)
+                    for o in outs:
+                        arrays.copy_into(o._data, reply[2].reshape(entry.shape))
+                self._comm.submit(seq, task, done)
+            engine.push(op, read=[entry.var], write=_unique_vars(outs), priority=priority, prop="async",
+                        name=f"kvstore_pull_async[{entry.key!r}]")
