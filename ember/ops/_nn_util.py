@@ -12,7 +12,6 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from .registry import Attr
 
 Shape = Tuple[int, ...]
 
@@ -38,11 +37,6 @@ def positive(op: str, name: str, values: Sequence[int], allow_zero: bool = False
             raise OperatorError(f"{op}: attribute '{name}' must be {need}, got {tuple(values)}")
 
 
-def bool_or_none(default=None) -> Attr:
-    """MXNet's `boolean or None` attribute."""
-    return Attr("any", default)
-
-
 def parse_optional_bool(op: str, name: str, value) -> Optional[bool]:
     """Parse an 'any' attribute holding MXNet's optional boolean."""
     if value is None:
@@ -62,13 +56,6 @@ def parse_optional_bool(op: str, name: str, value) -> Optional[bool]:
 
 
 # -- shape helpers -------------------------------------------------------------
-def need_ndim(op: str, what: str, shape: Shape, ndims: Sequence[int]) -> None:
-    """Raise ShapeError unless `shape` has one of the ranks in `ndims`."""
-    if len(shape) not in ndims:
-        want = " or ".join(str(n) for n in ndims)
-        raise ShapeError(f"{op}: {what} must be {want}-D, got shape {tuple(shape)}")
-
-
 def merge(op: str, what: str, given: Optional[Shape], inferred: Shape) -> Shape:
     """The shape `given` (possibly unknown or partially 0) reconciled with `inferred`."""
     inferred = tuple(int(v) for v in inferred)
@@ -99,11 +86,6 @@ def float_types(op: str, attrs: dict, in_dtypes: list, n_out: int, n_aux: int = 
                 raise OperatorError(f"{op}: inputs mix dtypes {np.dtype(d).name} and {dt.name}")
     ins = [dt if d is None else d for d in in_dtypes]
     return ins, [dt] * n_out, [dt] * n_aux
-
-
-def write(out, value) -> None:
-    """Copy `value` into the preallocated output `out` (broadcasting scalars)."""
-    out[...] = value
 
 
 def matmul_into(xp, a, b, out) -> None:
@@ -155,14 +137,6 @@ def backward_via(bwd_name: str, build: Callable[[dict, list, list, list], Sequen
 
 
 # -- window views (convolution, pooling) -----------------------------------------
-def pad_spatial(xp, x, pad_before: Sequence[int], pad_after: Sequence[int], value=0):
-    """`x` (N, C, *spatial) padded on its spatial axes; returned as-is when no padding is needed."""
-    if not any(pad_before) and not any(pad_after):
-        return x
-    widths = [(0, 0), (0, 0)] + [(int(a), int(b)) for a, b in zip(pad_before, pad_after)]
-    return xp.pad(x, widths, mode="constant", constant_values=value)
-
-
 def windows(xp, xpad, kernel: Sequence[int], stride: Sequence[int], dilate: Sequence[int],
             out_spatial: Sequence[int]):
     """A strided view (N, C, *kernel, *out_spatial) of the padded 2-D input `xpad` (N, C, H, W).
@@ -174,11 +148,6 @@ def windows(xp, xpad, kernel: Sequence[int], stride: Sequence[int], dilate: Sequ
     shape = (xpad.shape[0], xpad.shape[1], kh, kw, oh, ow)
     strides = (sN, sC, sH * dh, sW * dw, sH * sh, sW * sw)
     return xp.lib.stride_tricks.as_strided(xpad, shape=shape, strides=strides)
-
-
-def as_2d_spatial(shape: Shape) -> Shape:
-    """(N, C, W) -> (N, C, 1, W); (N, C, H, W) unchanged: 1-D ops run as 2-D ones with H = 1."""
-    return shape if len(shape) == 4 else (shape[0], shape[1], 1, shape[2])
 
 
 # -- maths ------------------------------------------------------------------------

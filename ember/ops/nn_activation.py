@@ -1,8 +1,6 @@
 """Activation and LeakyReLU (leaky, elu, selu, gelu, prelu, rrelu) with their backward ops."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..base import ShapeError
 from ._nn_util import (INV_SQRT_2PI, SQRT_2, backward_via, erf, float_types, known, merge, sigmoid,
                        softplus)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import NamedTuple, Tuple
 
-import numpy as np
-
 from ..base import OperatorError, ShapeError
 from ._nn_util import backward_via, float_types, known, matmul_into, merge, positive, spatial, windows
 from .registry import Attr, OpDef, register

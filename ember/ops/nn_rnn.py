@@ -8,7 +8,7 @@ Data is TNC; states are (num_layers * directions, N, H), indexed layer * directi
 """
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, Tuple
 
 import numpy as np
 
