@@ -18,7 +18,7 @@ from ..base import OperatorError
 class Node:
     """One vertex: a variable or an operator with its (unparsed) attributes and input entries."""
 
-    __slots__ = ("op", "name", "attrs", "inputs", "user_attrs", "_parsed", "__weakref__")
+    __slots__ = ("op", "name", "attrs", "inputs", "user_attrs", "_parsed", "_arity", "__weakref__")
 
     def __init__(self, op: Optional[_ops.OpDef], name: str, attrs: Optional[dict] = None,
                  inputs: Optional[List["Entry"]] = None, user_attrs: Optional[dict] = None):
@@ -28,6 +28,7 @@ class Node:
         self.inputs: List[Entry] = list(inputs or [])
         self.user_attrs = dict(user_attrs or {})  # '__shape__', '__lr_mult__', ... as strings
         self._parsed = None
+        self._arity = None
 
     @property
     def is_variable(self) -> bool:
@@ -47,18 +48,31 @@ class Node:
                     raise type(e)(f"node '{self.name}': {e}") from None
         return self._parsed
 
+    def arity(self) -> Tuple[int, int, int, int]:
+        """(data inputs, aux inputs, outputs, visible outputs), computed once."""
+        a = self._arity
+        if a is None:
+            if self.op is None:
+                a = (0, 0, 1, 1)
+            else:
+                attrs = self.parsed_attrs
+                a = (len(self.op.input_names(attrs)), len(self.op.aux_names(attrs)),
+                     len(self.op.output_names(attrs)), self.op.visible_outputs(attrs))
+            self._arity = a
+        return a
+
     def num_outputs(self) -> int:
-        return 1 if self.op is None else len(self.op.output_names(self.parsed_attrs))
+        return self.arity()[2]
 
     def num_visible_outputs(self) -> int:
-        return 1 if self.op is None else self.op.visible_outputs(self.parsed_attrs)
+        return self.arity()[3]
 
     def num_inputs(self) -> int:
         """Declared data inputs (aux states come after them in `inputs`)."""
-        return len(self.op.input_names(self.parsed_attrs)) if self.op else 0
+        return self.arity()[0]
 
     def num_aux(self) -> int:
-        return len(self.op.aux_names(self.parsed_attrs)) if self.op else 0
+        return self.arity()[1]
 
     def output_name(self, index: int) -> str:
         if self.op is None:

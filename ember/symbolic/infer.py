@@ -55,21 +55,26 @@ def _complete(value, kind: str) -> bool:
 def _run(order: Sequence[Node], known: Dict[Key, object], kind: str) -> Dict[Key, object]:
     err_type = ShapeError if kind == "shape" else DTypeError
     values: Dict[Key, object] = dict(known)
-    ops = [n for n in order if n.op is not None]
-    for sweep in range(len(ops) + 2):
+    is_shape = kind == "shape"
+    done = _complete if is_shape else (lambda v, _k: v is not None)
+    # per node, once: (node, attrs, data-input count, input keys, output keys)
+    pending = []
+    for n in order:
+        if n.op is not None:
+            pending.append((n, n.parsed_attrs, n.num_inputs(), [(id(c), i) for c, i in n.inputs],
+                            [(id(n), i) for i in range(n.num_outputs())]))
+    get = values.get
+    for sweep in range(len(pending) + 2):
         changed = False
-        seq = ops if sweep % 2 == 0 else list(reversed(ops))
-        for node in seq:
-            attrs = node.parsed_attrs
-            k = node.num_inputs()
-            in_keys = [(id(c), i) for c, i in node.inputs]
-            ins = [values.get(key) for key in in_keys]
-            nout = node.num_outputs()
-            out_keys = [(id(node), i) for i in range(nout)]
-            if all(_complete(v, kind) for v in ins) and all(_complete(values.get(o), kind) for o in out_keys):
+        still = []
+        for item in pending:
+            node, attrs, k, in_keys, out_keys = item
+            ins = [get(key) for key in in_keys]
+            if all(done(v, kind) for v in ins) and all(done(get(o), kind) for o in out_keys):
                 continue
+            still.append(item)
             try:
-                if kind == "shape":
+                if is_shape:
                     new_in, new_out, new_aux = node.op.shapes(attrs, ins[:k], ins[k:])
                 else:
                     new_in, new_out, new_aux = node.op.dtypes(attrs, ins[:k])
@@ -79,22 +84,31 @@ def _run(order: Sequence[Node], known: Dict[Key, object], kind: str) -> Dict[Key
             except OperatorError:
                 raise
             except Exception as e:  # noqa: BLE001 - an op that cannot work from partial inputs yet
-                if all(_complete(v, kind) for v in ins[:k]):
+                if all(done(v, kind) for v in ins[:k]):
                     raise err_type(f"{kind} inference failed at node '{node.name}' ({node.op.name}) with input "
                                    f"{kind}s {_named(node, ins, kind)}: {type(e).__name__}: {e}") from None
                 continue
             new_ins = list(new_in) + list(new_aux or [])
             for j, key in enumerate(in_keys):
-                if j < len(new_ins):
+                if j < len(new_ins) and new_ins[j] is not None:
+                    old = ins[j]
+                    nv = _norm(new_ins[j], kind)
+                    if old is not None and old == nv:
+                        continue
                     child = node.inputs[j][0]
-                    what = f"input {j} ('{child.name}')"
-                    values[key], ch = _merge(values.get(key), _norm(new_ins[j], kind), node, what, kind, err_type)
+                    values[key], ch = _merge(old, nv, node, f"input {j} ('{child.name}')", kind, err_type)
                     changed |= ch
             for j, key in enumerate(out_keys):
-                if j < len(new_out):
-                    values[key], ch = _merge(values.get(key), _norm(new_out[j], kind), node, f"output {j}", kind, err_type)
+                if j < len(new_out) and new_out[j] is not None:
+                    old = get(key)
+                    nv = _norm(new_out[j], kind)
+                    if old is not None and old == nv:
+                        continue
+                    values[key], ch = _merge(old, nv, node, f"output {j}", kind, err_type)
                     changed |= ch
-        if not changed and sweep > 0:
+        # only nodes that were incomplete can still change; the next sweep goes the other way
+        pending = still[::-1]
+        if not pending or (not changed and sweep > 0):
             break
     return values
 

@@ -7,6 +7,7 @@ writing one function and putting it in `PASSES`.
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
@@ -134,11 +135,9 @@ def dead_node_elimination(g: GraphState) -> GraphState:
     dg = nx.DiGraph()
     dg.add_nodes_from(id(n) for n in g.nodes)
     dg.add_edges_from((id(c), id(n)) for n in g.nodes for c, _ in n.inputs)
-    live = set()
-    for node, _ in g.all_heads():
-        if id(node) not in live:
-            live.add(id(node))
-            live |= nx.ancestors(dg, id(node))
+    sink = "heads"  # one virtual node fed by every head: a single reachability query
+    dg.add_edges_from((id(node), sink) for node, _ in g.all_heads())
+    live = nx.ancestors(dg, sink)
     keep_vars = {id(v) for v in g.head_grad_vars}
     kept = [n for n in g.nodes if id(n) in live or (n.op is None and id(n) in keep_vars)]
     fwd_ids = {id(n) for n in g.nodes[:g.num_forward]}
@@ -155,13 +154,13 @@ def infer_shape(g: GraphState) -> GraphState:
         if n.op is None:
             if n.name in g.known_shapes:
                 known[(id(n), 0)] = tuple(g.known_shapes[n.name])
-    for h, v in enumerate(g.head_grad_vars):
-        pass  # head gradients take their head's shape below
     shapes = infer_shapes(g.nodes[:g.num_forward], known)
-    for (node, i), v in zip(g.heads, g.head_grad_vars):
-        if (id(node), i) in shapes:
-            shapes[(id(v), 0)] = shapes[(id(node), i)]
-    shapes = infer_shapes(g.nodes, shapes)
+    if g.num_forward < len(g.nodes):
+        # head gradients take their head's shape; then only backward nodes remain to infer
+        for (node, i), v in zip(g.heads, g.head_grad_vars):
+            if (id(node), i) in shapes:
+                shapes[(id(v), 0)] = shapes[(id(node), i)]
+        shapes = infer_shapes(g.nodes[g.num_forward:], shapes)
     missing = [n.name for n in g.nodes if n.op is None and not is_complete_shape(shapes.get((id(n), 0)))]
     if missing:
         raise ShapeError(f"cannot infer the shapes of {missing}; give them to simple_bind/bind "
@@ -180,14 +179,19 @@ def infer_type(g: GraphState) -> GraphState:
     for n in g.nodes:
         if n.op is None and n.name in g.known_dtypes:
             known[(id(n), 0)] = np.dtype(g.known_dtypes[n.name])
-    dtypes = infer_dtypes(g.nodes[:g.num_forward], known)
-    for n in g.nodes[:g.num_forward]:
-        if n.op is None and (id(n), 0) not in dtypes:
+    fwd = g.nodes[:g.num_forward]
+    if not known:  # nothing to infer from: every variable takes MXNet's default, float32
+        known = {(id(n), 0): np.dtype(np.float32) for n in fwd if n.op is None}
+    dtypes = infer_dtypes(fwd, known)
+    defaulted = [n for n in fwd if n.op is None and dtypes.get((id(n), 0)) is None]
+    if defaulted:
+        for n in defaulted:
             dtypes[(id(n), 0)] = np.dtype(np.float32)
-    dtypes = infer_dtypes(g.nodes[:g.num_forward], dtypes)
-    for (node, i), v in zip(g.heads, g.head_grad_vars):
-        dtypes[(id(v), 0)] = dtypes.get((id(node), i), np.dtype(np.float32))
-    dtypes = infer_dtypes(g.nodes, dtypes)
+        dtypes = infer_dtypes(fwd, dtypes)
+    if g.num_forward < len(g.nodes):
+        for (node, i), v in zip(g.heads, g.head_grad_vars):
+            dtypes[(id(v), 0)] = dtypes.get((id(node), i)) or np.dtype(np.float32)
+        dtypes = infer_dtypes(g.nodes[g.num_forward:], dtypes)
     for n in g.nodes:
         for i in range(n.num_outputs()):
             if dtypes.get((id(n), i)) is None:
@@ -197,7 +201,7 @@ def infer_type(g: GraphState) -> GraphState:
 
 
 def _nbytes(g: GraphState, key: Key) -> int:
-    return int(np.prod(g.shapes[key], dtype=np.int64)) * np.dtype(g.dtypes[key]).itemsize
+    return math.prod(g.shapes[key]) * np.dtype(g.dtypes[key]).itemsize
 
 
 def bind_gradients(g: GraphState) -> GraphState:

@@ -16,12 +16,14 @@ must share one group.  Two algorithms, the better total is kept:
 from __future__ import annotations
 
 import bisect
+import os
 from dataclasses import dataclass, field
 from typing import List, Sequence
 
 import numpy as np
 
 ALIGN = 64  # bytes; keeps every tensor aligned for any dtype and SIMD loads
+OFFSET_MAX_GROUPS = int(os.environ.get("EMBER_PLAN_OFFSET_MAX_GROUPS", "6000"))
 
 
 def align(nbytes: int) -> int:
@@ -146,9 +148,12 @@ def plan(sizes: Sequence[int], starts: Sequence[int], ends: Sequence[int], metho
         return Placement(list(range(len(sizes))), [0] * len(sizes), list(sizes), "naive")
     if method in ("best", "size_matching"):
         cands["size_matching"] = size_matching(sizes, starts, ends)
-    if method in ("best", "offset_packing"):
+    # Offset packing costs O(groups x live-at-once groups); past OFFSET_MAX_GROUPS "best" keeps to
+    # size matching (O(n log n)), which the plan-time bench shows is already at the bound there.
+    small = len(sizes) <= OFFSET_MAX_GROUPS
+    if method == "offset_packing" or (method == "best" and small):
         cands["offset_packing"] = offset_packing(sizes, starts, ends, best_fit=True)
-    if method == "best":
+    if method == "best" and len(sizes) <= OFFSET_MAX_GROUPS // 4:
         cands["offset_packing_first_fit"] = offset_packing(sizes, starts, ends, best_fit=False)
     if not cands:
         raise ValueError(f"unknown planning method {method!r} (best, size_matching, offset_packing, naive)")

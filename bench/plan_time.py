@@ -1,0 +1,80 @@
+"""Planning time for large graphs: every executor pass on a 10,000- and 100,000-node graph.
+
+The graph is a random residual-style DAG of elementwise operators (each node reads the
+previous node and sometimes one of the last 50), with a few width changes so tensor sizes
+differ.  Timed: each pass of ember.symbolic.PASSES on a fresh GraphState (symbol
+construction is not timed).  Goal: under 1 s at 10,000 nodes.
+
+    python bench/plan_time.py                   # 10k and 100k, inference and training
+    python bench/plan_time.py --nodes 10000 --mode infer
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.setrecursionlimit(10000)
+
+import ember as mx  # noqa: E402
+from ember.symbolic.passes import PASSES, GraphState, mirror_enabled  # noqa: E402
+
+
+def build(n_nodes: int, seed: int = 0):
+    r = np.random.RandomState(seed)
+    x = mx.sym.var("x")
+    recent = [x]
+    h = x
+    ops = ("tanh", "sigmoid", "relu", "exp")
+    for i in range(n_nodes):
+        k = r.randint(10)
+        if k < 3 and len(recent) > 1:
+            other = recent[-1 - r.randint(min(50, len(recent) - 1))]
+            h = h + other
+        elif k < 5:
+            h = h * 0.5
+        else:
+            h = getattr(mx.sym, ops[r.randint(len(ops))])(h)
+        recent.append(h)
+    return mx.sym.MakeLoss(mx.sym.sum(h)), {"x": (64, 256)}
+
+
+def time_passes(sym, shapes, train: bool):
+    names = sym.list_arguments()
+    g = GraphState(heads=list(sym._outputs), grad_req={n: ("write" if train else "null") for n in names},
+                   known_shapes=shapes, known_dtypes={}, mirror=mirror_enabled())
+    per = {}
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    for p in PASSES:
+        t, c = time.perf_counter(), time.process_time()
+        g = p(g)
+        per[p.__name__] = {"wall": round(time.perf_counter() - t, 3), "cpu": round(time.process_time() - c, 3)}
+    total = time.perf_counter() - t0
+    per["cpu_s_total"] = round(time.process_time() - c0, 3)
+    return total, per, g
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, nargs="*", default=[10000, 100000])
+    ap.add_argument("--mode", choices=("infer", "train", "both"), default="both")
+    args = ap.parse_args()
+    modes = ("infer", "train") if args.mode == "both" else (args.mode,)
+    for n in args.nodes:
+        sym, shapes = build(n)
+        for mode in modes:
+            total, per, g = time_passes(sym, shapes, mode == "train")
+            p = g.plan
+            print(json.dumps({"ops_built": n, "graph_nodes": len(g.nodes), "mode": mode, "plan_s": round(total, 3),
+                              "per_pass_s": per, "planned_MB": round(p.total_bytes / 2 ** 20, 2),
+                              "lower_bound_MB": round(p.lower_bound / 2 ** 20, 2),
+                              "naive_MB": round(p.naive_bytes / 2 ** 20, 2), "algorithm": p.placement.algorithm}),
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
