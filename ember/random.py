@@ -2,4 +2,4 @@
 from __future__ import annotations
 
 from .imperative.resources import seed  # noqa: F401
-from .ndarray.random import normal, randint, uniform  # noqa: F401
+from .ndarray.random import exponential, gamma, normal, poisson, randint, randn, uniform  # noqa: F401

@@ -18,8 +18,8 @@ def _sample(op: str, sample_op: str, params: dict, shape, dtype, ctx, out, kwarg
             attrs["dtype"] = dtype
         return call(sample_op, tuple(arrays), dict(attrs, out=out))
     attrs = dict(params, **kwargs)
-    if shape is not None:
-        attrs["shape"] = shape
+    # MXNet 1.x draws one value, shape (1,), when no shape is given
+    attrs["shape"] = (1,) if shape is None else shape
     if dtype is not None:
         attrs["dtype"] = dtype
     if ctx is not None:
@@ -43,3 +43,28 @@ def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> 
     """Integers drawn uniformly from [low, high)."""
     return _sample("_random_randint", "_sample_randint", {"low": low, "high": high},
                    shape, dtype, ctx, out, kwargs)
+
+
+def exponential(scale=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
+    """Samples from the exponential distribution with mean `scale` (rate 1/scale)."""
+    if isinstance(scale, NDArray):
+        return _sample("_random_exponential", "_sample_exponential", {"lam": 1.0 / scale},
+                       shape, dtype, ctx, out, kwargs)
+    return _sample("_random_exponential", "_sample_exponential", {"lam": 1.0 / float(scale)},
+                   shape, dtype, ctx, out, kwargs)
+
+
+def gamma(alpha=1.0, beta=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
+    """Samples from Gamma(alpha, scale beta)."""
+    return _sample("_random_gamma", "_sample_gamma", {"alpha": alpha, "beta": beta},
+                   shape, dtype, ctx, out, kwargs)
+
+
+def poisson(lam=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
+    """Samples from Poisson(lam)."""
+    return _sample("_random_poisson", "_sample_poisson", {"lam": lam}, shape, dtype, ctx, out, kwargs)
+
+
+def randn(*shape, loc=0.0, scale=1.0, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
+    """Normal samples of the shape given positionally: `randn(2, 3)`."""
+    return normal(loc, scale, shape=shape or None, dtype=dtype, ctx=ctx, out=out, **kwargs)

@@ -108,3 +108,17 @@ def test_registry_random_ops_when_present():
     assert abs(n.mean() - 2.0) < 0.1 and abs(n.std() - 0.5) < 0.1
     r = mx.nd.random.randint(0, 5, shape=(100,)).asnumpy()
     assert r.min() >= 0 and r.max() < 5
+
+
+def test_sampling_wrappers_shapes_and_moments():
+    if not mx.ops.exists("_random_poisson"):
+        pytest.skip("the ops library has no '_random_poisson' yet")
+    assert mx.nd.random.uniform().shape == (1,)  # MXNet 1.x: one value when no shape is given
+    assert mx.nd.random.randn(2, 3).shape == (2, 3)
+    e = mx.nd.random.exponential(2.0, shape=(4000,)).asnumpy()
+    assert abs(e.mean() - 2.0) < 0.2
+    g = mx.nd.random.gamma(2.0, 3.0, shape=(4000,)).asnumpy()
+    assert abs(g.mean() - 6.0) < 0.5
+    p = mx.random.poisson(4.0, shape=(4000,)).asnumpy()
+    assert abs(p.mean() - 4.0) < 0.3
+    assert mx.nd.random.uniform(shape=(2,), ctx=mx.cpu(1)).context == mx.cpu(1)
