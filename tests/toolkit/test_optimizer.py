@@ -160,3 +160,15 @@ def test_set_learning_rate():
     assert sched.learning_rate == 0.2  # the scheduler's own base_lr when learning_rate is not given
     with pytest.raises(UserWarning, match="LRScheduler"):
         sched.set_learning_rate(0.1)
+
+
+def test_symbol_lr_and_wd_mult_attributes():
+    w = mx.sym.Variable("fc_weight", lr_mult=0.5, wd_mult=2.0)
+    net = mx.sym.FullyConnected(mx.sym.Variable("data"), weight=w, num_hidden=2, name="fc")
+    sgd = opt.SGD(learning_rate=0.2, wd=0.1, sym=net, param_idx2name={0: "fc_weight", 1: "fc_bias"})
+    assert sgd.lr_mult == {"fc_weight": 0.5}
+    assert sgd.wd_mult == {"fc_weight": 2.0, "fc_bias": 0.0}
+    weight = nd.ones((2, 3))
+    opt.get_updater(sgd)(0, nd.ones((2, 3)), weight)
+    # lr 0.2*0.5, wd 0.1*2: w = (1 - 0.1*0.2) * 1 - 0.1 * 1
+    np.testing.assert_allclose(weight.asnumpy(), 1 - 0.1 * 0.2 - 0.1, rtol=1e-6)
