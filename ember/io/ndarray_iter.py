@@ -134,9 +134,11 @@ class NDArrayIter(DataIter):
         if start >= self.num_data:
             return False
         if start < 0:  # first batch of a roll_over epoch
-            self._batch_idx = np.concatenate([self._carry, self.idx[:end]])
-            self._pad = len(self._carry)
-            self._carry = None
+            batch = np.concatenate([self._carry, self.idx[:end]])
+            if len(batch) < self.batch_size:  # fewer samples in all than one batch: keep carrying
+                self._carry = batch
+                return False
+            self._batch_idx, self._pad, self._carry = batch, len(self._carry), None
             return True
         if end <= self.num_data:
             self._batch_idx, self._pad = self.idx[start:end], 0

@@ -51,7 +51,7 @@ def _progress(iterable, enabled: bool, total: Optional[int], desc: str):
         from tqdm import tqdm
     except ImportError:  # the progress bar is optional: MXNet code does not expect one
         return iterable
-    return tqdm(iterable, total=total, desc=desc, unit="batch", leave=False, dynamic_ncols=True)
+    return tqdm(iterable, total=total, desc=desc, unit="batch", leave=False, dynamic_ncols=True, mininterval=0.5)
 
 
 class BaseModule:

@@ -51,6 +51,14 @@ def test_roll_over_carries_leftover_into_next_epoch():
     assert _collect(it)[0][0].tolist() == [0, 1, 2, 3]
 
 
+def test_roll_over_with_fewer_samples_than_a_batch():
+    it = mio.NDArrayIter(np.arange(3, dtype=np.float32), batch_size=4, last_batch_handle="roll_over")
+    assert _collect(it) == []
+    it.reset()
+    (first,) = _collect(it)  # 3 carried + 1 new sample; the rest of this epoch carries again
+    assert first[0].tolist() == [0, 1, 2, 0] and first[2] == 3
+
+
 def test_shuffle_is_a_permutation_and_keeps_pairs():
     np.random.seed(5)
     data = np.arange(12, dtype=np.float32).reshape(12, 1) * 10

@@ -186,3 +186,14 @@ def test_logging_of_epochs(caplog):
                 initializer=mx.init.Xavier())
     assert any("Epoch[0] Train-accuracy=" in r.message for r in caplog.records)
     assert any("Epoch[0] Time cost=" in r.message for r in caplog.records)
+
+
+def test_variable_init_attribute_wins_over_the_module_initializer():
+    w = mx.sym.Variable("fc_weight", init=mx.init.Constant(0.25))
+    net = mx.sym.FullyConnected(mx.sym.Variable("data"), weight=w, num_hidden=2, name="fc")
+    mod = mx.mod.Module(net, label_names=None)
+    mod.bind([("data", (1, 3))], for_training=False)
+    mod.init_params(mx.init.Xavier())
+    args, _ = mod.get_params()
+    np.testing.assert_array_equal(args["fc_weight"].asnumpy(), np.full((2, 3), 0.25, np.float32))
+    np.testing.assert_array_equal(args["fc_bias"].asnumpy(), np.zeros(2, np.float32))
