@@ -40,6 +40,8 @@ def _special_fn(xp, name, x):
     if xp is np:
         if _special is not None:
             return getattr(_special, name)(x)
+        if name == "erfinv":
+            raise OperatorError("erfinv needs scipy (pip install scipy)")
         scalar = {"erf": math.erf, "gamma": math.gamma, "gammaln": math.lgamma}[name]
         return np.vectorize(scalar, otypes=[np.float64])(x)
     from cupyx.scipy import special  # type: ignore  # pragma: no cover - GPU only
@@ -147,3 +149,32 @@ register_unary("clip", _clip_kernel,
                lambda xp, x, y, a: (x >= a["a_min"]) & (x <= a["a_max"]),
                attrs={"a_min": Attr("float"), "a_max": Attr("float")},
                doc="x limited to [a_min, a_max]; the gradient passes where a_min <= x <= a_max.")
+
+
+# -- more elementwise functions ------------------------------------------------------------------
+def _hard_sigmoid(xp, x, a):
+    return xp.clip(a["alpha"] * x + a["beta"], 0, 1)
+
+
+def _smooth_l1(xp, x, a):
+    s2 = a["scalar"] ** 2
+    ax = xp.abs(x)
+    return xp.where(ax < 1.0 / s2, 0.5 * s2 * x * x, ax - 0.5 / s2)
+
+
+def _smooth_l1_deriv(xp, x, y, a):
+    s2 = a["scalar"] ** 2
+    return xp.where(xp.abs(x) < 1.0 / s2, s2 * x, xp.sign(x))
+
+
+register_unary("logical_not", expr_kernel(lambda xp, x, a: x == 0), None, gradient=no_gradient(1),
+               doc="1 where x is 0, else 0 (in x's dtype).")
+register_unary("hard_sigmoid", expr_kernel(_hard_sigmoid),
+               lambda xp, x, y, a: a["alpha"] * ((y > 0) & (y < 1)),
+               attrs={"alpha": Attr("float", 0.2), "beta": Attr("float", 0.5)},
+               doc="clip(alpha * x + beta, 0, 1).")
+register_unary("erfinv", _quiet_kernel(expr_kernel(lambda xp, x, a: _special_fn(xp, "erfinv", x))),
+               lambda xp, x, y, a: (math.sqrt(math.pi) / 2) * xp.exp(y * y),
+               doc="Inverse error function.")
+register_unary("smooth_l1", expr_kernel(_smooth_l1), _smooth_l1_deriv, attrs={"scalar": Attr("float", 1.0)},
+               doc="Huber-like loss: 0.5 (sigma x)^2 where |x| < 1/sigma^2, else |x| - 0.5/sigma^2 (sigma = scalar).")

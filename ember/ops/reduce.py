@@ -256,3 +256,49 @@ def _argmax_channel(ctx, attrs, inputs, outputs, aux):
 register(OpDef(name="argmax_channel", inputs=["data"], outputs=["output"], infer_shape=_argmax_channel_shape,
                kernels={"any": _argmax_channel}, gradient=no_gradient(1),
                doc="argmax over the last axis."))
+
+
+# -- moments -----------------------------------------------------------------------------------
+_MOMENTS_ATTRS = {"axes": Attr("shape_or_none", None), "keepdims": Attr("bool", False)}
+
+
+def _moments_attrs(attrs):
+    return {"axis": attrs["axes"], "keepdims": attrs["keepdims"], "exclude": False}
+
+
+def _moments_infer(attrs, in_shapes):
+    x = in_shapes[0]
+    if x is None:
+        return in_shapes, [None, None]
+    s = reduced_shape("moments", _moments_attrs(attrs), x)
+    return in_shapes, [s, s]
+
+
+def _moments(ctx, attrs, inputs, outputs, aux):
+    x = inputs[0]
+    axes = reduced_axes("moments", _moments_attrs(attrs), x.ndim)
+    mean = ctx.xp.mean(x, axis=axes, keepdims=True)
+    var = ctx.xp.mean(ctx.xp.square(x - mean), axis=axes, keepdims=True)
+    outputs[0][...] = mean.reshape(outputs[0].shape)
+    outputs[1][...] = var.reshape(outputs[1].shape)
+
+
+def _moments_backward(ctx, attrs, inputs, outputs, aux):
+    g_mean, g_var, x, mean = inputs
+    a = _moments_attrs(attrs)
+    axes, kshape = _keep_shape("moments", a, x.shape)
+    n = 1
+    for ax in axes:
+        n *= x.shape[ax]
+    m = mean.reshape(kshape)
+    outputs[0][...] = (g_mean.reshape(kshape) + 2.0 * g_var.reshape(kshape) * (x - m)) / n
+
+
+register(OpDef(name="_backward_moments", attrs=_MOMENTS_ATTRS, inputs=["ograd_mean", "ograd_var", "data", "mean"],
+               outputs=["data_grad"], infer_shape=lambda a, s: (s, [s[2]]),
+               infer_type=lambda a, d: (list(d), [d[2]]), kernels={"any": _moments_backward},
+               doc="Gradient of moments w.r.t. data."))
+register(OpDef(name="moments", attrs=_MOMENTS_ATTRS, outputs=["mean", "var"], infer_shape=_moments_infer,
+               infer_type=lambda a, d: (list(d), [d[0], d[0]]), kernels={"any": _moments},
+               gradient=lambda F, a, i, o, g: [F._backward_moments(g[0], g[1], i[0], o[0], **a)],
+               doc="Mean and (biased) variance over `axes`."))

@@ -107,3 +107,17 @@ def test_clip():
         run("clip", [x], {"a_min": 2, "a_max": 1})
     with pytest.raises(OperatorError, match="clip: required attribute 'a_min'"):
         ops.get("clip").parse_attrs({"a_max": 1})
+
+
+def test_logical_not_hard_sigmoid_erfinv_smooth_l1():
+    x = np.array([-3.0, -0.5, 0.0, 0.2, 4.0])
+    np.testing.assert_array_equal(run("logical_not", [x]), [0, 0, 1, 0, 0])
+    np.testing.assert_allclose(run("hard_sigmoid", [x], {"alpha": 0.3}), np.clip(0.3 * x + 0.5, 0, 1))
+    check_grad("hard_sigmoid", [np.array([-4.0, -0.5, 0.3, 4.0])], {"alpha": 0.3})
+    p = np.array([-0.9, -0.2, 0.3, 0.8])
+    np.testing.assert_allclose(erf(run("erfinv", [p])), p, rtol=1e-12)
+    check_grad("erfinv", [p])
+    s = 2.0
+    want = np.where(np.abs(x) < 1 / s ** 2, 0.5 * (s * x) ** 2, np.abs(x) - 0.5 / s ** 2)
+    np.testing.assert_allclose(run("smooth_l1", [x], {"scalar": s}), want)
+    check_grad("smooth_l1", [np.array([-3.0, -0.1, 0.2, 4.0])], {"scalar": s})

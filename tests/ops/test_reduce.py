@@ -115,3 +115,12 @@ def test_mean_of_integers_keeps_dtype():
     out = run("mean", [x], {"axis": 1})
     assert out.dtype == np.int32
     np.testing.assert_array_equal(out, [1, 4])
+
+
+@pytest.mark.parametrize("axes,keepdims", [((1,), False), ((0, 2), True), (None, False)])
+def test_moments(axes, keepdims):
+    x = rng.standard_normal((2, 3, 4))
+    mean, var = run("moments", [x], {"axes": axes, "keepdims": keepdims})
+    np.testing.assert_allclose(mean, np.asarray(np.mean(x, axis=axes, keepdims=keepdims)).reshape(mean.shape))
+    np.testing.assert_allclose(var, np.asarray(np.var(x, axis=axes, keepdims=keepdims)).reshape(var.shape))
+    check_grad("moments", [x[:, :2, :2]], {"axes": axes, "keepdims": keepdims})
