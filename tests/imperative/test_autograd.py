@@ -260,3 +260,21 @@ def test_custom_function_gradient():
     f(x)
     with pytest.raises(mx.base.EmberError, match="only once"):
         f(x)
+
+
+def test_second_order_of_x_cubed_with_library_ops():
+    """x**3 through the registry's _power_scalar: d/dx = 3x^2, d2/dx2 = 6x."""
+    grad_fn = mx.ops.get("_power_scalar").gradient
+    backward_ops = [n for n in mx.ops.list() if n.startswith("_backward__power_scalar")]
+    if any(mx.ops.get(n).gradient is None for n in backward_ops):
+        pytest.skip("ops library: _power_scalar's backward op has no gradient (first order only)")
+    assert grad_fn is not None
+    x0 = np.array([0.5, -1.0, 2.0])
+    x = mx.nd.array(x0, dtype="float64")
+    x.attach_grad()
+    with autograd.record():
+        y = x ** 3
+        (dy,) = autograd.grad(y, [x], create_graph=True)
+    np.testing.assert_allclose(dy.asnumpy(), 3 * x0 ** 2)
+    dy.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), 6 * x0)
