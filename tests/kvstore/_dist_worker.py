@@ -107,6 +107,10 @@ def main():
             kv = create("dist_async")
             run_async(nd, kv, kv.rank, steps, out_dir)
             return
+        if scenario == "async_die":  # every worker dies without saying goodbye
+            kv = create("dist_async")
+            kv.init("w", nd.zeros((4,)))
+            os.kill(os.getpid(), 9)
         kv = create("dist_sync")
         rank = kv.rank
         if scenario == "sync":

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 
 import pytest
 
@@ -32,34 +31,33 @@ def nd():
     return shim
 
 
-def _descendants(pid: int) -> list:
-    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout
-    children = {}
-    pairs = [tuple(int(x) for x in l.split()) for l in out.strip().splitlines() if l.strip()]
-    for p, pp in pairs:
-        children.setdefault(pp, []).append(p)
-    found, stack = [], [pid]
-    while stack:
-        for c in children.get(stack.pop(), []):
-            found.append(c)
-            stack.append(c)
+MARKER = "EMBER_KV_TEST_RUN"
+
+
+def _tagged_processes() -> list:
+    """Processes started by this test session's MPI jobs (they carry MARKER=<our pid> in their env)."""
+    tag = f"{MARKER}={os.getpid()}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if tag not in f.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        found.append((int(name), cmd))
     return found
 
 
 @pytest.fixture(scope="session", autouse=True)
 def no_stray_processes():
-    """Fail the session if a test left an MPI rank or launcher running."""
+    """Fail the session if an MPI rank, server or launcher of these tests outlived its job."""
     yield
-    me = os.getpid()
-    leftovers = []
-    for pid in _descendants(me):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "ps -e" not in cmd:
-            leftovers.append((pid, cmd))
+    leftovers = _tagged_processes()
     for pid, _ in leftovers:
         try:
             os.kill(pid, signal.SIGKILL)

@@ -1,0 +1,133 @@
+"""Distributed stores: real MPI jobs started through the launcher (mpiexec on this machine)."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mpi4py")
+from ember.kvstore import launch  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+WORKER = os.path.join(HERE, "_dist_worker.py")
+MARKER = "EMBER_KV_TEST_RUN"  # conftest.py finds leftover processes by this variable
+
+try:
+    launch.find_mpiexec()
+    HAVE_MPIEXEC = True
+except SystemExit:
+    HAVE_MPIEXEC = False
+needs_mpiexec = pytest.mark.skipif(not HAVE_MPIEXEC, reason="no mpiexec (pip install mpich)")
+
+
+def _worker_module():
+    spec = importlib.util.spec_from_file_location("_dist_worker_ref", WORKER)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def run_job(tmp_path, workers, scenario, steps=4, servers=0, env=None, limit=150):
+    """Launch an MPI job; kill its whole process group if it overruns. Returns (rc, output)."""
+    full_env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, HERE]), **(env or {}))
+    full_env[MARKER] = str(os.getpid())
+    cmd = [sys.executable, "-m", "ember.kvstore.launch", "-n", str(workers), "-s", str(servers),
+           "--job-timeout", str(limit), sys.executable, WORKER, scenario, str(tmp_path), str(steps)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=full_env, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=limit + 30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"MPI job {scenario} hung past {limit + 30}s:\n{out[-3000:]}")
+    return proc.returncode, out
+
+
+def errors(tmp_path):
+    return {p.name: p.read_text() for p in tmp_path.glob("error*.txt")}
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("workers,fusion_env", [
+    (2, {}),  # default: every key fused into one buffer
+    (3, {"EMBER_KVSTORE_FUSION_THRESHOLD": "200", "EMBER_KVSTORE_CHUNK_BYTES": "4096"}),  # mixed + chunked
+])
+def test_dist_sync_workers_match_single_process_sgd_on_summed_gradient(tmp_path, workers, fusion_env):
+    steps = 4
+    rc, out = run_job(tmp_path, workers, "sync", steps, env=fusion_env)
+    assert rc == 0, out[-3000:]
+    ref = _worker_module()
+    for key in ref.SHAPES:
+        expected = ref.initial(key, 0)  # worker 0's init wins
+        for step in range(steps):
+            expected = expected - ref.LR * sum(ref.gradient(key, r, step) for r in range(workers))
+        per_rank = [np.load(tmp_path / f"rank{r}.npz")[str(key)] for r in range(workers)]
+        for r, got in enumerate(per_rank):
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg=f"key {key} rank {r}")
+            np.testing.assert_array_equal(got, per_rank[0])  # identical on every worker
+
+
+@needs_mpiexec
+def test_dist_sync_mismatched_shapes_fail_on_every_worker(tmp_path):
+    rc, out = run_job(tmp_path, 2, "mismatch")
+    assert rc != 0
+    errs = errors(tmp_path)
+    assert set(errs) == {"error0.txt", "error1.txt"}, out[-3000:]
+    for text in errs.values():
+        assert "KVStoreShapeError" in text and "disagree" in text and "ranks [1]" in text
+
+
+@needs_mpiexec
+def test_killed_worker_makes_the_others_exit_with_a_clear_error(tmp_path):
+    rc, out = run_job(tmp_path, 3, "die", env={"EMBER_KVSTORE_TIMEOUT": "4"}, limit=90)
+    assert rc != 0
+    assert "rank 1 (" in out and "killed by SIGKILL" in out, out[-3000:]
+    errs = errors(tmp_path)
+    assert set(errs) == {"error0.txt", "error2.txt"}, out[-3000:]
+    for text in errs.values():
+        assert "KVStoreTimeoutError" in text and "EMBER_KVSTORE_TIMEOUT" in text and "died" in text
+
+
+@needs_mpiexec
+def test_dist_async_regression_converges(tmp_path):
+    rc, out = run_job(tmp_path, 2, "async", steps=80, servers=1)
+    assert rc == 0, out[-3000:]
+    for r in range(2):
+        res = np.load(tmp_path / f"rank{r}.npz")
+        # plain SGD on a well-conditioned least-squares problem: far below the initial error
+        initial_error = np.abs(res["w_true"]).max()
+        assert np.abs(res["w"] - res["w_true"]).max() < 0.05 * initial_error, (res["w"], res["w_true"])
+
+
+@needs_mpiexec
+def test_dist_async_server_exits_when_its_workers_die(tmp_path):
+    rc, out = run_job(tmp_path, 2, "async_die", servers=1,
+                      env={"EMBER_KVSTORE_TIMEOUT": "4", "EMBER_KVSTORE_HEARTBEAT": "0.5"}, limit=90)
+    assert rc != 0
+    assert "ember.kvstore.server: KVStoreTimeoutError" in out and "probably died" in out, out[-3000:]
+
+
+def test_launcher_builds_one_mpmd_job_with_roles():
+    cmd = launch.build_command("/usr/bin/mpiexec", 3, 2, ["python", "train.py", "--lr", "0.1"],
+                               {"EMBER_KVSTORE_TIMEOUT": "7"})
+    text = " ".join(cmd)
+    assert cmd[:2] == ["/usr/bin/mpiexec", "-disable-auto-cleanup"]
+    workers, servers = text.split(" : ")
+    assert "-n 3" in workers and "-env DMLC_ROLE worker" in workers and "train.py --lr 0.1" in workers
+    assert "-n 2" in servers and "-env DMLC_ROLE server" in servers and "ember.kvstore.server" in servers
+    for part in (workers, servers):
+        assert "-env DMLC_NUM_WORKER 3" in part and "-env DMLC_NUM_SERVER 2" in part
+        assert "-env EMBER_KVSTORE_TIMEOUT 7" in part and "ember.kvstore.supervise" in part
+    ompi = launch.build_command("mpirun", 1, 0, ["python", "t.py"], {}, openmpi=True)
+    assert "-x" in ompi and "DMLC_ROLE=worker" in ompi and ":" not in ompi
+    with pytest.raises(SystemExit, match="no command"):
+        launch.build_command("mpiexec", 2, 0, [], {})
+    with pytest.raises(SystemExit, match="-n must be at least 1"):
+        launch.build_command("mpiexec", 0, 0, ["python"], {})
