@@ -7,7 +7,7 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ._common import no_gradient, same_shape
-from .registry import Attr, OpDef, register
+from .registry import Attr, OpDef, as_dtype, register
 
 _CREATE = {
     "shape": Attr("shape", (), doc="output shape"),
@@ -108,3 +108,29 @@ register(OpDef(name="zeros_like", inputs=["data"], outputs=["output"],
 register(OpDef(name="ones_like", inputs=["data"], outputs=["output"],
                infer_shape=same_shape("ones_like"), kernels={"any": _fill(lambda a: 1)},
                gradient=no_gradient(1), inplace=[(0, 0)], doc="Ones with the shape and dtype of data."))
+
+
+# -- linspace / zeros without dtype -----------------------------------------------------------------
+def _linspace_shape(attrs, in_shapes):
+    if attrs["num"] < 0:
+        raise ShapeError(f"_linspace: num must be >= 0, got {attrs['num']}")
+    return [], [(attrs["num"],)]
+
+
+def _linspace(ctx, attrs, inputs, outputs, aux):
+    outputs[0][...] = ctx.xp.linspace(attrs["start"], attrs["stop"], attrs["num"], endpoint=attrs["endpoint"])
+
+
+register(OpDef(
+    name="_linspace", inputs=[], outputs=["output"],
+    attrs={"start": Attr("float"), "stop": Attr("float"), "num": Attr("int"), "endpoint": Attr("bool", True),
+           "ctx": Attr("str", ""), "dtype": Attr("dtype", np.dtype(np.float32))},
+    infer_shape=_linspace_shape, infer_type=_dtype_of, kernels={"any": _linspace},
+    doc="num evenly spaced values from start to stop (included when endpoint)."))
+
+register(OpDef(name="_zeros_without_dtype", attrs=dict(_CREATE, dtype=Attr("any", None)), inputs=[],
+               outputs=["output"], infer_shape=_shape_of("_zeros_without_dtype"),
+               infer_type=lambda a, d: ([], [np.dtype(np.float32) if a["dtype"] in (None, -1, "-1", "None")
+                                             else as_dtype(a["dtype"])]),
+               kernels={"any": _fill(lambda a: 0)},
+               doc="_zeros whose dtype may be left unset (float32)."))

@@ -486,3 +486,107 @@ register(OpDef(name="shape_array", infer_shape=lambda a, s: (s, [None if s[0] is
 register(OpDef(name="size_array", infer_shape=lambda a, s: (s, [(1,)]),
                infer_type=lambda a, d: (list(d), [np.dtype(np.int64)]), kernels={"any": _size_array},
                gradient=no_gradient(1), doc="The number of elements of data as a (1,) int64 array."))
+
+
+# -- diag ---------------------------------------------------------------------------------------
+_DIAG_ATTRS = {"k": Attr("int", 0), "axis1": Attr("int", 0), "axis2": Attr("int", 1)}
+
+
+def _diag_infer(attrs, in_shapes):
+    x = in_shapes[0]
+    if x is None:
+        return in_shapes, [None]
+    k = attrs["k"]
+    if len(x) == 1:
+        n = x[0] + abs(k)
+        return in_shapes, [(n, n)]
+    if len(x) < 1:
+        raise ShapeError("diag: input must have at least 1 dimension")
+    a1 = norm_axis("diag", attrs["axis1"], len(x), "axis1")
+    a2 = norm_axis("diag", attrs["axis2"], len(x), "axis2")
+    if a1 == a2:
+        raise ShapeError(f"diag: axis1 and axis2 must differ, got {attrs['axis1']} and {attrs['axis2']}")
+    n = max(0, min(x[a1] + min(k, 0), x[a2] - max(k, 0)))
+    rest = tuple(d for i, d in enumerate(x) if i not in (a1, a2))
+    return in_shapes, [rest + (n,)]
+
+
+def _diag(ctx, attrs, inputs, outputs, aux):
+    x = inputs[0]
+    if x.ndim == 1:
+        outputs[0][...] = ctx.xp.diag(x, attrs["k"])
+    else:
+        outputs[0][...] = ctx.xp.diagonal(x, attrs["k"], attrs["axis1"], attrs["axis2"])
+
+
+def _diag_backward(ctx, attrs, inputs, outputs, aux):
+    g, x = inputs
+    xp = ctx.xp
+    out = outputs[0]
+    if x.ndim == 1:
+        out[...] = xp.diagonal(g, attrs["k"])
+        return
+    out[...] = 0
+    a1, a2 = attrs["axis1"] % x.ndim, attrs["axis2"] % x.ndim
+    view = xp.moveaxis(out, (a1, a2), (-2, -1))  # a view of out with the two axes last
+    k = attrs["k"]
+    n = g.shape[-1]
+    rows = xp.arange(n) - min(k, 0)
+    cols = xp.arange(n) + max(k, 0)
+    view[..., rows, cols] = g
+
+
+register(OpDef(name="_backward_diag", attrs=_DIAG_ATTRS, inputs=["ograd", "data"], outputs=["data_grad"],
+               infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[0]]),
+               kernels={"any": _diag_backward}, doc="Gradient of diag."))
+register(OpDef(name="diag", attrs=_DIAG_ATTRS, infer_shape=_diag_infer, kernels={"any": _diag},
+               gradient=via("_backward_diag", lambda i, o, g: [g[0], i[0]], 1),
+               doc="1-D input: a matrix with it on diagonal k; N-D: diagonal k of axes (axis1, axis2)."))
+
+
+# -- depth_to_space / space_to_depth ------------------------------------------------------------------
+def _d2s_infer(op, to_space):
+    def infer(attrs, in_shapes):
+        x = in_shapes[0]
+        b = attrs["block_size"]
+        if b < 1:
+            raise ShapeError(f"{op}: block_size must be >= 1, got {b}")
+        if x is None:
+            return in_shapes, [None]
+        if len(x) != 4:
+            raise ShapeError(f"{op}: input must be 4-D (N, C, H, W), got {tuple(x)}")
+        n, c, h, w = x
+        if to_space:
+            if c % (b * b):
+                raise ShapeError(f"{op}: channels {c} must be divisible by block_size^2 = {b * b}")
+            return in_shapes, [(n, c // (b * b), h * b, w * b)]
+        if h % b or w % b:
+            raise ShapeError(f"{op}: height {h} and width {w} must be divisible by block_size {b}")
+        return in_shapes, [(n, c * b * b, h // b, w // b)]
+    return infer
+
+
+def _depth_to_space(ctx, attrs, inputs, outputs, aux):
+    x = inputs[0]
+    b = attrs["block_size"]
+    n, c, h, w = x.shape
+    y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    outputs[0][...] = y.reshape(outputs[0].shape)
+
+
+def _space_to_depth(ctx, attrs, inputs, outputs, aux):
+    x = inputs[0]
+    b = attrs["block_size"]
+    n, c, h, w = x.shape
+    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    outputs[0][...] = y.reshape(outputs[0].shape)
+
+
+register(OpDef(name="depth_to_space", attrs={"block_size": Attr("int")}, infer_shape=_d2s_infer("depth_to_space", True),
+               kernels={"any": _depth_to_space},
+               gradient=lambda F, a, i, o, g: [F.space_to_depth(g[0], block_size=a["block_size"])],
+               doc="Move channel blocks into block_size x block_size spatial tiles (N, C, H, W)."))
+register(OpDef(name="space_to_depth", attrs={"block_size": Attr("int")},
+               infer_shape=_d2s_infer("space_to_depth", False), kernels={"any": _space_to_depth},
+               gradient=lambda F, a, i, o, g: [F.depth_to_space(g[0], block_size=a["block_size"])],
+               doc="Inverse of depth_to_space."))

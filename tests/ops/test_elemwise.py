@@ -193,3 +193,22 @@ def test_hypot_and_logical_broadcast():
     np.testing.assert_allclose(run("broadcast_hypot", [a, b]), np.hypot(a, b))
     check_grad("broadcast_hypot", [a, b])
     np.testing.assert_array_equal(run("broadcast_logical_and", [a > 1, b > 1]), np.logical_and(a > 1, b > 1))
+
+
+def test_creation_ops():
+    z = run("_zeros", [], {"shape": (2, 3), "dtype": "int32"})
+    assert z.dtype == np.int32 and z.shape == (2, 3) and not z.any()
+    np.testing.assert_array_equal(run("_ones", [], {"shape": "(2,)"}), [1, 1])
+    np.testing.assert_array_equal(run("_full", [], {"shape": (2,), "value": 2.5}), [2.5, 2.5])
+    np.testing.assert_allclose(run("_arange", [], {"start": 1, "stop": 2, "step": 0.25}), np.arange(1, 2, 0.25))
+    np.testing.assert_array_equal(run("_arange", [], {"start": 3, "repeat": 2}), [0, 0, 1, 1, 2, 2])
+    np.testing.assert_allclose(run("_linspace", [], {"start": 0, "stop": 1, "num": 5}), np.linspace(0, 1, 5))
+    np.testing.assert_array_equal(run("_eye", [], {"N": 2, "M": 3, "k": 1}), np.eye(2, 3, 1))
+    x = np.zeros((2, 2), np.float64)
+    np.testing.assert_array_equal(run("ones_like", [x]), np.ones((2, 2)))
+    assert run("zeros_like", [x]).dtype == np.float64
+    assert run("_zeros_without_dtype", [], {"shape": (1,)}).dtype == np.float32
+    with pytest.raises(OperatorError, match="_arange: step must not be 0"):
+        run("_arange", [], {"start": 0, "stop": 2, "step": 0})
+    with pytest.raises(ShapeError, match="_zeros: shape .* non-negative"):
+        run("_zeros", [], {"shape": (2, -1)})

@@ -155,3 +155,33 @@ def test_shape_and_size_array():
     assert out.dtype == np.int64
     np.testing.assert_array_equal(out, [2, 3, 4])
     np.testing.assert_array_equal(run("size_array", [x]), [24])
+
+
+@pytest.mark.parametrize("k", [0, 1, -1])
+def test_diag(k):
+    v = rng.standard_normal(3)
+    np.testing.assert_array_equal(run("diag", [v], {"k": k}), np.diag(v, k))
+    check_grad("diag", [v], {"k": k})
+    m = rng.standard_normal((2, 3, 4))
+    np.testing.assert_array_equal(run("diag", [m], {"k": k, "axis1": 1, "axis2": 2}), np.diagonal(m, k, 1, 2))
+    check_grad("diag", [m], {"k": k, "axis1": 1, "axis2": 2})
+    check_grad("diag", [m], {"k": k, "axis1": 2, "axis2": 0})
+
+
+def test_depth_space_roundtrip():
+    x = rng.standard_normal((1, 8, 2, 3))
+    y = run("depth_to_space", [x], {"block_size": 2})
+    assert y.shape == (1, 2, 4, 6)
+    # values printed by MXNet 1.9.1: mx.nd.depth_to_space(mx.nd.arange(16).reshape((1, 4, 2, 2)), 2)
+    small = run("depth_to_space", [np.arange(16.0).reshape(1, 4, 2, 2)], {"block_size": 2})
+    np.testing.assert_array_equal(small, [[[[0, 4, 1, 5], [8, 12, 9, 13], [2, 6, 3, 7], [10, 14, 11, 15]]]])
+    np.testing.assert_array_equal(run("space_to_depth", [y], {"block_size": 2}), x)
+    check_grad("depth_to_space", [x], {"block_size": 2})
+    with pytest.raises(ShapeError, match="depth_to_space: channels 8 must be divisible by block_size"):
+        infer("depth_to_space", {"block_size": 3}, [(1, 8, 2, 3)])
+
+
+def test_identity_like_rhs_and_copyto():
+    x = rng.standard_normal((2, 2))
+    np.testing.assert_array_equal(run("_identity_with_attr_like_rhs", [x, np.zeros(3)]), x)
+    assert ops.get("_copyto") is ops.get("_copy")
