@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .. import ops as _ops
 from ..base import OperatorError
 from .graph import Entry, Node, topo_order
 from .naming import Prefix
@@ -21,10 +20,10 @@ def _sum(entries: List[Entry], name: str) -> Entry:
     from .. import symbol as F
     if len(entries) == 1:
         return entries[0]
+    # A chain of two-input adds (not one add_n): each contribution is summed, and its buffer freed,
+    # as soon as it exists, and the running sum can stay in place (MXNet does the same past 8 terms).
     syms = [Symbol([e]) for e in entries]
     with Prefix(name + "_"):
-        if _ops.exists("add_n"):
-            return F.add_n(*syms, name="sum")._outputs[0]
         acc = syms[0]
         for i, s in enumerate(syms[1:]):
             acc = F.elemwise_add(acc, s, name=f"sum{i}")

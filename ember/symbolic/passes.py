@@ -200,6 +200,57 @@ def infer_type(g: GraphState) -> GraphState:
     return g
 
 
+def schedule_backward(g: GraphState) -> GraphState:
+    """Reorder backward nodes (topologically) so that nodes freeing at least what they allocate run first.
+
+    Kahn's algorithm with priority (0 if the node's outputs take no more bytes than the inputs it is the
+    only reader of, else 1; then the DFS position).  Gradient sums and other consumers run as soon
+    as their inputs exist, so partial results do not pile up (e.g. the 64 weight-gradient terms of
+    an unrolled LSTM).
+    """
+    nf = g.num_forward
+    bwd = g.nodes[nf:]
+    if len(bwd) < 2:
+        return g
+    pos = {id(n): i for i, n in enumerate(bwd)}
+    readers: Dict[Key, int] = {}
+    for n in g.nodes:
+        for c, i in n.inputs:
+            readers[(id(c), i)] = readers.get((id(c), i), 0) + 1
+    heads = {(id(n), i) for n, i in g.all_heads()}
+    indeg = {}
+    users: Dict[int, List[Node]] = {}
+    prio = {}
+    for n in bwd:
+        deps = {id(c) for c, _ in n.inputs if id(c) in pos}
+        indeg[id(n)] = len(deps)
+        for d in deps:
+            users.setdefault(d, []).append(n)
+        if n.op is None:
+            prio[id(n)] = (0, pos[id(n)])
+            continue
+        out_b = sum(_nbytes(g, (id(n), i)) for i in range(n.num_outputs()))
+        freed = sum(_nbytes(g, (id(c), i)) for c, i in set(n.inputs)
+                    if c.op is not None and readers[(id(c), i)] == 1 and (id(c), i) not in heads)
+        prio[id(n)] = (0 if out_b <= freed else 1, pos[id(n)])
+    import heapq
+    ready = [(prio[id(n)], id(n)) for n in bwd if indeg[id(n)] == 0]
+    heapq.heapify(ready)
+    by_id = {id(n): n for n in bwd}
+    order = []
+    while ready:
+        _, nid = heapq.heappop(ready)
+        order.append(by_id[nid])
+        for u in users.get(nid, ()):
+            indeg[id(u)] -= 1
+            if indeg[id(u)] == 0:
+                heapq.heappush(ready, (prio[id(u)], id(u)))
+    if len(order) != len(bwd):
+        raise OperatorError("schedule_backward: the backward graph has a cycle")
+    g.nodes = g.nodes[:nf] + order
+    return g
+
+
 def _nbytes(g: GraphState, key: Key) -> int:
     return math.prod(g.shapes[key]) * np.dtype(g.dtypes[key]).itemsize
 
@@ -313,7 +364,7 @@ def plan_memory(g: GraphState) -> GraphState:
 
 PASSES: List[Callable[[GraphState], GraphState]] = [
     order_forward, gradient, mirror, dead_node_elimination, infer_shape, infer_type,
-    bind_gradients, inplace, plan_memory,
+    schedule_backward, bind_gradients, inplace, plan_memory,
 ]
 
 
