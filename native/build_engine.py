@@ -10,6 +10,7 @@ typedef struct ember_engine ember_engine;
 typedef struct ember_var ember_var;
 typedef struct ember_opr ember_opr;
 typedef int (*ember_fn)(void *ctx, ember_opr *op);
+typedef int (*ember_batch_fn)(void **ctxs, ember_opr **ops, int n, int *errs);
 typedef int64_t (*ember_key_fn)(const char *name, int priority, uint64_t seq, int dependants, int queue);
 
 #define EMBER_PENDING ...
@@ -44,6 +45,7 @@ void ember_inline_end(ember_engine *e, ember_var *const *writes, int nwrite, int
 int ember_wait_var(ember_engine *e, ember_var *v);
 int ember_wait_all(ember_engine *e, int timeout_ms);
 int ember_var_error(ember_var *v);
+void ember_set_batch(ember_engine *e, ember_fn key, ember_batch_fn batch);
 void ember_set_policy(ember_engine *e, int policy, ember_key_fn custom);
 int ember_get_policy(ember_engine *e);
 int ember_released_errors(ember_engine *e, int *buf, int cap);
@@ -69,6 +71,7 @@ int ember_noop(void *ctx, ember_opr *op);
 double ember_bench_native(ember_engine *e, int n, int nvars, int chain, int inline_ok);
 
 extern "Python" int ember_py_trampoline(void *ctx, ember_opr *op);
+extern "Python" int ember_py_batch(void **ctxs, ember_opr **ops, int n, int *errs);
 extern "Python" int64_t ember_py_policy_key(const char *name, int priority, uint64_t seq, int dependants, int queue);
 """
 

@@ -74,6 +74,7 @@ typedef struct equeue {
 
 #define MAX_QUEUES 64
 #define SPIN_YIELDS 64
+#define BATCH_MAX 64
 
 struct ember_engine {
     int naive;
@@ -100,6 +101,8 @@ struct ember_engine {
     ember_prof_record *prof;
     int nprof, cap_prof;
     atomic_int next_worker;
+    ember_fn batch_key;        /* ops whose fn is this may be run in batches ... */
+    ember_batch_fn batch_fn;   /* ... by this (one GIL acquisition for many Python ops) */
 };
 
 static _Thread_local int tl_worker = -1;
@@ -501,6 +504,40 @@ static void complete(ember_engine *e, ember_opr *op) {
     }
 }
 
+/* Runs ready ops that share the engine's batch function with one call of it.
+ * They were all ready together, so they are independent of one another. */
+static void execute_batch(ember_engine *e, ember_opr **ops, int n) {
+    void *ctxs[BATCH_MAX];
+    ember_opr *run[BATCH_MAX];
+    int errs[BATCH_MAX];
+    int m = 0;
+    while (atomic_load(&e->inline_active) && !tl_inline_owner) sched_yield();
+    for (int i = 0; i < n; i++) {
+        ember_opr *op = ops[i];
+        inherit_error(op);
+        if (op->err) {
+            atomic_fetch_add(&e->skipped, 1);
+            complete(e, op);
+        } else if (atomic_load(&e->cancelled)) {
+            op->err = err_new(EMBER_ERR_CANCELLED);
+            complete(e, op);
+        } else {
+            if (atomic_load_explicit(&e->profiling, memory_order_relaxed)) op->t_start = ember_now_ns();
+            ctxs[m] = op->ctx;
+            run[m++] = op;
+        }
+    }
+    if (m == 0) return;
+    e->batch_fn(ctxs, run, m, errs);
+    for (int i = 0; i < m; i++)
+        if (errs[i] != EMBER_PENDING) ember_complete(run[i], errs[i]);
+}
+
+void ember_set_batch(ember_engine *e, ember_fn key, ember_batch_fn batch) {
+    e->batch_key = key;
+    e->batch_fn = batch;
+}
+
 static void *worker_main(void *arg) {
     equeue *q = arg;
     ember_engine *e = q->eng;
@@ -520,12 +557,17 @@ static void *worker_main(void *arg) {
             break;
         }
         if (atomic_exchange(&q->stale, 0)) heap_rekey(e, q);
-        ember_opr *op = heap_pop(q);
+        ember_opr *batch[BATCH_MAX];
+        int n = 0;
+        batch[n++] = heap_pop(q);
+        if (e->batch_fn && batch[0]->fn == e->batch_key)
+            while (n < BATCH_MAX && q->size > 0 && q->heap[0]->fn == e->batch_key) batch[n++] = heap_pop(q);
         atomic_store_explicit(&q->hint, q->size, memory_order_relaxed);
-        atomic_store(&op->queued, 0);
-        q->nrun++;
+        for (int i = 0; i < n; i++) atomic_store(&batch[i]->queued, 0);
+        q->nrun += (uint64_t)n;
         pthread_mutex_unlock(&q->mu);
-        execute(e, op);
+        if (n == 1) execute(e, batch[0]);
+        else execute_batch(e, batch, n);
     }
     return NULL;
 }

@@ -24,6 +24,8 @@ typedef struct ember_opr ember_opr;
 /* An op body.  Return 0 on success, an error id > 0 on failure, or
  * EMBER_PENDING when it will finish later through ember_complete(op, err). */
 typedef int (*ember_fn)(void *ctx, ember_opr *op);
+/* Runs n independent ops in one call (fills errs[i] like an ember_fn's result). */
+typedef int (*ember_batch_fn)(void **ctxs, ember_opr **ops, int n, int *errs);
 /* A custom scheduling policy: the sort key of a ready op (larger runs first). */
 typedef int64_t (*ember_key_fn)(const char *name, int priority, uint64_t seq, int dependants, int queue);
 
@@ -79,6 +81,11 @@ void ember_inline_end(ember_engine *e, ember_var *const *writes, int nwrite, int
 int ember_wait_var(ember_engine *e, ember_var *v);
 int ember_wait_all(ember_engine *e, int timeout_ms);
 int ember_var_error(ember_var *v);
+
+/* Batching: a worker that pops an op whose fn is `key` also pops the ready ops behind
+ * it with the same fn and runs them all through one call of `batch` (used for Python
+ * ops: one GIL acquisition for many ops). */
+void ember_set_batch(ember_engine *e, ember_fn key, ember_batch_fn batch);
 
 /* Scheduling policy */
 void ember_set_policy(ember_engine *e, int policy, ember_key_fn custom);

@@ -43,6 +43,11 @@ static int run_task(void *ctx, ember_opr *op) {
     return 0;
 }
 
+static int run_batch(void **ctxs, ember_opr **ops, int n, int *errs) {
+    for (int i = 0; i < n; i++) errs[i] = run_task(ctxs[i], ops[i]);
+    return 0;
+}
+
 static unsigned rnd(unsigned *s) {
     *s = *s * 1103515245u + 12345u;
     return (*s >> 8) & 0xffffff;
@@ -62,9 +67,10 @@ static void make_tasks(task *ts, int n, unsigned seed) {
     }
 }
 
-static int check_dag(int n, int naive, int policy, unsigned seed) {
+static int check_dag(int n, int naive, int policy, unsigned seed, int batched) {
     ember_engine *e = ember_engine_create(naive, 4, 1);
     ember_set_policy(e, policy, NULL);
+    if (batched) ember_set_batch(e, run_task, run_batch);
     task *ts = malloc(sizeof(task) * (size_t)n);
     uint64_t ref[NVARS], vals[NVARS];
     for (int i = 0; i < NVARS; i++) ref[i] = vals[i] = (uint64_t)i;
@@ -85,7 +91,7 @@ static int check_dag(int n, int naive, int policy, unsigned seed) {
     for (int i = 0; i < NVARS; i++) ember_var_delete(e, vars[i]);
     ember_engine_destroy(e);
     free(ts);
-    if (bad) fprintf(stderr, "DAG mismatch: naive=%d policy=%d err=%d\n", naive, policy, err);
+    if (bad) fprintf(stderr, "DAG mismatch: naive=%d policy=%d batched=%d err=%d\n", naive, policy, batched, err);
     return bad;
 }
 
@@ -161,9 +167,10 @@ int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 20000;
     int bad = 0;
     for (int policy = 0; policy <= EMBER_POLICY_CRITICAL_PATH; policy++) {
-        bad |= check_dag(n, 0, policy, 7u + (unsigned)policy);
+        bad |= check_dag(n, 0, policy, 7u + (unsigned)policy, 0);
     }
-    bad |= check_dag(n / 4, 1, 0, 99u);
+    bad |= check_dag(n, 0, EMBER_POLICY_PRIORITY, 31u, 1);
+    bad |= check_dag(n / 4, 1, 0, 99u, 0);
     bad |= check_errors();
     bad |= check_async(0);
     bad |= check_async(1);

@@ -179,7 +179,16 @@ def ember_py_trampoline(ctx, op):
     return _run(fn, prop, name, op)
 
 
+@ffi.def_extern()
+def ember_py_batch(ctxs, ops, n, errs):
+    for i in range(n):
+        fn, prop, name = _pyops.pop(int(ffi.cast("intptr_t", ctxs[i])))
+        errs[i] = _run(fn, prop, name, ops[i])
+    return 0
+
+
 _trampoline = lib.ember_py_trampoline
+lib.ember_set_batch(_E, lib.ember_py_trampoline, lib.ember_py_batch)
 
 
 def _queue_for(device, prop: str) -> int:
