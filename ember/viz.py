@@ -50,6 +50,8 @@ def print_summary(symbol, shape: Optional[dict] = None, line_length: int = 120,
         prev = []
         for c, j in n.inputs:
             if c.op is None and c.name not in input_names:
+                if c.name.endswith("_label"):  # loss labels are data, not parameters
+                    continue
                 s = arg_shapes.get(c.name)
                 if s:
                     params += int(np.prod(s))

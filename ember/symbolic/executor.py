@@ -192,6 +192,7 @@ class Executor:
         self._bwd_segments = self._segments(g.num_forward, len(g.nodes))
         self._is_train = False
         self._monitor = None
+        self._monitor_all = False
 
     # -- construction helpers -----------------------------------------------------------
     def _make_outputs(self):
@@ -306,7 +307,10 @@ class Executor:
                                  f"{tuple(dst.shape)} (use reshape)")
             dst[:] = v
         self._is_train = bool(is_train)
-        self._push_segments(self._fwd_segments, self._is_train)
+        if self._monitor is not None:
+            self._run_monitored_forward()
+        else:
+            self._push_segments(self._fwd_segments, self._is_train)
         return self.outputs
 
     def backward(self, out_grads=None, is_train: bool = True) -> None:
@@ -408,7 +412,54 @@ class Executor:
                 dst[:] = value
 
     def set_monitor_callback(self, callback, monitor_all: bool = False) -> None:
+        """After each forward, call callback(entry name, NDArray copy) for every operator output
+        (and, with monitor_all, every input of an operator).  The copies are engine ops, so the
+        values are those of this forward whatever the later reuse of the planned bytes."""
+        if callback is not None and not callable(callback):
+            raise TypeError("monitor callback must be callable")
         self._monitor = callback
+        self._monitor_all = bool(monitor_all)
+
+    def _run_monitored_forward(self) -> None:
+        """Forward one node per engine op, each followed by copies of what the monitor sees.
+
+        The copies read the entry's vars right after its node, before any later node may reuse
+        (or overwrite in place) the same bytes, so the callback gets this node's values."""
+        nd = _nd()
+        g, st = self._graph, self._storage
+        seen = set()
+        for step, n in enumerate(g.nodes[:g.num_forward]):
+            if n.op is None:
+                continue
+            entries = [(n, i) for i in range(n.num_visible_outputs())]
+            if self._monitor_all:
+                entries = list(n.inputs[:n.num_inputs()]) + entries
+            pre = [e for e in entries if e[0] is not n]
+            post = [e for e in entries if e[0] is n]
+            self._monitor_copies(pre, seen, nd, st)
+            self._push_segments([[self._runners[step]]], self._is_train)
+            self._monitor_copies(post, seen, nd, st)
+
+    def _monitor_copies(self, entries, seen, nd, st) -> None:
+        for c, i in entries:
+            key = (id(c), i)
+            if key in seen:
+                continue
+            seen.add(key)
+            if c.op is None:
+                arr = self._var_arrays.get(id(c))
+                if arr is not None:
+                    self._monitor(c.name, arr.copy())
+                continue
+            if key not in st.views:
+                continue
+            view = st.views[key]
+            out = nd.empty(view.shape, ctx=self._ctx, dtype=view.dtype)
+
+            def fn(out=out, view=view):
+                out._data[...] = view
+            engine.push(fn, read=list(st.vars[key]), write=[out.var], device=self._ctx, name=f"monitor:{c.name}")
+            self._monitor(c.output_name(i), out)
 
     def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False, **kwargs) -> "Executor":
         """A new executor for new input shapes, sharing every array whose shape is unchanged."""
