@@ -78,7 +78,8 @@ _ACT_ATTRS = {"act_type": Attr("str", choices=_ACT_TYPES, doc="activation functi
 register(OpDef(
     name="Activation", attrs=_ACT_ATTRS, inputs=["data"], outputs=["output"],
     infer_shape=_same_shape("Activation"), infer_type=_float_types_1("Activation"),
-    kernels={"any": _activation}, inplace=[(0, 0)],
+    # no forward in-place option: the backward reads the input (mish, softsign, softrelu)
+    kernels={"any": _activation},
     gradient=backward_via("_backward_Activation", lambda a, i, o, g: [g[0], i[0], o[0]], lambda a: [True]),
     doc="Elementwise activation: relu, sigmoid, tanh, softrelu, softsign, log_sigmoid, mish."))
 
