@@ -5,7 +5,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from .. import symbol as sym_mod
 from ..base import EmberError
-from ..context import Context, cpu
+from ..context import Context
 from ..imperative.ndarray import NDArray
 from .parameter import Parameter, ParameterDict
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
 import numpy as np
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, List, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 

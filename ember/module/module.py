@@ -12,12 +12,9 @@ import logging
 import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import numpy as np
-
 from .. import initializer as init_mod
 from .. import kvstore as kvs
 from .. import model as model_mod
-from .. import ndarray as nd
 from .. import optimizer as opt_mod
 from ..context import Context, cpu
 from ..initializer import InitDesc, Uniform
