@@ -197,3 +197,25 @@ def test_variable_init_attribute_wins_over_the_module_initializer():
     args, _ = mod.get_params()
     np.testing.assert_array_equal(args["fc_weight"].asnumpy(), np.full((2, 3), 0.25, np.float32))
     np.testing.assert_array_equal(args["fc_bias"].asnumpy(), np.zeros(2, np.float32))
+
+
+def test_batchnorm_statistics_are_aux_params_and_get_trained():
+    data = mx.sym.Variable("data")
+    x = mx.sym.FullyConnected(data, num_hidden=8, name="fc1")
+    x = mx.sym.BatchNorm(x, name="bn", fix_gamma=False)
+    x = mx.sym.Activation(x, act_type="relu")
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(x, num_hidden=3, name="fc2"), name="softmax")
+    x_np, y_np = _blobs(n=32)
+    it = mx.io.NDArrayIter(x_np, y_np, batch_size=8)
+    mod = mx.mod.Module(net)
+    mod.fit(it, num_epoch=2, initializer=mx.init.Xavier(), progress_bar=False,
+            optimizer_params={"learning_rate": 0.1})
+    args, aux = mod.get_params()
+    assert set(aux) == {"bn_moving_mean", "bn_moving_var"}
+    assert "bn_gamma" in args and "bn_beta" in args
+    assert np.abs(aux["bn_moving_mean"].asnumpy()).max() > 0  # initialized to 0, moved by training
+    # inference uses the moving statistics: same result from a fresh module loaded with the params
+    other = mx.mod.Module(net)
+    other.bind(it.provide_data, it.provide_label, for_training=False)
+    other.set_params(args, aux)
+    np.testing.assert_allclose(other.predict(it).asnumpy(), mod.predict(it).asnumpy(), rtol=1e-5, atol=1e-6)
