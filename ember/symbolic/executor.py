@@ -119,6 +119,19 @@ class _Storage:
             lo = bisect.bisect_left(bounds, off)
             hi = bisect.bisect_left(bounds, off + size)
             self.group_vars.append(vars_[lo:hi])
+        # A forward output is handed out as one NDArray, guarded by one var: that var joins every
+        # group whose bytes overlap the output's, so reuse of those bytes waits for the output's readers.
+        self.head_var: Dict[int, object] = {}
+        for node, i in g.heads:
+            gid = plan.group_of.get((id(node), i))
+            if gid is None or gid in self.head_var:
+                continue
+            var = engine.Var(f"exec:output:{node.name}")
+            self.head_var[gid] = var
+            b, lo, hi = pl.block[gid], pl.offset[gid], pl.offset[gid] + plan.sizes[gid]
+            for other in range(ngroups):
+                if pl.block[other] == b and pl.offset[other] < hi and lo < pl.offset[other] + plan.sizes[other]:
+                    self.group_vars[other].append(var)
         self.views: Dict[tuple, object] = {}
         self.vars: Dict[tuple, List[object]] = {}
         for key, gid in plan.group_of.items():
@@ -203,9 +216,8 @@ class Executor:
             if node.op is None:
                 outs.append(self._var_arrays[id(node)])
                 continue
-            vars_ = self._storage.vars[key]
-            # heads get a dedicated block (see passes.plan_memory), hence a single var
-            outs.append(NDArray._wrap(self._storage.views[key], vars_[0], self._ctx))
+            var = self._storage.head_var[self._graph.plan.group_of[key]]
+            outs.append(NDArray._wrap(self._storage.views[key], var, self._ctx))
         return outs
 
     def _make_runner(self, node):

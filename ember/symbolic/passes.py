@@ -339,23 +339,7 @@ def plan_memory(g: GraphState) -> GraphState:
                 starts.append(step)
                 ends.append(end)
             group_of[key] = gid
-    # Groups holding a forward output get a block of their own: an output NDArray is guarded by one var.
-    out_groups = sorted({group_of[(id(n), i)] for n, i in g.heads if (id(n), i) in group_of})
-    out_set = set(out_groups)
-    packed = [gid for gid in range(len(sizes)) if gid not in out_set]
-    sub = planner.plan([sizes[i] for i in packed], [starts[i] for i in packed], [ends[i] for i in packed],
-                       g.plan_method)
-    block = [0] * len(sizes)
-    offset = [0] * len(sizes)
-    for j, gid in enumerate(packed):
-        block[gid], offset[gid] = sub.block[j], sub.offset[j]
-    block_sizes = list(sub.block_sizes)
-    for gid in out_groups:
-        block[gid] = len(block_sizes)
-        block_sizes.append(planner.align(sizes[gid]))
-    extra = sum(planner.align(sizes[gid]) for gid in out_groups)
-    placement = planner.Placement(block, offset, block_sizes, sub.algorithm,
-                                  {k: v + extra for k, v in sub.candidates.items()})
+    placement = planner.plan(sizes, starts, ends, g.plan_method)
     aligned = [planner.align(s) for s in sizes]
     g.plan = MemoryPlan(group_of, aligned, starts, ends, placement, naive,
                         planner.lower_bound(aligned, starts, ends))

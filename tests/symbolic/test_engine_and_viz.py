@@ -87,3 +87,30 @@ def test_print_summary_and_plot_network(tmp_path, capsys):
     assert "fc1_weight" not in src  # hide_weights
     with pytest.raises(TypeError):
         mx.viz.plot_network("not a symbol")
+
+
+def test_outputs_read_imperatively_are_ordered_with_the_next_forward():
+    # lstm-like: the output's bytes are reused by earlier tensors of the next forward
+    x = mx.sym.var("x")
+    h = x
+    for i in range(5):
+        h = mx.sym.FullyConnected(mx.sym.tanh(h), num_hidden=64, no_bias=True, name=f"fc{i}")
+    exe = h.simple_bind(mx.cpu(), grad_req="null", x=(32, 64))
+    r = np.random.RandomState(0)
+    for k, v in exe.arg_dict.items():
+        v[:] = r.uniform(-0.5, 0.5, v.shape).astype(np.float32)
+    firsts, copies = [], []
+    for step in range(4):
+        out = exe.forward(x=mx.nd.array(r.uniform(-1, 1, (32, 64)).astype(np.float32)))[0]
+        copies.append(out * 1.0)       # an imperative read of the output, not waited for
+        firsts.append(out)
+    results = [c.asnumpy() for c in copies]
+    assert all(not np.array_equal(results[0], r_) for r_ in results[1:])
+    # recompute each step from its inputs in a fresh executor to check the copies saw their own step
+    r = np.random.RandomState(0)
+    ref = h.simple_bind(mx.cpu(), grad_req="null", x=(32, 64))
+    for k, v in ref.arg_dict.items():
+        v[:] = r.uniform(-0.5, 0.5, v.shape).astype(np.float32)
+    for step in range(4):
+        want = ref.forward(x=mx.nd.array(r.uniform(-1, 1, (32, 64)).astype(np.float32)))[0].asnumpy()
+        np.testing.assert_allclose(results[step], want, rtol=1e-5, atol=1e-6)
