@@ -129,3 +129,14 @@ def test_wrong_parameter_vector_length():
     a = op.parse_attrs({"mode": "gru", "state_size": 4, "num_layers": 1})
     with pytest.raises(ShapeError, match="RNN: parameters"):
         op.shapes(a, [(5, 3, 2), (10,), None])
+
+
+def test_lstm_state_clipping():
+    ins, attrs = _inputs("lstm", 1, False, t=3, n=2, i=2, h=2)
+    ins[1] = ins[1] * 4  # large weights: cell states leave [-0.3, 0.3]
+    attrs = dict(attrs, lstm_state_clip_min=-0.3, lstm_state_clip_max=0.3)
+    out, hy, cy = run_op("RNN", ins, attrs)
+    assert np.all(np.abs(cy) <= 0.3 + 1e-12)
+    free = run_op("RNN", ins, dict(attrs, lstm_state_clip_min=None, lstm_state_clip_max=None))[2]
+    assert np.abs(free).max() > 0.3  # the clip was active
+    check_grad("RNN", ins, attrs)
