@@ -9,6 +9,7 @@ from __future__ import annotations
 import pickle
 from typing import Any, Dict
 
+from ..base import FormatError
 from ..imperative.ndarray import NDArray
 from .optimizer import Optimizer
 
@@ -60,7 +61,10 @@ class Updater:
 
     def set_states(self, states: bytes) -> None:
         """Restore states written by get_states (with or without the optimizer)."""
-        loaded = pickle.loads(states)
+        try:
+            loaded = pickle.loads(states)
+        except (pickle.UnpicklingError, EOFError, ValueError, IndexError) as e:
+            raise FormatError(f"Updater.set_states: not pickled optimizer states ({e})") from None
         if isinstance(loaded, tuple) and len(loaded) == 2 and isinstance(loaded[1], Optimizer):
             self.states, self.optimizer = loaded
         elif isinstance(loaded, dict):

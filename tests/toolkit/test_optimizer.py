@@ -120,6 +120,10 @@ def test_updater_states_round_trip():
     assert set(plain.states) == {0}
     with pytest.raises(TypeError, match="pickled states"):
         plain.set_states(pickle.dumps([1, 2]))
+    blob = updater.get_states()
+    for bad in (blob[: len(blob) // 2], b"not a pickle"):
+        with pytest.raises(mx.base.FormatError, match="not pickled optimizer states"):
+            plain.set_states(bad)
 
 
 def test_create_register_and_errors():
