@@ -6,7 +6,7 @@ from ._nn_util import (INV_SQRT_2PI, SQRT_2, backward_via, erf, float_types, kno
                        softplus)
 from .registry import Attr, OpDef, register
 
-_ACT_TYPES = ("relu", "sigmoid", "tanh", "softrelu", "softsign", "log_sigmoid", "mish")
+_ACT_TYPES = ("relu", "sigmoid", "tanh", "softrelu", "softsign")  # MXNet 1.9.1's choices
 
 
 # -- Activation -----------------------------------------------------------------------
@@ -19,11 +19,7 @@ def _act_forward(xp, kind, x):
         return xp.tanh(x)
     if kind == "softrelu":
         return softplus(xp, x)
-    if kind == "softsign":
-        return x / (1 + xp.abs(x))
-    if kind == "log_sigmoid":
-        return -softplus(xp, -x)
-    return x * xp.tanh(softplus(xp, x))  # mish
+    return x / (1 + xp.abs(x))  # softsign
 
 
 def _act_derivative(xp, kind, x, y):
@@ -36,14 +32,8 @@ def _act_derivative(xp, kind, x, y):
         return 1 - y * y
     if kind == "softrelu":
         return sigmoid(xp, x)
-    if kind == "softsign":
-        d = 1 + xp.abs(x)
-        return 1 / (d * d)
-    if kind == "log_sigmoid":
-        return sigmoid(xp, -x)
-    sp = softplus(xp, x)  # mish
-    t = xp.tanh(sp)
-    return t + x * (1 - t * t) * sigmoid(xp, x)
+    d = 1 + xp.abs(x)  # softsign
+    return 1 / (d * d)
 
 
 def _same_shape(name):
@@ -78,10 +68,10 @@ _ACT_ATTRS = {"act_type": Attr("str", choices=_ACT_TYPES, doc="activation functi
 register(OpDef(
     name="Activation", attrs=_ACT_ATTRS, inputs=["data"], outputs=["output"],
     infer_shape=_same_shape("Activation"), infer_type=_float_types_1("Activation"),
-    # no forward in-place option: the backward reads the input (mish, softsign, softrelu)
+    # no forward in-place option: the backward reads the input (softsign, softrelu)
     kernels={"any": _activation},
     gradient=backward_via("_backward_Activation", lambda a, i, o, g: [g[0], i[0], o[0]], lambda a: [True]),
-    doc="Elementwise activation: relu, sigmoid, tanh, softrelu, softsign, log_sigmoid, mish."))
+    doc="Elementwise activation: relu, sigmoid, tanh, softrelu, softsign."))
 
 register(OpDef(
     name="_backward_Activation", attrs=_ACT_ATTRS, inputs=["out_grad", "data", "output"],

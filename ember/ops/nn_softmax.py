@@ -43,6 +43,9 @@ def _sm_inputs(attrs):
 
 def _sm_shape(name):
     def infer(attrs, in_shapes):
+        if attrs["use_length"] and name != "softmax":
+            raise OperatorError(f"{name}: use_length=True is not supported (MXNet's {name} takes no length "
+                                "input; use softmax)")
         d = in_shapes[0]
         if not known(d):
             return in_shapes, [None]
@@ -98,12 +101,7 @@ def _make_sm_backward(log):
         ax = attrs["axis"] % y.ndim
         t = attrs["temperature"] if attrs["temperature"] is not None else 1.0
         if log:
-            mask = _length_mask(xp, y, inputs[2], ax) if attrs["use_length"] else None
-            if mask is not None:
-                dy = xp.where(mask, dy, 0)  # masked outputs are constants
             g = dy - xp.exp(y) * dy.sum(axis=ax, keepdims=True)
-            if mask is not None:
-                g = xp.where(mask, g, 0)
         else:
             g = y * (dy - (dy * y).sum(axis=ax, keepdims=True))
         outputs[0][...] = g / t if t != 1.0 else g
@@ -112,7 +110,7 @@ def _make_sm_backward(log):
 
 def _register_softmax(name, log, doc):
     register(OpDef(
-        name=name, attrs=_SM_ATTRS, inputs=_sm_inputs, outputs=["output"],
+        name=name, attrs=_SM_ATTRS, inputs=["data"] if log else _sm_inputs, outputs=["output"],
         infer_shape=_sm_shape(name), infer_type=_sm_type(name), kernels={"any": _make_sm_kernel(log)},
         gradient=backward_via(f"_backward_{name}",
                               lambda a, i, o, g: [g[0], o[0]] + ([i[1]] if a["use_length"] else []),
@@ -120,7 +118,7 @@ def _register_softmax(name, log, doc):
         doc=doc))
     register(OpDef(
         name=f"_backward_{name}", attrs=_SM_ATTRS,
-        inputs=lambda a: ["out_grad", "output"] + (["length"] if a["use_length"] else []),
+        inputs=lambda a: ["out_grad", "output"] + (["length"] if a["use_length"] and not log else []),
         outputs=["data_grad"], infer_shape=lambda a, s: (s, [s[1]]), kernels={"any": _make_sm_backward(log)},
         doc=f"Gradient of {name}."))
 

@@ -99,6 +99,8 @@ def cases():
     # softmax family
     c.append(("softmax_axis1_temp", "softmax", [randn(2, 4, 3)], {"axis": 1, "temperature": 2.0}, [], False, [0]))
     c.append(("log_softmax_last", "log_softmax", [randn(2, 4, 3)], {}, [], False, [0]))
+    c.append(("softmax_use_length", "softmax", [randn(3, 5), np.array([2, 5, 1], np.int32)],
+              {"use_length": True}, [], False, [0]))
     c.append(("softmax_activation_channel", "SoftmaxActivation", [randn(2, 4, 3)], {"mode": "channel"}, [], False, [0]))
     # 2-D only: for >2-D data MXNet's instance-mode backward sums over axis 1 while its forward uses the last axis
     c.append(("softmax_activation_instance", "SoftmaxActivation", [randn(3, 5)], {}, [], False, [0]))

@@ -21,8 +21,6 @@ REF = {
     "tanh": np.tanh,
     "softrelu": lambda x: np.log1p(np.exp(x)),
     "softsign": lambda x: x / (1 + np.abs(x)),
-    "log_sigmoid": lambda x: -np.log1p(np.exp(-x)),
-    "mish": lambda x: x * np.tanh(np.log1p(np.exp(x))),
 }
 
 
@@ -41,7 +39,7 @@ def test_activation_kernel_may_write_over_its_input():
 
 def test_activation_extreme_inputs_stay_finite():
     x = np.array([-1000.0, 1000.0], np.float32)
-    for act in ("sigmoid", "softrelu", "log_sigmoid"):
+    for act in ("sigmoid", "softrelu"):
         assert np.all(np.isfinite(run_op("Activation", [x], {"act_type": act})[0])), act
 
 
@@ -95,7 +93,7 @@ def test_rrelu_training_draws_slopes_and_inference_uses_mean():
 
 def test_bad_act_type():
     with pytest.raises(OperatorError, match="act_type"):
-        ops.get("Activation").parse_attrs({"act_type": "swish"})
+        ops.get("Activation").parse_attrs({"act_type": "mish"})  # not in MXNet 1.9.1
     with pytest.raises(OperatorError, match="act_type"):
         ops.get("LeakyReLU").parse_attrs({"act_type": "relu6"})
     with pytest.raises(OperatorError, match="Activation: floating point"):

@@ -47,6 +47,14 @@ def test_softmax_use_length_masks_tail():
     check_grad("softmax", [x, length], {"use_length": True})
 
 
+def test_log_softmax_has_no_length_input():
+    op = ops.get("log_softmax")
+    a = op.parse_attrs({"use_length": True})
+    assert op.input_names(a) == ["data"]
+    with pytest.raises(OperatorError, match="log_softmax: use_length"):
+        op.shapes(a, [(2, 3)])
+
+
 def test_softmax_bad_axis():
     op = ops.get("softmax")
     with pytest.raises(ShapeError, match="softmax: axis 3"):
