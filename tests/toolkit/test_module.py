@@ -219,3 +219,18 @@ def test_batchnorm_statistics_are_aux_params_and_get_trained():
     other.bind(it.provide_data, it.provide_label, for_training=False)
     other.set_params(args, aux)
     np.testing.assert_allclose(other.predict(it).asnumpy(), mod.predict(it).asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_fit_without_labels_on_a_makeloss_objective():
+    # minimise mean((x·w - 3)^2) with no label input: the loss is the network's output
+    data = mx.sym.Variable("data")
+    pred = mx.sym.FullyConnected(data, num_hidden=1, no_bias=True, name="fc")
+    loss = mx.sym.MakeLoss(mx.sym.square(pred - 3.0), name="loss")
+    x = np.ones((16, 2), np.float32)
+    mod = mx.mod.Module(loss, data_names=["data"], label_names=None)
+    it = mx.io.NDArrayIter(x, batch_size=8)
+    mod.fit(it, eval_metric="loss", num_epoch=30, progress_bar=False, initializer=mx.init.Zero(),
+            optimizer_params={"learning_rate": 0.05, "rescale_grad": 1.0 / 8})
+    w = mod.get_params()[0]["fc_weight"].asnumpy()
+    assert w.sum() == pytest.approx(3.0, abs=1e-3)
+    assert dict(mod.score(it, "loss"))["loss"] < 1e-5
