@@ -2,7 +2,9 @@
 
 Run with the real MXNet venv (never with ember):
 
-    ~/.cache/ember-anchors/mxnet/bin/python tests/data/make_model_fixtures.py
+    ~/.cache/ember-anchors/mxnet/bin/python tests/data/make_model_fixtures.py [NAME ...]
+
+(NAME: a network below, 'optimizers' or 'module'; all of them by default.)
 
 For each gluon model-zoo network it hybridizes the net, sets every parameter and
 BatchNorm statistic from `recipe_value` (a deterministic numpy recipe, repeated
@@ -13,7 +15,8 @@ The .params files of the big nets (resnet18_v1, vgg11) are deleted afterwards:
 the ember test writes them itself with `mx.nd.save`.
 
 It also records a few steps of each MXNet optimizer (toolkit-optimizer-steps.npz)
-so ember's optimizers are checked against MXNet, not only against numpy.
+so ember's optimizers are checked against MXNet, not only against numpy, and three
+Module training steps of a small LeNet with BatchNorm (toolkit-lenet-bn-*).
 """
 from __future__ import annotations
 
@@ -121,17 +124,69 @@ def make_optimizer_steps() -> None:
     print("optimizer steps:", ", ".join(OPT_CASES))
 
 
+# -- Module training anchor ------------------------------------------------------------
+MODULE_BATCH = (16, 1, 8, 8)
+MODULE_STEPS = 3
+
+
+def lenet_bn_symbol():
+    """A small LeNet with BatchNorm, built with mx.sym (the same graph ember loads from the JSON)."""
+    data = mx.sym.Variable("data")
+    x = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=8, name="conv1")
+    x = mx.sym.BatchNorm(x, fix_gamma=False, momentum=0.9, name="bn1")
+    x = mx.sym.Activation(x, act_type="relu", name="relu1")
+    x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max", name="pool1")
+    x = mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=16, name="conv2")
+    x = mx.sym.Activation(x, act_type="relu", name="relu2")
+    x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="avg", name="pool2")
+    x = mx.sym.Flatten(x, name="flatten")
+    x = mx.sym.FullyConnected(x, num_hidden=32, name="fc1")
+    x = mx.sym.Activation(x, act_type="tanh", name="tanh1")
+    x = mx.sym.FullyConnected(x, num_hidden=10, name="fc2")
+    return mx.sym.SoftmaxOutput(x, name="softmax")
+
+
+def make_module_steps() -> None:
+    """Three Module SGD-momentum steps (forward_backward + update) on fixed batches."""
+    sym = lenet_bn_symbol()
+    prefix = os.path.join(OUT, "toolkit-lenet-bn")
+    sym.save(prefix + "-symbol.json")
+    mod = mx.mod.Module(sym, context=mx.cpu())
+    mod.bind(data_shapes=[("data", MODULE_BATCH)], label_shapes=[("softmax_label", MODULE_BATCH[:1])])
+    arg_shapes, _, aux_shapes = sym.infer_shape(data=MODULE_BATCH, softmax_label=MODULE_BATCH[:1])
+    inputs = ("data", "softmax_label")
+    args = {n: mx.nd.array(recipe_value(n, sh)) for n, sh in zip(sym.list_arguments(), arg_shapes) if n not in inputs}
+    aux = {n: mx.nd.array(recipe_value(n, sh)) for n, sh in zip(sym.list_auxiliary_states(), aux_shapes)}
+    mod.init_params(arg_params=args, aux_params=aux)
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-3})
+    rs = np.random.RandomState(99)
+    record = {}
+    for step in range(MODULE_STEPS):
+        data = rs.uniform(0, 1, size=MODULE_BATCH).astype(np.float32)
+        label = rs.randint(0, 10, size=MODULE_BATCH[:1]).astype(np.float32)
+        batch = mx.io.DataBatch([mx.nd.array(data)], [mx.nd.array(label)])
+        mod.forward_backward(batch)
+        record[f"output_{step}"] = mod.get_outputs()[0].asnumpy()
+        mod.update()
+        record[f"data_{step}"], record[f"label_{step}"] = data, label
+    arg_after, aux_after = mod.get_params()
+    record.update({"arg:" + k: v.asnumpy() for k, v in arg_after.items()})
+    record.update({"aux:" + k: v.asnumpy() for k, v in aux_after.items()})
+    np.savez_compressed(prefix + "-steps.npz", **record)
+    print("module steps: toolkit-lenet-bn")
+
+
 def main(argv) -> None:
     os.makedirs(OUT, exist_ok=True)
     mx.random.seed(0)
-    names = argv[1:] or list(NETS)
+    extras = {"optimizers": make_optimizer_steps, "module": make_module_steps}
+    names = argv[1:] or list(NETS) + list(extras)
     for name in names:
-        if name == "optimizers":
-            continue
-        shape, keep = NETS[name]
-        make_net(name, shape, keep)
-    if not argv[1:] or "optimizers" in argv[1:]:
-        make_optimizer_steps()
+        if name in extras:
+            extras[name]()
+        else:
+            shape, keep = NETS[name]
+            make_net(name, shape, keep)
 
 
 if __name__ == "__main__":
