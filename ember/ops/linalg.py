@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Tuple
 
-from ..base import ShapeError
+from ..base import OperatorError, ShapeError
 from ._common import fmt, known, same_type
 from .registry import Attr, OpDef, register
 
@@ -149,3 +149,407 @@ register(OpDef(name="batch_dot", attrs=_DOT_ATTRS, inputs=["lhs", "rhs"], infer_
                infer_type=same_type("batch_dot", names=["lhs", "rhs"]), kernels={"any": _batch_dot},
                gradient=_pair_grad("_backward_batch_dot"),
                doc="Batched matrix product over the leading axes (transpose_a/b swap the last two)."))
+
+
+# -- linalg_* (LAPACK-style ops on the last two axes, batched over the leading ones) ------------------
+def _mT(x):
+    return x.swapaxes(-1, -2)
+
+
+def _need_square(op, s):
+    if len(s) < 2 or s[-1] != s[-2]:
+        raise ShapeError(f"{op}: input must be a (batch of) square matrices, got shape {fmt(s)}")
+
+
+def _gemm_shape(op, a, b, ta, tb):
+    if len(a) < 2 or len(a) != len(b) or a[:-2] != b[:-2]:
+        raise ShapeError(f"{op}: A {fmt(a)} and B {fmt(b)} must be matrices with equal batch dimensions")
+    m, k = (a[-1], a[-2]) if ta else (a[-2], a[-1])
+    k2, n = (b[-1], b[-2]) if tb else (b[-2], b[-1])
+    if k != k2:
+        raise ShapeError(f"{op}: A {fmt(a)} and B {fmt(b)} are not aligned (transpose_a={ta}, transpose_b={tb})")
+    return tuple(a[:-2]) + (m, n)
+
+
+_GEMM2 = {"transpose_a": Attr("bool", False), "transpose_b": Attr("bool", False), "alpha": Attr("float", 1.0),
+          "axis": Attr("int", -2)}
+_GEMM = dict(_GEMM2, beta=Attr("float", 1.0))
+
+
+def _check_axis(op, attrs):
+    if attrs["axis"] != -2:
+        raise OperatorError(f"{op}: only axis=-2 (matrices on the last two axes) is supported, got {attrs['axis']}")
+
+
+def _gemm2_infer(attrs, s):
+    _check_axis("linalg_gemm2", attrs)
+    if not known(s[0]) or not known(s[1]):
+        return s, [None]
+    return s, [_gemm_shape("linalg_gemm2", s[0], s[1], attrs["transpose_a"], attrs["transpose_b"])]
+
+
+def _gemm_infer(attrs, s):
+    _check_axis("linalg_gemm", attrs)
+    if not known(s[0]) or not known(s[1]):
+        return s, [s[2]]
+    out = _gemm_shape("linalg_gemm", s[0], s[1], attrs["transpose_a"], attrs["transpose_b"])
+    if known(s[2]) and tuple(s[2]) != out:
+        raise ShapeError(f"linalg_gemm: C has shape {fmt(s[2])} but op(A) op(B) has shape {out}")
+    return [s[0], s[1], out], [out]
+
+
+def _gemm2(ctx, attrs, inputs, outputs, aux):
+    a, b = inputs
+    res = ctx.xp.matmul(_t(a, attrs["transpose_a"]), _t(b, attrs["transpose_b"]))
+    outputs[0][...] = attrs["alpha"] * res
+
+
+def _gemm(ctx, attrs, inputs, outputs, aux):
+    a, b, c = inputs
+    res = ctx.xp.matmul(_t(a, attrs["transpose_a"]), _t(b, attrs["transpose_b"]))
+    outputs[0][...] = attrs["alpha"] * res + attrs["beta"] * c
+
+
+def _gemm_backward(ctx, attrs, inputs, outputs, aux):
+    g, a, b = inputs[0], inputs[1], inputs[2]
+    xp = ctx.xp
+    ta, tb, alpha = attrs["transpose_a"], attrs["transpose_b"], attrs["alpha"]
+    x, y = _t(a, ta), _t(b, tb)
+    ga = alpha * xp.matmul(g, _mT(y))
+    gb = alpha * xp.matmul(_mT(x), g)
+    outputs[0][...] = _t(ga, ta)
+    outputs[1][...] = _t(gb, tb)
+    if len(outputs) == 3:
+        outputs[2][...] = attrs["beta"] * g
+
+
+register(OpDef(name="_backward_linalg_gemm2", attrs=_GEMM2, inputs=["ograd", "A", "B"], outputs=["A_grad", "B_grad"],
+               infer_shape=lambda a, s: (s, [s[1], s[2]]), infer_type=same_type("_backward_linalg_gemm2", 2),
+               kernels={"any": _gemm_backward}, doc="Gradient of linalg_gemm2."))
+register(OpDef(name="linalg_gemm2", attrs=_GEMM2, inputs=["A", "B"], infer_shape=_gemm2_infer,
+               infer_type=same_type("linalg_gemm2", names=["A", "B"]), kernels={"any": _gemm2},
+               gradient=lambda F, a, i, o, g: list(F._backward_linalg_gemm2(g[0], i[0], i[1], **a)),
+               doc="alpha * op(A) @ op(B), batched."))
+register(OpDef(name="_backward_linalg_gemm", attrs=_GEMM, inputs=["ograd", "A", "B"],
+               outputs=["A_grad", "B_grad", "C_grad"], infer_shape=lambda a, s: (s, [s[1], s[2], s[0]]),
+               infer_type=same_type("_backward_linalg_gemm", 3), kernels={"any": _gemm_backward},
+               doc="Gradient of linalg_gemm."))
+register(OpDef(name="linalg_gemm", attrs=_GEMM, inputs=["A", "B", "C"], infer_shape=_gemm_infer,
+               infer_type=same_type("linalg_gemm", names=["A", "B", "C"]), kernels={"any": _gemm},
+               gradient=lambda F, a, i, o, g: list(F._backward_linalg_gemm(g[0], i[0], i[1], **a)),
+               doc="alpha * op(A) @ op(B) + beta * C, batched."))
+
+
+# -- syrk ------------------------------------------------------------------------------------------
+_SYRK = {"transpose": Attr("bool", False), "alpha": Attr("float", 1.0)}
+
+
+def _syrk_infer(attrs, s):
+    a = s[0]
+    if not known(a):
+        return s, [None]
+    if len(a) < 2:
+        raise ShapeError(f"linalg_syrk: A must be a (batch of) matrices, got {fmt(a)}")
+    n = a[-1] if attrs["transpose"] else a[-2]
+    return s, [tuple(a[:-2]) + (n, n)]
+
+
+def _syrk(ctx, attrs, inputs, outputs, aux):
+    a = inputs[0]
+    x = _mT(a) if attrs["transpose"] else a
+    outputs[0][...] = attrs["alpha"] * ctx.xp.matmul(x, _mT(x))
+
+
+def _syrk_backward(ctx, attrs, inputs, outputs, aux):
+    g, a = inputs
+    gs = g + _mT(g)
+    if attrs["transpose"]:
+        outputs[0][...] = attrs["alpha"] * ctx.xp.matmul(a, gs)
+    else:
+        outputs[0][...] = attrs["alpha"] * ctx.xp.matmul(gs, a)
+
+
+register(OpDef(name="_backward_linalg_syrk", attrs=_SYRK, inputs=["ograd", "A"], outputs=["A_grad"],
+               infer_shape=lambda a, s: (s, [s[1]]), infer_type=same_type("_backward_linalg_syrk"),
+               kernels={"any": _syrk_backward}, doc="Gradient of linalg_syrk."))
+register(OpDef(name="linalg_syrk", attrs=_SYRK, inputs=["A"], infer_shape=_syrk_infer, kernels={"any": _syrk},
+               gradient=lambda F, a, i, o, g: [F._backward_linalg_syrk(g[0], i[0], **a)],
+               doc="alpha * A @ A^T (A^T @ A with transpose), batched."))
+
+
+# -- square-matrix functions ----------------------------------------------------------------------------
+def _square_infer(op, out_shape):
+    def infer(attrs, s):
+        a = s[0]
+        if not known(a):
+            return s, [None] * (2 if op == "linalg_slogdet" else 1)
+        _need_square(op, a)
+        res = out_shape(a, attrs)
+        return s, res if isinstance(res, list) else [res]
+    return infer
+
+
+def _batch_scalar(a):
+    return tuple(a[:-2]) if len(a) > 2 else (1,)
+
+
+def _inverse(ctx, attrs, inputs, outputs, aux):
+    outputs[0][...] = ctx.xp.linalg.inv(inputs[0])
+
+
+def _inverse_backward(ctx, attrs, inputs, outputs, aux):
+    g, y = inputs  # y = A^-1
+    yt = _mT(y)
+    outputs[0][...] = -ctx.xp.matmul(ctx.xp.matmul(yt, g), yt)
+
+
+def _det(ctx, attrs, inputs, outputs, aux):
+    outputs[0][...] = ctx.xp.linalg.det(inputs[0]).reshape(outputs[0].shape)
+
+
+def _det_backward(ctx, attrs, inputs, outputs, aux):
+    g, a, d = inputs
+    xp = ctx.xp
+    scale = (g * d).reshape(a.shape[:-2] + (1, 1))
+    outputs[0][...] = scale * _mT(xp.linalg.inv(a))
+
+
+def _slogdet(ctx, attrs, inputs, outputs, aux):
+    sign, logdet = ctx.xp.linalg.slogdet(inputs[0])
+    outputs[0][...] = sign.reshape(outputs[0].shape)
+    outputs[1][...] = logdet.reshape(outputs[1].shape)
+
+
+def _slogdet_backward(ctx, attrs, inputs, outputs, aux):
+    g, a = inputs
+    outputs[0][...] = g.reshape(a.shape[:-2] + (1, 1)) * _mT(ctx.xp.linalg.inv(a))
+
+
+def _sumlogdiag(ctx, attrs, inputs, outputs, aux):
+    d = ctx.xp.diagonal(inputs[0], axis1=-2, axis2=-1)
+    outputs[0][...] = ctx.xp.log(d).sum(axis=-1).reshape(outputs[0].shape)
+
+
+def _sumlogdiag_backward(ctx, attrs, inputs, outputs, aux):
+    g, a = inputs
+    xp = ctx.xp
+    n = a.shape[-1]
+    d = xp.diagonal(a, axis1=-2, axis2=-1)
+    out = outputs[0]
+    out[...] = 0
+    i = xp.arange(n)
+    out[..., i, i] = g.reshape(a.shape[:-2] + (1,)) / d
+
+
+register(OpDef(name="_backward_linalg_inverse", inputs=["ograd", "output"], outputs=["A_grad"],
+               infer_shape=lambda a, s: (s, [s[1]]), infer_type=same_type("_backward_linalg_inverse"),
+               kernels={"any": _inverse_backward}, doc="Gradient of linalg_inverse."))
+register(OpDef(name="linalg_inverse", inputs=["A"], infer_shape=_square_infer("linalg_inverse", lambda a, at: tuple(a)),
+               kernels={"any": _inverse},
+               gradient=lambda F, a, i, o, g: [F._backward_linalg_inverse(g[0], o[0])],
+               doc="Inverse of (a batch of) square matrices."))
+register(OpDef(name="_backward_linalg_det", inputs=["ograd", "A", "det"], outputs=["A_grad"],
+               infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[1]]),
+               kernels={"any": _det_backward}, doc="Gradient of linalg_det."))
+register(OpDef(name="linalg_det", inputs=["A"], infer_shape=_square_infer("linalg_det", lambda a, at: _batch_scalar(a)),
+               kernels={"any": _det},
+               gradient=lambda F, a, i, o, g: [F._backward_linalg_det(g[0], i[0], o[0])],
+               doc="Determinant of (a batch of) square matrices."))
+register(OpDef(name="_backward_linalg_slogdet", inputs=["ograd_logabsdet", "A"], outputs=["A_grad"],
+               infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[1]]),
+               kernels={"any": _slogdet_backward}, doc="Gradient of linalg_slogdet (through logabsdet)."))
+register(OpDef(name="linalg_slogdet", inputs=["A"], outputs=["sign", "logabsdet"],
+               infer_shape=_square_infer("linalg_slogdet", lambda a, at: [_batch_scalar(a)] * 2),
+               infer_type=lambda a, d: (list(d), [d[0], d[0]]), kernels={"any": _slogdet},
+               gradient=lambda F, a, i, o, g: [F._backward_linalg_slogdet(g[1], i[0])],
+               doc="Sign and log|det| of (a batch of) square matrices."))
+register(OpDef(name="_backward_linalg_sumlogdiag", inputs=["ograd", "A"], outputs=["A_grad"],
+               infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[1]]),
+               kernels={"any": _sumlogdiag_backward}, doc="Gradient of linalg_sumlogdiag."))
+register(OpDef(name="linalg_sumlogdiag", inputs=["A"],
+               infer_shape=_square_infer("linalg_sumlogdiag", lambda a, at: _batch_scalar(a)),
+               kernels={"any": _sumlogdiag},
+               gradient=lambda F, a, i, o, g: [F._backward_linalg_sumlogdiag(g[0], i[0])],
+               doc="Sum of the logs of the diagonal of (a batch of) square matrices."))
+
+
+# -- extractdiag / makediag -------------------------------------------------------------------------
+_OFFSET = {"offset": Attr("int", 0)}
+
+
+def _extract_infer(attrs, s):
+    a = s[0]
+    if not known(a):
+        return s, [None]
+    if len(a) < 2:
+        raise ShapeError(f"linalg_extractdiag: A must be a (batch of) matrices, got {fmt(a)}")
+    k = attrs["offset"]
+    n = min(a[-2] + min(k, 0), a[-1] - max(k, 0))
+    if n <= 0:
+        raise ShapeError(f"linalg_extractdiag: offset {k} is outside matrices of shape {fmt(a[-2:])}")
+    return s, [tuple(a[:-2]) + (n,)]
+
+
+def _diag_index(xp, n, k):
+    i = xp.arange(n)
+    return i - min(k, 0), i + max(k, 0)
+
+
+def _extractdiag(ctx, attrs, inputs, outputs, aux):
+    a = inputs[0]
+    rows, cols = _diag_index(ctx.xp, outputs[0].shape[-1], attrs["offset"])
+    outputs[0][...] = a[..., rows, cols]
+
+
+def _makediag_infer(attrs, s):
+    a = s[0]
+    if not known(a):
+        return s, [None]
+    n = a[-1] + abs(attrs["offset"])
+    return s, [tuple(a[:-1]) + (n, n)]
+
+
+def _makediag(ctx, attrs, inputs, outputs, aux):
+    a = inputs[0]
+    out = outputs[0]
+    out[...] = 0
+    rows, cols = _diag_index(ctx.xp, a.shape[-1], attrs["offset"])
+    out[..., rows, cols] = a
+
+
+register(OpDef(name="linalg_extractdiag", attrs=_OFFSET, inputs=["A"], infer_shape=_extract_infer,
+               kernels={"any": _extractdiag},
+               gradient=lambda F, a, i, o, g: [F._backward_linalg_extractdiag(g[0], i[0], **a)],
+               doc="Diagonal `offset` of (a batch of) matrices."))
+register(OpDef(name="_backward_linalg_extractdiag", attrs=_OFFSET, inputs=["ograd", "A"], outputs=["A_grad"],
+               infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[0]]),
+               kernels={"any": lambda c, a, i, o, x: _makediag(c, a, [i[0]], o, x)},
+               doc="Gradient of linalg_extractdiag: ograd placed on the diagonal."))
+register(OpDef(name="linalg_makediag", attrs=_OFFSET, inputs=["A"], infer_shape=_makediag_infer,
+               kernels={"any": _makediag},
+               gradient=lambda F, a, i, o, g: [F.linalg_extractdiag(g[0], **a)],
+               doc="Square matrices with A's last axis on diagonal `offset`."))
+
+
+# -- triangular ops: potrf, potri, trmm, trsm ---------------------------------------------------------
+_TRI = {"transpose": Attr("bool", False), "rightside": Attr("bool", False), "lower": Attr("bool", True),
+        "alpha": Attr("float", 1.0)}
+
+
+def _tri(xp, a, lower):
+    return xp.tril(a) if lower else xp.triu(a)
+
+
+def _potrf(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    a = inputs[0]
+    if attrs["lower"]:
+        outputs[0][...] = xp.linalg.cholesky(a)
+    else:
+        outputs[0][...] = _mT(xp.linalg.cholesky(_mT(a)))
+
+
+def _potri(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    t = _tri(xp, inputs[0], attrs["lower"])
+    full = xp.matmul(t, _mT(t)) if attrs["lower"] else xp.matmul(_mT(t), t)
+    outputs[0][...] = xp.linalg.inv(full)
+
+
+_LOWER = {"lower": Attr("bool", True)}
+register(OpDef(name="linalg_potrf", attrs=_LOWER, inputs=["A"],
+               infer_shape=_square_infer("linalg_potrf", lambda a, at: tuple(a)), kernels={"any": _potrf},
+               doc="Cholesky factor of symmetric positive-definite matrices (lower, or upper). No gradient yet."))
+register(OpDef(name="linalg_potri", attrs=_LOWER, inputs=["A"],
+               infer_shape=_square_infer("linalg_potri", lambda a, at: tuple(a)), kernels={"any": _potri},
+               doc="(L L^T)^-1 from a Cholesky factor L. No gradient yet."))
+
+
+def _tri_infer(op):
+    def infer(attrs, s):
+        a, b = s
+        if not known(a) or not known(b):
+            return s, [None if b is None else tuple(b)]
+        _need_square(op, a)
+        k = b[-1] if attrs["rightside"] else b[-2]
+        if k != a[-1] or a[:-2] != b[:-2]:
+            raise ShapeError(f"{op}: triangular A {fmt(a)} does not fit B {fmt(b)} (rightside={attrs['rightside']})")
+        return s, [tuple(b)]
+    return infer
+
+
+def _op_tri(xp, attrs, a):
+    t = _tri(xp, a, attrs["lower"])
+    return _mT(t) if attrs["transpose"] else t
+
+
+def _trmm(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    a, b = inputs
+    t = _op_tri(xp, attrs, a)
+    res = xp.matmul(b, t) if attrs["rightside"] else xp.matmul(t, b)
+    outputs[0][...] = attrs["alpha"] * res
+
+
+def _trmm_backward(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    g, a, b = inputs
+    t = _op_tri(xp, attrs, a)
+    alpha = attrs["alpha"]
+    if attrs["rightside"]:  # out = alpha * B T
+        gb = alpha * xp.matmul(g, _mT(t))
+        gt = alpha * xp.matmul(_mT(b), g)
+    else:  # out = alpha * T B
+        gb = alpha * xp.matmul(_mT(t), g)
+        gt = alpha * xp.matmul(g, _mT(b))
+    outputs[0][...] = _tri(xp, _mT(gt) if attrs["transpose"] else gt, attrs["lower"])
+    outputs[1][...] = gb
+
+
+def _solve_tri(xp, t, rhs):
+    return xp.linalg.solve(t, rhs)
+
+
+def _trsm(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    a, b = inputs
+    t = _op_tri(xp, attrs, a)
+    if attrs["rightside"]:  # X T = alpha B  ->  T^T X^T = alpha B^T
+        res = _mT(_solve_tri(xp, _mT(t), _mT(b)))
+    else:
+        res = _solve_tri(xp, t, b)
+    outputs[0][...] = attrs["alpha"] * res
+
+
+def _trsm_backward(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    g, a, b, x = inputs
+    t = _op_tri(xp, attrs, a)
+    alpha = attrs["alpha"]
+    if attrs["rightside"]:  # X = alpha B T^-1
+        h = _mT(_solve_tri(xp, t, _mT(g)))  # G T^-T
+        gb = alpha * h
+        gt = -xp.matmul(_mT(x), h)
+    else:  # X = alpha T^-1 B
+        h = _solve_tri(xp, _mT(t), g)  # T^-T G
+        gb = alpha * h
+        gt = -xp.matmul(h, _mT(x))
+    outputs[0][...] = _tri(xp, _mT(gt) if attrs["transpose"] else gt, attrs["lower"])
+    outputs[1][...] = gb
+
+
+register(OpDef(name="_backward_linalg_trmm", attrs=_TRI, inputs=["ograd", "A", "B"], outputs=["A_grad", "B_grad"],
+               infer_shape=lambda a, s: (s, [s[1], s[2]]), infer_type=same_type("_backward_linalg_trmm", 2),
+               kernels={"any": _trmm_backward}, doc="Gradient of linalg_trmm."))
+register(OpDef(name="linalg_trmm", attrs=_TRI, inputs=["A", "B"], infer_shape=_tri_infer("linalg_trmm"),
+               infer_type=same_type("linalg_trmm", names=["A", "B"]), kernels={"any": _trmm},
+               gradient=lambda F, a, i, o, g: list(F._backward_linalg_trmm(g[0], i[0], i[1], **a)),
+               doc="alpha * op(tri(A)) @ B (B @ op(tri(A)) with rightside)."))
+register(OpDef(name="_backward_linalg_trsm", attrs=_TRI, inputs=["ograd", "A", "B", "output"],
+               outputs=["A_grad", "B_grad"], infer_shape=lambda a, s: (s, [s[1], s[2]]),
+               infer_type=same_type("_backward_linalg_trsm", 2), kernels={"any": _trsm_backward},
+               doc="Gradient of linalg_trsm."))
+register(OpDef(name="linalg_trsm", attrs=_TRI, inputs=["A", "B"], infer_shape=_tri_infer("linalg_trsm"),
+               infer_type=same_type("linalg_trsm", names=["A", "B"]), kernels={"any": _trsm},
+               gradient=lambda F, a, i, o, g: list(F._backward_linalg_trsm(g[0], i[0], i[1], o[0], **a)),
+               doc="Solve op(tri(A)) X = alpha * B (X op(tri(A)) = alpha * B with rightside)."))

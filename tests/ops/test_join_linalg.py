@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _gradcheck import check_grad, run  # noqa: E402
+from _gradcheck import check_grad, grads, run  # noqa: E402
 
 from ember import ops  # noqa: E402
 from ember.base import DTypeError, OperatorError, ShapeError  # noqa: E402
@@ -136,3 +136,91 @@ def test_batch_dot_errors():
         infer("batch_dot", {}, [(3, 4), (4, 5)])
     with pytest.raises(ShapeError, match="batch_dot: shapes .* not aligned"):
         infer("batch_dot", {}, [(2, 3, 4), (2, 5, 6)])
+
+
+def _spd(n, batch=()):
+    a = rng.standard_normal(batch + (n, n))
+    return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True)])
+def test_linalg_gemm_gemm2(ta, tb):
+    a = rng.standard_normal((2, 4, 3) if ta else (2, 3, 4))
+    b = rng.standard_normal((2, 5, 4) if tb else (2, 4, 5))
+    c = rng.standard_normal((2, 3, 5))
+    x = np.swapaxes(a, -1, -2) if ta else a
+    y = np.swapaxes(b, -1, -2) if tb else b
+    attrs = {"transpose_a": ta, "transpose_b": tb, "alpha": 1.5}
+    np.testing.assert_allclose(run("linalg_gemm2", [a, b], attrs), 1.5 * x @ y)
+    np.testing.assert_allclose(run("linalg_gemm", [a, b, c], dict(attrs, beta=0.5)), 1.5 * x @ y + 0.5 * c)
+    check_grad("linalg_gemm2", [a, b], attrs)
+    check_grad("linalg_gemm", [a, b, c], dict(attrs, beta=0.5))
+    with pytest.raises(ShapeError, match="linalg_gemm2: A .* not aligned"):
+        infer("linalg_gemm2", {}, [(2, 3, 4), (2, 5, 4)])
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_linalg_syrk(transpose):
+    a = rng.standard_normal((2, 3, 4))
+    x = np.swapaxes(a, -1, -2) if transpose else a
+    np.testing.assert_allclose(run("linalg_syrk", [a], {"transpose": transpose, "alpha": 2.0}),
+                               2.0 * x @ np.swapaxes(x, -1, -2))
+    check_grad("linalg_syrk", [a], {"transpose": transpose, "alpha": 2.0})
+
+
+def test_linalg_inverse_det_slogdet_sumlogdiag():
+    a = _spd(3, (2,))
+    np.testing.assert_allclose(run("linalg_inverse", [a]), np.linalg.inv(a))
+    check_grad("linalg_inverse", [a], rtol=1e-4)
+    np.testing.assert_allclose(run("linalg_det", [a]), np.linalg.det(a))
+    check_grad("linalg_det", [a], rtol=1e-4)
+    sign, logdet = run("linalg_slogdet", [-a])
+    ref = np.linalg.slogdet(-a)
+    np.testing.assert_allclose(sign, ref[0])
+    np.testing.assert_allclose(logdet, ref[1])
+    g = grads("linalg_slogdet", [a], {}, [np.zeros(2), np.ones(2)])
+    np.testing.assert_allclose(g[0], np.swapaxes(np.linalg.inv(a), -1, -2))
+    np.testing.assert_allclose(run("linalg_sumlogdiag", [a]), np.log(np.diagonal(a, axis1=1, axis2=2)).sum(-1))
+    check_grad("linalg_sumlogdiag", [a])
+    assert infer("linalg_det", {}, [(3, 3)]) == [(1,)]
+    with pytest.raises(ShapeError, match="linalg_inverse: input must be a .* square"):
+        infer("linalg_inverse", {}, [(2, 3)])
+
+
+@pytest.mark.parametrize("offset", [0, 1, -1])
+def test_linalg_extract_make_diag(offset):
+    a = rng.standard_normal((2, 3, 3))
+    d = run("linalg_extractdiag", [a], {"offset": offset})
+    np.testing.assert_array_equal(d, np.diagonal(a, offset, axis1=1, axis2=2))
+    check_grad("linalg_extractdiag", [a], {"offset": offset})
+    v = rng.standard_normal((2, 3))
+    m = run("linalg_makediag", [v], {"offset": offset})
+    np.testing.assert_array_equal(m[1], np.diag(v[1], offset))
+    check_grad("linalg_makediag", [v], {"offset": offset})
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_linalg_potrf_potri(lower):
+    a = _spd(3, (2,))
+    f = run("linalg_potrf", [a], {"lower": lower})
+    l_ = f if lower else np.swapaxes(f, -1, -2)
+    np.testing.assert_allclose(l_ @ np.swapaxes(l_, -1, -2), a, rtol=1e-10)
+    assert np.allclose(np.triu(l_[0], 1), 0)
+    np.testing.assert_allclose(run("linalg_potri", [f], {"lower": lower}), np.linalg.inv(a), rtol=1e-8)
+
+
+@pytest.mark.parametrize("rightside", [False, True])
+@pytest.mark.parametrize("transpose", [False, True])
+@pytest.mark.parametrize("lower", [True, False])
+def test_linalg_trmm_trsm(rightside, transpose, lower):
+    a = rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
+    b = rng.standard_normal((2, 3, 4) if not rightside else (2, 4, 3))
+    t = np.tril(a) if lower else np.triu(a)
+    t = np.swapaxes(t, -1, -2) if transpose else t
+    attrs = {"rightside": rightside, "transpose": transpose, "lower": lower, "alpha": 0.5}
+    want = 0.5 * (b @ t if rightside else t @ b)
+    np.testing.assert_allclose(run("linalg_trmm", [a, b], attrs), want)
+    x = run("linalg_trsm", [a, b], attrs)
+    np.testing.assert_allclose(x @ t if rightside else t @ x, 0.5 * b, atol=1e-12)
+    check_grad("linalg_trmm", [a, b], attrs)
+    check_grad("linalg_trsm", [a, b], attrs, rtol=1e-4)
