@@ -1,7 +1,6 @@
 """`mx.viz`: `print_summary` (a layer table) and `plot_network` (graphviz; .dot source without it)."""
 from __future__ import annotations
 
-import json
 from typing import Dict, Optional
 
 import numpy as np

@@ -15,11 +15,9 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from .. import engine
-from .. import ops as _ops
-from ..base import EmberError, OperatorError, ShapeError
+from ..base import EmberError, ShapeError
 from ..context import Context, current_context
 from ..ops.registry import OpContext
-from .graph import aux_variable_ids, topo_order
 from .passes import GraphState, compile_graph, mirror_enabled
 
 _MB = 1 << 20
@@ -141,7 +139,6 @@ class _Storage:
             raw = self.blocks[pl.block[gid]][off:off + nbytes]
             self.views[key] = raw.view(dtype).reshape(shape)
             self.vars[key] = self.group_vars[gid]
-        self.all_vars = [v for _, vs in seg_vars.values() for v in vs]
 
 
 class Executor:
@@ -168,7 +165,7 @@ class Executor:
             {n: "null" for n in self._arg_names}
         reqs = {n: (r if grads_d.get(n) is not None else "null") for n, r in reqs.items()}
         self.arg_arrays = [args_d[n] for n in self._arg_names]
-        self.grad_arrays = [grads_d.get(n) if reqs[n] != "null" else grads_d.get(n) for n in self._arg_names]
+        self.grad_arrays = [grads_d.get(n) for n in self._arg_names]
         self.aux_arrays = [aux_d[n] for n in self._aux_names]
         self._grad_req = reqs
         shapes = {n: tuple(a.shape) for n, a in list(args_d.items()) + list(aux_d.items())}

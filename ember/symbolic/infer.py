@@ -6,7 +6,7 @@ so the pass sweeps the graph until nothing changes, forward then backward, as NN
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Sequence, Tuple
 
 import numpy as np
 

@@ -1,9 +1,7 @@
 """`Symbol`: a handle on some outputs of a graph, with MXNet 1.x's Symbol API."""
 from __future__ import annotations
 
-import copy as _copy
-import json as _json
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
