@@ -60,9 +60,17 @@ def load_params(prefix: str, epoch: int) -> Tuple[Dict, Dict]:
     return split_params(nd.load(fname), fname)
 
 
+def load_symbol(fname: str):
+    """mx.sym.load, with FormatError (not UnicodeDecodeError) for a file that is not text."""
+    from . import symbol as sym
+    try:
+        return sym.load(fname)
+    except UnicodeDecodeError as e:
+        raise FormatError(f"{fname}: not a symbol JSON file (not UTF-8 text: {e.reason} at byte {e.start})") from None
+
+
 def load_checkpoint(prefix: str, epoch: int):
     """(symbol, arg_params, aux_params) from `prefix-symbol.json` and `prefix-%04d.params`."""
-    from . import symbol as sym
-    symbol = sym.load("%s-symbol.json" % prefix)
+    symbol = load_symbol("%s-symbol.json" % prefix)
     arg_params, aux_params = load_params(prefix, epoch)
     return symbol, arg_params, aux_params

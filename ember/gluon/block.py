@@ -7,6 +7,7 @@ from .. import symbol as sym_mod
 from ..base import EmberError
 from ..context import Context
 from ..imperative.ndarray import NDArray
+from ..model import load_symbol
 from .parameter import Parameter, ParameterDict
 
 
@@ -41,7 +42,7 @@ class SymbolBlock:
                 ctx: Optional[Context] = None, allow_missing: bool = False,
                 ignore_extra: bool = False) -> "SymbolBlock":
         """A SymbolBlock from an exported `*-symbol.json` and (optionally) its `*.params`."""
-        symbol = sym_mod.load(symbol_file)
+        symbol = load_symbol(symbol_file)
         if isinstance(input_names, str):
             input_names = [input_names]
         block = SymbolBlock(symbol, list(input_names))

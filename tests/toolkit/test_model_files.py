@@ -124,6 +124,13 @@ def test_symbolblock_errors(tmp_path):
     with pytest.raises(mx.gluon.ParameterError, match="unused_weight"):
         SymbolBlock.imports(sym_file, "data", extra)
     SymbolBlock.imports(sym_file, "data", extra, ignore_extra=True)
+    truncated = str(tmp_path / "truncated.params")
+    with open(truncated, "wb") as f:
+        f.write(open(_prefix("mobilenet0.25") + "-0000.params", "rb").read()[:4000])
+    with pytest.raises(FormatError):
+        SymbolBlock.imports(sym_file, "data", truncated)
+    with pytest.raises(FormatError):
+        SymbolBlock.imports(truncated, "data")
 
 
 # -- malformed files ------------------------------------------------------------------------
@@ -170,6 +177,13 @@ def test_truncated_symbol_json_raises_format_error(tmp_path, cut):
     with open(prefix + "-symbol.json", "w") as f:
         f.write(text[:n])
     with pytest.raises(FormatError):
+        model.load_checkpoint(prefix, 0)
+
+
+def test_binary_symbol_file(tmp_path):
+    prefix = _copy_checkpoint(tmp_path)
+    shutil.copy(prefix + "-0000.params", prefix + "-symbol.json")
+    with pytest.raises(FormatError, match="not a symbol JSON file"):
         model.load_checkpoint(prefix, 0)
 
 
