@@ -4,13 +4,13 @@ import json
 import numpy as np
 import pytest
 
+import ember as mx
 from ember import initializer as init
 from ember import ndarray as nd
-from ember.imperative import resources
 
 
 def _seed(s):
-    resources.seed(s)
+    mx.random.seed(s)
 
 
 def _run(initializer, name, shape, attrs=None):
