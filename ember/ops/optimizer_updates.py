@@ -92,7 +92,8 @@ def _adagrad(xp, a, w, g, states):
     (hist,) = states
     r = _grad(xp, a, g)
     hist += r * r
-    return w - a["lr"] * (r / (xp.sqrt(hist) + a["epsilon"]) + a["wd"] * w)
+    # MXNet: sqrt(history + epsilon); wd (rejected by MXNet's sparse kernel) as its Python AdaGrad applies it
+    return w - a["lr"] * (r / xp.sqrt(hist + a["epsilon"]) + a["wd"] * w)
 
 
 def _ftrl(xp, a, w, g, states):
