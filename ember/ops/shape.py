@@ -590,3 +590,70 @@ register(OpDef(name="space_to_depth", attrs={"block_size": Attr("int")},
                infer_shape=_d2s_infer("space_to_depth", False), kernels={"any": _space_to_depth},
                gradient=lambda F, a, i, o, g: [F.depth_to_space(g[0], block_size=a["block_size"])],
                doc="Inverse of depth_to_space."))
+
+
+# -- Pad ----------------------------------------------------------------------------------------------
+_PAD_ATTRS = {"mode": Attr("str", "constant", choices=("constant", "edge", "reflect")),
+              "pad_width": Attr("shape"), "constant_value": Attr("float", 0.0)}
+
+
+def _pad_widths(attrs, shape):
+    pw = attrs["pad_width"]
+    if len(shape) not in (4, 5):
+        raise ShapeError(f"Pad: input must be 4-D or 5-D, got shape {tuple(shape)}")
+    if len(pw) != 2 * len(shape):
+        raise ShapeError(f"Pad: pad_width {tuple(pw)} must have 2 entries per axis of {tuple(shape)}")
+    if any(pw[:4]):
+        raise ShapeError(f"Pad: padding on the first two axes must be zero, got pad_width {tuple(pw)}")
+    widths = [(pw[2 * i], pw[2 * i + 1]) for i in range(len(shape))]
+    if attrs["mode"] == "reflect":
+        for (b, a), d in zip(widths[2:], shape[2:]):
+            if b >= d or a >= d:
+                raise ShapeError(f"Pad: reflect padding {(b, a)} must be smaller than the axis length {d}")
+    return widths
+
+
+def _pad_infer(attrs, in_shapes):
+    x = in_shapes[0]
+    if not known(x):
+        return in_shapes, [None]
+    widths = _pad_widths(attrs, x)
+    return in_shapes, [tuple(d + b + a for d, (b, a) in zip(x, widths))]
+
+
+def _pad(ctx, attrs, inputs, outputs, aux):
+    x = inputs[0]
+    widths = _pad_widths(attrs, x.shape)
+    if attrs["mode"] == "constant":
+        res = ctx.xp.pad(x, widths, mode="constant", constant_values=attrs["constant_value"])
+    else:
+        res = ctx.xp.pad(x, widths, mode=attrs["mode"])
+    outputs[0][...] = res
+
+
+def _pad_backward(ctx, attrs, inputs, outputs, aux):
+    g, x = inputs
+    xp = ctx.xp
+    widths = _pad_widths(attrs, x.shape)
+    mode = attrs["mode"]
+    for axis, ((b, a), n) in enumerate(zip(widths, x.shape)):
+        if not b and not a:
+            continue
+        if mode == "constant":
+            g = xp.take(g, xp.arange(b, b + n), axis=axis)
+            continue
+        # the padded position i copies source position src[i] (per axis for edge/reflect): add back
+        src = np.pad(np.arange(n), (b, a), mode=mode)
+        acc = xp.zeros(g.shape[:axis] + (n,) + g.shape[axis + 1:], dtype=g.dtype)
+        add_at = np.add.at if xp is np else xp.add.at
+        add_at(xp.moveaxis(acc, axis, 0), xp.asarray(src), xp.moveaxis(g, axis, 0))
+        g = acc
+    outputs[0][...] = g
+
+
+register(OpDef(name="_backward_Pad", attrs=_PAD_ATTRS, inputs=["ograd", "data"], outputs=["data_grad"],
+               infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[0]]),
+               kernels={"any": _pad_backward}, doc="Gradient of Pad: padded copies added back to their source."))
+register(OpDef(name="Pad", aliases=["pad"], attrs=_PAD_ATTRS, infer_shape=_pad_infer, kernels={"any": _pad},
+               gradient=via("_backward_Pad", lambda i, o, g: [g[0], i[0]], 1),
+               doc="Pad the spatial axes of a 4-D/5-D array (constant, edge or reflect)."))

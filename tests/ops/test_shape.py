@@ -185,3 +185,22 @@ def test_identity_like_rhs_and_copyto():
     x = rng.standard_normal((2, 2))
     np.testing.assert_array_equal(run("_identity_with_attr_like_rhs", [x, np.zeros(3)]), x)
     assert ops.get("_copyto") is ops.get("_copy")
+
+
+# values printed by MXNet 1.9.1: mx.nd.pad(mx.nd.arange(8).reshape((1, 1, 2, 4)), pad_width=(0,0,0,0,1,1,2,1), ...)
+PAD_MXNET = {
+    "constant": [[-1, -1, -1, -1, -1, -1, -1], [-1, -1, 0, 1, 2, 3, -1], [-1, -1, 4, 5, 6, 7, -1],
+                 [-1, -1, -1, -1, -1, -1, -1]],
+    "edge": [[0, 0, 0, 1, 2, 3, 3], [0, 0, 0, 1, 2, 3, 3], [4, 4, 4, 5, 6, 7, 7], [4, 4, 4, 5, 6, 7, 7]],
+    "reflect": [[6, 5, 4, 5, 6, 7, 6], [2, 1, 0, 1, 2, 3, 2], [6, 5, 4, 5, 6, 7, 6], [2, 1, 0, 1, 2, 3, 2]],
+}
+
+
+@pytest.mark.parametrize("mode", sorted(PAD_MXNET))
+def test_pad(mode):
+    x = np.arange(8, dtype=np.float32).reshape(1, 1, 2, 4)
+    attrs = {"mode": mode, "pad_width": (0, 0, 0, 0, 1, 1, 2, 1), "constant_value": -1}
+    np.testing.assert_array_equal(run("Pad", [x], attrs)[0, 0], PAD_MXNET[mode])
+    check_grad("pad", [rng.standard_normal((1, 2, 3, 4))], attrs)
+    with pytest.raises(ShapeError, match="Pad: padding on the first two axes must be zero"):
+        infer("Pad", dict(attrs, pad_width=(1, 0, 0, 0, 1, 1, 2, 1)), [(1, 1, 2, 4)])
