@@ -270,3 +270,43 @@ def test_debug_str_reports_plan():
     assert "storage_id=" in text and "Op:FullyConnected, Name=fc1" in text
     st = exe.memory_stats()
     assert st["lower_bound_bytes"] <= st["planned_bytes"] <= st["naive_bytes"] + 64 * st["num_nodes"]
+
+
+def test_bind_with_lists_and_null_grad_req(rng):
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    s = mx.sym.exp(a) * b
+    av, bv = rng.rand(2, 3).astype(np.float32), rng.rand(2, 3).astype(np.float32)
+    exe = s.bind(mx.cpu(), [mx.nd.array(av), mx.nd.array(bv)], args_grad=[mx.nd.zeros((2, 3)), mx.nd.zeros((2, 3))],
+                 grad_req=["write", "null"])
+    exe.forward(is_train=True)
+    exe.backward(mx.nd.ones((2, 3)))
+    np.testing.assert_allclose(exe.grad_arrays[0].asnumpy(), np.exp(av) * bv, rtol=1e-5)
+    np.testing.assert_allclose(exe.grad_arrays[1].asnumpy(), 0)   # 'null': left alone
+    inference = s.bind(mx.cpu(), {"a": mx.nd.array(av), "b": mx.nd.array(bv)})
+    assert inference._graph.num_forward == len(inference._graph.nodes)  # no backward nodes
+    inference.backward()  # nothing to do
+    with pytest.raises(ValueError, match="1 gradient arrays given, the symbol has 2"):
+        s.bind(mx.cpu(), [mx.nd.array(av), mx.nd.array(bv)], args_grad=[mx.nd.zeros((2, 3))])
+    with pytest.raises(TypeError, match="must be an NDArray"):
+        s.bind(mx.cpu(), {"a": av, "b": bv})
+    with pytest.raises(ValueError, match="head gradients"):
+        exe.backward([mx.nd.ones((2, 3)), mx.nd.ones((2, 3))])
+
+
+def test_gpu_executor_matches_cpu(rng):
+    cupy = pytest.importorskip("cupy")
+    if mx.num_gpus() == 0:
+        pytest.skip("no GPU")
+    sym = mlp()
+    cpu = sym.simple_bind(mx.cpu(), data=(4, 5))
+    gpu = sym.simple_bind(mx.gpu(0), data=(4, 5))
+    v = set_args(cpu, rng)
+    for k, x in v.items():
+        gpu.arg_dict[k][:] = mx.nd.array(x, ctx=mx.gpu(0))
+    for e in (cpu, gpu):
+        e.forward(is_train=True)
+        e.backward()
+    np.testing.assert_allclose(gpu.outputs[0].asnumpy(), cpu.outputs[0].asnumpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(gpu.grad_dict["fc1_weight"].asnumpy(), cpu.grad_dict["fc1_weight"].asnumpy(),
+                               rtol=1e-4, atol=1e-5)
+    assert cupy is not None
