@@ -357,6 +357,141 @@ class Loss(EvalMetric):
 
 
 @register
+class F1(EvalMetric):
+    """Binary F1 of argmax predictions (label 1 is positive).
+
+    average='macro': F1 of each update() call, averaged over calls;
+    'micro': F1 of the counts accumulated over all calls.
+    """
+
+    def __init__(self, name: str = "f1", output_names=None, label_names=None, average: str = "macro"):
+        if average not in ("macro", "micro"):
+            raise MetricError(f"F1: average must be 'macro' or 'micro', got {average!r}")
+        self.average = average
+        super().__init__(name, output_names=output_names, label_names=label_names, has_global_stats=True)
+
+    def reset(self) -> None:
+        super().reset()
+        self._counts = numpy.zeros(3)  # tp, fp, fn since reset_local
+        self._global_counts = numpy.zeros(3)
+
+    def reset_local(self) -> None:
+        super().reset_local()
+        self._counts = numpy.zeros(3)
+
+    @staticmethod
+    def _fscore(tp: float, fp: float, fn: float) -> float:
+        precision = tp / (tp + fp) if tp + fp > 0 else 0.0
+        recall = tp / (tp + fn) if tp + fn > 0 else 0.0
+        return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+    def update(self, labels, preds) -> None:
+        labels, preds = check_label_shapes(labels, preds, True)
+        batch = numpy.zeros(3)
+        for label, pred in zip(labels, preds):
+            label = _to_numpy(label).astype(numpy.int32).ravel()
+            pred = _to_numpy(pred)
+            if pred.ndim != 2 or pred.shape[0] != label.shape[0]:
+                raise MetricError(f"F1: predictions must be (batch, 2) matching {label.shape[0]} labels, "
+                                  f"got shape {pred.shape}")
+            if numpy.setdiff1d(numpy.unique(label), [0, 1]).size:
+                raise MetricError("F1 only supports binary classification (labels 0 and 1)")
+            pred_pos, label_pos = pred.argmax(axis=1) == 1, label == 1
+            batch += [(pred_pos & label_pos).sum(), (pred_pos & ~label_pos).sum(), (~pred_pos & label_pos).sum()]
+        if self.average == "macro":
+            self._add(self._fscore(*batch), 1)
+            return
+        self._counts += batch
+        self._global_counts += batch
+        total, global_total = self._counts.sum(), self._global_counts.sum()
+        # micro: the metric is the F1 of the accumulated counts, stored as sum/num for get()
+        self.sum_metric, self.num_inst = self._fscore(*self._counts) * max(total, 1), max(total, 1)
+        self.global_sum_metric = self._fscore(*self._global_counts) * max(global_total, 1)
+        self.global_num_inst = max(global_total, 1)
+
+
+@register
+class Perplexity(EvalMetric):
+    """exp of the mean negative log-probability of the labels, skipping `ignore_label`."""
+
+    def __init__(self, ignore_label, axis: int = -1, name: str = "perplexity", output_names=None,
+                 label_names=None):
+        super().__init__(name, ignore_label=ignore_label, output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+        self.ignore_label = ignore_label
+        self.axis = axis
+
+    def update(self, labels, preds) -> None:
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            label, pred = _to_numpy(label).ravel(), _to_numpy(pred)
+            pred = numpy.moveaxis(pred, self.axis, -1).reshape(-1, pred.shape[self.axis])
+            if label.size != pred.shape[0]:
+                raise MetricError(f"Perplexity: {label.size} labels for {pred.shape[0]} predicted distributions")
+            keep = numpy.ones(label.size, bool) if self.ignore_label is None else label != self.ignore_label
+            index = label.astype(numpy.int64)
+            if keep.any() and (index[keep].min() < 0 or index[keep].max() >= pred.shape[1]):
+                raise MetricError(f"Perplexity: labels must be class indices in [0, {pred.shape[1]})")
+            prob = pred[numpy.arange(label.size)[keep], index[keep]]
+            self._add(float(-numpy.log(numpy.maximum(prob, 1e-10)).sum()), int(keep.sum()))
+
+    def get(self):
+        name, value = super().get()
+        return name, float(numpy.exp(value)) if self.num_inst else value
+
+    def get_global(self):
+        name, value = super().get_global()
+        return name, float(numpy.exp(value)) if self.global_num_inst else value
+
+
+@register
+class PearsonCorrelation(EvalMetric):
+    """Pearson correlation of predictions and labels: per update() call averaged ('macro') or over
+    every value seen ('micro')."""
+    _aliases = ("pearsonr",)
+
+    def __init__(self, name: str = "pearsonr", output_names=None, label_names=None, average: str = "macro"):
+        if average not in ("macro", "micro"):
+            raise MetricError(f"PearsonCorrelation: average must be 'macro' or 'micro', got {average!r}")
+        self.average = average
+        super().__init__(name, output_names=output_names, label_names=label_names, has_global_stats=True)
+
+    def reset(self) -> None:
+        super().reset()
+        self._sums = numpy.zeros(6)  # n, sum p, sum l, sum p^2, sum l^2, sum p*l
+
+    def update(self, labels, preds) -> None:
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            label = _to_numpy(label).astype(numpy.float64).ravel()
+            pred = _to_numpy(pred).astype(numpy.float64).ravel()
+            if label.shape != pred.shape:
+                raise MetricError(f"PearsonCorrelation: {label.size} labels but {pred.size} predictions")
+            if self.average == "macro":
+                self._add(float(numpy.corrcoef(pred, label)[0, 1]), 1)
+            else:
+                self._sums += [pred.size, pred.sum(), label.sum(), (pred * pred).sum(), (label * label).sum(),
+                               (pred * label).sum()]
+                self.num_inst += 1
+                self.global_num_inst += 1
+
+    def _micro(self) -> float:
+        n, sp, sl, spp, sll, spl = self._sums
+        cov, var_p, var_l = spl - sp * sl / n, spp - sp * sp / n, sll - sl * sl / n
+        return float(cov / numpy.sqrt(var_p * var_l))
+
+    def get(self):
+        if self.average == "macro" or self.num_inst == 0:
+            return super().get()
+        return self.name, self._micro()
+
+    def get_global(self):
+        if self.average == "macro" or self.global_num_inst == 0:
+            return super().get_global()
+        return self.name, self._micro()
+
+
+@register
 class CustomMetric(EvalMetric):
     """A metric from feval(label, pred) -> value or (sum, count), on numpy arrays."""
 

@@ -121,3 +121,53 @@ def test_errors():
     with pytest.raises(metric.MetricError, match="cannot be compared"):
         metric.MSE().update([nd.array([1.0, 2.0])], [nd.array([1.0, 2.0, 3.0])])
     assert np.isnan(metric.MSE().get()[1])
+
+
+def _f1(label, pred_label):
+    tp = np.sum((pred_label == 1) & (label == 1))
+    fp = np.sum((pred_label == 1) & (label == 0))
+    fn = np.sum((pred_label == 0) & (label == 1))
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def test_f1_macro_and_micro():
+    rs = np.random.RandomState(4)
+    batches = [(rs.randint(0, 2, n).astype(np.float32), rs.rand(n, 2).astype(np.float32)) for n in (9, 13)]
+    macro, micro = metric.create("f1"), metric.F1(average="micro")
+    for label, pred in batches:
+        macro.update([nd.array(label)], [nd.array(pred)])
+        micro.update([nd.array(label)], [nd.array(pred)])
+    assert macro.get()[1] == pytest.approx(np.mean([_f1(l, p.argmax(1)) for l, p in batches]))
+    all_l = np.concatenate([b[0] for b in batches])
+    all_p = np.concatenate([b[1] for b in batches]).argmax(1)
+    assert micro.get()[1] == pytest.approx(_f1(all_l, all_p))
+    with pytest.raises(metric.MetricError, match="binary"):
+        macro.update([nd.array([0, 2])], [nd.array(np.ones((2, 2)))])
+
+
+def test_perplexity_with_ignore_label():
+    rs = np.random.RandomState(5)
+    probs = rs.dirichlet(np.ones(5), size=(2, 6)).astype(np.float32)  # (batch, time, vocab)
+    label = rs.randint(0, 5, size=(2, 6)).astype(np.float32)
+    label[0, :2] = 0
+    ppl = metric.Perplexity(ignore_label=0)
+    ppl.update([nd.array(label)], [nd.array(probs)])
+    flat_p, flat_l = probs.reshape(-1, 5), label.ravel().astype(int)
+    keep = flat_l != 0
+    want = np.exp(-np.log(flat_p[np.arange(12)[keep], flat_l[keep]]).mean())
+    assert ppl.get() == ("perplexity", pytest.approx(want, rel=1e-5))
+
+
+def test_pearson_macro_and_micro():
+    rs = np.random.RandomState(6)
+    batches = [(rs.randn(n), rs.randn(n)) for n in (10, 7)]
+    macro, micro = metric.create("pearsonr"), metric.PearsonCorrelation(average="micro")
+    for label, pred in batches:
+        macro.update([nd.array(label)], [nd.array(pred)])
+        micro.update([nd.array(label)], [nd.array(pred)])
+    assert macro.get()[1] == pytest.approx(np.mean([np.corrcoef(p, l)[0, 1] for l, p in batches]), rel=1e-5)
+    all_l = np.concatenate([b[0] for b in batches])
+    all_p = np.concatenate([b[1] for b in batches])
+    assert micro.get()[1] == pytest.approx(np.corrcoef(all_p, all_l)[0, 1], rel=1e-5)
