@@ -401,3 +401,37 @@ register(OpDef(name="gather_nd", inputs=["data", "indices"], infer_shape=_gather
                infer_type=_keep_input_type, kernels={"any": _gather_nd},
                gradient=lambda F, a, i, o, g: [F._backward_gather_nd(g[0], i[1], i[0]), None],
                doc="data[indices[0], indices[1], ...]: indices has shape (M, ...) addressing M axes."))
+
+
+# -- ravel / unravel ---------------------------------------------------------------------------------
+def _ravel_infer(attrs, in_shapes):
+    d = in_shapes[0]
+    shape = attrs["shape"]
+    if d is None:
+        return in_shapes, [None]
+    if len(d) < 1 or d[0] != len(shape):
+        raise ShapeError(f"_ravel_multi_index: data {tuple(d)} must have {len(shape)} rows (one per axis of {shape})")
+    return in_shapes, [tuple(d[1:]) or (1,)]
+
+
+def _ravel(ctx, attrs, inputs, outputs, aux):
+    i = _int(ctx.xp, inputs[0])
+    outputs[0][...] = ctx.xp.ravel_multi_index(tuple(i[k] for k in range(i.shape[0])), attrs["shape"]).reshape(outputs[0].shape)
+
+
+def _unravel_infer(attrs, in_shapes):
+    d = in_shapes[0]
+    return in_shapes, [None if d is None else (len(attrs["shape"]),) + tuple(d)]
+
+
+def _unravel(ctx, attrs, inputs, outputs, aux):
+    i = _int(ctx.xp, inputs[0])
+    outputs[0][...] = ctx.xp.stack(ctx.xp.unravel_index(i, attrs["shape"]))
+
+
+register(OpDef(name="_ravel_multi_index", aliases=["ravel_multi_index"], attrs={"shape": Attr("shape")},
+               infer_shape=_ravel_infer, kernels={"any": _ravel}, gradient=no_gradient(1),
+               doc="Flat indices of the (M, ...) coordinates in data for an array of `shape`."))
+register(OpDef(name="_unravel_index", aliases=["unravel_index"], attrs={"shape": Attr("shape")},
+               infer_shape=_unravel_infer, kernels={"any": _unravel}, gradient=no_gradient(1),
+               doc="Coordinates (M, ...) of the flat indices in data for an array of `shape`."))

@@ -553,3 +553,30 @@ register(OpDef(name="linalg_trsm", attrs=_TRI, inputs=["A", "B"], infer_shape=_t
                infer_type=same_type("linalg_trsm", names=["A", "B"]), kernels={"any": _trsm},
                gradient=lambda F, a, i, o, g: list(F._backward_linalg_trsm(g[0], i[0], i[1], o[0], **a)),
                doc="Solve op(tri(A)) X = alpha * B (X op(tri(A)) = alpha * B with rightside)."))
+
+
+# -- khatri_rao ------------------------------------------------------------------------------------------
+def _kr_infer(attrs, in_shapes):
+    if any(not known(s) for s in in_shapes):
+        return in_shapes, [None]
+    for s in in_shapes:
+        if len(s) != 2 or s[1] != in_shapes[0][1]:
+            shapes = ", ".join(fmt(x) for x in in_shapes)
+            raise ShapeError(f"khatri_rao: inputs must be matrices with the same number of columns, got {shapes}")
+    rows = 1
+    for s in in_shapes:
+        rows *= s[0]
+    return in_shapes, [(rows, in_shapes[0][1])]
+
+
+def _khatri_rao(ctx, attrs, inputs, outputs, aux):
+    res = inputs[0]
+    for m in inputs[1:]:
+        res = (res[:, None, :] * m[None, :, :]).reshape(-1, m.shape[1])
+    outputs[0][...] = res
+
+
+register(OpDef(name="khatri_rao", attrs={"num_args": Attr("int")},
+               inputs=lambda a: [f"arg{i}" for i in range(a["num_args"])], key_var_num_args="num_args",
+               infer_shape=_kr_infer, infer_type=same_type("khatri_rao"), kernels={"any": _khatri_rao},
+               doc="Column-wise Kronecker product of matrices with equal column counts. No gradient."))

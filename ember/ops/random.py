@@ -129,3 +129,116 @@ def _shuffle(ctx, attrs, inputs, outputs, aux):
 register(OpDef(name="_shuffle", aliases=["shuffle"], inputs=["data"], outputs=["output"],
                infer_shape=same_shape("_shuffle"), kernels={"any": _shuffle}, resources=("rng",),
                doc="data with its first axis randomly permuted."))
+
+
+# -- sample_*: one draw block per element of the parameter arrays ---------------------------------------
+def _sample_infer(op, n_params):
+    def infer(attrs, in_shapes):
+        ref = next((s for s in in_shapes if s is not None), None)
+        for s in in_shapes:
+            if s is not None and ref is not None and tuple(s) != tuple(ref):
+                raise ShapeError(f"{op}: parameter arrays must have one shape, got {tuple(ref)} and {tuple(s)}")
+        if ref is None:
+            return in_shapes, [None]
+        return [tuple(ref)] * n_params, [tuple(ref) + tuple(attrs["shape"])]
+    return infer
+
+
+def _sample_op(name, params, draw, dtypes=_FLOATS, default="float32"):
+    attrs = {"shape": Attr("shape", ()), "dtype": Attr("str", "None", choices=dtypes)}
+
+    def kernel(ctx, a, inputs, outputs, aux):
+        xp = ctx.xp
+        out = outputs[0]
+        extra = tuple(a["shape"])
+        host = [p if xp is np else xp.asnumpy(p) for p in inputs]
+        # parameters broadcast against the trailing sample axes
+        expanded = [p.astype(np.float64).reshape(p.shape + (1,) * len(extra)) for p in host]
+        _store(ctx, out, draw(_gen(name, ctx), expanded, out.shape).astype(out.dtype, copy=False))
+
+    register(OpDef(name=name, aliases=[name[1:]], attrs=attrs, inputs=params, outputs=["output"],
+                   infer_shape=_sample_infer(name, len(params)),
+                   infer_type=lambda a, d: (list(d), [_dtype(a, default) if a["dtype"] not in ("None", "")
+                                                      else (d[0] if d[0] is not None else np.dtype(default))]),
+                   kernels={"any": kernel}, resources=("rng",),
+                   doc=f"Samples with per-element parameters {', '.join(params)}; output shape params.shape + shape."))
+
+
+_sample_op("_sample_uniform", ["low", "high"], lambda g, p, s: g.uniform(p[0], p[1], size=s))
+_sample_op("_sample_normal", ["mu", "sigma"], lambda g, p, s: g.normal(p[0], p[1], size=s))
+_sample_op("_sample_gamma", ["alpha", "beta"], lambda g, p, s: g.gamma(p[0], p[1], size=s))
+_sample_op("_sample_exponential", ["lam"], lambda g, p, s: g.exponential(1.0 / p[0], size=s))
+_sample_op("_sample_poisson", ["lam"], lambda g, p, s: g.poisson(p[0], size=s))
+
+
+# -- multinomial --------------------------------------------------------------------------------------
+_MULTI_ATTRS = {"shape": Attr("shape", ()), "get_prob": Attr("bool", False),
+                "dtype": Attr("str", "int32", choices=("uint8", "int32", "float16", "float32", "float64"))}
+
+
+def _multi_outputs(attrs):
+    return ["output", "prob"] if attrs["get_prob"] else ["output"]
+
+
+def _multi_infer(attrs, in_shapes):
+    d = in_shapes[0]
+    n = 2 if attrs["get_prob"] else 1
+    if d is None:
+        return in_shapes, [None] * n
+    if len(d) < 1:
+        raise ShapeError("_sample_multinomial: data must hold probabilities on its last axis")
+    out = tuple(d[:-1]) + tuple(attrs["shape"])
+    return in_shapes, [out or (1,)] * n
+
+
+def _multi_type(attrs, in_dtypes):
+    outs = [np.dtype(attrs["dtype"])]
+    if attrs["get_prob"]:
+        outs.append(in_dtypes[0])
+    return list(in_dtypes), outs
+
+
+def _multinomial(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    p = inputs[0] if xp is np else xp.asnumpy(inputs[0])
+    k = p.shape[-1]
+    rows = p.reshape(-1, k).astype(np.float64)
+    if (rows < 0).any():
+        raise OperatorError("_sample_multinomial: probabilities must be non-negative")
+    n_draw = int(np.prod(attrs["shape"])) if attrs["shape"] else 1
+    cdf = np.cumsum(rows, axis=1)
+    cdf /= cdf[:, -1:]
+    u = _gen("_sample_multinomial", ctx).random((rows.shape[0], n_draw))
+    idx = np.minimum((u[:, :, None] > cdf[:, None, :]).sum(axis=2), k - 1)
+    _store(ctx, outputs[0], idx.reshape(outputs[0].shape))
+    if attrs["get_prob"]:
+        with np.errstate(divide="ignore"):
+            logp = np.log(np.take_along_axis(rows, idx, axis=1))
+        _store(ctx, outputs[1], logp.reshape(outputs[1].shape))
+
+
+def _multinomial_backward(ctx, attrs, inputs, outputs, aux):
+    # d log p[idx] / d p = 1 / p[idx] at the sampled category (what REINFORCE needs)
+    g, p, idx = inputs
+    xp = ctx.xp
+    k = p.shape[-1]
+    rows = p.reshape(-1, k)
+    n_draw = int(np.prod(attrs["shape"])) if attrs["shape"] else 1
+    i = idx.reshape(rows.shape[0], n_draw).astype(np.int64)
+    gv = g.reshape(rows.shape[0], n_draw) / xp.take_along_axis(rows, i, axis=1)
+    res = xp.zeros(rows.shape, dtype=p.dtype)
+    add_at = np.add.at if xp is np else xp.add.at
+    add_at(res, (xp.arange(rows.shape[0])[:, None], i), gv)
+    outputs[0][...] = res.reshape(p.shape)
+
+
+register(OpDef(name="_backward_sample_multinomial", attrs=_MULTI_ATTRS, inputs=["ograd_prob", "data", "output"],
+               outputs=["data_grad"], infer_shape=lambda a, s: (s, [s[1]]),
+               infer_type=lambda a, d: (list(d), [d[1]]), kernels={"any": _multinomial_backward},
+               doc="Gradient of the log-probabilities returned by sample_multinomial(get_prob=True)."))
+register(OpDef(name="_sample_multinomial", aliases=["sample_multinomial"], attrs=_MULTI_ATTRS,
+               outputs=_multi_outputs, infer_shape=_multi_infer, infer_type=_multi_type,
+               kernels={"any": _multinomial}, resources=("rng",),
+               gradient=lambda F, a, i, o, g: [F._backward_sample_multinomial(g[1], i[0], o[0], **a)
+                                               if a["get_prob"] else F.zeros_like(i[0])],
+               doc="Category indices drawn from the distributions on data's last axis (and their log-probs)."))

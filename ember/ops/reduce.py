@@ -307,3 +307,15 @@ register(OpDef(name="moments", attrs=_MOMENTS_ATTRS, outputs=["mean", "var"], in
                infer_type=lambda a, d: (list(d), [d[0], d[0]]), kernels={"any": _moments},
                gradient=lambda F, a, i, o, g: [F._backward_moments(g[0], g[1], i[0], o[0], **a)],
                doc="Mean and (biased) variance over `axes`."))
+
+
+def _all_finite(ctx, attrs, inputs, outputs, aux):
+    ok = bool(ctx.xp.isfinite(inputs[0]).all())
+    if not attrs["init_output"]:
+        ok = ok and bool(outputs[0].reshape(-1)[0])
+    outputs[0][...] = 1.0 if ok else 0.0
+
+
+register(OpDef(name="all_finite", attrs={"init_output": Attr("bool", True)}, infer_shape=lambda a, s: (s, [(1,)]),
+               infer_type=lambda a, d: (list(d), [np.dtype(np.float32)]), kernels={"any": _all_finite},
+               doc="(1,) float32: 1 when every element is finite, else 0."))

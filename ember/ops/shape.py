@@ -657,3 +657,47 @@ register(OpDef(name="_backward_Pad", attrs=_PAD_ATTRS, inputs=["ograd", "data"],
 register(OpDef(name="Pad", aliases=["pad"], attrs=_PAD_ATTRS, infer_shape=_pad_infer, kernels={"any": _pad},
                gradient=via("_backward_Pad", lambda i, o, g: [g[0], i[0]], 1),
                doc="Pad the spatial axes of a 4-D/5-D array (constant, edge or reflect)."))
+
+
+# -- mixed precision casts ---------------------------------------------------------------------------
+def _amp_target(attrs, dtype):
+    """amp_cast only converts floating point arrays; integers pass through unchanged."""
+    return attrs["dtype"] if dtype is not None and np.dtype(dtype).kind == "f" else dtype
+
+
+register(OpDef(name="amp_cast", attrs={"dtype": Attr("dtype")},
+               infer_shape=lambda a, s: (s, [s[0]]), infer_type=lambda a, d: (list(d), [_amp_target(a, d[0])]),
+               kernels={"any": _cast}, inplace=[(0, 0)],
+               gradient=via("_backward_Cast", lambda i, o, g: [g[0], i[0]], 1, False),
+               doc="Cast floating point data to `dtype` (other dtypes unchanged), for AMP."))
+
+
+def _multicast_outputs(attrs):
+    return [f"output{i}" for i in range(attrs["num_outputs"])]
+
+
+def _multicast_type(attrs, in_dtypes):
+    floats = [np.dtype(d) for d in in_dtypes if d is not None and np.dtype(d).kind == "f"]
+    if not floats:
+        return list(in_dtypes), list(in_dtypes)
+    pick = min if attrs["cast_narrow"] else max
+    target = pick(floats, key=lambda d: d.itemsize)
+    return list(in_dtypes), [target if d is not None and np.dtype(d).kind == "f" else d for d in in_dtypes]
+
+
+def _multicast(ctx, attrs, inputs, outputs, aux):
+    for x, o in zip(inputs, outputs):
+        if o is not x:
+            o[...] = x
+
+
+def _multicast_grad(F, attrs, inputs, outputs, out_grads):
+    return [F._backward_Cast(g, x) for g, x in zip(out_grads, inputs)]
+
+
+register(OpDef(name="amp_multicast", attrs={"num_outputs": Attr("int"), "cast_narrow": Attr("bool", False)},
+               inputs=lambda a: [f"data{i}" for i in range(a["num_outputs"])], outputs=_multicast_outputs,
+               key_var_num_args="num_outputs",
+               infer_shape=lambda a, s: (s, list(s)), infer_type=_multicast_type, kernels={"any": _multicast},
+               gradient=_multicast_grad,
+               doc="Cast all floating point inputs to the widest (narrowest with cast_narrow) of their types."))

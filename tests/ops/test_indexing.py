@@ -128,3 +128,16 @@ def test_gather_nd():
     np.testing.assert_array_equal(run("gather_nd", [d, idx]), d[idx[0], idx[1]])
     check_grad("gather_nd", [d, idx.astype(np.int64)], wrt=[0])
     assert grads("gather_nd", [d, idx], {}, [np.ones((3, 2))])[1] is None
+
+
+def test_ravel_unravel_match_mxnet():
+    # MXNet 1.9.1: ravel_multi_index([[1, 2], [0, 1]], shape=(3, 4)) -> [4, 9]; unravel_index inverts it
+    flat = run("ravel_multi_index", [np.array([[1, 2], [0, 1]], np.float32)], {"shape": (3, 4)})
+    assert flat.dtype == np.float32
+    np.testing.assert_array_equal(flat, [4, 9])
+    np.testing.assert_array_equal(run("unravel_index", [np.array([4, 9], np.float32)], {"shape": (3, 4)}),
+                                  [[1, 2], [0, 1]])
+    with pytest.raises(ShapeError, match="_ravel_multi_index: data .* must have 2 rows"):
+        infer("_ravel_multi_index", {"shape": (3, 4)}, [(3, 2)])
+    with pytest.raises(ValueError):
+        run("ravel_multi_index", [np.array([[5], [0]], np.float32)], {"shape": (3, 4)})

@@ -224,3 +224,11 @@ def test_linalg_trmm_trsm(rightside, transpose, lower):
     np.testing.assert_allclose(x @ t if rightside else t @ x, 0.5 * b, atol=1e-12)
     check_grad("linalg_trmm", [a, b], attrs)
     check_grad("linalg_trsm", [a, b], attrs, rtol=1e-4)
+
+
+def test_khatri_rao_matches_mxnet():
+    # MXNet 1.9.1: khatri_rao(arange(6).reshape((3, 2)), arange(4).reshape((2, 2)))
+    out = run("khatri_rao", [np.arange(6.0).reshape(3, 2), np.arange(4.0).reshape(2, 2)], {"num_args": 2})
+    np.testing.assert_array_equal(out, [[0, 1], [0, 3], [0, 3], [4, 9], [0, 5], [8, 15]])
+    with pytest.raises(ShapeError, match="khatri_rao: inputs must be matrices with the same number of columns"):
+        infer("khatri_rao", {"num_args": 2}, [(3, 2), (2, 3)])

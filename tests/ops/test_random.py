@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _gradcheck import run  # noqa: E402
+from _gradcheck import grads, run  # noqa: E402
 
 from ember import ops  # noqa: E402
-from ember.base import OperatorError  # noqa: E402
+from ember.base import OperatorError, ShapeError  # noqa: E402
 
 
 def test_uniform_range_moments_and_reproducible():
@@ -72,3 +72,31 @@ def test_declares_rng_and_errors():
         ops.get("_random_normal").parse_attrs({"dtype": "int8"})
     with pytest.raises(OperatorError, match="_random_randint: required attribute 'low'"):
         ops.get("_random_randint").parse_attrs({"high": 3})
+
+
+def test_sample_ops_use_per_element_parameters():
+    low = np.array([0.0, 10.0], np.float32)
+    out = run("sample_uniform", [low, low + 1], {"shape": (500,)})
+    assert out.shape == (2, 500) and out.dtype == np.float32
+    assert out[0].min() >= 0 and out[0].max() < 1 and out[1].min() >= 10 and out[1].max() < 11
+    n = run("_sample_normal", [np.array([0.0, 5.0]), np.array([1.0, 0.1])], {"shape": (4000,)})
+    assert n.dtype == np.float64 and abs(n[1].mean() - 5) < 0.01 and abs(n[0].std() - 1) < 0.05
+    assert run("sample_poisson", [np.array([2.0])], {"shape": (3,)}).shape == (1, 3)
+    with pytest.raises(ShapeError, match="_sample_uniform: parameter arrays must have one shape"):
+        ops.get("_sample_uniform").shapes(ops.get("_sample_uniform").parse_attrs({}), [(2,), (3,)])
+
+
+def test_sample_multinomial():
+    p = np.array([[0.0, 1.0, 0.0], [0.5, 0.5, 0.0]], np.float32)
+    out = run("sample_multinomial", [p], {"shape": (1000,)})
+    assert out.shape == (2, 1000) and out.dtype == np.int32
+    assert (out[0] == 1).all() and set(np.unique(out[1])) == {0, 1} and abs(out[1].mean() - 0.5) < 0.05
+    s, logp = run("sample_multinomial", [np.array([0.0, 1.0, 0.0], np.float32)], {"get_prob": True})
+    assert s.shape == (1,) and s[0] == 1 and logp[0] == 0
+    q = np.array([[0.2, 0.3, 0.5]])
+    s, _ = run("sample_multinomial", [q], {"shape": (4,), "get_prob": True})  # grads() draws with seed 0 too
+    g = grads("sample_multinomial", [q], {"shape": (4,), "get_prob": True}, [np.zeros((1, 4)), np.ones((1, 4))])
+    want = np.zeros(3)
+    for k in s[0]:
+        want[k] += 1 / q[0, k]
+    np.testing.assert_allclose(g[0][0], want)

@@ -204,3 +204,22 @@ def test_pad(mode):
     check_grad("pad", [rng.standard_normal((1, 2, 3, 4))], attrs)
     with pytest.raises(ShapeError, match="Pad: padding on the first two axes must be zero"):
         infer("Pad", dict(attrs, pad_width=(1, 0, 0, 0, 1, 1, 2, 1)), [(1, 1, 2, 4)])
+
+
+def test_amp_cast_and_multicast():
+    x = rng.standard_normal(3).astype(np.float32)
+    assert run("amp_cast", [x], {"dtype": "float16"}).dtype == np.float16
+    assert run("amp_cast", [np.arange(3, dtype=np.int32)], {"dtype": "float16"}).dtype == np.int32
+    a, b = run("amp_multicast", [x.astype(np.float16), x], {"num_outputs": 2})
+    assert a.dtype == b.dtype == np.float32  # MXNet 1.9.1: widest type
+    a, b = run("amp_multicast", [x.astype(np.float16), x], {"num_outputs": 2, "cast_narrow": True})
+    assert a.dtype == b.dtype == np.float16
+    g = grads("amp_multicast", [x.astype(np.float16), x], {"num_outputs": 2},
+              [np.ones(3, np.float32), np.ones(3, np.float32)])
+    assert g[0].dtype == np.float16 and g[1].dtype == np.float32
+
+
+def test_all_finite():
+    assert run("all_finite", [np.array([1.0, 2.0])]).tolist() == [1.0]
+    assert run("all_finite", [np.array([1.0, np.inf])]).tolist() == [0.0]
+    assert run("all_finite", [np.array([1.0, np.nan], np.float32)]).dtype == np.float32
