@@ -48,7 +48,7 @@ def _complete(value, kind: str) -> bool:
     if value is None:
         return False
     if kind == "shape":
-        return all(d not in (None, 0) for d in value) or len(value) == 0
+        return None not in value and 0 not in value
     return True
 
 
@@ -117,8 +117,10 @@ def _norm(v, kind):
     if v is None:
         return None
     if kind == "shape":
+        if type(v) is tuple and all(type(d) is int or d is None for d in v):
+            return v  # the common case: already a tuple of Python ints
         return tuple(None if d is None else int(d) for d in v)
-    return np.dtype(v)
+    return v if isinstance(v, np.dtype) else np.dtype(v)
 
 
 def _named(node: Node, ins, kind) -> str:
