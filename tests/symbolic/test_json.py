@@ -155,3 +155,24 @@ def test_mxnet_loads_ember_written_json(tmp_path):
     res = subprocess.run([MXNET_PY, script, str(spec)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"OK {len(cases)}" in res.stdout
+
+
+MODELS = os.path.join(os.path.dirname(__file__), "..", "data", "models")
+
+
+@pytest.mark.parametrize("name", ["mobilenet0.25", "squeezenet1.1"])
+def test_gluon_exported_models_run_like_mxnet(name):
+    """MXNet-exported model-zoo graphs + params, bound by ember's executor: MXNet's outputs."""
+    if not os.path.exists(os.path.join(MODELS, f"{name}-0000.params")):
+        pytest.skip("model fixture not present")
+    sym = mx.sym.load(os.path.join(MODELS, f"{name}-symbol.json"))
+    params = mx.nd.load(os.path.join(MODELS, f"{name}-0000.params"))
+    io = np.load(os.path.join(MODELS, f"{name}-io.npz"))
+    args = {k[4:]: v for k, v in params.items() if k.startswith("arg:")}
+    aux = {k[4:]: v for k, v in params.items() if k.startswith("aux:")}
+    args["data"] = mx.nd.array(io["data"])
+    exe = sym.bind(mx.cpu(), args, aux_states=aux, grad_req="null")
+    out = exe.forward(is_train=False)[0].asnumpy()
+    np.testing.assert_allclose(out, io["output"], rtol=1e-4, atol=1e-5)
+    st = exe.memory_stats()
+    assert st["lower_bound_bytes"] <= st["planned_bytes"] < st["naive_bytes"]
