@@ -96,13 +96,17 @@ def size_matching(sizes: Sequence[int], starts: Sequence[int], ends: Sequence[in
 
 
 def offset_packing(sizes: Sequence[int], starts: Sequence[int], ends: Sequence[int],
-                   best_fit: bool = True) -> Placement:
-    """Greedy by size: largest group first, at the best (or first) fitting gap in one arena."""
+                   best_fit: bool = True, by: str = "size") -> Placement:
+    """Greedy: groups largest first (by='size') or in step order (by='start'), each at the best (or
+    first) fitting gap among the groups already placed that live at the same time, in one arena."""
     n = len(sizes)
     sizes_a = np.asarray(sizes, dtype=np.int64)
     starts_a = np.asarray(starts, dtype=np.int64)
     ends_a = np.asarray(ends, dtype=np.int64)
-    order = np.lexsort((starts_a, -(ends_a - starts_a), -sizes_a))
+    if by == "size":
+        order = np.lexsort((starts_a, -(ends_a - starts_a), -sizes_a))
+    else:
+        order = np.lexsort((-sizes_a, starts_a))
     p_start = np.empty(n, dtype=np.int64)
     p_end = np.empty(n, dtype=np.int64)
     p_off = np.empty(n, dtype=np.int64)
@@ -137,7 +141,8 @@ def offset_packing(sizes: Sequence[int], starts: Sequence[int], ends: Sequence[i
         p_start[k], p_end[k], p_off[k], p_size[k] = s, e, off, need
         k += 1
         top = max(top, off + need)
-    return Placement([0] * n, offset, [top] if n else [], "offset_packing")
+    label = "offset_packing" + ("" if best_fit else "_first_fit") + ("" if by == "size" else "_by_start")
+    return Placement([0] * n, offset, [top] if n else [], label)
 
 
 def plan(sizes: Sequence[int], starts: Sequence[int], ends: Sequence[int], method: str = "best") -> Placement:
@@ -155,9 +160,10 @@ def plan(sizes: Sequence[int], starts: Sequence[int], ends: Sequence[int], metho
         cands["offset_packing"] = offset_packing(sizes, starts, ends, best_fit=True)
     if method == "best" and len(sizes) <= OFFSET_MAX_GROUPS // 4:
         cands["offset_packing_first_fit"] = offset_packing(sizes, starts, ends, best_fit=False)
+        cands["offset_packing_by_start"] = offset_packing(sizes, starts, ends, best_fit=True, by="start")
     if not cands:
         raise ValueError(f"unknown planning method {method!r} (best, size_matching, offset_packing, naive)")
-    best = min(cands.values(), key=lambda p: p.total)
+    best = min(cands.values(), key=lambda p: p.total)  # ties: the first listed
     best.candidates = {k: v.total for k, v in cands.items()}
     return best
 
