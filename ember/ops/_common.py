@@ -34,8 +34,8 @@ def norm_axis(op: str, axis: int, ndim: int, what: str = "axis") -> int:
 # -- shape inference ----------------------------------------------------------------
 def broadcast_shape(op: str, a: Optional[Shape], b: Optional[Shape]) -> Optional[Shape]:
     """numpy/MXNet broadcasting of two shapes (None if either is unknown)."""
-    if a is None or b is None:
-        return None
+    if a == b or a is None or b is None:  # equal shapes (the common case) need no work
+        return None if a is None or b is None else tuple(a)
     n = max(len(a), len(b))
     pa = (1,) * (n - len(a)) + tuple(a)
     pb = (1,) * (n - len(b)) + tuple(b)
@@ -89,6 +89,14 @@ def _conflict(op, names, i, a, j, b):
 def same_shape(op: str, n_out: int = 1, names: Sequence[str] = ()) -> Callable:
     """infer_shape for elementwise ops: every input and output shares one shape (inferred both ways)."""
     def infer(attrs, in_shapes, *aux):
+        if in_shapes:  # all known and equal (the common case): no merging needed
+            first = in_shapes[0]
+            if first is not None and None not in first:
+                for x in in_shapes:
+                    if x is not first and x != first:
+                        break
+                else:
+                    return list(in_shapes), [first] * n_out
         s = unify(op, in_shapes, names)
         return [s] * len(in_shapes), [s] * n_out
     return infer
@@ -105,6 +113,16 @@ def check_output(op: str, given, inferred: Shape, what: str = "output") -> Shape
 def same_type(op: str, n_out: int = 1, names: Sequence[str] = ()) -> Callable:
     """infer_type: all inputs and outputs share one dtype (DTypeError naming the op on a mix)."""
     def infer(attrs, in_dtypes):
+        if in_dtypes:  # one known dtype everywhere (the common case)
+            first = in_dtypes[0]
+            if first is not None:
+                for d in in_dtypes:
+                    if d is not first and d != first:  # numpy dtypes are mostly singletons
+                        break
+                else:
+                    if not isinstance(first, np.dtype):
+                        first = np.dtype(first)
+                    return [first] * len(in_dtypes), [first] * n_out
         dt = None
         for i, d in enumerate(in_dtypes):
             if d is None:
