@@ -9,7 +9,8 @@ MPI requests (`mpienv.poll`) so the GIL stays free for the engine's compute thre
 from __future__ import annotations
 
 import threading
-from typing import Callable, Dict, Optional, Tuple
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Tuple
 
 from . import mpienv
 from .errors import KVStoreCommError
@@ -18,10 +19,24 @@ Task = Callable[[], None]
 Done = Callable[[Optional[BaseException]], None]
 
 
+@dataclass
+class Nonblocking:
+    """A task made of nonblocking requests: `start()` posts them and returns them, `finish()` runs
+    once they completed.  Consecutive ready ones are started together and polled as one batch,
+    so several buckets are in flight at once (posting order still follows the sequence)."""
+
+    start: Callable[[], list]
+    finish: Callable[[], None]
+    what: str
+
+
 class Communicator:
     """An in-order executor of communication tasks on one daemon thread."""
 
-    def __init__(self, name: str = "ember-kvstore-comm"):
+    def __init__(self, poll: Optional[Callable[[list, str], None]] = None, name: str = "ember-kvstore-comm",
+                 batch: int = 64):
+        self._poll = poll
+        self._batch = batch
         self._cv = threading.Condition()
         self._issued = 0
         self._next = 0
@@ -63,22 +78,44 @@ class Communicator:
             raise box["error"]
         return box.get("value")
 
+    def _take(self) -> List[Tuple[object, Done]]:
+        """The next task, plus the Nonblocking tasks ready right after it (batched)."""
+        with self._cv:
+            while self._next not in self._ready:
+                self._cv.wait()
+            taken = [self._ready.pop(self._next)]
+            self._next += 1
+            while (isinstance(taken[0][0], Nonblocking) and self._poll is not None
+                   and len(taken) < self._batch and self._next in self._ready
+                   and isinstance(self._ready[self._next][0], Nonblocking)):
+                taken.append(self._ready.pop(self._next))
+                self._next += 1
+            return taken
+
     def _loop(self) -> None:
         while True:
-            with self._cv:
-                while self._next not in self._ready:
-                    self._cv.wait()
-                task, done = self._ready.pop(self._next)
-                self._next += 1
-                failure = self._failure
-            if failure is not None:
-                done(KVStoreCommError(f"kvstore communication stopped after an earlier failure: {failure}"))
+            taken = self._take()
+            if self._failure is not None:
+                for _, done in taken:
+                    done(KVStoreCommError(f"kvstore communication stopped after an earlier failure: "
+                                          f"{self._failure}"))
                 continue
             try:
-                task()
-            except BaseException as e:  # recorded by the engine on the op's outputs
+                if isinstance(taken[0][0], Nonblocking):
+                    reqs = []
+                    for task, _ in taken:
+                        reqs.extend(task.start())
+                    self._poll(reqs, taken[0][0].what if len(taken) == 1 else
+                               f"{taken[0][0].what} (and {len(taken) - 1} more)")
+                    for task, _ in taken:
+                        task.finish()
+                else:
+                    taken[0][0]()
+            except BaseException as e:  # recorded by the engine on the ops' outputs
                 mpienv.mark_failed()
                 self._failure = e
-                done(e)
+                for _, done in taken:
+                    done(e)
                 continue
-            done(None)
+            for _, done in taken:
+                done(None)

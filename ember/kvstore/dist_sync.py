@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import engine
 from . import arrays, fusion, mpienv
-from .comm import Communicator
+from .comm import Communicator, Nonblocking
 from .errors import KVStoreCommError, KVStoreError, KVStoreShapeError
 from .keys import describe
 from .local import Entry, KVStore, _unique_vars
@@ -28,8 +28,8 @@ class _DistBase(KVStore):
         self._settings = self._env.settings
         self._workers = self._env.worker_comm()
         self._env.start_heartbeat()
-        self._comm = Communicator()
         self._MPI = self._env.MPI
+        self._comm = Communicator(poll=self._poll)
 
     @property
     def rank(self) -> int:
@@ -86,12 +86,14 @@ class DistSyncKVStore(_DistBase):
             raise
         seq = self._comm.reserve()
 
-        def op(done, entries=entries):
+        bound = [(entry, entry.data, src) for entry, src in entries]
+
+        def op(done):
             try:
                 hosts = []
-                for entry, src in entries:
-                    arrays.copy_into(entry.data, src._data)
-                    hosts.append((entry, np.ascontiguousarray(arrays.to_host(entry.data))))
+                for entry, data, src in bound:
+                    arrays.copy_into(data, src._data)
+                    hosts.append((data, np.ascontiguousarray(arrays.to_host(data))))
             except BaseException as e:
                 self._comm.submit(seq, _raiser(e), done)
                 return
@@ -100,9 +102,9 @@ class DistSyncKVStore(_DistBase):
                 # Every worker starts from worker 0's values.
                 self._poll([self._workers.Ibcast(h.reshape(-1), root=0) for _, h in hosts],
                            f"kvstore init of {describe([e.key for e, _ in entries])}")
-                for entry, h in hosts:
-                    if h is not entry.data:
-                        arrays.copy_into(entry.data, h)
+                for data, h in hosts:
+                    if h is not data:
+                        arrays.copy_into(data, h)
             self._comm.submit(seq, bcast, done)
         engine.push(op, read=_unique_vars([s for _, s in entries]), write=[e.var for e, _ in entries],
                     prop="async", name="kvstore_init_bcast")
@@ -118,35 +120,50 @@ class DistSyncKVStore(_DistBase):
     def _push_bucket(self, bucket: fusion.Bucket, priority: int) -> None:
         seq = self._comm.reserve()
         use_updater = self._updater is not None
-        targets = []
         for entry, _ in bucket.items:
             if use_updater:
                 entry.merged_nd()  # allocates the merge buffer on first use
-                targets.append((entry, entry.merge_data, entry.merge_var))
-            else:
-                targets.append((entry, entry.data, entry.var))
-        staged = bucket.fused or arrays.is_gpu_array(targets[0][1])
-        mark = fusion.fingerprint(bucket.signature(), bucket.dtype) if staged else None
-        buf = self._buffer(bucket, mark is not None) if staged else None
+        on_gpu = arrays.is_gpu_array(bucket.items[0][0].data)
+        mark = fusion.fingerprint(bucket.signature(), bucket.dtype) if bucket.fused or on_gpu else None
+        flat = None
+        if bucket.fused and not on_gpu:
+            # The keys' targets become views of the fusion buffer: the allreduce result lands in the
+            # store (or merge buffers) with no unpacking copy.  Ops bind arrays when issued, so
+            # earlier ops keep the arrays they were issued with; the push overwrites every view.
+            flat = self._buffer(bucket, mark is not None)
+            for (entry, _), off in zip(bucket.items, bucket.offsets):
+                view = flat[off:off + int(np.prod(entry.shape, dtype=np.int64))].reshape(entry.shape)
+                if use_updater:
+                    entry.merge_data = view
+                else:
+                    entry.data = view
+        elif on_gpu:
+            flat = self._buffer(bucket, mark is not None)  # host staging buffer for MPI
+        targets = [(entry, entry.merge_data if use_updater else entry.data,
+                    entry.merge_var if use_updater else entry.var) for entry, _ in bucket.items]
         keys = [e.key for e, _ in bucket.items]
         what = f"kvstore push of {describe(keys)}"
 
         def op(done):
             try:
-                if staged:
+                source = None
+                if on_gpu:
                     for (entry, vals), off in zip(bucket.items, bucket.offsets):
                         n = int(np.prod(entry.shape, dtype=np.int64))
-                        arrays.sum_into(buf[off:off + n].reshape(entry.shape), [v._data for v in vals])
-                    if mark is not None:
-                        buf[-1] = mark
-                    flat = buf
+                        arrays.sum_into(flat[off:off + n].reshape(entry.shape), [v._data for v in vals])
+                elif flat is None and len(bucket.items[0][1]) == 1 and _plain_host(bucket.items[0][1][0]._data):
+                    # one value of an unfused key: MPI reads it directly, no copy into the store first
+                    source = bucket.items[0][1][0]._data.reshape(-1)
                 else:
-                    flat = targets[0][1].reshape(-1)
-                    arrays.sum_into(targets[0][1], [v._data for v in bucket.items[0][1]])
+                    for (entry, vals), (_, target, _) in zip(bucket.items, targets):
+                        arrays.sum_into(target, [v._data for v in vals])
+                if mark is not None:
+                    flat[-1] = mark
+                result = flat if flat is not None else targets[0][1].reshape(-1)
             except BaseException as e:
                 self._comm.submit(seq, _raiser(e), done)
                 return
-            self._comm.submit(seq, lambda: self._allreduce(flat, staged, bucket, targets, mark, what), done)
+            self._comm.submit(seq, self._allreduce(source, result, on_gpu, bucket, targets, mark, what), done)
 
         engine.push(op, read=_unique_vars([v for _, vals in bucket.items for v in vals]),
                     write=[t[2] for t in targets], priority=priority, prop="async",
@@ -163,18 +180,28 @@ class DistSyncKVStore(_DistBase):
             self._fused_buffers[sig] = buf
         return buf
 
-    def _allreduce(self, flat, staged, bucket, targets, mark, what) -> None:
+    def _allreduce(self, source, flat, staged, bucket, targets, mark, what) -> Nonblocking:
         MPI = self._MPI
-        reqs = [self._workers.Iallreduce(MPI.IN_PLACE, c, op=MPI.SUM)
-                for c in fusion.chunks(flat, self._settings.chunk_bytes)]
-        self._poll(reqs, what)
-        if mark is not None and flat[-1] != mark * self.num_workers:
-            raise KVStoreCommError(f"{what}: workers pushed different keys or shapes in the same "
-                                   f"kvstore call; every worker must push the same keys in the same order")
-        if staged:
-            for (entry, target, _), off in zip(targets, bucket.offsets):
-                n = int(np.prod(entry.shape, dtype=np.int64))
-                arrays.copy_into(target, flat[off:off + n].reshape(entry.shape))
+        chunk = self._settings.chunk_bytes
+
+        def start():
+            results = fusion.chunks(flat, chunk)
+            sources = fusion.chunks(source, chunk) if source is not None else [MPI.IN_PLACE] * len(results)
+            return [self._workers.Iallreduce(s, r, op=MPI.SUM) for s, r in zip(sources, results)]
+
+        def finish():
+            if mark is not None and flat[-1] != mark * self.num_workers:
+                raise KVStoreCommError(f"{what}: workers pushed different keys or shapes in the same "
+                                       f"kvstore call; every worker must push the same keys in the same order")
+            if staged:  # GPU targets: copy the host result back to the device
+                for (entry, target, _), off in zip(targets, bucket.offsets):
+                    n = int(np.prod(entry.shape, dtype=np.int64))
+                    arrays.copy_into(target, flat[off:off + n].reshape(entry.shape))
+        return Nonblocking(start, finish, what)
+
+
+def _plain_host(x) -> bool:
+    return isinstance(x, np.ndarray) and x.flags.c_contiguous
 
 
 def _raiser(exc: BaseException):

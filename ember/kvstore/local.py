@@ -125,8 +125,8 @@ class KVStore:
 
     def _init_entries(self, entries: List[Tuple[Entry, Any]]) -> None:
         for entry, src in entries:
-            def copy(entry=entry, src=src):
-                arrays.copy_into(entry.data, src._data)
+            def copy(dst=entry.data, src=src):  # arrays are bound at issue time: dist stores rebind them
+                arrays.copy_into(dst, src._data)
             engine.push(copy, read=[src.var], write=[entry.var], device=entry.ctx,
                         name=f"kvstore_init[{entry.key!r}]")
 
@@ -175,9 +175,9 @@ class KVStore:
 
     def _pull_entries(self, checked, priority: int) -> None:
         for entry, outs in checked:
-            def copy_out(entry=entry, outs=outs):
+            def copy_out(src=entry.data, outs=outs):
                 for o in outs:
-                    arrays.copy_into(o._data, entry.data)
+                    arrays.copy_into(o._data, src)
             engine.push(copy_out, read=[entry.var], write=_unique_vars(outs), priority=priority,
                         device=entry.ctx, name=f"kvstore_pull[{entry.key!r}]")
 

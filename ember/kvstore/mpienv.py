@@ -21,6 +21,7 @@ from .errors import KVStoreCommError, KVStoreError, KVStoreTimeoutError
 TAG_REQUEST = 11   # worker -> server: (command, ...) tuples
 TAG_REPLY = 12     # server -> worker: answers to 'pull' / 'ack' requests
 TAG_HEARTBEAT = 13  # worker -> server: "still alive"
+SPIN_SECONDS = float(os.environ.get("EMBER_KVSTORE_SPIN", "0.05"))  # busy-test this long, then sleep between tests
 
 _env = None
 _env_lock = threading.Lock()
@@ -158,20 +159,23 @@ def _with_timeout(fn, timeout: float, what: str):
 
 def poll(MPI, reqs, timeout: float, what: str) -> None:
     """Wait for MPI requests without holding the GIL for long; raise after `timeout` s of waiting."""
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    deadline = start + timeout
     spins = 0
     try:
         while not MPI.Request.Testall(reqs):
             spins += 1
-            if spins < 200:
-                time.sleep(0)  # yield the GIL, keep latency low
+            # MPICH advances nonblocking collectives only inside MPI calls, so keep testing
+            # (yielding the GIL between tests) for a while before backing off to short sleeps.
+            if spins & 63 or time.monotonic() - start < SPIN_SECONDS:
+                time.sleep(0)
             else:
                 if time.monotonic() > deadline:
                     mark_failed()
                     raise KVStoreTimeoutError(
                         f"{what}: no progress for {timeout:g}s (EMBER_KVSTORE_TIMEOUT); "
                         f"another worker or server probably died or stopped calling the kvstore")
-                time.sleep(min(1e-3, 1e-5 * (spins - 199)))
+                time.sleep(min(1e-3, 1e-6 * (spins >> 6)))
     except MPI.Exception as e:
         mark_failed()
         raise KVStoreCommError(f"{what}: MPI error: {e.Get_error_string()}") from None
