@@ -107,15 +107,21 @@ def mirror(g: GraphState) -> GraphState:
     if not g.grad_entries or not any(_wants_mirror(n, g.mirror) for n in fwd):
         return g
     fwd_ids = {id(n) for n in fwd}
+    head_ids = {id(n) for n, _ in g.heads}   # alive until the end anyway: nothing to save
     clones: Dict[int, Node] = {}
+    # A chain of mirrored nodes is recomputed at most this deep (bounds recompute, like MXNet's
+    # MXNET_BACKWARD_MIRROR_STEP); deeper inputs are kept from the forward pass.
+    max_depth = int(os.environ.get("EMBER_BACKWARD_MIRROR_STEP", os.environ.get("MXNET_BACKWARD_MIRROR_STEP", "100")))
 
-    def mirrored(entry: Entry) -> Entry:
+    def mirrored(entry: Entry, depth: int = 0) -> Entry:
         node, i = entry
-        if id(node) not in fwd_ids or not _wants_mirror(node, g.mirror):
+        if (id(node) not in fwd_ids or id(node) in head_ids or depth >= max_depth
+                or not _wants_mirror(node, g.mirror)):
             return entry
         c = clones.get(id(node))
         if c is None:
-            c = Node(node.op, node.name + "_mirror", node.attrs, [mirrored(e) for e in node.inputs], node.user_attrs)
+            c = Node(node.op, node.name + "_mirror", node.attrs, [mirrored(e, depth + 1) for e in node.inputs],
+                     node.user_attrs)
             c._parsed = node._parsed
             clones[id(node)] = c
         return (c, i)
@@ -298,8 +304,8 @@ def inplace(g: GraphState) -> GraphState:
             if (c.op is None or ikey in head_keys or ikey in g.external or okey in g.external
                     or okey in g.inplace or ikey in taken_inputs):
                 continue
-            if uses.get(ikey) != [step] or [e for e in n.inputs if e == (c, j)].__len__() != 1:
-                continue
+            if uses.get(ikey) != [step] or sum(1 for e in n.inputs if e == (c, j)) != 1:
+                continue  # read later (or twice here): its bytes must survive this node
             if _nbytes(g, ikey) != _nbytes(g, okey):
                 continue
             g.inplace[okey] = root.get(ikey, ikey)

@@ -310,3 +310,20 @@ def test_gpu_executor_matches_cpu(rng):
     np.testing.assert_allclose(gpu.grad_dict["fc1_weight"].asnumpy(), cpu.grad_dict["fc1_weight"].asnumpy(),
                                rtol=1e-4, atol=1e-5)
     assert cupy is not None
+
+
+def test_mirror_on_a_deep_chain_is_bounded(monkeypatch):
+    x = mx.sym.var("x")
+    h = x
+    for _ in range(300):
+        h = mx.sym.tanh(h * 0.9)
+    sym = mx.sym.MakeLoss(mx.sym.sum(h))
+    grads = []
+    for flag in ("0", "1"):
+        monkeypatch.setenv("EMBER_BACKWARD_DO_MIRROR", flag)
+        exe = sym.simple_bind(mx.cpu(), x=(2, 3))
+        exe.arg_dict["x"][:] = np.linspace(-1, 1, 6).reshape(2, 3)
+        exe.forward(is_train=True)
+        exe.backward()
+        grads.append(exe.grad_dict["x"].asnumpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5)
