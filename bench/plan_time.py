@@ -17,7 +17,6 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.setrecursionlimit(10000)
 
 import ember as mx  # noqa: E402
 from ember.symbolic.passes import PASSES, GraphState, mirror_enabled  # noqa: E402
