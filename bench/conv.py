@@ -4,7 +4,7 @@
 
 Prints one JSON line per layer: conv forward GFLOP/s through the registry kernel,
 numpy GEMM GFLOP/s for the matching (F, K) @ (K, N*OH*OW) product, and their ratio.
-Timings are the best of N runs (the machine is shared, best-of filters interference).
+Timings are the best of N interleaved runs (on a shared machine best-of filters interference).
 """
 from __future__ import annotations
 
@@ -31,19 +31,22 @@ LAYERS = [  # name, (N, C, H, W), num_filter, kernel, stride, pad, groups
 ]
 
 
-def best_time(fn, repeat: int) -> float:
-    fn()  # warm up (allocations, BLAS threads)
-    best = float("inf")
+def best_times(fns, repeat: int):
+    """Best wall time of each function, measured interleaved so load spikes hit all of them alike."""
+    for fn in fns:
+        fn()  # warm up (allocations, BLAS threads)
+    best = [float("inf")] * len(fns)
     for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
+        for k, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - t)
     return best
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--backward", action="store_true", help="also time _backward_Convolution")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
@@ -61,11 +64,11 @@ def main() -> None:
         k = ins[1][1] * kernel[0] * kernel[1]
         flops = 2.0 * n * f * k * oh * ow
         kern = conv.kernel("cpu")
-        t_conv = best_time(lambda: kern(ctx, attrs, [x, w, b], [out], []), args.repeat)
         # the same FLOP count as one dense GEMM (grouped layers: groups GEMMs of (F/g, K) @ (K, N*P))
         a = rng.standard_normal((f // groups, k), dtype=np.float32)
         bm = rng.standard_normal((k, n * oh * ow), dtype=np.float32)
-        t_gemm = best_time(lambda: [a @ bm for _ in range(groups)], args.repeat)
+        t_conv, t_gemm = best_times([lambda: kern(ctx, attrs, [x, w, b], [out], []),
+                                     lambda: [a @ bm for _ in range(groups)]], args.repeat)
         row = {"layer": name, "data": dshape, "num_filter": f, "kernel": kernel, "stride": stride,
                "groups": groups, "gflop": round(flops / 1e9, 4),
                "conv_fwd_gflops": round(flops / t_conv / 1e9, 2), "numpy_gemm_gflops": round(flops / t_gemm / 1e9, 2),
@@ -74,7 +77,7 @@ def main() -> None:
             dy = rng.standard_normal(outs[0], dtype=np.float32)
             grads = [np.empty(ins[0], np.float32), np.empty(ins[1], np.float32), np.empty(ins[2], np.float32)]
             bk = bwd.kernel("cpu")
-            t_b = best_time(lambda: bk(ctx, attrs, [dy, x, w], grads, []), max(3, args.repeat // 3))
+            (t_b,) = best_times([lambda: bk(ctx, attrs, [dy, x, w], grads, [])], max(3, args.repeat // 3))
             row["conv_bwd_gflops"] = round(2 * flops / t_b / 1e9, 2)
             row["conv_bwd_ms"] = round(t_b * 1e3, 3)
         print(json.dumps(row), flush=True)

@@ -136,20 +136,6 @@ def backward_via(bwd_name: str, build: Callable[[dict, list, list, list], Sequen
     return gradient
 
 
-# -- window views (convolution, pooling) -----------------------------------------
-def windows(xp, xpad, kernel: Sequence[int], stride: Sequence[int], dilate: Sequence[int],
-            out_spatial: Sequence[int]):
-    """A strided view (N, C, *kernel, *out_spatial) of the padded 2-D input `xpad` (N, C, H, W).
-
-    Element [n, c, i, j, y, x] is xpad[n, c, y*sh + i*dh, x*sw + j*dw]; no data is copied.
-    """
-    sN, sC, sH, sW = xpad.strides
-    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dilate, out_spatial
-    shape = (xpad.shape[0], xpad.shape[1], kh, kw, oh, ow)
-    strides = (sN, sC, sH * dh, sW * dw, sH * sh, sW * sw)
-    return xp.lib.stride_tricks.as_strided(xpad, shape=shape, strides=strides)
-
-
 # -- maths ------------------------------------------------------------------------
 try:  # scipy's erf is exact to float64 precision; fall back to a rational approximation without it
     from scipy.special import erf as _scipy_erf  # type: ignore

@@ -2,14 +2,17 @@
 
 The column matrix is built from a strided window view (no Python loop over pixels);
 the data gradient scatters columns back with one vectorised add per kernel position
-(kh*kw iterations).  1-D convolutions run as 2-D ones with a height of 1.
+(kh*kw iterations); depthwise convolutions use one multiply-add per kernel position.
+Kernels work on a channel-first internal copy, CNHW or batch-last CHWN, whichever makes the
+window copies cheaper for the layer (`choose_layout`).  1-D convolutions run as 2-D ones with
+a height of 1.
 """
 from __future__ import annotations
 
 from typing import NamedTuple, Tuple
 
 from ..base import OperatorError, ShapeError
-from ._nn_util import backward_via, float_types, known, matmul_into, merge, positive, spatial, windows
+from ._nn_util import backward_via, float_types, known, matmul_into, merge, positive, spatial
 from .registry import Attr, OpDef, register
 
 
@@ -34,65 +37,110 @@ def _to2d(t, fill):
     return t if len(t) == 2 else (fill,) + tuple(t)
 
 
-def _pad_or_crop(xp, x, before, after):
-    """Zero-pad the spatial axes of x (negative `after` crops instead)."""
-    crop = tuple(slice(0, x.shape[2 + i] + a) if a < 0 else slice(None) for i, a in enumerate(after))
-    x = x[(slice(None), slice(None)) + crop]
-    after = tuple(max(a, 0) for a in after)
-    if any(before) or any(after):
-        widths = [(0, 0), (0, 0)] + [(b, a) for b, a in zip(before, after)]
-        x = xp.pad(x, widths)
-    return x
+class Layout(NamedTuple):
+    """An internal, channel-first array layout the kernels work in (spatial axes sp, sp + 1)."""
+
+    perm: Tuple[int, int, int, int]   # NCHW -> internal
+    inv: Tuple[int, int, int, int]    # internal -> NCHW
+    sp: int
 
 
-def im2col(xp, x, geo: Geometry, group: int):
-    """Columns (Cg*kh*kw, N*OH*OW) of group `group` of x (N, C, H, W); a fresh contiguous array."""
-    n, c = x.shape[:2]
-    cg = c // geo.groups
-    xpad = _pad_or_crop(xp, x[:, group * cg:(group + 1) * cg], geo.pad_before, geo.pad_after)
-    oh, ow = geo.out_size(x.shape[2:])
-    win = windows(xp, xpad, geo.kernel, geo.stride, geo.dilate, (oh, ow))
-    return win.transpose(1, 2, 3, 0, 4, 5).reshape(cg * geo.kernel[0] * geo.kernel[1], n * oh * ow)
+# "CNHW" keeps each image's rows contiguous (cheap output transposes); "CHWN" puts the batch last
+# so window slices have long contiguous inner runs (OW*N), which makes the im2col copy and the
+# col2im scatter several times faster when the column matrix dominates (stride 1, K >> F).
+CNHW = Layout((1, 0, 2, 3), (1, 0, 2, 3), 2)
+CHWN = Layout((1, 2, 3, 0), (3, 0, 1, 2), 1)
 
 
-def _is_depthwise(x_channels: int, w, geo: Geometry) -> bool:
-    """One input and one output channel per group: the GEMM would be 1 x K, so use taps instead."""
-    return geo.groups > 1 and geo.groups == x_channels == w.shape[0] and w.shape[1] == 1
+def choose_layout(geo: "Geometry", channels: int, filters: int) -> Layout:
+    """The faster internal layout for this convolution (measured with bench/conv.py)."""
+    k = (channels // geo.groups) * geo.kernel[0] * geo.kernel[1]
+    if _is_depthwise_shape(channels, filters, geo):
+        return CHWN
+    return CHWN if geo.stride == (1, 1) and k >= 2 * (filters // geo.groups) else CNHW
 
 
-def _taps(geo: Geometry, oh: int, ow: int):
-    """(i, j, index into the padded input) for every kernel position."""
+def _internal(xp, a, lay: Layout):
+    """(N, C, H, W) -> a contiguous copy in the internal layout."""
+    return xp.ascontiguousarray(a.transpose(lay.perm))
+
+
+def _padded(xp, x, geo: "Geometry", lay: Layout):
+    """x (N, C, H, W) zero-padded by the geometry (negative pad_after crops), in layout `lay`."""
+    n, c, h, w = x.shape
+    (pt, pl), (pb, pr) = geo.pad_before, geo.pad_after
+    hh, ww = h + min(pb, 0), w + min(pr, 0)
+    shape = [c, n, pt + hh + max(pb, 0), pl + ww + max(pr, 0)]                  # as NCHW->(C, N, H, W)
+    shape = [shape[0]] + ([shape[1], shape[2], shape[3]] if lay is CNHW else [shape[2], shape[3], shape[1]])
+    padded = pt or pl or pb > 0 or pr > 0
+    out = xp.zeros(shape, dtype=x.dtype) if padded else xp.empty(shape, dtype=x.dtype)
+    out[_tap_box(lay, slice(pt, pt + hh), slice(pl, pl + ww))] = x[:, :, :hh, :ww].transpose(lay.perm)
+    return out
+
+
+def _tap_box(lay: Layout, rows: slice, cols: slice):
+    idx = [slice(None)] * 4
+    idx[lay.sp], idx[lay.sp + 1] = rows, cols
+    return tuple(idx)
+
+
+def _taps(geo: "Geometry", oh: int, ow: int, lay: Layout):
+    """(i, j, index) of every kernel position, selecting that tap for every output pixel."""
+    (sh, sw), (dh, dw) = geo.stride, geo.dilate
+    for i in range(geo.kernel[0]):
+        for j in range(geo.kernel[1]):
+            yield i, j, _tap_box(lay, slice(i * dh, i * dh + sh * (oh - 1) + 1, sh),
+                                 slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
+
+
+def im2col(xp, xpad, geo: "Geometry", group: int, oh: int, ow: int, lay: Layout):
+    """Columns (Cg*kh*kw, pixels) of group `group` of a padded internal-layout input; a fresh array."""
+    cg = xpad.shape[0] // geo.groups
+    part = xpad[group * cg:(group + 1) * cg]
+    strides, shape = list(part.strides), list(part.shape)
     (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.stride, geo.dilate
-    for i in range(kh):
-        for j in range(kw):
-            yield i, j, (slice(None), slice(None), slice(i * dh, i * dh + sh * (oh - 1) + 1, sh),
-                         slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
+    s_h, s_w = strides[lay.sp], strides[lay.sp + 1]
+    shape[lay.sp], shape[lay.sp + 1] = oh, ow
+    strides[lay.sp], strides[lay.sp + 1] = s_h * sh, s_w * sw
+    win = xp.lib.stride_tricks.as_strided(part, shape=(cg, kh, kw) + tuple(shape[1:]),
+                                          strides=(strides[0], s_h * dh, s_w * dw) + tuple(strides[1:]))
+    return win.reshape(cg * kh * kw, -1)
 
 
-def _depthwise_forward(xp, x, w, geo: Geometry, out) -> None:
-    xpad = _pad_or_crop(xp, x, geo.pad_before, geo.pad_after)
-    acc = xp.zeros(out.shape, dtype=out.dtype)
-    for i, j, idx in _taps(geo, *out.shape[2:]):
-        acc += xpad[idx] * w[:, 0, i, j].reshape(1, -1, 1, 1)
-    out[...] = acc
+def _is_depthwise_shape(channels: int, filters: int, geo: "Geometry") -> bool:
+    """One input and one output channel per group: the GEMM would be 1 x K, so use taps instead."""
+    return geo.groups > 1 and geo.groups == channels == filters
 
 
-def conv_forward(xp, x, w, geo: Geometry, out) -> None:
+def _channel_view(v):
+    return v.reshape(-1, 1, 1, 1)
+
+
+def _out_internal_shape(lay: Layout, c: int, n: int, oh: int, ow: int):
+    return (c, n, oh, ow) if lay is CNHW else (c, oh, ow, n)
+
+
+def conv_forward(xp, x, w, geo: "Geometry", out) -> None:
     """out (N, F, OH, OW) = conv(x (N, C, H, W), w (F, C/g, kh, kw)), no bias."""
-    if _is_depthwise(x.shape[1], w, geo):
-        _depthwise_forward(xp, x, w, geo, out)
-        return
-    n = x.shape[0]
+    n, c = x.shape[:2]
     f = w.shape[0]
     fg = f // geo.groups
     oh, ow = out.shape[2:]
+    lay = choose_layout(geo, c, f)
+    xpad = _padded(xp, x, geo, lay)
+    if _is_depthwise_shape(c, f, geo):
+        acc = xp.zeros(_out_internal_shape(lay, f, n, oh, ow), dtype=out.dtype)
+        for i, j, idx in _taps(geo, oh, ow, lay):
+            acc += xpad[idx] * _channel_view(w[:, 0, i, j])
+        out[...] = acc.transpose(lay.inv)
+        return
     for g in range(geo.groups):
-        cols = im2col(xp, x, geo, g)
-        res = xp.matmul(w[g * fg:(g + 1) * fg].reshape(fg, -1), cols)      # (Fg, N*OH*OW)
-        out[:, g * fg:(g + 1) * fg] = res.reshape(fg, n, oh, ow).transpose(1, 0, 2, 3)
+        cols = im2col(xp, xpad, geo, g, oh, ow, lay)
+        res = xp.matmul(w[g * fg:(g + 1) * fg].reshape(fg, -1), cols)
+        out[:, g * fg:(g + 1) * fg] = res.reshape(_out_internal_shape(lay, fg, n, oh, ow)).transpose(lay.inv)
 
 
-def conv_backward_data(xp, dy, w, geo: Geometry, x_shape, out) -> None:
+def conv_backward_data(xp, dy, w, geo: "Geometry", x_shape, out) -> None:
     """out (= x_shape) = gradient of conv w.r.t. its input, given dy (N, F, OH, OW)."""
     n, c, h, wd = x_shape
     f = w.shape[0]
@@ -100,40 +148,41 @@ def conv_backward_data(xp, dy, w, geo: Geometry, x_shape, out) -> None:
     (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.stride, geo.dilate
     (pt, pl), (pb, pr) = geo.pad_before, geo.pad_after
     oh, ow = dy.shape[2:]
+    lay = choose_layout(geo, c, f)
     # padded canvas large enough for every window and for the cropped result
-    hp, wp = max(h + pt + pb, pt + h), max(wd + pl + pr, pl + wd)
-    hp, wp = max(hp, (oh - 1) * sh + (kh - 1) * dh + 1), max(wp, (ow - 1) * sw + (kw - 1) * dw + 1)
-    if _is_depthwise(c, w, geo):
-        canvas = xp.zeros((n, c, hp, wp), dtype=out.dtype)
-        for i, j, idx in _taps(geo, oh, ow):
-            canvas[idx] += dy * w[:, 0, i, j].reshape(1, -1, 1, 1)
-        out[...] = canvas[:, :, pt:pt + h, pl:pl + wd]
-        return
-    for g in range(geo.groups):
-        dyg = dy[:, g * fg:(g + 1) * fg].transpose(1, 0, 2, 3).reshape(fg, n * oh * ow)
-        cols = xp.matmul(w[g * fg:(g + 1) * fg].reshape(fg, -1).T, dyg).reshape(cg, kh, kw, n, oh, ow)
-        canvas = xp.zeros((n, cg, hp, wp), dtype=out.dtype)
-        for i in range(kh):
-            for j in range(kw):
-                canvas[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh,
-                       j * dw:j * dw + sw * (ow - 1) + 1:sw] += cols[:, i, j].transpose(1, 0, 2, 3)
-        out[:, g * cg:(g + 1) * cg] = canvas[:, :, pt:pt + h, pl:pl + wd]
+    hp = max(h + pt + pb, pt + h, (oh - 1) * sh + (kh - 1) * dh + 1)
+    wp = max(wd + pl + pr, pl + wd, (ow - 1) * sw + (kw - 1) * dw + 1)
+    canvas = xp.zeros(_out_internal_shape(lay, c, n, hp, wp), dtype=out.dtype)
+    dy_in = _internal(xp, dy, lay)
+    if _is_depthwise_shape(c, f, geo):
+        for i, j, idx in _taps(geo, oh, ow, lay):
+            canvas[idx] += dy_in * _channel_view(w[:, 0, i, j])
+    else:
+        for g in range(geo.groups):
+            cols = xp.matmul(w[g * fg:(g + 1) * fg].reshape(fg, -1).T, dy_in[g * fg:(g + 1) * fg].reshape(fg, -1))
+            cols = cols.reshape((cg, kh, kw) + dy_in.shape[1:])
+            part = canvas[g * cg:(g + 1) * cg]
+            for i, j, idx in _taps(geo, oh, ow, lay):
+                part[idx] += cols[:, i, j]
+    out[...] = canvas[_tap_box(lay, slice(pt, pt + h), slice(pl, pl + wd))].transpose(lay.inv)
 
 
-def conv_backward_weight(xp, x, dy, geo: Geometry, out) -> None:
+def conv_backward_weight(xp, x, dy, geo: "Geometry", out) -> None:
     """out (F, C/g, kh, kw) = gradient of conv w.r.t. its weight."""
-    if _is_depthwise(x.shape[1], out, geo):
-        xpad = _pad_or_crop(xp, x, geo.pad_before, geo.pad_after)
-        for i, j, idx in _taps(geo, *dy.shape[2:]):
-            out[:, 0, i, j] = xp.einsum("ncyx,ncyx->c", xpad[idx], dy)
-        return
-    n = x.shape[0]
+    c = x.shape[1]
     f = dy.shape[1]
     fg = f // geo.groups
     oh, ow = dy.shape[2:]
+    lay = choose_layout(geo, c, f)
+    xpad = _padded(xp, x, geo, lay)
+    dy_in = _internal(xp, dy, lay)
+    if _is_depthwise_shape(c, f, geo):
+        for i, j, idx in _taps(geo, oh, ow, lay):
+            out[:, 0, i, j] = xp.einsum("cijk,cijk->c", xpad[idx], dy_in)  # any channel-first layout
+        return
     for g in range(geo.groups):
-        cols = im2col(xp, x, geo, g)
-        dyg = dy[:, g * fg:(g + 1) * fg].transpose(1, 0, 2, 3).reshape(fg, n * oh * ow)
+        cols = im2col(xp, xpad, geo, g, oh, ow, lay)
+        dyg = dy_in[g * fg:(g + 1) * fg].reshape(fg, -1)
         matmul_into(xp, dyg, cols.T, out[g * fg:(g + 1) * fg].reshape(fg, -1)
                     if out.flags.c_contiguous else out[g * fg:(g + 1) * fg])
 
