@@ -45,6 +45,32 @@ _internal = _PrefixedNamespace("_internal", ("_", ""))
 op = _PrefixedNamespace("op", ("",))
 
 
+def zeros(shape, dtype=None, **kwargs) -> Symbol:
+    """A symbol of zeros (MXNet's `_zeros`)."""
+    return make_op_function("_zeros")(shape=shape, **({"dtype": dtype} if dtype is not None else {}), **kwargs)
+
+
+def ones(shape, dtype=None, **kwargs) -> Symbol:
+    """A symbol of ones (MXNet's `_ones`)."""
+    return make_op_function("_ones")(shape=shape, **({"dtype": dtype} if dtype is not None else {}), **kwargs)
+
+
+def full(shape, val, dtype=None, **kwargs) -> Symbol:
+    """A symbol filled with `val` (MXNet's `_full`)."""
+    return make_op_function("_full")(shape=shape, value=val, **({"dtype": dtype} if dtype is not None else {}),
+                                     **kwargs)
+
+
+def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None, **kwargs) -> Symbol:
+    """A symbol of evenly spaced values (MXNet's `_arange`)."""
+    attrs = {"start": start, "step": step, "repeat": repeat}
+    if stop is not None:
+        attrs["stop"] = stop
+    if dtype is not None:
+        attrs["dtype"] = dtype
+    return make_op_function("_arange")(name=name, **attrs, **kwargs)
+
+
 def __getattr__(name: str):
     # Module-level lookup of operators (PEP 562), so ops registered after import work too.
     if not name.startswith("__") and _ops.exists(name):

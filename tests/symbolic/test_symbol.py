@@ -144,3 +144,11 @@ def test_pickle_and_deepcopy():
 def test_sym_namespace_lists_registry_ops():
     assert "FullyConnected" in dir(mx.sym) and "elemwise_add" in dir(mx.sym)
     assert mx.symbol.var is mx.sym.var
+
+
+def test_creation_functions():
+    s = mx.sym.zeros((2, 3)) + mx.sym.ones((2, 3)) * 2 + mx.sym.full((2, 3), 0.5)
+    assert s.list_arguments() == []
+    out = s.bind(mx.cpu(), {}).forward()[0].asnumpy()
+    np.testing.assert_allclose(out, np.full((2, 3), 2.5))
+    np.testing.assert_allclose(mx.sym.arange(1, 7, 2).bind(mx.cpu(), {}).forward()[0].asnumpy(), [1, 3, 5])
