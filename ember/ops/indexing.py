@@ -435,3 +435,103 @@ register(OpDef(name="_ravel_multi_index", aliases=["ravel_multi_index"], attrs={
 register(OpDef(name="_unravel_index", aliases=["unravel_index"], attrs={"shape": Attr("shape")},
                infer_shape=_unravel_infer, kernels={"any": _unravel}, gradient=no_gradient(1),
                doc="Coordinates (M, ...) of the flat indices in data for an array of `shape`."))
+
+
+# -- scatter_nd / _scatter_set_nd ---------------------------------------------------------------------
+def _nd_index(xp, idx):
+    i = _int(xp, idx)
+    return tuple(i[k] for k in range(i.shape[0]))
+
+
+def _scatter_infer(attrs, in_shapes):
+    d, idx = in_shapes
+    shape = tuple(attrs["shape"])
+    if d is not None and idx is not None:
+        m = idx[0]
+        want = tuple(idx[1:]) + shape[m:]
+        if m > len(shape) or tuple(d) != (want or (1,)) and tuple(d) != want:
+            raise ShapeError(f"scatter_nd: data has shape {tuple(d)} but indices {tuple(idx)} into shape {shape} "
+                             f"need {want}")
+    return in_shapes, [shape]
+
+
+def _scatter_nd(ctx, attrs, inputs, outputs, aux):
+    d, idx = inputs
+    out = outputs[0]
+    out[...] = 0
+    i = _nd_index(ctx.xp, idx)
+    out[i] = d.reshape(i[0].shape + out.shape[len(i):])
+
+
+register(OpDef(name="scatter_nd", attrs={"shape": Attr("shape")}, inputs=["data", "indices"],
+               infer_shape=_scatter_infer, infer_type=_keep_input_type, kernels={"any": _scatter_nd},
+               gradient=lambda F, a, i, o, g: [F.reshape_like(F.gather_nd(g[0], i[1]), i[0]), None],
+               doc="A zero array of `shape` with data written at indices (M, ...) (inverse of gather_nd)."))
+
+
+def _scatter_set(ctx, attrs, inputs, outputs, aux):
+    lhs, rhs, idx = inputs
+    out = outputs[0]
+    i = _nd_index(ctx.xp, idx)
+    vals = rhs.reshape(i[0].shape + out.shape[len(i):])
+    if out is not lhs:
+        out[...] = lhs
+    out[i] = vals
+
+
+def _scatter_set_grad(F, attrs, inputs, outputs, out_grads):
+    g = out_grads[0]
+    lhs_grad = F._scatter_set_nd(g, F.zeros_like(F.gather_nd(g, inputs[2])), inputs[2], shape=attrs["shape"])
+    return [lhs_grad, F.reshape_like(F.gather_nd(g, inputs[2]), inputs[1]), None]
+
+
+register(OpDef(name="_scatter_set_nd", attrs={"shape": Attr("shape")}, inputs=["lhs", "rhs", "indices"],
+               infer_shape=lambda a, s: (s, [s[0]]), infer_type=lambda a, d: (list(d), [d[0]]),
+               kernels={"any": _scatter_set}, inplace=[(0, 0)], gradient=_scatter_set_grad,
+               doc="lhs with rhs written at indices (M, ...) (MXNet's nd[...] = value with advanced indices)."))
+
+
+# -- slice assignment ------------------------------------------------------------------------------
+def _assign_infer(attrs, in_shapes):
+    lhs, rhs = in_shapes
+    if lhs is not None and rhs is not None:
+        idx = slice_index("_slice_assign", attrs, lhs)
+        want = tuple(_slice_len(sl, d) for sl, d in zip(idx, lhs)) + tuple(lhs[len(idx):])
+        if tuple(rhs) != want:
+            raise ShapeError(f"_slice_assign: rhs has shape {tuple(rhs)} but the slice of lhs {tuple(lhs)} "
+                             f"has shape {want}")
+    return in_shapes, [lhs]
+
+
+def _slice_assign(ctx, attrs, inputs, outputs, aux):
+    lhs, rhs = inputs
+    out = outputs[0]
+    if out is not lhs:
+        out[...] = lhs
+    out[slice_index("_slice_assign", attrs, lhs.shape)] = rhs
+
+
+def _slice_assign_scalar(ctx, attrs, inputs, outputs, aux):
+    x = inputs[0]
+    out = outputs[0]
+    if out is not x:
+        out[...] = x
+    out[slice_index("_slice_assign_scalar", attrs, x.shape)] = attrs["scalar"]
+
+
+def _slice_assign_grad(F, attrs, inputs, outputs, out_grads):
+    g = out_grads[0]
+    sl = {k: attrs[k] for k in ("begin", "end", "step")}
+    return [F._slice_assign_scalar(g, scalar=0.0, **sl), F.slice(g, **sl)]
+
+
+register(OpDef(name="_slice_assign", aliases=["_crop_assign"], attrs=_SLICE_ATTRS, inputs=["lhs", "rhs"],
+               infer_shape=_assign_infer, infer_type=lambda a, d: (list(d), [d[0]]),
+               kernels={"any": _slice_assign}, inplace=[(0, 0)], gradient=_slice_assign_grad,
+               doc="lhs with lhs[begin:end:step] replaced by rhs."))
+register(OpDef(name="_slice_assign_scalar", aliases=["_crop_assign_scalar"],
+               attrs=dict(_SLICE_ATTRS, scalar=Attr("float", 0.0)),
+               infer_shape=lambda a, s: (s, [s[0]]), kernels={"any": _slice_assign_scalar}, inplace=[(0, 0)],
+               gradient=lambda F, a, i, o, g: [F._slice_assign_scalar(g[0], scalar=0.0, begin=a["begin"],
+                                                                      end=a["end"], step=a["step"])],
+               doc="data with data[begin:end:step] set to scalar."))

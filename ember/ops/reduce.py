@@ -7,6 +7,7 @@ attributes, which broadcasts ograd back over the reduced axes.
 """
 from __future__ import annotations
 
+import ast
 from typing import Optional, Tuple
 
 import numpy as np
@@ -319,3 +320,47 @@ def _all_finite(ctx, attrs, inputs, outputs, aux):
 register(OpDef(name="all_finite", attrs={"init_output": Attr("bool", True)}, infer_shape=lambda a, s: (s, [(1,)]),
                infer_type=lambda a, d: (list(d), [np.dtype(np.float32)]), kernels={"any": _all_finite},
                doc="(1,) float32: 1 when every element is finite, else 0."))
+
+
+# -- histogram ---------------------------------------------------------------------------------------
+def _hist_inputs(attrs):
+    return ["data"] if attrs["bin_cnt"] is not None else ["data", "bins"]
+
+
+def _hist_range(attrs):
+    r = attrs["range"]
+    if isinstance(r, str):  # symbol JSON keeps it as text
+        r = None if r.strip() in ("None", "") else ast.literal_eval(r)
+    if r is None or len(r) != 2 or not r[0] < r[1]:
+        raise OperatorError(f"_histogram: bin_cnt needs range=(low, high) with low < high, got {attrs['range']!r}")
+    return float(r[0]), float(r[1])
+
+
+def _hist_infer(attrs, in_shapes):
+    if attrs["bin_cnt"] is not None:
+        _hist_range(attrs)
+        n = attrs["bin_cnt"]
+    else:
+        b = in_shapes[1]
+        if b is None:
+            return in_shapes, [None, None]
+        n = b[0] - 1
+    return in_shapes, [(n,), (n + 1,)]
+
+
+def _histogram(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    x = inputs[0].reshape(-1)
+    if attrs["bin_cnt"] is not None:
+        counts, edges = xp.histogram(x, bins=attrs["bin_cnt"], range=_hist_range(attrs))
+    else:
+        counts, edges = xp.histogram(x, bins=inputs[1])
+    outputs[0][...] = counts
+    outputs[1][...] = edges
+
+
+register(OpDef(name="_histogram", inputs=_hist_inputs, outputs=["counts", "bin_edges"],
+               attrs={"bin_cnt": Attr("int_or_none", None), "range": Attr("any", None)},
+               infer_shape=_hist_infer,
+               infer_type=lambda a, d: (list(d), [np.dtype(np.int64), d[0]]), kernels={"any": _histogram},
+               doc="Counts of data in bin_cnt equal bins over range (or in the given bin edges)."))

@@ -701,3 +701,17 @@ register(OpDef(name="amp_multicast", attrs={"num_outputs": Attr("int"), "cast_na
                infer_shape=lambda a, s: (s, list(s)), infer_type=_multicast_type, kernels={"any": _multicast},
                gradient=_multicast_grad,
                doc="Cast all floating point inputs to the widest (narrowest with cast_narrow) of their types."))
+
+
+# -- cast_storage (dense only) ---------------------------------------------------------------------------
+def _cast_storage_infer(attrs, in_shapes):
+    if attrs["stype"] != "default":
+        raise OperatorError(f"cast_storage: sparse storage '{attrs['stype']}' is not supported by ember "
+                            "(arrays are always dense)")
+    return in_shapes, [in_shapes[0]]
+
+
+register(OpDef(name="cast_storage", attrs={"stype": Attr("str", choices=("default", "row_sparse", "csr"))},
+               infer_shape=_cast_storage_infer, kernels={"any": _copy_into}, inplace=[(0, 0)],
+               gradient=lambda F, a, i, o, g: [F._copy(g[0])],
+               doc="Storage conversion; only 'default' (dense) exists in ember, so this copies."))

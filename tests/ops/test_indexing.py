@@ -141,3 +141,36 @@ def test_ravel_unravel_match_mxnet():
         infer("_ravel_multi_index", {"shape": (3, 4)}, [(3, 2)])
     with pytest.raises(ValueError):
         run("ravel_multi_index", [np.array([[5], [0]], np.float32)], {"shape": (3, 4)})
+
+
+def test_scatter_nd_matches_mxnet():
+    # MXNet 1.9.1: scatter_nd([1, 2, 3], [[0, 1, 1], [0, 2, 2]], shape=(2, 3)) -> [[1, 0, 0], [0, 0, 3]]
+    out = run("scatter_nd", [np.array([1.0, 2.0, 3.0]), np.array([[0, 1, 1], [0, 2, 2]], np.float32)], {"shape": (2, 3)})
+    np.testing.assert_array_equal(out, [[1, 0, 0], [0, 0, 3]])
+    idx = np.array([[0, 1], [2, 0]], np.float32)
+    check_grad("scatter_nd", [rng.standard_normal(2), idx], {"shape": (2, 3)}, wrt=[0])
+    with pytest.raises(ShapeError, match="scatter_nd: data has shape"):
+        infer("scatter_nd", {"shape": (2, 3)}, [(3,), (2, 2)])
+
+
+def test_scatter_set_nd():
+    lhs = rng.standard_normal((2, 3))
+    idx = np.array([[0, 1], [1, 2]], np.float32)
+    out = run("_scatter_set_nd", [lhs, np.array([7.0, 8.0]), idx], {"shape": (2, 3)})
+    want = lhs.copy()
+    want[0, 1], want[1, 2] = 7, 8
+    np.testing.assert_array_equal(out, want)
+    check_grad("_scatter_set_nd", [lhs, np.array([7.0, 8.0]), idx], {"shape": (2, 3)}, wrt=[0, 1])
+
+
+def test_slice_assign_matches_mxnet():
+    out = run("_slice_assign", [np.zeros((3, 4)), np.ones((2, 2))], {"begin": (1, 1), "end": (3, 3)})
+    np.testing.assert_array_equal(out, [[0, 0, 0, 0], [0, 1, 1, 0], [0, 1, 1, 0]])
+    out = run("_slice_assign_scalar", [np.zeros((3, 4))],
+              {"scalar": 5, "begin": (None, 1), "end": (None, None), "step": (2, 2)})
+    np.testing.assert_array_equal(out, [[0, 5, 0, 5], [0, 0, 0, 0], [0, 5, 0, 5]])
+    attrs = {"begin": (1, 1), "end": (3, 3)}
+    check_grad("_slice_assign", [rng.standard_normal((3, 4)), rng.standard_normal((2, 2))], attrs)
+    check_grad("_slice_assign_scalar", [rng.standard_normal((3, 4))], dict(attrs, scalar=2.0))
+    with pytest.raises(ShapeError, match=r"_slice_assign: rhs has shape \(3, 2\) but the slice"):
+        infer("_slice_assign", attrs, [(3, 4), (3, 2)])

@@ -124,3 +124,15 @@ def test_moments(axes, keepdims):
     np.testing.assert_allclose(mean, np.asarray(np.mean(x, axis=axes, keepdims=keepdims)).reshape(mean.shape))
     np.testing.assert_allclose(var, np.asarray(np.var(x, axis=axes, keepdims=keepdims)).reshape(var.shape))
     check_grad("moments", [x[:, :2, :2]], {"axes": axes, "keepdims": keepdims})
+
+
+def test_histogram_matches_mxnet():
+    x = np.array([0.1, 0.5, 0.9, 1.0, 2.0], np.float32)
+    counts, edges = run("_histogram", [x], {"bin_cnt": 4, "range": "(0, 1)"})
+    assert counts.dtype == np.int64
+    np.testing.assert_array_equal(counts, [1, 0, 1, 2])  # MXNet 1.9.1 gives the same
+    np.testing.assert_allclose(edges, [0, 0.25, 0.5, 0.75, 1])
+    counts, _ = run("_histogram", [x, np.array([0, 0.5, 2], np.float32)], {})
+    np.testing.assert_array_equal(counts, [1, 4])
+    with pytest.raises(OperatorError, match="_histogram: bin_cnt needs range"):
+        run("_histogram", [x], {"bin_cnt": 4})

@@ -223,3 +223,10 @@ def test_all_finite():
     assert run("all_finite", [np.array([1.0, 2.0])]).tolist() == [1.0]
     assert run("all_finite", [np.array([1.0, np.inf])]).tolist() == [0.0]
     assert run("all_finite", [np.array([1.0, np.nan], np.float32)]).dtype == np.float32
+
+
+def test_cast_storage_dense_only():
+    x = rng.standard_normal((2, 2))
+    np.testing.assert_array_equal(run("cast_storage", [x], {"stype": "default"}), x)
+    with pytest.raises(OperatorError, match="cast_storage: sparse storage 'csr' is not supported"):
+        infer("cast_storage", {"stype": "csr"}, [(2, 2)])
