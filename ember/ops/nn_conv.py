@@ -284,7 +284,8 @@ def deconv_geometry(attrs: dict, in_spatial) -> Tuple[Geometry, Tuple[int, ...]]
 
 
 def _as4d(x):
-    return x if x.ndim == 4 else x.reshape(x.shape[0], x.shape[1], 1, x.shape[2])
+    """(N, C, W) as a (N, C, 1, W) view; indexing (not reshape) keeps writes landing in x's buffer."""
+    return x if x.ndim == 4 else x[:, :, None, :]
 
 
 def _inputs(attrs):

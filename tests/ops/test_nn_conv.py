@@ -150,3 +150,22 @@ def test_depthwise_matches_reference_and_gradients(stride, pad, dilate):
     check_grad("Convolution", [x[:1, :, :5, :4], w], attrs)
     check_grad("Deconvolution", [x[:1, :, :3, :3], w], dict(attrs, adj=(0, 0)) if stride == (1, 1) else
                dict(attrs, pad=(0, 1)))
+
+
+def test_kernels_write_into_non_contiguous_outputs():
+    # outputs may be views into planned storage: results must land in the caller's buffer
+    x, w = rng.standard_normal((2, 3, 9)), rng.standard_normal((4, 3, 3))
+    attrs = dict(kernel=(3,), num_filter=4, no_bias=True)
+    expected = run_op("Convolution", [x, w], attrs)[0]
+    op = ops.get("Convolution")
+    big = np.zeros((2, 8, 7))
+    out = big[:, ::2, :]
+    assert not out.flags.c_contiguous
+    op.kernel("cpu")(ops.OpContext(np), op.parse_attrs(attrs), [x, w], [out], [])
+    np.testing.assert_allclose(big[:, ::2], expected, rtol=1e-12)
+    bop = ops.get("_backward_Convolution")
+    grads = [np.zeros((2, 3, 9, 2))[..., 0], np.zeros((4, 3, 3, 2))[..., 1]]
+    bop.kernel("cpu")(ops.OpContext(np), bop.parse_attrs(attrs), [np.ones_like(expected), x, w], grads, [])
+    ref = run_op("_backward_Convolution", [np.ones_like(expected), x, w], attrs)
+    np.testing.assert_allclose(grads[0], ref[0], rtol=1e-12)
+    np.testing.assert_allclose(grads[1], ref[1], rtol=1e-12)

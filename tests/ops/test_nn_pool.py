@@ -110,3 +110,13 @@ def test_errors(attrs, shape, err, msg):
 def test_unknown_pool_type_rejected():
     with pytest.raises(OperatorError, match="pool_type"):
         ops.get("Pooling").parse_attrs({"kernel": (2, 2), "pool_type": "median"})
+
+
+def test_1d_pooling_writes_into_non_contiguous_output():
+    x = rng.standard_normal((2, 3, 9))
+    attrs = dict(kernel=(3,), stride=(2,), pool_type="avg")
+    expected = run_op("Pooling", [x], attrs)[0]
+    op = ops.get("Pooling")
+    big = np.zeros((2, 3, 4, 2))
+    op.kernel("cpu")(ops.OpContext(np), op.parse_attrs(attrs), [x], [big[..., 1]], [])
+    np.testing.assert_allclose(big[..., 1], expected, rtol=1e-12)
