@@ -7,9 +7,9 @@ clip_gradient (>= 0 clips the rescaled gradient to [-c, c]; negative means no cl
 note that 0 clips everything to 0, as in MXNet).  adam_update does no bias correction:
 the Python optimizer folds it into lr.
 
-Verified against MXNet 1.9.1 results (tests/ops/fixtures).  One deliberate difference: MXNet's
-nag_mom_update called with out=weight computes the momentum from the already-updated weight
-(an aliasing artefact); here the momentum always uses the weight as given.
+Verified against MXNet 1.9.1 results (tests/ops/fixtures), including one of its quirks: when
+the weight is updated in place (nag_mom_update with out=weight, and mp_nag_mom_update whose
+weight32 always is), MXNet computes the new momentum from the *updated* weight; so does ember.
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 
-from ..base import DTypeError
-from ._common import same_shape
+from ..base import DTypeError, ShapeError
+from ._common import same_shape, unify
 from .registry import Attr, OpDef, register
 
 _COMMON = {
@@ -52,11 +52,16 @@ def _sgd_mom(xp, a, w, g, states):
     return w + new_mom
 
 
-def _nag_mom(xp, a, w, g, states):
+def _nag_mom(xp, a, w, g, states, in_place=False):
     (mom,) = states
-    r = _clip(xp, a["rescale_grad"] * g, a["clip_gradient"]) + a["wd"] * w
-    mom[...] = a["momentum"] * mom - a["lr"] * r
-    return w + a["momentum"] * mom - a["lr"] * r
+    clipped = _clip(xp, a["rescale_grad"] * g, a["clip_gradient"])
+    r = clipped + a["wd"] * w
+    new_mom = a["momentum"] * mom - a["lr"] * r
+    new_w = w + a["momentum"] * new_mom - a["lr"] * r
+    if in_place:  # MXNet 1.9 writes the weight first, then computes mom from the *updated* weight
+        new_mom = a["momentum"] * mom - a["lr"] * (clipped + a["wd"] * new_w)
+    mom[...] = new_mom
+    return new_w
 
 
 def _adam(xp, a, w, g, states):
@@ -149,10 +154,17 @@ _UPDATES: Dict[str, tuple] = {
 }
 
 
+def _same_buffer(xp, a, b) -> bool:
+    return a is b or (xp is np and np.may_share_memory(a, b))
+
+
 def _kernel(formula: Callable) -> Callable:
     def kernel(ctx, attrs, inputs, outputs, aux):
         w, g = inputs[0], inputs[1]
-        new_w = formula(ctx.xp, attrs, w, g, inputs[2:])  # states are updated in place by the formula
+        if formula is _nag_mom:
+            new_w = _nag_mom(ctx.xp, attrs, w, g, inputs[2:], in_place=_same_buffer(ctx.xp, w, outputs[0]))
+        else:
+            new_w = formula(ctx.xp, attrs, w, g, inputs[2:])  # states are updated in place by the formula
         outputs[0][...] = new_w
     return kernel
 
@@ -205,7 +217,10 @@ def _mp_kernel(formula: Callable) -> Callable:
     def kernel(ctx, attrs, inputs, outputs, aux):
         g = inputs[1].astype(np.float32)
         w32 = inputs[-1]
-        w32[...] = formula(ctx.xp, attrs, w32, g, inputs[2:-1])
+        if formula is _nag_mom:  # weight32 is always updated in place, so MXNet's ordering always applies
+            w32[...] = _nag_mom(ctx.xp, attrs, w32, g, inputs[2:-1], in_place=True)
+        else:
+            w32[...] = formula(ctx.xp, attrs, w32, g, inputs[2:-1])
         outputs[0][...] = w32
     return kernel
 
@@ -219,3 +234,66 @@ for _name, _formula, _states, _extra in (
                    kernels={"any": _mp_kernel(_formula)}, inplace=[(0, 0)],
                    mutates=list(range(2, len(_inputs))),
                    doc=f"{_name}: float32 master weights updated in place; returns them cast to weight's dtype."))
+
+
+# -- multi-precision NAG -------------------------------------------------------------------------------
+_inputs = ["weight", "grad", "mom", "weight32"]
+register(OpDef(name="mp_nag_mom_update", attrs=_attrs_for("mp_nag_mom_update", {"momentum": Attr("float", 0.0)}),
+               inputs=_inputs, outputs=["output"], infer_shape=same_shape("mp_nag_mom_update", names=_inputs),
+               infer_type=_mp_types("mp_nag_mom_update", _inputs), kernels={"any": _mp_kernel(_nag_mom)},
+               inplace=[(0, 0)], mutates=[2, 3],
+               doc="nag_mom_update on the float32 master weights weight32; returns them cast to weight's dtype."))
+
+
+# -- LAMB (two phases: the Adam-style direction, then the trust-ratio step) -------------------------------
+_LAMB1 = {"beta1": Attr("float", 0.9), "beta2": Attr("float", 0.999), "epsilon": Attr("float", 1e-6),
+          "t": Attr("int"), "bias_correction": Attr("bool", True), "wd": Attr("float"),
+          "rescale_grad": Attr("float", 1.0), "clip_gradient": Attr("float", -1.0)}
+
+
+def _lamb1(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    w, g, mean, var = inputs
+    a = attrs
+    r = _clip(xp, a["rescale_grad"] * g, a["clip_gradient"])
+    mean[...] = a["beta1"] * mean + (1 - a["beta1"]) * r
+    var[...] = a["beta2"] * var + (1 - a["beta2"]) * r * r
+    m, v = mean, var
+    if a["bias_correction"]:
+        m = mean / (1 - a["beta1"] ** a["t"])
+        v = var / (1 - a["beta2"] ** a["t"])
+    outputs[0][...] = m / (xp.sqrt(v) + a["epsilon"]) + a["wd"] * w
+
+
+_inputs = ["weight", "grad", "mean", "var"]
+register(OpDef(name="lamb_update_phase1", attrs=_LAMB1, inputs=_inputs, outputs=["output"],
+               infer_shape=same_shape("lamb_update_phase1", names=_inputs),
+               infer_type=_float_weights("lamb_update_phase1", _inputs), kernels={"any": _lamb1}, mutates=[2, 3],
+               doc="LAMB phase 1: updates mean/var in place and returns the step direction g."))
+
+
+def _lamb2_infer(attrs, in_shapes):
+    w, g, r1, r2 = in_shapes
+    s = unify("lamb_update_phase2", [w, g], ["weight", "g"])
+    for name, r in (("r1", r1), ("r2", r2)):
+        if r is not None and tuple(r) != (1,):
+            raise ShapeError(f"lamb_update_phase2: {name} must have shape (1,), got {tuple(r)}")
+    return [s, s, (1,), (1,)], [s]
+
+
+def _lamb2(ctx, attrs, inputs, outputs, aux):
+    w, g, r1, r2 = inputs
+    n1, n2 = float(r1.reshape(-1)[0]), float(r2.reshape(-1)[0])
+    if attrs["lower_bound"] >= 0:
+        n1 = max(n1, attrs["lower_bound"])
+    if attrs["upper_bound"] >= 0:
+        n1 = min(n1, attrs["upper_bound"])
+    ratio = n1 / n2 if n1 != 0 and n2 != 0 else 1.0
+    outputs[0][...] = w - attrs["lr"] * ratio * g
+
+
+register(OpDef(name="lamb_update_phase2", attrs={"lr": Attr("float"), "lower_bound": Attr("float", -1.0),
+                                                 "upper_bound": Attr("float", -1.0)},
+               inputs=["weight", "g", "r1", "r2"], outputs=["output"], infer_shape=_lamb2_infer,
+               infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _lamb2}, inplace=[(0, 0)],
+               doc="LAMB phase 2: weight - lr * (|weight| / |g|, clamped) * g, with r1 = |weight|, r2 = |g|."))
