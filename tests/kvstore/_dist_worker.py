@@ -63,7 +63,11 @@ def async_sgd(key, grad, weight):
 def run_sync(nd, kv, rank, steps, out_dir, ndev=2):
     keys = list(SHAPES)
     kv.init(keys, [nd.array(initial(k, rank)) for k in keys])  # rank 0's values win
-    kv.set_updater(sgd)
+    if os.environ.get("KV_TEST_OPTIMIZER") == "1":
+        from ember import optimizer
+        kv.set_optimizer(optimizer.create("sgd", learning_rate=LR))  # rescale_grad=1, wd=0
+    else:
+        kv.set_updater(sgd)
     outs = [nd.zeros(SHAPES[k]) for k in keys]
     for step in range(steps):
         # two "devices" per worker, each holding half of this worker's gradient
@@ -82,8 +86,8 @@ def run_async(nd, kv, rank, steps, out_dir):
     y = X @ w_true
     kv.init("w", nd.zeros((10,)))
     if os.environ.get("KV_TEST_OPTIMIZER") == "1":
-        import ember.optimizer
-        kv.set_optimizer(ember.optimizer.create("sgd", learning_rate=ASYNC_LR))
+        from ember import optimizer
+        kv.set_optimizer(optimizer.create("sgd", learning_rate=ASYNC_LR))
     else:
         import _dist_worker  # by module name, so the servers can unpickle it (PYTHONPATH has this dir)
         kv.set_updater(_dist_worker.async_sgd)

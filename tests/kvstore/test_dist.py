@@ -54,10 +54,18 @@ def errors(tmp_path):
     return {p.name: p.read_text() for p in tmp_path.glob("error*.txt")}
 
 
+def _have_update_ops():
+    import ember
+    return ember.ops.exists("sgd_update")
+
+
 @needs_mpiexec
 @pytest.mark.parametrize("workers,fusion_env", [
-    (2, {}),  # default: every key fused into one buffer
+    (2, {}),  # default: every key fused into one buffer, updater written against the engine contract
     (3, {"EMBER_KVSTORE_FUSION_THRESHOLD": "200", "EMBER_KVSTORE_CHUNK_BYTES": "4096"}),  # mixed + chunked
+    pytest.param(2, {"KV_TEST_OPTIMIZER": "1", "EMBER_KVSTORE_FUSION_THRESHOLD": "0"},
+                 marks=pytest.mark.skipif(not _have_update_ops(), reason="sgd_update op not registered yet"),
+                 id="2-mx.optimizer.SGD-unfused"),
 ])
 def test_dist_sync_workers_match_single_process_sgd_on_summed_gradient(tmp_path, workers, fusion_env):
     steps = 4
@@ -96,8 +104,13 @@ def test_killed_worker_makes_the_others_exit_with_a_clear_error(tmp_path):
 
 
 @needs_mpiexec
-def test_dist_async_regression_converges(tmp_path):
-    rc, out = run_job(tmp_path, 2, "async", steps=80, servers=1)
+@pytest.mark.parametrize("env", [
+    {},  # a picklable updater function shipped to the server
+    pytest.param({"KV_TEST_OPTIMIZER": "1"}, id="mx.optimizer.SGD",
+                 marks=pytest.mark.skipif(not _have_update_ops(), reason="sgd_update op not registered yet")),
+])
+def test_dist_async_regression_converges(tmp_path, env):
+    rc, out = run_job(tmp_path, 2, "async", steps=80, servers=1, env=env)
     assert rc == 0, out[-3000:]
     for r in range(2):
         res = np.load(tmp_path / f"rank{r}.npz")
