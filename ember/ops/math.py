@@ -71,6 +71,13 @@ def _sigmoid(xp, x, a):
         return 1.0 / (1.0 + xp.exp(-x))
 
 
+def _mxnet_rint(xp, x, a):
+    if x.dtype.kind != "f":
+        return x
+    fl = xp.floor(x)
+    return xp.where(x - fl <= 0.5, fl, fl + 1)
+
+
 # name: (kernel, derivative(xp, x, y, attrs) or None for zero gradient, aliases)
 _OPS = {
     "exp": (ufunc_kernel("exp"), lambda xp, x, y, a: y),
@@ -114,7 +121,8 @@ _OPS = {
     "sign": (ufunc_kernel("sign"), None),
     "floor": (ufunc_kernel("floor"), None),
     "ceil": (ufunc_kernel("ceil"), None),
-    "rint": (ufunc_kernel("rint"), None),
+    # MXNet's rint rounds halves down (floor(x) when x - floor(x) <= 0.5): rint(-2.5) = -3, rint(2.5) = 2
+    "rint": (expr_kernel(_mxnet_rint), None),
     "fix": (ufunc_kernel("trunc"), None),
     "trunc": (ufunc_kernel("trunc"), None),
     # MXNet's round rounds half away from zero (C round), unlike numpy's half-to-even
@@ -122,7 +130,8 @@ _OPS = {
               None),
 }
 
-_FLOAT_ONLY_DOC = {"sign": "sign of x (-1, 0, 1)", "fix": "round towards zero", "rint": "round half to even"}
+_FLOAT_ONLY_DOC = {"sign": "sign of x (-1, 0, 1)", "fix": "round towards zero",
+                   "rint": "nearest integer, halves rounded down (MXNet's rint)"}
 
 for _name, (_kernel, _deriv) in _OPS.items():
     _kernel = _quiet_kernel(_kernel) if _name in ("log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal",
