@@ -15,7 +15,7 @@ def _norm_axis(op, axis, ndim):
 
 
 def _softmax(xp, x, axis, temperature=None, log=False):
-    """Stable (log-)softmax along `axis`, computed in at least float32."""
+    """Numerically stable (log-)softmax along `axis`."""
     if temperature is not None and temperature != 1.0:
         x = x / x.dtype.type(temperature)
     m = x.max(axis=axis, keepdims=True)
@@ -193,9 +193,8 @@ def _so_view_shape(attrs, shape):
 def _so_label_shapes(attrs, shape):
     """Label shapes MXNet accepts (the first is what it infers)."""
     if attrs["multi_output"]:
-        n, c = shape[0], shape[1]
-        s = int(np.prod(shape[2:], dtype=np.int64))
-        return [(n, s), (n,) + tuple(shape[2:]), (n, 1) + tuple(shape[2:])] if c else [(n, s)]
+        n, rest = shape[0], tuple(shape[2:])
+        return [(n, int(np.prod(rest, dtype=np.int64))), (n,) + rest, (n, 1) + rest]
     return [tuple(shape[:-1])]
 
 
