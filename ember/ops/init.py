@@ -64,8 +64,10 @@ def _arange(ctx, attrs, inputs, outputs, aux):
     start, stop, step = _arange_bounds(attrs)
     out = outputs[0]
     n = out.shape[0] // attrs["repeat"]
-    # computed in float64 then cast, so float32 endpoints match MXNet's start + i*step
-    vals = start + step * ctx.xp.arange(n, dtype=np.float64)
+    # MXNet computes start + i * step in the output dtype (start and step cast first, so an
+    # int32 arange with step 1.5 steps by 1); the length comes from the float bounds
+    dt = out.dtype.type
+    vals = dt(start) + ctx.xp.arange(n, dtype=out.dtype) * dt(step)
     if attrs["repeat"] > 1:
         vals = ctx.xp.repeat(vals, attrs["repeat"])
     out[...] = vals

@@ -38,7 +38,8 @@ def test_matches_mxnet(k):
         want = DATA[f"c{k}_out{i}"]
         assert outs[i].dtype == want.dtype, f"{name}: output {i} dtype {outs[i].dtype}, MXNet {want.dtype}"
         assert outs[i].shape == want.shape, f"{name}: output {i} shape {outs[i].shape}, MXNet {want.shape}"
-        np.testing.assert_allclose(outs[i], want, rtol=1e-5, atol=1e-5, err_msg=f"{name}: output {i}")
+        tol = 2e-3 if want.dtype == np.float16 else 1e-5  # float16 sums may differ in the last bit
+        np.testing.assert_allclose(outs[i], want, rtol=tol, atol=tol, err_msg=f"{name}: output {i}")
     if not case["wrt"]:
         return
     weights = [DATA[f"c{k}_w{i}"] for i in range(n_vis)] + [np.zeros_like(o) for o in outs[n_vis:]]
