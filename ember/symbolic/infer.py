@@ -64,6 +64,9 @@ def _run(order: Sequence[Node], known: Dict[Key, object], kind: str) -> Dict[Key
             pending.append((n, n.parsed_attrs, n.num_inputs(), [(id(c), i) for c, i in n.inputs],
                             [(id(n), i) for i in range(n.num_outputs())]))
     get = values.get
+    # Big graphs repeat (operator, attributes, input values) a lot: infer each combination once.
+    memo: Dict[tuple, tuple] = {}
+    attr_keys: Dict[int, object] = {}
     for sweep in range(len(pending) + 2):
         changed = False
         still = []
@@ -73,11 +76,25 @@ def _run(order: Sequence[Node], known: Dict[Key, object], kind: str) -> Dict[Key
             if all(done(v, kind) for v in ins) and all(done(get(o), kind) for o in out_keys):
                 continue
             still.append(item)
+            akey = attr_keys.get(id(node))
+            if akey is None:
+                try:
+                    akey = (node.op.name, tuple(sorted(attrs.items())))
+                    hash(akey)
+                except TypeError:  # an unhashable attribute value: no memo for this node
+                    akey = False
+                attr_keys[id(node)] = akey
+            mkey = (akey, tuple(ins)) if akey else None
             try:
-                if is_shape:
+                hit = memo.get(mkey) if mkey is not None else None
+                if hit is not None:
+                    new_in, new_out, new_aux = hit
+                elif is_shape:
                     new_in, new_out, new_aux = node.op.shapes(attrs, ins[:k], ins[k:])
                 else:
                     new_in, new_out, new_aux = node.op.dtypes(attrs, ins[:k])
+                if mkey is not None and hit is None:
+                    memo[mkey] = (new_in, new_out, new_aux)
             except (ShapeError, DTypeError) as e:
                 raise err_type(f"{kind} inference failed at node '{node.name}' ({node.op.name}) with input "
                                f"{kind}s {_named(node, ins, kind)}: {e}") from None
