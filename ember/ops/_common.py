@@ -6,7 +6,7 @@ DTypeError whose message names the operator and the shapes/dtypes in conflict.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
 

@@ -6,7 +6,6 @@ when transpose_b - so an N-D dot contracts lhs's last (first) axis with rhs's fi
 """
 from __future__ import annotations
 
-from typing import Tuple
 
 from ..base import OperatorError, ShapeError
 from ._common import fmt, known, same_type

@@ -8,7 +8,7 @@ attributes, which broadcasts ograd back over the reduced axes.
 from __future__ import annotations
 
 import ast
-from typing import Optional, Tuple
+from typing import Tuple
 
 import numpy as np
 

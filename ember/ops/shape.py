@@ -7,12 +7,12 @@ the ones that must sum (broadcast_*, tile, repeat) use dedicated `_backward_*` o
 """
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._common import fmt, known, no_gradient, norm_axis, same_type, sum_to, via
+from ._common import known, no_gradient, norm_axis, sum_to, via
 from .registry import Attr, OpDef, register
 
 Shape = Tuple[int, ...]
