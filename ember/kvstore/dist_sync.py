@@ -3,6 +3,7 @@ devices, then allreduced over MPI (fused/chunked, see fusion.py), so every worke
 values after each push and runs the same updater on the same gradient.  Pulls are local copies."""
 from __future__ import annotations
 
+import math
 import zlib
 from typing import Any, List, Tuple
 
@@ -132,7 +133,7 @@ class DistSyncKVStore(_DistBase):
             # earlier ops keep the arrays they were issued with; the push overwrites every view.
             flat = self._buffer(bucket, mark is not None)
             for (entry, _), off in zip(bucket.items, bucket.offsets):
-                view = flat[off:off + int(np.prod(entry.shape, dtype=np.int64))].reshape(entry.shape)
+                view = flat[off:off + math.prod(entry.shape)].reshape(entry.shape)
                 if use_updater:
                     entry.merge_data = view
                 else:
@@ -149,7 +150,7 @@ class DistSyncKVStore(_DistBase):
                 source = None
                 if on_gpu:
                     for (entry, vals), off in zip(bucket.items, bucket.offsets):
-                        n = int(np.prod(entry.shape, dtype=np.int64))
+                        n = math.prod(entry.shape)
                         arrays.sum_into(flat[off:off + n].reshape(entry.shape), [v._data for v in vals])
                 elif flat is None and len(bucket.items[0][1]) == 1 and _plain_host(bucket.items[0][1][0]._data):
                     # one value of an unfused key: MPI reads it directly, no copy into the store first
@@ -195,7 +196,7 @@ class DistSyncKVStore(_DistBase):
                                        f"kvstore call; every worker must push the same keys in the same order")
             if staged:  # GPU targets: copy the host result back to the device
                 for (entry, target, _), off in zip(targets, bucket.offsets):
-                    n = int(np.prod(entry.shape, dtype=np.int64))
+                    n = math.prod(entry.shape)
                     arrays.copy_into(target, flat[off:off + n].reshape(entry.shape))
         return Nonblocking(start, finish, what)
 

@@ -3,6 +3,8 @@ buffers are reduced in chunks.  Plans depend only on the keys, shapes and dtypes
 so every worker computes the same plan and the collectives match."""
 from __future__ import annotations
 
+import functools
+import math
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, List, Sequence, Tuple
@@ -27,10 +29,10 @@ class Bucket:
     def add(self, entry, values) -> None:
         self.offsets.append(self.size)
         self.items.append((entry, values))
-        self.size += int(np.prod(entry.shape, dtype=np.int64))
+        self.size += math.prod(entry.shape)
 
     def signature(self) -> Tuple:
-        return tuple((e.key, e.shape) for e, _ in self.items) + (str(self.dtype),)
+        return tuple((e.key, e.shape) for e, _ in self.items) + (self.dtype.str,)
 
 
 def plan(items: Sequence[Tuple[Any, Any]], threshold: int) -> List[Bucket]:
@@ -40,7 +42,7 @@ def plan(items: Sequence[Tuple[Any, Any]], threshold: int) -> List[Bucket]:
     open_by_dtype = {}
     for entry, values in items:
         dtype = entry.dtype
-        nbytes = int(np.prod(entry.shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(entry.shape) * dtype.itemsize
         if threshold <= 0 or nbytes >= threshold:
             alone = Bucket(dtype, fused=False)
             alone.add(entry, values)
@@ -61,6 +63,7 @@ def chunks(flat: np.ndarray, chunk_bytes: int) -> List[np.ndarray]:
     return [flat[i:i + step] for i in range(0, flat.size, step)] or [flat]
 
 
+@functools.lru_cache(maxsize=4096)
 def fingerprint(signature: Tuple, dtype: np.dtype) -> float:
     """A small integer naming a bucket's layout, summed across workers to detect mismatched pushes.
 
