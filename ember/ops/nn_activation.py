@@ -22,18 +22,18 @@ def _act_forward(xp, kind, x):
     return x / (1 + xp.abs(x))  # softsign
 
 
-def _act_derivative(xp, kind, x, y):
-    """d act / d x from the input x and the output y."""
+def _act_derivative(xp, kind, y):
+    """d act / d x from the output y alone, so the forward may overwrite its input."""
     if kind == "relu":
-        return (x > 0).astype(x.dtype)
+        return (y > 0).astype(y.dtype)
     if kind == "sigmoid":
         return y * (1 - y)
     if kind == "tanh":
         return 1 - y * y
-    if kind == "softrelu":
-        return sigmoid(xp, x)
-    d = 1 + xp.abs(x)  # softsign
-    return 1 / (d * d)
+    if kind == "softrelu":  # y = log(1 + e^x)  =>  sigmoid(x) = 1 - e^-y
+        return -xp.expm1(-y)
+    d = 1 - xp.abs(y)  # softsign: y = x / (1 + |x|)  =>  1 / (1 + |x|)^2 = (1 - |y|)^2
+    return d * d
 
 
 def _same_shape(name):
@@ -58,8 +58,8 @@ def _activation(ctx, attrs, inputs, outputs, aux):
 
 
 def _activation_backward(ctx, attrs, inputs, outputs, aux):
-    dy, x, y = inputs
-    d = _act_derivative(ctx.xp, attrs["act_type"], x, y)
+    dy, y = inputs
+    d = _act_derivative(ctx.xp, attrs["act_type"], y)
     ctx.xp.multiply(dy, d, out=outputs[0])
 
 
@@ -68,13 +68,12 @@ _ACT_ATTRS = {"act_type": Attr("str", choices=_ACT_TYPES, doc="activation functi
 register(OpDef(
     name="Activation", attrs=_ACT_ATTRS, inputs=["data"], outputs=["output"],
     infer_shape=_same_shape("Activation"), infer_type=_float_types_1("Activation"),
-    # no forward in-place option: the backward reads the input (softsign, softrelu)
-    kernels={"any": _activation},
-    gradient=backward_via("_backward_Activation", lambda a, i, o, g: [g[0], i[0], o[0]], lambda a: [True]),
+    kernels={"any": _activation}, inplace=[(0, 0)],
+    gradient=backward_via("_backward_Activation", lambda a, i, o, g: [g[0], o[0]], lambda a: [True]),
     doc="Elementwise activation: relu, sigmoid, tanh, softrelu, softsign."))
 
 register(OpDef(
-    name="_backward_Activation", attrs=_ACT_ATTRS, inputs=["out_grad", "data", "output"],
+    name="_backward_Activation", attrs=_ACT_ATTRS, inputs=["out_grad", "output"],
     outputs=["data_grad"], infer_shape=_same_shape("_backward_Activation"),
     kernels={"any": _activation_backward}, inplace=[(0, 0)],
     doc="Gradient of Activation."))
@@ -159,32 +158,43 @@ def _leaky(ctx, attrs, inputs, outputs, aux):
         out[...] = xp.where(x > 0, x, x * slope)
 
 
+def _reads_output(attrs) -> bool:
+    """Whether the gradient can be computed from the output alone (sign(y) == sign(x))."""
+    kind = attrs["act_type"]
+    return kind == "selu" or (kind in ("leaky", "elu") and attrs["slope"] > 0)
+
+
 def _leaky_backward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     kind = attrs["act_type"]
-    dy, x = inputs[0], inputs[1]
+    dy, v = inputs[0], inputs[1]   # v: the output if _reads_output(attrs), else the input
     s = attrs["slope"]
-    pos = x > 0
-    if kind == "leaky":
+    pos = v > 0
+    if _reads_output(attrs):       # for x <= 0: elu y = s(e^x - 1) => s e^x = y + s; selu likewise
+        if kind == "leaky":
+            d = xp.where(pos, 1, s)
+        elif kind == "elu":
+            d = xp.where(pos, 1, v + s)
+        else:
+            d = xp.where(pos, _SELU_LAMBDA, v + _SELU_LAMBDA * _SELU_ALPHA)
+    elif kind == "leaky":
         d = xp.where(pos, 1, s)
     elif kind == "elu":
-        d = xp.where(pos, 1, s * xp.exp(xp.minimum(x, 0)))
-    elif kind == "selu":
-        d = _SELU_LAMBDA * xp.where(pos, 1, _SELU_ALPHA * xp.exp(xp.minimum(x, 0)))
+        d = xp.where(pos, 1, s * xp.exp(xp.minimum(v, 0)))
     elif kind == "gelu":
-        d = 0.5 * (1 + erf(xp, x / x.dtype.type(SQRT_2))) + x * INV_SQRT_2PI * xp.exp(-0.5 * x * x)
+        d = 0.5 * (1 + erf(xp, v / v.dtype.type(SQRT_2))) + v * INV_SQRT_2PI * xp.exp(-0.5 * v * v)
     elif kind == "prelu":
         gamma = inputs[2]
-        d = xp.where(pos, 1, _gamma_view(x, gamma))
-        dg = xp.where(pos, 0, x * dy)
-        if gamma.size == 1 or x.ndim < 2:
+        d = xp.where(pos, 1, _gamma_view(v, gamma))
+        dg = xp.where(pos, 0, v * dy)
+        if gamma.size == 1 or v.ndim < 2:
             outputs[1][...] = dg.sum()
         else:
-            outputs[1][...] = dg.sum(axis=tuple(a for a in range(x.ndim) if a != 1))
+            outputs[1][...] = dg.sum(axis=tuple(a for a in range(v.ndim) if a != 1))
     else:  # rrelu: the slopes saved by a training forward pass; a zero mask means inference
         mean_slope = (attrs["lower_bound"] + attrs["upper_bound"]) / 2
         d = xp.where(pos, 1, xp.where(inputs[2] > 0, inputs[2], mean_slope))
-    outputs[0][...] = dy * d.astype(x.dtype, copy=False)
+    outputs[0][...] = dy * d.astype(v.dtype, copy=False)
 
 
 def _leaky_backward_inputs(attrs, inputs, outputs, out_grads):
@@ -192,7 +202,13 @@ def _leaky_backward_inputs(attrs, inputs, outputs, out_grads):
         return [out_grads[0], inputs[0], inputs[1]]
     if attrs["act_type"] == "rrelu":
         return [out_grads[0], inputs[0], outputs[1]]
-    return [out_grads[0], inputs[0]]
+    return [out_grads[0], outputs[0] if _reads_output(attrs) else inputs[0]]
+
+
+def _leaky_backward_names(attrs):
+    kind = attrs["act_type"]
+    second = "output" if _reads_output(attrs) else "data"
+    return ["out_grad", second] + (["gamma"] if kind == "prelu" else ["mask"] if kind == "rrelu" else [])
 
 
 def _leaky_backward_shape(attrs, in_shapes):
@@ -205,15 +221,14 @@ register(OpDef(
     num_visible_outputs=lambda a: len(_leaky_outputs(a)),  # MXNet returns rrelu's mask too
     infer_shape=_leaky_infer_shape,
     infer_type=lambda a, d: float_types("LeakyReLU", a, d, 2 if a["act_type"] == "rrelu" else 1)[:2],
-    kernels={"any": _leaky}, resources=("rng",),
+    kernels={"any": _leaky}, resources=("rng",), inplace=[(0, 0)],
     gradient=backward_via("_backward_LeakyReLU", _leaky_backward_inputs,
                           lambda a: [True, True] if a["act_type"] == "prelu" else [True]),
     doc="Leaky rectifiers: leaky, elu, selu, gelu, prelu (learned gamma), rrelu (random slope when training)."))
 
 register(OpDef(
     name="_backward_LeakyReLU", attrs=_LEAKY_ATTRS,
-    inputs=lambda a: ["out_grad", "data"] + (["gamma"] if a["act_type"] == "prelu" else
-                                             ["mask"] if a["act_type"] == "rrelu" else []),
+    inputs=_leaky_backward_names,
     outputs=lambda a: ["data_grad"] + (["gamma_grad"] if a["act_type"] == "prelu" else []),
-    infer_shape=_leaky_backward_shape, kernels={"any": _leaky_backward},
+    infer_shape=_leaky_backward_shape, kernels={"any": _leaky_backward}, inplace=[(0, 0)],
     doc="Gradient of LeakyReLU."))

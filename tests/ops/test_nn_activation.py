@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _nn_gradcheck import check_grad, run_op  # noqa: E402
+from _nn_gradcheck import NumpyF, check_grad, run_op  # noqa: E402
 
 from ember import ops  # noqa: E402
 from ember.base import OperatorError, ShapeError  # noqa: E402
@@ -98,3 +98,28 @@ def test_bad_act_type():
         ops.get("LeakyReLU").parse_attrs({"act_type": "relu6"})
     with pytest.raises(OperatorError, match="Activation: floating point"):
         ops.get("Activation").dtypes(ops.get("Activation").parse_attrs({"act_type": "relu"}), [np.dtype("int32")])
+
+
+@pytest.mark.parametrize("op,attrs", [("Activation", {"act_type": a}) for a in sorted(REF)] +
+                         [("LeakyReLU", {"act_type": a}) for a in ("leaky", "elu", "selu")])
+def test_in_place_forward_then_gradient_from_output(op, attrs):
+    # the planner may run the forward in place (inplace=[(0, 0)]): the gradient must then need only the output
+    opdef = ops.get(op)
+    a = opdef.parse_attrs(attrs)
+    assert (0, 0) in opdef.inplace
+    buf = X.copy()
+    opdef.kernel("cpu")(ops.OpContext(np), a, [buf], [buf], [])
+    head = np.random.default_rng(0).standard_normal(X.shape)
+    # X is overwritten: the backward op receives only (head, output)
+    grads = opdef.gradient(NumpyF(), a, [np.full_like(X, np.nan)], [buf], [head])
+    eps = 1e-6
+    num = (run_op(op, [X + eps], attrs)[0] - run_op(op, [X - eps], attrs)[0]) / (2 * eps) * head
+    np.testing.assert_allclose(grads[0], num, rtol=1e-5, atol=1e-7)
+
+
+def test_leaky_negative_slope_reads_the_input():
+    op = ops.get("_backward_LeakyReLU")
+    assert op.input_names(op.parse_attrs({"act_type": "leaky", "slope": -0.5}))[1] == "data"
+    assert op.input_names(op.parse_attrs({"act_type": "leaky", "slope": 0.5}))[1] == "output"
+    check_grad("LeakyReLU", [X], {"act_type": "leaky", "slope": -0.5})
+    check_grad("LeakyReLU", [X], {"act_type": "elu", "slope": -0.5})
