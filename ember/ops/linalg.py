@@ -455,13 +455,44 @@ def _potri(ctx, attrs, inputs, outputs, aux):
     outputs[0][...] = xp.linalg.inv(full)
 
 
+def _potrf_backward(ctx, attrs, inputs, outputs, aux):
+    # symmetric gradient 0.5 (S + S^T), S = L^-T phi(L^T G) L^-1, phi = lower triangle with half diagonal
+    xp = ctx.xp
+    g, f = inputs
+    if not attrs["lower"]:  # the upper factor U = L^T: move everything to the lower form
+        g, f = _mT(g), _mT(f)
+    li = xp.linalg.inv(f)
+    x = xp.matmul(_mT(f), g)
+    n = x.shape[-1]
+    phi = xp.tril(x) - 0.5 * x * xp.eye(n, dtype=x.dtype)
+    s = xp.matmul(xp.matmul(_mT(li), phi), li)
+    outputs[0][...] = 0.5 * (s + _mT(s))
+
+
+def _potri_backward(ctx, attrs, inputs, outputs, aux):
+    # out = (L L^T)^-1 = P  ->  dL = tril(-P (G + G^T) P L)   (upper: triu(-U P (G + G^T) P))
+    xp = ctx.xp
+    g, f, p = inputs
+    m = -xp.matmul(xp.matmul(p, g + _mT(g)), p)
+    t = _tri(xp, f, attrs["lower"])
+    outputs[0][...] = xp.tril(xp.matmul(m, t)) if attrs["lower"] else xp.triu(xp.matmul(t, m))
+
+
 _LOWER = {"lower": Attr("bool", True)}
+register(OpDef(name="_backward_linalg_potrf", attrs=_LOWER, inputs=["ograd", "output"], outputs=["A_grad"],
+               infer_shape=lambda a, s: (s, [s[1]]), infer_type=same_type("_backward_linalg_potrf"),
+               kernels={"any": _potrf_backward}, doc="Gradient of linalg_potrf (symmetric, as MXNet)."))
 register(OpDef(name="linalg_potrf", attrs=_LOWER, inputs=["A"],
                infer_shape=_square_infer("linalg_potrf", lambda a, at: tuple(a)), kernels={"any": _potrf},
-               doc="Cholesky factor of symmetric positive-definite matrices (lower, or upper). No gradient yet."))
+               gradient=lambda F, a, i, o, g: [F._backward_linalg_potrf(g[0], o[0], **a)],
+               doc="Cholesky factor of symmetric positive-definite matrices (lower, or upper)."))
+register(OpDef(name="_backward_linalg_potri", attrs=_LOWER, inputs=["ograd", "A", "output"], outputs=["A_grad"],
+               infer_shape=lambda a, s: (s, [s[1]]), infer_type=same_type("_backward_linalg_potri"),
+               kernels={"any": _potri_backward}, doc="Gradient of linalg_potri."))
 register(OpDef(name="linalg_potri", attrs=_LOWER, inputs=["A"],
                infer_shape=_square_infer("linalg_potri", lambda a, at: tuple(a)), kernels={"any": _potri},
-               doc="(L L^T)^-1 from a Cholesky factor L. No gradient yet."))
+               gradient=lambda F, a, i, o, g: [F._backward_linalg_potri(g[0], i[0], o[0], **a)],
+               doc="(L L^T)^-1 from a Cholesky factor L (U^T U with lower=False)."))
 
 
 def _tri_infer(op):
@@ -575,7 +606,37 @@ def _khatri_rao(ctx, attrs, inputs, outputs, aux):
     outputs[0][...] = res
 
 
+def _khatri_rao_backward(ctx, attrs, inputs, outputs, aux):
+    # out[(i1, ..., ik), c] = prod_j A_j[i_j, c]: each input's gradient sums ograd times the others
+    xp = ctx.xp
+    g, mats = inputs[0], inputs[1:]
+    c = g.shape[-1]
+    gk = g.reshape(tuple(m.shape[0] for m in mats) + (c,))
+    k = len(mats)
+    for j in range(k):
+        acc = gk
+        for other in range(k):
+            if other != j:
+                shape = [1] * k + [c]
+                shape[other] = mats[other].shape[0]
+                acc = acc * mats[other].reshape(shape)
+        outputs[j][...] = acc.sum(axis=tuple(a for a in range(k) if a != j))
+
+
+register(OpDef(name="_backward_khatri_rao", attrs={"num_args": Attr("int")},
+               inputs=lambda a: ["ograd"] + [f"arg{i}" for i in range(a["num_args"])],
+               outputs=lambda a: [f"arg{i}_grad" for i in range(a["num_args"])],
+               infer_shape=lambda a, s: (s, list(s[1:])), infer_type=lambda a, d: (list(d), list(d[1:])),
+               kernels={"any": _khatri_rao_backward}, doc="Gradient of khatri_rao."))
+
+
+def _khatri_rao_grad(F, attrs, inputs, outputs, out_grads):
+    res = F._backward_khatri_rao(out_grads[0], *inputs, **attrs)
+    return [res] if attrs["num_args"] == 1 else [res[i] for i in range(attrs["num_args"])]
+
+
 register(OpDef(name="khatri_rao", attrs={"num_args": Attr("int")},
                inputs=lambda a: [f"arg{i}" for i in range(a["num_args"])], key_var_num_args="num_args",
                infer_shape=_kr_infer, infer_type=same_type("khatri_rao"), kernels={"any": _khatri_rao},
-               doc="Column-wise Kronecker product of matrices with equal column counts. No gradient."))
+               gradient=_khatri_rao_grad,
+               doc="Column-wise Kronecker product of matrices with equal column counts."))

@@ -232,3 +232,15 @@ def test_khatri_rao_matches_mxnet():
     np.testing.assert_array_equal(out, [[0, 1], [0, 3], [0, 3], [4, 9], [0, 5], [8, 15]])
     with pytest.raises(ShapeError, match="khatri_rao: inputs must be matrices with the same number of columns"):
         infer("khatri_rao", {"num_args": 2}, [(3, 2), (2, 3)])
+
+
+def test_khatri_rao_gradient():
+    check_grad("khatri_rao", [rng.standard_normal((3, 2)), rng.standard_normal((2, 2))], {"num_args": 2})
+    check_grad("khatri_rao", [rng.standard_normal((2, 3)), rng.standard_normal((2, 3)), rng.standard_normal((3, 3))],
+               {"num_args": 3})
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_linalg_potri_gradient(lower):
+    a = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    check_grad("linalg_potri", [np.tril(a) if lower else np.triu(a)], {"lower": lower}, rtol=1e-4)
