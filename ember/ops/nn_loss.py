@@ -62,7 +62,8 @@ def _register_regression(name, fwd, dfn, doc):
         doc=doc))
     register(OpDef(
         name=f"_backward_{name}", attrs=attrs, inputs=["output", "label"], outputs=["data_grad"],
-        infer_shape=lambda a, s: (s, [s[0]]), kernels={"any": backward}, doc=f"Gradient of {name}."))
+        infer_shape=lambda a, s: (s, [s[0]]), kernels={"any": backward}, inplace=[(0, 0)],
+        doc=f"Gradient of {name}."))
 
 
 for _name, (_f, _d, _doc) in _REG.items():
@@ -104,7 +105,8 @@ register(OpDef(
     doc="Marks its input as a loss: identity forward, gradient grad_scale (normalised) ignoring the head."))
 register(OpDef(
     name="_backward_MakeLoss", attrs=_ML_ATTRS, inputs=["output"], outputs=["data_grad"],
-    infer_shape=lambda a, s: (s, [s[0]]), kernels={"any": _make_loss_backward}, doc="Gradient of MakeLoss."))
+    infer_shape=lambda a, s: (s, [s[0]]), kernels={"any": _make_loss_backward}, inplace=[(0, 0)],
+    doc="Gradient of MakeLoss."))
 
 
 # -- BlockGrad ----------------------------------------------------------------------------

@@ -133,7 +133,7 @@ def _bn_backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(
     name="BatchNorm", attrs=_BN_ATTRS, inputs=["data", "gamma", "beta"], outputs=["output", "mean", "var"],
     aux=["moving_mean", "moving_var"], num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1,
-    infer_shape=_bn_shape, infer_type=_types("BatchNorm", 3, 2), kernels={"any": _bn_forward},
+    infer_shape=_bn_shape, infer_type=_types("BatchNorm", 3, 2), kernels={"any": _bn_forward}, inplace=[(0, 0)],
     gradient=backward_via("_backward_BatchNorm", lambda a, i, o, g: [g[0], i[0], i[1], o[1], o[2]],
                           lambda a: [True, True, True]),
     doc="Batch normalisation over every axis but `axis`. While training (and not use_global_stats) it "
@@ -143,7 +143,7 @@ register(OpDef(
 register(OpDef(
     name="_backward_BatchNorm", attrs=_BN_ATTRS, inputs=["out_grad", "data", "gamma", "mean", "var"],
     outputs=["data_grad", "gamma_grad", "beta_grad"],
-    infer_shape=lambda a, s: (s, [s[1], s[2], s[2]]), kernels={"any": _bn_backward},
+    infer_shape=lambda a, s: (s, [s[1], s[2], s[2]]), kernels={"any": _bn_backward}, inplace=[(0, 0)],
     doc="Gradients of BatchNorm: through the saved statistics unless use_global_stats (MXNet's rule)."))
 
 
@@ -188,21 +188,22 @@ def _ln_backward(ctx, attrs, inputs, outputs, aux):
     dyw = _work(dy)
     xhat = (_work(x) - mean) / std
     dxhat = dyw * _param_view(gamma, x.ndim, ax)
-    dx[...] = (dxhat - dxhat.mean(axis=ax, keepdims=True)
-               - xhat * (dxhat * xhat).mean(axis=ax, keepdims=True)) / std
+    # parameter gradients first: dx may share out_grad's buffer (inplace option)
     dgamma[...] = (dyw * xhat).sum(axis=red)
     dbeta[...] = dyw.sum(axis=red)
+    dx[...] = (dxhat - dxhat.mean(axis=ax, keepdims=True)
+               - xhat * (dxhat * xhat).mean(axis=ax, keepdims=True)) / std
 
 
 register(OpDef(
     name="LayerNorm", attrs=_LN_ATTRS, inputs=["data", "gamma", "beta"], outputs=["output", "mean", "std"],
     num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1,
-    infer_shape=_ln_shape, infer_type=_types("LayerNorm", 3), kernels={"any": _ln_forward},
+    infer_shape=_ln_shape, infer_type=_types("LayerNorm", 3), kernels={"any": _ln_forward}, inplace=[(0, 0)],
     gradient=backward_via("_backward_LayerNorm", lambda a, i, o, g: [g[0], i[0], i[1], o[1], o[2]],
                           lambda a: [True, True, True]),
     doc="Layer normalisation along `axis` with per-element gamma and beta; hidden outputs mean and std."))
 register(OpDef(
     name="_backward_LayerNorm", attrs=_LN_ATTRS, inputs=["out_grad", "data", "gamma", "mean", "std"],
     outputs=["data_grad", "gamma_grad", "beta_grad"],
-    infer_shape=lambda a, s: (s, [s[1], s[2], s[2]]), kernels={"any": _ln_backward},
+    infer_shape=lambda a, s: (s, [s[1], s[2], s[2]]), kernels={"any": _ln_backward}, inplace=[(0, 0)],
     doc="Gradients of LayerNorm."))

@@ -112,6 +112,7 @@ def _register_softmax(name, log, doc):
     register(OpDef(
         name=name, attrs=_SM_ATTRS, inputs=["data"] if log else _sm_inputs, outputs=["output"],
         infer_shape=_sm_shape(name), infer_type=_sm_type(name), kernels={"any": _make_sm_kernel(log)},
+        inplace=[(0, 0)],
         gradient=backward_via(f"_backward_{name}",
                               lambda a, i, o, g: [g[0], o[0]] + ([i[1]] if a["use_length"] else []),
                               lambda a: [True] + ([False] if a["use_length"] else [])),
@@ -120,6 +121,7 @@ def _register_softmax(name, log, doc):
         name=f"_backward_{name}", attrs=_SM_ATTRS,
         inputs=lambda a: ["out_grad", "output"] + (["length"] if a["use_length"] and not log else []),
         outputs=["data_grad"], infer_shape=lambda a, s: (s, [s[1]]), kernels={"any": _make_sm_backward(log)},
+        inplace=[(0, 0)],
         doc=f"Gradient of {name}."))
 
 
@@ -159,12 +161,13 @@ def _sa_shape(attrs, in_shapes):
 register(OpDef(
     name="SoftmaxActivation", attrs=_SA_ATTRS, inputs=["data"], outputs=["output"],
     infer_shape=_sa_shape, infer_type=lambda a, d: float_types("SoftmaxActivation", a, d, 1)[:2],
-    kernels={"any": _sa_forward},
+    kernels={"any": _sa_forward}, inplace=[(0, 0)],
     gradient=backward_via("_backward_SoftmaxActivation", lambda a, i, o, g: [g[0], o[0]], lambda a: [True]),
     doc="Softmax over the last axis (mode='instance', as MXNet computes it) or over channels (axis 1)."))
 register(OpDef(
     name="_backward_SoftmaxActivation", attrs=_SA_ATTRS, inputs=["out_grad", "output"], outputs=["data_grad"],
-    infer_shape=lambda a, s: (s, [s[1]]), kernels={"any": _sa_backward}, doc="Gradient of SoftmaxActivation."))
+    infer_shape=lambda a, s: (s, [s[1]]), kernels={"any": _sa_backward}, inplace=[(0, 0)],
+    doc="Gradient of SoftmaxActivation."))
 
 
 # -- SoftmaxOutput -------------------------------------------------------------------
@@ -267,7 +270,7 @@ def _so_backward(ctx, attrs, inputs, outputs, aux):
 
 register(OpDef(
     name="SoftmaxOutput", attrs=_SO_ATTRS, inputs=["data", "label"], outputs=["output"], aliases=["Softmax"],
-    infer_shape=_so_shape, infer_type=_so_type, kernels={"any": _so_forward},
+    infer_shape=_so_shape, infer_type=_so_type, kernels={"any": _so_forward}, inplace=[(0, 0)],
     gradient=backward_via("_backward_SoftmaxOutput",
                           lambda a, i, o, g: [o[0], i[1]] + ([g[0]] if a["out_grad"] else []),
                           lambda a: [True, False]),
@@ -276,4 +279,5 @@ register(OpDef(
 register(OpDef(
     name="_backward_SoftmaxOutput", attrs=_SO_ATTRS,
     inputs=lambda a: ["output", "label"] + (["out_grad"] if a["out_grad"] else []), outputs=["data_grad"],
-    infer_shape=lambda a, s: (s, [s[0]]), kernels={"any": _so_backward}, doc="Gradient of SoftmaxOutput."))
+    infer_shape=lambda a, s: (s, [s[0]]), kernels={"any": _so_backward}, inplace=[(0, 0)],
+    doc="Gradient of SoftmaxOutput."))
