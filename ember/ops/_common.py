@@ -96,7 +96,8 @@ def same_shape(op: str, n_out: int = 1, names: Sequence[str] = ()) -> Callable:
                     if x is not first and x != first:
                         break
                 else:
-                    return list(in_shapes), [first] * n_out
+                    first = tuple(first)
+                    return [first] * len(in_shapes), [first] * n_out
         s = unify(op, in_shapes, names)
         return [s] * len(in_shapes), [s] * n_out
     return infer
