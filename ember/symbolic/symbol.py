@@ -283,6 +283,10 @@ class Symbol:
         exe = self.bind(ctx or current_context(), kwargs, grad_req="null")
         return exe.forward(is_train=False)
 
+    def astype(self, dtype) -> "Symbol":
+        """A `Cast` of this symbol to `dtype`."""
+        return make_op_function("Cast")(self, dtype=dtype)
+
     # -- operator methods (sym.reshape(...), sym.sum(...)) ----------------------
     def __getattr__(self, name: str):
         if name.startswith("__") or not _ops.exists(name):

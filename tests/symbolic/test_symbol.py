@@ -152,3 +152,10 @@ def test_creation_functions():
     out = s.bind(mx.cpu(), {}).forward()[0].asnumpy()
     np.testing.assert_allclose(out, np.full((2, 3), 2.5))
     np.testing.assert_allclose(mx.sym.arange(1, 7, 2).bind(mx.cpu(), {}).forward()[0].asnumpy(), [1, 3, 5])
+
+
+def test_astype_and_reshape_methods():
+    x = mx.sym.var("x")
+    s = x.astype("float64").reshape(shape=(3, 2))
+    assert s.infer_type(x="float32")[1] == [np.float64]
+    assert s.infer_shape(x=(2, 3))[1] == [(3, 2)]
