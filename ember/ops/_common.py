@@ -193,3 +193,8 @@ def need(op: str, cond: bool, message: str) -> None:
     """Raise OperatorError(op: message) unless `cond`."""
     if not cond:
         raise OperatorError(f"{op}: {message}")
+
+
+def ograds_or_zeros(F, out_grads, outputs, n: int) -> list:
+    """The first n output gradients, with zeros for outputs no gradient reached (callers may pass None)."""
+    return [g if g is not None else F.zeros_like(outputs[i]) for i, g in enumerate(list(out_grads)[:n])]

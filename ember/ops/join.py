@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import List
 
 from ..base import OperatorError, ShapeError
-from ._common import known, norm_axis, same_type, unify
+from ._common import known, norm_axis, ograds_or_zeros, same_type, unify
 from .registry import Attr, OpDef, register
 
 
@@ -146,7 +146,7 @@ def _split(ctx, attrs, inputs, outputs, aux):
 
 
 def _split_grad(F, attrs, inputs, outputs, out_grads):
-    gs = list(out_grads)
+    gs = ograds_or_zeros(F, out_grads, outputs, attrs["num_outputs"])
     if attrs["squeeze_axis"]:
         gs = [F.expand_dims(g, axis=attrs["axis"]) for g in gs]
     return [F.Concat(*gs, num_args=len(gs), dim=attrs["axis"])]

@@ -360,7 +360,8 @@ register(OpDef(name="_backward_linalg_slogdet", inputs=["ograd_logabsdet", "A"],
 register(OpDef(name="linalg_slogdet", inputs=["A"], outputs=["sign", "logabsdet"],
                infer_shape=_square_infer("linalg_slogdet", lambda a, at: [_batch_scalar(a)] * 2),
                infer_type=lambda a, d: (list(d), [d[0], d[0]]), kernels={"any": _slogdet},
-               gradient=lambda F, a, i, o, g: [F._backward_linalg_slogdet(g[1], i[0])],
+               gradient=lambda F, a, i, o, g: [F._backward_linalg_slogdet(g[1], i[0]) if g[1] is not None
+                                               else F.zeros_like(i[0])],
                doc="Sign and log|det| of (a batch of) square matrices."))
 register(OpDef(name="_backward_linalg_sumlogdiag", inputs=["ograd", "A"], outputs=["A_grad"],
                infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[1]]),

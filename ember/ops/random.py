@@ -240,5 +240,5 @@ register(OpDef(name="_sample_multinomial", aliases=["sample_multinomial"], attrs
                outputs=_multi_outputs, infer_shape=_multi_infer, infer_type=_multi_type,
                kernels={"any": _multinomial}, resources=("rng",),
                gradient=lambda F, a, i, o, g: [F._backward_sample_multinomial(g[1], i[0], o[0], **a)
-                                               if a["get_prob"] else F.zeros_like(i[0])],
+                                               if a["get_prob"] and g[1] is not None else F.zeros_like(i[0])],
                doc="Category indices drawn from the distributions on data's last axis (and their log-probs)."))

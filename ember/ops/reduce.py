@@ -13,7 +13,7 @@ from typing import Tuple
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._common import no_gradient, norm_axis, same_type, via
+from ._common import no_gradient, norm_axis, ograds_or_zeros, same_type, via
 from .registry import Attr, OpDef, register
 
 _REDUCE_ATTRS = {
@@ -306,7 +306,7 @@ register(OpDef(name="_backward_moments", attrs=_MOMENTS_ATTRS, inputs=["ograd_me
                doc="Gradient of moments w.r.t. data."))
 register(OpDef(name="moments", attrs=_MOMENTS_ATTRS, outputs=["mean", "var"], infer_shape=_moments_infer,
                infer_type=lambda a, d: (list(d), [d[0], d[0]]), kernels={"any": _moments},
-               gradient=lambda F, a, i, o, g: [F._backward_moments(g[0], g[1], i[0], o[0], **a)],
+               gradient=lambda F, a, i, o, g: [F._backward_moments(*ograds_or_zeros(F, g, o, 2), i[0], o[0], **a)],
                doc="Mean and (biased) variance over `axes`."))
 
 

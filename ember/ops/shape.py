@@ -12,7 +12,7 @@ from typing import List, Sequence, Tuple
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._common import known, no_gradient, norm_axis, sum_to, via
+from ._common import known, no_gradient, norm_axis, ograds_or_zeros, sum_to, via
 from .registry import Attr, OpDef, register
 
 Shape = Tuple[int, ...]
@@ -692,7 +692,8 @@ def _multicast(ctx, attrs, inputs, outputs, aux):
 
 
 def _multicast_grad(F, attrs, inputs, outputs, out_grads):
-    return [F._backward_Cast(g, x) for g, x in zip(out_grads, inputs)]
+    gs = ograds_or_zeros(F, out_grads, outputs, len(inputs))
+    return [F._backward_Cast(g, x) for g, x in zip(gs, inputs)]
 
 
 register(OpDef(name="amp_multicast", attrs={"num_outputs": Attr("int"), "cast_narrow": Attr("bool", False)},
