@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from .. import engine
-from ..base import EmberError, ShapeError
+from ..base import ContextError, EmberError, ShapeError
 from ..context import Context, current_context
 from ..ops.registry import OpContext
 from .passes import GraphState, compile_graph, mirror_enabled
@@ -33,6 +33,11 @@ def _xp(ctx: Context):
         import cupy  # noqa: F401 - GPU executors need CuPy
         return cupy
     return np
+
+
+def _same_device(a: Context, b: Context) -> bool:
+    # every cpu(i) is host memory; a GPU executor needs its arrays on its own GPU
+    return a.device_type == b.device_type and (a.device_type == "cpu" or a.device_id == b.device_id)
 
 
 def bulk_size() -> int:
@@ -151,7 +156,6 @@ class Executor:
         self._ctx = ctx if ctx is not None else current_context()
         if not isinstance(self._ctx, Context):
             raise TypeError(f"ctx must be a Context, got {type(self._ctx).__name__}")
-        self._xp = _xp(self._ctx)
         self._arg_names = symbol.list_arguments()
         self._aux_names = symbol.list_auxiliary_states()
         self._out_names = symbol.list_outputs()
@@ -164,6 +168,11 @@ class Executor:
         reqs = _grad_req_dict(grad_req, self._arg_names) if args_grad is not None else \
             {n: "null" for n in self._arg_names}
         reqs = {n: (r if grads_d.get(n) is not None else "null") for n, r in reqs.items()}
+        for what, d in (("argument", args_d), ("gradient", grads_d), ("aux state", aux_d)):
+            for k, v in d.items():
+                if v is not None and not _same_device(v.context, self._ctx):
+                    raise ContextError(f"bind: {what} '{k}' is on {v.context}, the executor on {self._ctx}")
+        self._xp = _xp(self._ctx)
         self.arg_arrays = [args_d[n] for n in self._arg_names]
         self.grad_arrays = [grads_d.get(n) for n in self._arg_names]
         self.aux_arrays = [aux_d[n] for n in self._aux_names]

@@ -327,3 +327,9 @@ def test_mirror_on_a_deep_chain_is_bounded(monkeypatch):
         exe.backward()
         grads.append(exe.grad_dict["x"].asnumpy())
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5)
+
+
+def test_bind_rejects_arrays_on_another_device():
+    s = mx.sym.exp(mx.sym.var("a"))
+    with pytest.raises(mx.base.ContextError, match="'a' is on cpu"):
+        s.bind(mx.gpu(0), {"a": mx.nd.zeros((2,))})
