@@ -108,6 +108,23 @@ def scatter_add(xp, target, index, values) -> None:
         xp.add.at(target, index, values)
 
 
+def float32_on_cpu(kernel: Callable) -> Callable:
+    """Run a GEMM-heavy kernel in float32 when numpy gets float16 arrays (numpy has no float16 BLAS:
+    its float16 matmul is ~100x slower); results are cast back into the float16 outputs."""
+    def wrapped(ctx, attrs, inputs, outputs, aux):
+        if ctx.xp is not np or not any(getattr(a, "dtype", None) == np.float16 for a in inputs):
+            return kernel(ctx, attrs, inputs, outputs, aux)
+        up = [a.astype(np.float32) if a.dtype == np.float16 else a for a in inputs]
+        tmp = [np.empty(o.shape, np.float32) if o.dtype == np.float16 else o for o in outputs]
+        kernel(ctx, attrs, up, tmp, aux)
+        for o, t in zip(outputs, tmp):
+            if t is not o:
+                o[...] = t
+    wrapped.__doc__ = kernel.__doc__
+    wrapped.__name__ = getattr(kernel, "__name__", "kernel")
+    return wrapped
+
+
 # -- gradients through F ---------------------------------------------------------
 def call_op(F, name: str, arrays: Sequence, attrs: dict, n_out: int) -> List:
     """Call registry op `name` through `F` and return its outputs as a list of `n_out` entries."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple, Tuple
 
 from ..base import OperatorError, ShapeError
-from ._nn_util import backward_via, float_types, known, matmul_into, merge, positive, spatial
+from ._nn_util import backward_via, float32_on_cpu, float_types, known, matmul_into, merge, positive, spatial
 from .registry import Attr, OpDef, register
 
 
@@ -325,6 +325,7 @@ def _bias_view(b, ndim):
     return b.reshape((1, -1) + (1,) * (ndim - 2))
 
 
+@float32_on_cpu
 def _conv_forward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     geo = conv_geometry(attrs)
@@ -335,6 +336,7 @@ def _conv_forward(ctx, attrs, inputs, outputs, aux):
         out += _bias_view(inputs[2], out.ndim)
 
 
+@float32_on_cpu
 def _conv_backward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     dy, x, w = inputs
@@ -389,6 +391,7 @@ def _deconv_shape(attrs, in_shapes):
     return ins, [(d[0], f) + out_sp]
 
 
+@float32_on_cpu
 def _deconv_forward(ctx, attrs, inputs, outputs, aux):
     x = inputs[0]
     geo, _ = deconv_geometry(attrs, x.shape[2:])
@@ -399,6 +402,7 @@ def _deconv_forward(ctx, attrs, inputs, outputs, aux):
         out += _bias_view(inputs[2], out.ndim)
 
 
+@float32_on_cpu
 def _deconv_backward(ctx, attrs, inputs, outputs, aux):
     dy, x, w = inputs
     geo, _ = deconv_geometry(attrs, x.shape[2:])

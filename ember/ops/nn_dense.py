@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import ShapeError
-from ._nn_util import backward_via, float_types, known, matmul_into, merge
+from ._nn_util import backward_via, float32_on_cpu, float_types, known, matmul_into, merge
 from .registry import Attr, OpDef, register
 
 _ATTRS = {
@@ -54,6 +54,7 @@ def _infer_type(attrs, in_dtypes):
     return ins, outs
 
 
+@float32_on_cpu
 def _forward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     x, w = inputs[0], inputs[1]
@@ -66,6 +67,7 @@ def _forward(ctx, attrs, inputs, outputs, aux):
         o2 += inputs[2]
 
 
+@float32_on_cpu
 def _backward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     dy, x, w = inputs

@@ -13,7 +13,7 @@ from typing import Dict, Tuple
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._nn_util import backward_via, float_types, known, merge, sigmoid
+from ._nn_util import backward_via, float32_on_cpu, float_types, known, merge, sigmoid
 from .registry import Attr, OpDef, register
 
 _GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
@@ -273,6 +273,7 @@ def _draw_mask(ctx, attrs, shape, dtype):
     return ctx.xp.asarray(keep, dtype=dtype) / dtype.type(1 - p)
 
 
+@float32_on_cpu
 def _forward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     x, flat, h0 = inputs[0], inputs[1], inputs[2]
@@ -300,6 +301,7 @@ def _backward_layout(attrs):
     return names
 
 
+@float32_on_cpu
 def _backward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     named = dict(zip(_backward_layout(attrs), inputs))

@@ -169,3 +169,22 @@ def test_kernels_write_into_non_contiguous_outputs():
     ref = run_op("_backward_Convolution", [np.ones_like(expected), x, w], attrs)
     np.testing.assert_allclose(grads[0], ref[0], rtol=1e-12)
     np.testing.assert_allclose(grads[1], ref[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("name,shapes,attrs", [
+    ("Convolution", [(2, 4, 6, 6), (5, 4, 3, 3), (5,)], dict(kernel=(3, 3), num_filter=5, pad=(1, 1))),
+    ("Deconvolution", [(2, 4, 3, 3), (4, 5, 3, 3)], dict(kernel=(3, 3), num_filter=5, stride=(2, 2))),
+    ("FullyConnected", [(3, 8), (4, 8), (4,)], dict(num_hidden=4)),
+])
+def test_float16_runs_in_float32_and_returns_float16(name, shapes, attrs):
+    ins = [rng.standard_normal(s).astype(np.float16) for s in shapes]
+    out = run_op(name, ins, attrs)[0]
+    ref = run_op(name, [x.astype(np.float32) for x in ins], attrs)[0]
+    assert out.dtype == np.float16
+    np.testing.assert_allclose(out, ref.astype(np.float16), rtol=1e-3, atol=1e-3)
+    head = rng.standard_normal(out.shape).astype(np.float16)
+    g16 = run_op(f"_backward_{name}", [head] + ins[:2], attrs)
+    g32 = run_op(f"_backward_{name}", [head.astype(np.float32)] + [x.astype(np.float32) for x in ins[:2]], attrs)
+    for a, b in zip(g16, g32):
+        assert a.dtype == np.float16
+        np.testing.assert_allclose(a, b.astype(np.float16), rtol=2e-3, atol=2e-3)
