@@ -84,6 +84,14 @@ class KVStore:
         """Number of worker processes (1 for a single-process store)."""
         return 1
 
+    OPTIMIZER = "optimizer"
+
+    def is_capable(self, capability: str) -> bool:
+        """Whether this store supports `capability` (MXNet 1.9: 'optimizer' = updates on the store)."""
+        if capability != self.OPTIMIZER:
+            raise KVStoreError(f"unknown kvstore capability {capability!r}; expected 'optimizer'")
+        return True
+
     # ----------------------------------------------------------------- checks
     def _entry(self, key: Key) -> Entry:
         entry = self._store.get(key)

@@ -10,7 +10,6 @@ import sys
 import time
 from typing import Dict
 
-import numpy as np
 
 from . import mpienv
 from .errors import KVStoreError, KVStoreTimeoutError

@@ -37,6 +37,7 @@ def test_init_pull_roundtrip_int_and_str_keys(nd, kv_type):
     np.testing.assert_array_equal(out3.asnumpy(), a)
     np.testing.assert_array_equal(outw.asnumpy(), a * 2)
     assert kv.type == kv_type and kv.rank == 0 and kv.num_workers == 1
+    assert kv.is_capable("optimizer") and ember.kv.create is ember.kvstore.create
 
 
 @pytest.mark.parametrize("kv_type", TYPES)
