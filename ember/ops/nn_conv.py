@@ -52,7 +52,7 @@ CNHW = Layout((1, 0, 2, 3), (1, 0, 2, 3), 2)
 CHWN = Layout((1, 2, 3, 0), (3, 0, 1, 2), 1)
 
 
-def choose_layout(geo: "Geometry", channels: int, filters: int) -> Layout:
+def choose_layout(geo: Geometry, channels: int, filters: int) -> Layout:
     """The faster internal layout for this convolution (measured with bench/conv.py)."""
     k = (channels // geo.groups) * geo.kernel[0] * geo.kernel[1]
     if _is_depthwise_shape(channels, filters, geo):
@@ -65,13 +65,13 @@ def _internal(xp, a, lay: Layout):
     return xp.ascontiguousarray(a.transpose(lay.perm))
 
 
-def _padded(xp, x, geo: "Geometry", lay: Layout):
+def _padded(xp, x, geo: Geometry, lay: Layout):
     """x (N, C, H, W) zero-padded by the geometry (negative pad_after crops), in layout `lay`."""
     n, c, h, w = x.shape
     (pt, pl), (pb, pr) = geo.pad_before, geo.pad_after
     hh, ww = h + min(pb, 0), w + min(pr, 0)
-    shape = [c, n, pt + hh + max(pb, 0), pl + ww + max(pr, 0)]                  # as NCHW->(C, N, H, W)
-    shape = [shape[0]] + ([shape[1], shape[2], shape[3]] if lay is CNHW else [shape[2], shape[3], shape[1]])
+    padded_nchw = (n, c, pt + hh + max(pb, 0), pl + ww + max(pr, 0))
+    shape = tuple(padded_nchw[a] for a in lay.perm)
     padded = pt or pl or pb > 0 or pr > 0
     out = xp.zeros(shape, dtype=x.dtype) if padded else xp.empty(shape, dtype=x.dtype)
     out[_tap_box(lay, slice(pt, pt + hh), slice(pl, pl + ww))] = x[:, :, :hh, :ww].transpose(lay.perm)
@@ -84,7 +84,7 @@ def _tap_box(lay: Layout, rows: slice, cols: slice):
     return tuple(idx)
 
 
-def _taps(geo: "Geometry", oh: int, ow: int, lay: Layout):
+def _taps(geo: Geometry, oh: int, ow: int, lay: Layout):
     """(i, j, index) of every kernel position, selecting that tap for every output pixel."""
     (sh, sw), (dh, dw) = geo.stride, geo.dilate
     for i in range(geo.kernel[0]):
@@ -93,7 +93,7 @@ def _taps(geo: "Geometry", oh: int, ow: int, lay: Layout):
                                  slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
 
 
-def im2col(xp, xpad, geo: "Geometry", group: int, oh: int, ow: int, lay: Layout):
+def im2col(xp, xpad, geo: Geometry, group: int, oh: int, ow: int, lay: Layout):
     """Columns (Cg*kh*kw, pixels) of group `group` of a padded internal-layout input; a fresh array."""
     cg = xpad.shape[0] // geo.groups
     part = xpad[group * cg:(group + 1) * cg]
@@ -107,7 +107,7 @@ def im2col(xp, xpad, geo: "Geometry", group: int, oh: int, ow: int, lay: Layout)
     return win.reshape(cg * kh * kw, -1)
 
 
-def _is_depthwise_shape(channels: int, filters: int, geo: "Geometry") -> bool:
+def _is_depthwise_shape(channels: int, filters: int, geo: Geometry) -> bool:
     """One input and one output channel per group: the GEMM would be 1 x K, so use taps instead."""
     return geo.groups > 1 and geo.groups == channels == filters
 
@@ -120,7 +120,7 @@ def _out_internal_shape(lay: Layout, c: int, n: int, oh: int, ow: int):
     return (c, n, oh, ow) if lay is CNHW else (c, oh, ow, n)
 
 
-def conv_forward(xp, x, w, geo: "Geometry", out) -> None:
+def conv_forward(xp, x, w, geo: Geometry, out) -> None:
     """out (N, F, OH, OW) = conv(x (N, C, H, W), w (F, C/g, kh, kw)), no bias."""
     n, c = x.shape[:2]
     f = w.shape[0]
@@ -140,7 +140,7 @@ def conv_forward(xp, x, w, geo: "Geometry", out) -> None:
         out[:, g * fg:(g + 1) * fg] = res.reshape(_out_internal_shape(lay, fg, n, oh, ow)).transpose(lay.inv)
 
 
-def conv_backward_data(xp, dy, w, geo: "Geometry", x_shape, out) -> None:
+def conv_backward_data(xp, dy, w, geo: Geometry, x_shape, out) -> None:
     """out (= x_shape) = gradient of conv w.r.t. its input, given dy (N, F, OH, OW)."""
     n, c, h, wd = x_shape
     f = w.shape[0]
@@ -167,7 +167,7 @@ def conv_backward_data(xp, dy, w, geo: "Geometry", x_shape, out) -> None:
     out[...] = canvas[_tap_box(lay, slice(pt, pt + h), slice(pl, pl + wd))].transpose(lay.inv)
 
 
-def conv_backward_weight(xp, x, dy, geo: "Geometry", out) -> None:
+def conv_backward_weight(xp, x, dy, geo: Geometry, out) -> None:
     """out (F, C/g, kh, kw) = gradient of conv w.r.t. its weight."""
     c = x.shape[1]
     f = dy.shape[1]
