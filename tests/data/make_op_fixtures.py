@@ -53,6 +53,10 @@ def cases():
                "num_group": 2, "no_bias": True}, [], False, [0, 1]))
     c.append(("conv1d", "Convolution", [randn(2, 3, 10), randn(4, 3, 3), randn(4)],
               {"kernel": (3,), "num_filter": 4, "stride": (2,), "pad": (1,)}, [], False, [0, 1, 2]))
+    c.append(("conv2d_1x1_stride2", "Convolution", [randn(2, 6, 7, 7), randn(4, 6, 1, 1)],
+              {"kernel": (1, 1), "num_filter": 4, "stride": (2, 2), "no_bias": True}, [], False, [0, 1]))
+    c.append(("conv2d_depthwise", "Convolution", [randn(2, 4, 6, 5), randn(4, 1, 3, 3), randn(4)],
+              {"kernel": (3, 3), "num_filter": 4, "num_group": 4, "pad": (1, 1), "stride": (2, 1)}, [], False, [0, 1, 2]))
     # Deconvolution
     c.append(("deconv2d_stride_adj", "Deconvolution", [randn(2, 3, 4, 5), randn(3, 4, 3, 3), randn(4)],
               {"kernel": (3, 3), "num_filter": 4, "stride": (2, 2), "pad": (1, 1), "adj": (1, 1), "no_bias": False},
@@ -71,6 +75,9 @@ def cases():
                                                      "pool_type": "avg", "pooling_convention": "full"}, [], False, [0]))
     c.append(("pool_avg_excl", "Pooling", [x], {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1),
                                                 "pool_type": "avg", "count_include_pad": False}, [], False, [0]))
+    c.append(("pool_avg_full_excl", "Pooling", [x], {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1),
+                                                     "pool_type": "avg", "pooling_convention": "full",
+                                                     "count_include_pad": False}, [], False, [0]))
     c.append(("pool_sum", "Pooling", [x], {"kernel": (2, 2), "stride": (1, 2), "pool_type": "sum"}, [], False, [0]))
     c.append(("pool_global_avg", "Pooling", [x], {"kernel": (1, 1), "global_pool": True, "pool_type": "avg"}, [], False, [0]))
     c.append(("pool_global_max", "Pooling", [x], {"kernel": (1, 1), "global_pool": True, "pool_type": "max"}, [], False, [0]))
@@ -83,6 +90,7 @@ def cases():
                                ("bn_train_fixgamma", {}, True),
                                ("bn_eval", {"fix_gamma": False}, False),
                                ("bn_global_stats_train", {"fix_gamma": False, "use_global_stats": True}, True),
+                               ("bn_output_mean_var", {"fix_gamma": False, "output_mean_var": True}, True),
                                ("bn_axis_last_momentum", {"fix_gamma": False, "axis": -1, "momentum": 0.7, "eps": 1e-5}, True)]:
             ch = bx.shape[attrs.get("axis", 1)]
             c.append((name, "BatchNorm", [bx, rand(ch, lo=0.5, hi=1.5), randn(ch)], attrs,
