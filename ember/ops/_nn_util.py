@@ -183,11 +183,13 @@ INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def sigmoid(xp, x, out=None):
-    """Numerically stable logistic function."""
-    res = xp.exp(-xp.logaddexp(0, -x))
+    """The logistic function 1 / (1 + e^-x); exp overflowing to inf for x < -88 gives the right 0."""
+    with np.errstate(over="ignore"):
+        r = xp.exp(-x)
+    r += 1
     if out is None:
-        return res.astype(x.dtype, copy=False)
-    out[...] = res
+        return xp.reciprocal(r, out=r).astype(x.dtype, copy=False)
+    xp.reciprocal(r, out=out)
     return out
 
 
