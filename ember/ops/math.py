@@ -66,6 +66,10 @@ def _digamma(xp, x):
     return acc + np.log(x) - 0.5 * inv - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 / 252))
 
 
+def _relu_kernel(ctx, attrs, inputs, outputs, aux):
+    ctx.xp.maximum(inputs[0], 0, out=outputs[0])
+
+
 def _sigmoid(xp, x, a):
     with np.errstate(over="ignore"):
         return 1.0 / (1.0 + xp.exp(-x))
@@ -108,7 +112,7 @@ _OPS = {
     "degrees": (ufunc_kernel("degrees"), lambda xp, x, y, a: xp.full_like(x, 180.0 / math.pi)),
     "radians": (ufunc_kernel("radians"), lambda xp, x, y, a: xp.full_like(x, math.pi / 180.0)),
     "sigmoid": (expr_kernel(_sigmoid), lambda xp, x, y, a: y * (1 - y)),
-    "relu": (expr_kernel(lambda xp, x, a: xp.maximum(x, 0)), lambda xp, x, y, a: x > 0),
+    "relu": (_relu_kernel, lambda xp, x, y, a: x > 0),
     "softsign": (expr_kernel(lambda xp, x, a: x / (1 + xp.abs(x))),
                  lambda xp, x, y, a: 1.0 / ((1 + xp.abs(x)) ** 2)),
     "erf": (expr_kernel(lambda xp, x, a: _special_fn(xp, "erf", x)),

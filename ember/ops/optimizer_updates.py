@@ -158,7 +158,38 @@ def _same_buffer(xp, a, b) -> bool:
     return a is b or (xp is np and np.may_share_memory(a, b))
 
 
+def _sgd_kernel(ctx, attrs, inputs, outputs, aux):
+    # the common case written with in-place ufuncs: fewer temporaries on the per-parameter hot path
+    xp = ctx.xp
+    w, g = inputs[0], inputs[1]
+    out = outputs[0]
+    lr, wd = attrs["lr"], attrs["wd"]
+    step = _grad(xp, attrs, g) * lr if attrs["rescale_grad"] != 1 or attrs["clip_gradient"] >= 0 else g * lr
+    if wd:
+        xp.multiply(w, 1 - lr * wd, out=out)
+        xp.subtract(out, step, out=out)
+    else:
+        xp.subtract(w, step, out=out)
+
+
+def _sgd_mom_kernel(ctx, attrs, inputs, outputs, aux):
+    xp = ctx.xp
+    w, g, mom = inputs
+    lr, wd = attrs["lr"], attrs["wd"]
+    step = _grad(xp, attrs, g) * lr if attrs["rescale_grad"] != 1 or attrs["clip_gradient"] >= 0 else g * lr
+    xp.multiply(mom, attrs["momentum"], out=mom)
+    if wd:
+        mom -= (lr * wd) * w
+    xp.subtract(mom, step, out=mom)
+    xp.add(w, mom, out=outputs[0])
+
+
 def _kernel(formula: Callable) -> Callable:
+    if formula is _sgd:
+        return _sgd_kernel
+    if formula is _sgd_mom:
+        return _sgd_mom_kernel
+
     def kernel(ctx, attrs, inputs, outputs, aux):
         w, g = inputs[0], inputs[1]
         if formula is _nag_mom:
