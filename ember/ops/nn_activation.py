@@ -1,7 +1,7 @@
 """Activation and LeakyReLU (leaky, elu, selu, gelu, prelu, rrelu) with their backward ops."""
 from __future__ import annotations
 
-from ..base import ShapeError
+from ..base import OperatorError, ShapeError
 from ._nn_util import (INV_SQRT_2PI, SQRT_2, backward_via, erf, float_types, known, merge, sigmoid,
                        softplus)
 from .registry import Attr, OpDef, register
@@ -129,7 +129,7 @@ def _rrelu_slope(ctx, attrs, x):
     lo, hi = attrs["lower_bound"], attrs["upper_bound"]
     if ctx.is_train:
         if ctx.rng is None:
-            raise RuntimeError("LeakyReLU(rrelu): training needs the 'rng' resource")
+            raise OperatorError("LeakyReLU(rrelu): training needs the 'rng' resource")
         draws = ctx.rng.uniform(lo, hi, size=x.shape)
         return ctx.xp.asarray(draws, dtype=x.dtype)
     return ctx.xp.full(x.shape, (lo + hi) / 2, dtype=x.dtype)
