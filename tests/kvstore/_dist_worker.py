@@ -14,20 +14,8 @@ import ember
 from ember import engine
 from ember.kvstore import KVStoreError, create
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 SHAPES = {"small_a": (3, 4), "small_b": (7,), 3: (5, 5), "big": (64, 1000)}
 LR = 0.05
-
-
-def nd_module():
-    nd = getattr(ember, "nd", None)
-    if nd is not None and hasattr(nd, "array"):
-        return nd
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("_ndshim", os.path.join(HERE, "_ndshim.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def gradient(key, rank, step):
@@ -105,11 +93,26 @@ def run_async(nd, kv, rank, steps, out_dir):
 def main():
     scenario, out_dir = sys.argv[1], sys.argv[2]
     steps = int(sys.argv[3]) if len(sys.argv) > 3 else 5
-    nd = nd_module()
+    nd = ember.nd
     try:
         if scenario == "async":
             kv = create("dist_async")
             run_async(nd, kv, kv.rank, steps, out_dir)
+            return
+        if scenario == "async_server_dies":  # train until the test kills the server
+            import time
+            kv = create("dist_async")
+            import _dist_worker
+            kv.init("w", nd.zeros((4,)))
+            kv.set_updater(_dist_worker.async_sgd)
+            open(os.path.join(out_dir, f"ready{kv.rank}"), "w").close()
+            w = nd.zeros((4,))
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                kv.push("w", nd.array(np.ones(4)))
+                kv.pull("w", out=w)
+                w.asnumpy()
+                time.sleep(0.01)
             return
         if scenario == "async_die":  # every worker dies without saying goodbye
             kv = create("dist_async")

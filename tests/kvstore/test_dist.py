@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -110,7 +111,7 @@ def test_killed_worker_makes_the_others_exit_with_a_clear_error(tmp_path):
                  marks=pytest.mark.skipif(not _have_update_ops(), reason="sgd_update op not registered yet")),
 ])
 def test_dist_async_regression_converges(tmp_path, env):
-    rc, out = run_job(tmp_path, 2, "async", steps=80, servers=1, env=env)
+    rc, out = run_job(tmp_path, 2, "async", steps=50, servers=1, env=env)
     assert rc == 0, out[-3000:]
     for r in range(2):
         res = np.load(tmp_path / f"rank{r}.npz")
@@ -125,6 +126,43 @@ def test_dist_async_server_exits_when_its_workers_die(tmp_path):
                       env={"EMBER_KVSTORE_TIMEOUT": "4", "EMBER_KVSTORE_HEARTBEAT": "0.5"}, limit=90)
     assert rc != 0
     assert "ember.kvstore.server: KVStoreTimeoutError" in out and "probably died" in out, out[-3000:]
+
+
+def _server_pids():
+    """Server processes of this session's jobs (not their supervisors)."""
+    spec = importlib.util.spec_from_file_location("_kvstore_procs", os.path.join(HERE, "_procs.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return [pid for pid, cmd in mod.tagged_processes(os.getpid())
+            if "ember.kvstore.server" in cmd and "ember.kvstore.supervise" not in cmd]
+
+
+@needs_mpiexec
+def test_dist_async_workers_exit_with_an_error_when_the_server_dies(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, HERE]), EMBER_KVSTORE_TIMEOUT="4")
+    env[MARKER] = str(os.getpid())
+    cmd = [sys.executable, "-m", "ember.kvstore.launch", "-n", "2", "-s", "1", "--job-timeout", "90",
+           sys.executable, WORKER, "async_server_dies", str(tmp_path)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while not all((tmp_path / f"ready{r}").exists() for r in range(2)):
+            assert proc.poll() is None and time.time() < deadline, "workers never got ready"
+            time.sleep(0.1)
+        servers = _server_pids()
+        assert len(servers) == 1
+        os.kill(servers[0], signal.SIGKILL)
+        out, _ = proc.communicate(timeout=60)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    assert proc.returncode != 0
+    errs = errors(tmp_path)
+    assert set(errs) == {"error0.txt", "error1.txt"}, out[-3000:]
+    for text in errs.values():
+        assert "KVStoreTimeoutError" in text and "server rank 2" in text and "died" in text, text
 
 
 def test_launcher_builds_one_mpmd_job_with_roles():
