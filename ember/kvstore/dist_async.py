@@ -164,8 +164,8 @@ class DistAsyncKVStore(_DistBase):
                     return
                 self._comm.submit(seq, lambda: self._send(server, ("push", entry.key, total),
                                                           f"kvstore push of {entry.key!r}"), done)
-            engine.push(op, read=_unique_vars(vals), write=[entry.var], priority=priority, prop="async",
-                        name=f"kvstore_push_async[{entry.key!r}]")
+            self._push_op(seq, op, read=_unique_vars(vals), write=[entry.var], priority=priority,
+                          name=f"kvstore_push_async[{entry.key!r}]")
 
     def _pull_entries(self, checked, priority: int) -> None:
         for entry, outs in checked:
@@ -180,5 +180,5 @@ class DistAsyncKVStore(_DistBase):
                     for o in outs:
                         arrays.copy_into(o._data, reply[2].reshape(entry.shape))
                 self._comm.submit(seq, task, done)
-            engine.push(op, read=[entry.var], write=_unique_vars(outs), priority=priority, prop="async",
-                        name=f"kvstore_pull_async[{entry.key!r}]")
+            self._push_op(seq, op, read=[entry.var], write=_unique_vars(outs), priority=priority,
+                          name=f"kvstore_pull_async[{entry.key!r}]")

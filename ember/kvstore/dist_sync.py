@@ -40,6 +40,15 @@ class _DistBase(KVStore):
     def num_workers(self) -> int:
         return self._workers.Get_size()
 
+    def _push_op(self, seq: int, op, **kwargs) -> None:
+        """engine.push an async op that owns communication slot `seq`; if the engine refuses it, the
+        slot is failed so later communication does not wait for it forever."""
+        try:
+            engine.push(op, prop="async", **kwargs)
+        except BaseException as e:
+            self._comm.submit(seq, _raiser(e), lambda exc: None)
+            raise
+
     def _poll(self, reqs, what: str) -> None:
         mpienv.poll(self._MPI, reqs, self._settings.timeout, what)
 
@@ -107,8 +116,8 @@ class DistSyncKVStore(_DistBase):
                     if h is not data:
                         arrays.copy_into(data, h)
             self._comm.submit(seq, bcast, done)
-        engine.push(op, read=_unique_vars([s for _, s in entries]), write=[e.var for e, _ in entries],
-                    prop="async", name="kvstore_init_bcast")
+        self._push_op(seq, op, read=_unique_vars([s for _, s in entries]), write=[e.var for e, _ in entries],
+                      name="kvstore_init_bcast")
 
     # ----------------------------------------------------------------- push
     def _push_entries(self, checked, priority: int) -> None:
@@ -166,9 +175,9 @@ class DistSyncKVStore(_DistBase):
                 return
             self._comm.submit(seq, self._allreduce(source, result, on_gpu, bucket, targets, mark, what), done)
 
-        engine.push(op, read=_unique_vars([v for _, vals in bucket.items for v in vals]),
-                    write=[t[2] for t in targets], priority=priority, prop="async",
-                    name=f"kvstore_allreduce{describe(keys, 3)}")
+        self._push_op(seq, op, read=_unique_vars([v for _, vals in bucket.items for v in vals]),
+                      write=[t[2] for t in targets], priority=priority,
+                      name=f"kvstore_allreduce{describe(keys, 3)}")
         if use_updater:
             for entry, _ in bucket.items:
                 self._updater(entry.key, entry.merged_nd(), entry.stored_nd())
