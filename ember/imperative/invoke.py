@@ -69,7 +69,8 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
     if inputs:
         ctx = inputs[0]._chunk.ctx
         for x in inputs:
-            if x._chunk.ctx != ctx:
+            c = x._chunk.ctx
+            if c is not ctx and c != ctx:
                 raise _error_context(name, inputs)
     elif ctx is None:
         ctx = current_context()
@@ -79,8 +80,10 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
     if n_aux:
         ins, out_shapes, aux_inf = opdef.shapes(attrs, in_shapes[:n_in], in_shapes[n_in:])
         ins = list(ins) + list(aux_inf)
+    elif opdef.infer_shape is not None:
+        ins, out_shapes = opdef.infer_shape(attrs, in_shapes)[:2]
     else:
-        ins, out_shapes, _ = opdef.shapes(attrs, in_shapes)
+        ins, out_shapes, _ = opdef.shapes(attrs, in_shapes)  # raises the registry's clear error
     for i in range(len(in_shapes)):
         got = ins[i]
         if got is not None and tuple(got) != in_shapes[i]:
@@ -92,7 +95,7 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
     in_inf, out_dtypes = dres[0], dres[1]
     for i in range(n_in):
         want = in_inf[i]
-        if want is not None and np.dtype(want) != in_dtypes[i]:
+        if want is not None and want is not in_dtypes[i] and np.dtype(want) != in_dtypes[i]:
             raise DTypeError(f"{name}: input '{in_names[i]}' has dtype {in_dtypes[i]} but the operator "
                              f"expects {np.dtype(want)}")
     n_out = len(out_shapes)
@@ -167,7 +170,8 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
     if devtype == "gpu":
         op_fn = _on_gpu(op_fn, ctx)
     # Small ops whose inputs are ready run in this thread (no hand-off to a worker); big ones go async.
-    small = devtype == "cpu" and sum(d.size for d in out_data) <= INLINE_MAX_ELEMENTS
+    small = devtype == "cpu" and (out_data[0].size if n_out == 1 else sum(d.size for d in out_data)) \
+        <= INLINE_MAX_ELEMENTS
     _push(op_fn, read=read, write=write, device=ctx, name=name, inline=small)
 
     if recording:

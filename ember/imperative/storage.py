@@ -7,6 +7,7 @@ pending on the var has run: the release is itself an engine op writing the var.
 """
 from __future__ import annotations
 
+from math import prod as _prod
 from typing import Optional, Tuple
 
 import numpy as np
@@ -89,10 +90,7 @@ class Chunk:
 def alloc(shape: Tuple[int, ...], dtype, ctx: Context, name: Optional[str] = None):
     """(data, chunk): a fresh array of `shape`/`dtype` on `ctx` from the memory manager."""
     dtype = np.dtype(dtype)
-    size = 1
-    for d in shape:
-        size *= d
-    nbytes = size * dtype.itemsize
+    nbytes = _prod(shape) * dtype.itemsize
     block = _memory_api().alloc(nbytes, ctx)
     data = block.data[:nbytes].view(dtype).reshape(shape)
     return data, Chunk(engine.Var(name), block, ctx)

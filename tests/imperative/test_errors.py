@@ -109,7 +109,9 @@ def test_storage_is_released_only_after_pending_ops(monkeypatch):
         real_release(block)
 
     monkeypatch.setattr(memory, "release", spy)
-    x = mx.nd.ones((1024,))
+    import sys
+    big = sys.modules["ember.imperative.invoke"].INLINE_MAX_ELEMENTS + 1  # never run inline in this thread
+    x = mx.nd.ones((big,))
     y = mx.nd._test_imperative_slow(x)
     block = y._chunk.block
     released.clear()  # the pool reuses Block objects: only releases from now on concern y's storage
