@@ -132,10 +132,12 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
 
     # -- engine dependencies ------------------------------------------------------------
     write = [o._chunk.var for o in outputs]
-    for i in opdef.mutates:
-        write.append(inputs[i]._chunk.var)
-    for x in inputs[n_in:]:
-        write.append(x._chunk.var)
+    if n_out > 1 or opdef.mutates or n_aux:
+        extra = [inputs[i]._chunk.var for i in opdef.mutates] + [x._chunk.var for x in inputs[n_in:]]
+        vs, write = write + extra, []
+        for v in vs:  # each var once, even when outputs/mutated inputs share storage
+            if v not in write:
+                write.append(v)
     read = []
     for x in inputs[:n_in]:
         v = x._chunk.var
