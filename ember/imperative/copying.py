@@ -68,3 +68,23 @@ def push_fill(data, ctx: Context, var, value, name: str = "fill") -> None:
 def check_same_context(name: str, a: NDArray, b: NDArray) -> None:
     if a.context != b.context:
         raise ContextError(f"{name}: arrays are on different devices ({a.context} and {b.context})")
+
+
+def _device_copy_gradient(F, attrs, inputs, outputs, out_grads):
+    return [out_grads[0].as_in_context(inputs[0].context)]
+
+
+_DEVICE_COPY = None
+
+
+def record_device_copy(src: NDArray, dst: NDArray) -> None:
+    """Tape a copy to another device so gradients flow back to the source device."""
+    global _DEVICE_COPY
+    from ..ops.registry import OpDef
+    from . import autograd_state
+    if _DEVICE_COPY is None:
+        # not a registry op: a transfer has no kernel of its own, only this gradient
+        _DEVICE_COPY = OpDef("_copyto", inputs=["data"], gradient=_device_copy_gradient)
+    node = autograd_state.Node(_DEVICE_COPY, {}, [src], [(dst._data, dst._chunk)],
+                               autograd_state.is_training())
+    dst._ag = autograd_state.Entry(node, 0)

@@ -308,7 +308,10 @@ class NDArray:
     def copyto(self, other: Union["NDArray", Context]) -> "NDArray":
         """Copy into `other` (an NDArray of the same shape, or a new array on a Context)."""
         if isinstance(other, Context):
-            return copying.copy_to_new(self, other, self._data.dtype)
+            result = copying.copy_to_new(self, other, self._data.dtype)
+            if autograd_state.needs_record(self):
+                copying.record_device_copy(self, result)
+            return result
         if isinstance(other, NDArray):
             if other is self:
                 return self

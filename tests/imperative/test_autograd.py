@@ -278,3 +278,17 @@ def test_second_order_of_x_cubed_with_library_ops():
     np.testing.assert_allclose(dy.asnumpy(), 3 * x0 ** 2)
     dy.backward()
     np.testing.assert_allclose(x.grad.asnumpy(), 6 * x0)
+
+
+def test_gradient_flows_through_copies_to_another_device():
+    x = mx.nd.array([1.0, 2.0], ctx=mx.cpu(0))
+    x.attach_grad()
+    with autograd.record():
+        y = x.copyto(mx.cpu(1)) * 3
+        z = x.as_in_context(mx.cpu(2)) * x.as_in_context(mx.cpu(2))
+    assert y.context == mx.cpu(1)
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [3.0, 3.0])
+    assert x.grad.context == mx.cpu(0)
+    z.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [2.0, 4.0])
