@@ -150,3 +150,34 @@ def test_iteration_and_len():
     assert len(x) == 4
     rows = [r.asnumpy() for r in x]
     np.testing.assert_array_equal(np.stack(rows), a)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+def _slices(n):
+    idx = st.one_of(st.none(), st.integers(-n - 2, n + 2))
+    return st.builds(slice, idx, idx, st.one_of(st.none(), st.sampled_from([1, 2, -1, -2])))
+
+
+@st.composite
+def _basic_keys(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    key = []
+    for n in shape[:draw(st.integers(1, len(shape)))]:
+        key.append(draw(st.one_of(st.integers(-n, n - 1), _slices(n))))
+    return shape, tuple(key)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_basic_keys(), st.floats(-5, 5, allow_nan=False))
+def test_basic_indexing_and_assignment_property(shape_key, value):
+    shape, key = shape_key
+    a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    x = mx.nd.array(a)
+    want = a[key]
+    got = x[key].asnumpy()
+    np.testing.assert_array_equal(got, want.reshape(1) if np.ndim(want) == 0 else want)
+    x[key] = value
+    a[key] = np.float32(value)
+    np.testing.assert_array_equal(x.asnumpy(), a)
