@@ -131,3 +131,35 @@ def test_random_graphs_planned_equal_unplanned(seed, monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     st_ = exe.memory_stats()
     assert st_["planned_bytes"] <= ref.memory_stats()["planned_bytes"]
+
+
+def test_shared_weight_gradient_terms_do_not_pile_up():
+    """20 uses of one 64 KiB weight: its 20 gradient terms are summed as they appear."""
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    h = x
+    for i in range(20):
+        h = mx.sym.tanh(mx.sym.FullyConnected(h, weight=w, num_hidden=128, no_bias=True, name=f"fc{i}"))
+    exe = mx.sym.MakeLoss(mx.sym.sum(h)).simple_bind(mx.cpu(), x=(4, 128), w=(128, 128))
+    g = exe._graph
+    order = {id(n): i for i, n in enumerate(g.nodes)}
+    for n in g.nodes:  # still a valid topological order
+        assert all(order[id(c)] < order[id(n)] for c, _ in n.inputs)
+    weight_bytes = 128 * 128 * 4
+    assert exe.memory_stats()["planned_bytes"] < 5 * weight_bytes
+    exe.arg_dict["x"][:] = np.random.RandomState(0).uniform(-1, 1, (4, 128))
+    exe.arg_dict["w"][:] = np.random.RandomState(1).uniform(-0.1, 0.1, (128, 128))
+    exe.forward(is_train=True)
+    exe.backward()
+    # reference: the same net with a weight per layer; d/dw of the shared weight is their sum
+    xs = [mx.sym.var("x")]
+    h2 = xs[0]
+    for i in range(20):
+        h2 = mx.sym.tanh(mx.sym.FullyConnected(h2, num_hidden=128, no_bias=True, name=f"l{i}"))
+    ref = mx.sym.MakeLoss(mx.sym.sum(h2)).simple_bind(mx.cpu(), x=(4, 128))
+    ref.arg_dict["x"][:] = exe.arg_dict["x"]
+    for i in range(20):
+        ref.arg_dict[f"l{i}_weight"][:] = exe.arg_dict["w"]
+    ref.forward(is_train=True)
+    ref.backward()
+    want = sum(ref.grad_dict[f"l{i}_weight"].asnumpy() for i in range(20))
+    np.testing.assert_allclose(exe.grad_dict["w"].asnumpy(), want, rtol=1e-4, atol=1e-6)
