@@ -21,14 +21,9 @@ def _to_module(src, dst_ctx: Context):
 def push_assign(dst_data, dst_ctx: Context, dst_var, src_data, src_var, name: str = "copy") -> None:
     """Push `dst_data[...] = src_data` (broadcasting, casting, across devices)."""
     def assign():
-        if dst_ctx.device_type == "gpu":
-            cupy = storage.array_module(dst_ctx)
-            with cupy.cuda.Device(dst_ctx.device_id):
-                dst_data[...] = _to_module(src_data, dst_ctx)
-        else:
-            dst_data[...] = _to_module(src_data, dst_ctx)
+        dst_data[...] = _to_module(src_data, dst_ctx)
     read = () if src_var is None or src_var is dst_var else (src_var,)
-    engine.push(assign, read=read, write=(dst_var,), device=dst_ctx, name=name)
+    engine.push(storage.on_device(assign, dst_ctx), read=read, write=(dst_var,), device=dst_ctx, name=name)
 
 
 def copy_to_new(src: NDArray, ctx: Context, dtype) -> NDArray:
@@ -56,13 +51,8 @@ def copy_into(src: NDArray, dst: NDArray) -> None:
 def push_fill(data, ctx: Context, var, value, name: str = "fill") -> None:
     """Push `data[...] = value` for a scalar value."""
     def fill():
-        if ctx.device_type == "gpu":
-            cupy = storage.array_module(ctx)
-            with cupy.cuda.Device(ctx.device_id):
-                data.fill(value)
-        else:
-            data.fill(value)
-    engine.push(fill, write=(var,), device=ctx, name=name)
+        data.fill(value)
+    engine.push(storage.on_device(fill, ctx), write=(var,), device=ctx, name=name)
 
 
 def check_same_context(name: str, a: NDArray, b: NDArray) -> None:

@@ -113,7 +113,8 @@ def getitem(arr: NDArray, key) -> NDArray:
     def gather():
         data[...] = src[_runtime_key(parts, xp)]
     read = [arr._chunk.var] + [p._chunk.var for p in nd_parts if p._chunk is not arr._chunk]
-    engine.push(gather, read=read, write=(chunk.var,), device=ctx, name="advanced_indexing")
+    engine.push(storage.on_device(gather, ctx), read=read, write=(chunk.var,), device=ctx,
+                name="advanced_indexing")
     return NDArray(data, chunk)
 
 
@@ -203,7 +204,8 @@ def setitem(arr: NDArray, key, value) -> None:
     read = [p._chunk.var for p in nd_parts if p._chunk is not arr._chunk]
     if src_var is not None and src_var is not arr._chunk.var:
         read.append(src_var)
-    engine.push(scatter, read=read, write=(arr._chunk.var,), device=ctx, name="advanced_setitem")
+    engine.push(storage.on_device(scatter, ctx), read=read, write=(arr._chunk.var,), device=ctx,
+                name="advanced_setitem")
     del keep
 
 

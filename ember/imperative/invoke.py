@@ -169,8 +169,8 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
             for scratch, target, _ in copy_back.values():
                 target[...] = scratch
 
-    if devtype == "gpu":
-        op_fn = _on_gpu(op_fn, ctx)
+    if devtype != "cpu":
+        op_fn = storage.on_device(op_fn, ctx)
     # Small ops whose inputs are ready run in this thread (no hand-off to a worker); big ones go async.
     small = devtype == "cpu" and (out_data[0].size if n_out == 1 else sum(d.size for d in out_data)) \
         <= INLINE_MAX_ELEMENTS
@@ -221,16 +221,6 @@ def _elementwise(opdef: OpDef, x, o) -> bool:
 
 _ELEMENTWISE = frozenset(("negative", "abs", "exp", "log", "sqrt", "square", "sign", "relu", "sigmoid",
                           "tanh", "clip", "Cast", "_copy", "reciprocal", "rsqrt", "floor", "ceil"))
-
-
-def _on_gpu(fn, ctx):
-    cupy = storage.array_module(ctx)
-    device_id = ctx.device_id
-
-    def gpu_fn():
-        with cupy.cuda.Device(device_id):
-            fn()
-    return gpu_fn
 
 
 def _record(opdef: OpDef, attrs: dict, inputs, outputs, is_train: bool) -> None:

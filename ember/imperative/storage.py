@@ -45,6 +45,19 @@ def array_module(ctx: Context):
     return _cupy
 
 
+def on_device(fn, ctx: Context):
+    """`fn` itself on CPU; on a GPU, `fn` wrapped to run with that GPU current."""
+    if ctx.device_type == "cpu":
+        return fn
+    cupy = array_module(ctx)
+    device_id = ctx.device_id
+
+    def gpu_fn():
+        with cupy.cuda.Device(device_id):
+            fn()
+    return gpu_fn
+
+
 def _release_later(block, var, owns_var: bool) -> None:
     # The release op writes the var, so it runs after every op already pushed on it.
     if block is not None:
