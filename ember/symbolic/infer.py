@@ -73,7 +73,8 @@ def _run(order: Sequence[Node], known: Dict[Key, object], kind: str) -> Dict[Key
         for item in pending:
             node, attrs, k, in_keys, out_keys = item
             ins = [get(key) for key in in_keys]
-            if all(done(v, kind) for v in ins) and all(done(get(o), kind) for o in out_keys):
+            # outputs first: on the first sweep they are unknown and the input check is skipped
+            if all(done(get(o), kind) for o in out_keys) and all(done(v, kind) for v in ins):
                 continue
             still.append(item)
             akey = attr_keys.get(id(node))
