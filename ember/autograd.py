@@ -1,7 +1,6 @@
 """`mx.autograd`: record operations on NDArrays and compute gradients (MXNet 1.x API)."""
 from __future__ import annotations
 
-import contextlib
 from typing import Optional
 
 from .imperative import autograd_state as _state

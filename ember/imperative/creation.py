@@ -1,7 +1,7 @@
 """Creating NDArrays: from Python/numpy data, filled with a value, ranges, zero-copy numpy."""
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import Optional
 
 import numpy as np
 

@@ -8,12 +8,11 @@ the var and re-raises errors of the ops that wrote it.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Optional, Tuple, Union
 
 import numpy as np
 
 from .. import engine
-from ..base import ContextError, EmberError
 from ..context import Context, current_context
 from . import storage, autograd_state
 from .shapes import mxnet_reshape
