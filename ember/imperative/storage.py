@@ -7,6 +7,8 @@ pending on the var has run: the release is itself an engine op writing the var.
 """
 from __future__ import annotations
 
+import gc
+import threading
 from math import prod as _prod
 from typing import Optional, Tuple
 
@@ -58,11 +60,25 @@ def on_device(fn, ctx: Context):
     return gpu_fn
 
 
+_collecting = threading.local()
+
+
+def _gc_phase(phase, info) -> None:
+    _collecting.active = phase == "start"
+
+
+gc.callbacks.append(_gc_phase)
+
+
 def _release_later(block, var, owns_var: bool) -> None:
-    # The release op writes the var, so it runs after every op already pushed on it.
+    # The release op writes the var, so it runs after every op already pushed on it.  It may run
+    # inline (in this thread) except inside a cyclic GC pass, which can start while this thread
+    # holds a memory manager's lock (a GC triggered by an allocation there): releasing inline
+    # would then deadlock on that lock, so the engine's workers do it.
     if block is not None:
         release = _memory_api().release
-        engine.push(lambda: release(block), write=(var,), name="release_storage", inline=True)
+        inline = not getattr(_collecting, "active", False)
+        engine.push(lambda: release(block), write=(var,), name="release_storage", inline=inline)
     if owns_var:
         var.delete()
 

@@ -140,3 +140,42 @@ def test_reshape_errors():
         a.reshape((4, 2))
     with pytest.raises(ShapeError):
         a.reshape((-1, -1))
+
+
+
+def test_storage_freed_by_the_cyclic_gc_is_never_released_inline(monkeypatch):
+    """A cyclic GC pass can start while this thread holds a memory manager's lock (GC triggered by
+    an allocation there); releasing inline would deadlock on that lock, so it must go to a worker."""
+    import sys
+    storage = sys.modules["ember.imperative.storage"]
+    seen = []
+    real_push = storage.engine.push
+
+    def spy(fn, *args, **kwargs):
+        if kwargs.get("name") == "release_storage":
+            seen.append(kwargs.get("inline"))
+        return real_push(fn, *args, **kwargs)
+
+    class Holder:
+        pass
+
+    gc.collect()
+    monkeypatch.setattr(storage.engine, "push", spy)
+    gc.disable()  # keep the cycles for the explicit collection below
+    try:
+        for _ in range(3):
+            h = Holder()
+            h.me = h
+            h.arr = mx.nd.ones((8,))
+            del h
+        seen.clear()
+        gc.collect()
+        in_gc = list(seen)
+        seen.clear()
+        x = mx.nd.ones((8,))
+        del x  # freed by reference counting: may run inline
+        by_refcount = list(seen)
+    finally:
+        gc.enable()
+    assert in_gc == [False, False, False]
+    assert by_refcount == [True]
