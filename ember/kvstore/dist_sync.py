@@ -17,6 +17,9 @@ from .keys import describe
 from .local import Entry, KVStore, _unique_vars
 
 
+COMM_PRIORITY = 1 << 20  # added to the priority of communication ops (see _DistBase._push_op)
+
+
 class _DistBase(KVStore):
     """What every distributed worker store shares: MPI environment, worker communicator, comm thread."""
 
@@ -40,11 +43,16 @@ class _DistBase(KVStore):
     def num_workers(self) -> int:
         return self._workers.Get_size()
 
-    def _push_op(self, seq: int, op, **kwargs) -> None:
+    def _push_op(self, seq: int, op, priority: int = 0, **kwargs) -> None:
         """engine.push an async op that owns communication slot `seq`; if the engine refuses it, the
-        slot is failed so later communication does not wait for it forever."""
+        slot is failed so later communication does not wait for it forever.
+
+        Communication ops only copy and post requests, so they are lifted above every compute op
+        (as MXNet runs kvstore ops on its prioritized queue): a finished gradient starts its
+        transfer at once instead of queueing behind the rest of backward.  Their order among
+        themselves still follows the caller's priorities."""
         try:
-            engine.push(op, prop="async", **kwargs)
+            engine.push(op, prop="async", priority=COMM_PRIORITY + priority, **kwargs)
         except BaseException as e:
             self._comm.submit(seq, _raiser(e), lambda exc: None)
             raise
