@@ -148,7 +148,7 @@ class DistSyncKVStore(_DistBase):
             # The keys' targets become views of the fusion buffer: the allreduce result lands in the
             # store (or merge buffers) with no unpacking copy.  Ops bind arrays when issued, so
             # earlier ops keep the arrays they were issued with; the push overwrites every view.
-            flat = self._buffer(bucket, mark is not None)
+            flat = self._buffer(bucket, mark is not None, use_updater)
             for (entry, _), off in zip(bucket.items, bucket.offsets):
                 view = flat[off:off + math.prod(entry.shape)].reshape(entry.shape)
                 if use_updater:
@@ -156,7 +156,7 @@ class DistSyncKVStore(_DistBase):
                 else:
                     entry.data = view
         elif on_gpu:
-            flat = self._buffer(bucket, mark is not None)  # host staging buffer for MPI
+            flat = self._buffer(bucket, mark is not None, use_updater)  # host staging buffer for MPI
         targets = [(entry, entry.merge_data if use_updater else entry.data,
                     entry.merge_var if use_updater else entry.var) for entry, _ in bucket.items]
         keys = [e.key for e, _ in bucket.items]
@@ -190,8 +190,10 @@ class DistSyncKVStore(_DistBase):
             for entry, _ in bucket.items:
                 self._updater(entry.key, entry.merged_nd(), entry.stored_nd())
 
-    def _buffer(self, bucket: fusion.Bucket, with_mark: bool) -> np.ndarray:
-        sig = bucket.signature()
+    def _buffer(self, bucket: fusion.Bucket, with_mark: bool, for_merge: bool) -> np.ndarray:
+        # Separate buffers for store and merge targets: with an updater the fused views are merge
+        # buffers, without one they are the stored values themselves; the two must never alias.
+        sig = (bucket.signature(), for_merge)
         buf = self._fused_buffers.get(sig)
         if buf is None:
             buf = np.empty(bucket.size + (1 if with_mark else 0), dtype=bucket.dtype)

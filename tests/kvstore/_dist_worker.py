@@ -51,6 +51,9 @@ def async_sgd(key, grad, weight):
 def run_sync(nd, kv, rank, steps, out_dir, ndev=2):
     keys = list(SHAPES)
     kv.init(keys, [nd.array(initial(k, rank)) for k in keys])  # rank 0's values win
+    if os.environ.get("KV_TEST_PREPUSH") == "1":
+        # without an updater a push replaces the value with the sum over workers
+        kv.push(keys, [nd.array(initial(k, rank + 1)) for k in keys])
     if os.environ.get("KV_TEST_OPTIMIZER") == "1":
         from ember import optimizer
         kv.set_optimizer(optimizer.create("sgd", learning_rate=LR))  # rescale_grad=1, wd=0

@@ -63,7 +63,8 @@ def _have_update_ops():
 @needs_mpiexec
 @pytest.mark.parametrize("workers,fusion_env", [
     (2, {}),  # default: every key fused into one buffer, updater written against the engine contract
-    (3, {"EMBER_KVSTORE_FUSION_THRESHOLD": "200", "EMBER_KVSTORE_CHUNK_BYTES": "4096"}),  # mixed + chunked
+    # mixed fused/unfused + chunked, and a push without updater before the updater is set
+    (3, {"EMBER_KVSTORE_FUSION_THRESHOLD": "200", "EMBER_KVSTORE_CHUNK_BYTES": "4096", "KV_TEST_PREPUSH": "1"}),
     pytest.param(2, {"KV_TEST_OPTIMIZER": "1", "EMBER_KVSTORE_FUSION_THRESHOLD": "0"},
                  marks=pytest.mark.skipif(not _have_update_ops(), reason="sgd_update op not registered yet"),
                  id="2-mx.optimizer.SGD-unfused"),
@@ -74,7 +75,10 @@ def test_dist_sync_workers_match_single_process_sgd_on_summed_gradient(tmp_path,
     assert rc == 0, out[-3000:]
     ref = _worker_module()
     for key in ref.SHAPES:
-        expected = ref.initial(key, 0)  # worker 0's init wins
+        if fusion_env.get("KV_TEST_PREPUSH"):
+            expected = sum(ref.initial(key, r + 1) for r in range(workers))
+        else:
+            expected = ref.initial(key, 0)  # worker 0's init wins
         for step in range(steps):
             expected = expected - ref.LR * sum(ref.gradient(key, r, step) for r in range(workers))
         per_rank = [np.load(tmp_path / f"rank{r}.npz")[str(key)] for r in range(workers)]
