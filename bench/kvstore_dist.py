@@ -5,6 +5,8 @@ Run under the launcher (one JSON line from rank 0):
 Modes, each on the same K float32 buffers of SIZE elements:
     raw               comm.Allreduce(IN_PLACE, buf) per buffer (blocking, the MPI baseline)
     raw_one_buffer    one Allreduce of all K*SIZE floats (what perfect fusion costs in MPI)
+    raw_mpi4py_push_pull_semantics   push+pull written on mpi4py by hand: copy the K values into
+                      one buffer, Allreduce it, copy the K results out (the copies the API implies)
     fused_<T>         kvstore with EMBER_KVSTORE_FUSION_THRESHOLD=T bytes (T=0: one allreduce per key)
                       push: kv.push(keys, vals) + waitall;  push_pull: push then kv.pull into K outputs
 GB/s = K * SIZE * 4 bytes reduced per round / seconds per round (per worker); vs_raw = raw time / time.
@@ -60,6 +62,20 @@ def main():
             world.Allreduce(MPI.IN_PLACE, b, op=MPI.SUM)
     world.Barrier()
     results["raw_mpi4py_allreduce"] = timed(raw, args.rounds, args.reps)
+
+    # The same semantics as push+pull written directly on mpi4py: copy the values into one store
+    # buffer, allreduce it, copy the result out to the outputs (what the kvstore API implies).
+    store = np.empty(K * N, dtype=np.float32)
+    outs_np = [np.empty(N, dtype=np.float32) for _ in range(K)]
+
+    def raw_store_semantics():
+        for i, b in enumerate(bufs):
+            store[i * N:(i + 1) * N] = b
+        world.Allreduce(MPI.IN_PLACE, store, op=MPI.SUM)
+        for i, o in enumerate(outs_np):
+            o[...] = store[i * N:(i + 1) * N]
+    world.Barrier()
+    results["raw_mpi4py_push_pull_semantics"] = timed(raw_store_semantics, args.rounds, args.reps)
 
     big = np.ones(K * N, dtype=np.float32)
     world.Barrier()
