@@ -127,9 +127,12 @@ def main():
             run_sync(nd, kv, rank, steps, out_dir)
         elif scenario == "mismatch":
             kv.init(0, nd.zeros((2, 3) if rank == 0 else (3, 2)))
-        elif scenario == "double_init":
-            kv.init(0, nd.zeros((2,)))
-            kv.init(0, nd.zeros((2,)))
+        elif scenario == "diverge":  # same shapes, different keys in one fused push
+            kv.init([0, 1, 2], [nd.zeros((3,)) for _ in range(3)])
+            kv.push([0, 1 if rank == 0 else 2], [nd.array(np.ones(3)), nd.array(np.ones(3))])
+            out = nd.zeros((3,))
+            kv.pull(0, out=out)
+            out.asnumpy()
         elif scenario == "die":
             kv.init(0, nd.zeros((100,)))
             for step in range(1000):

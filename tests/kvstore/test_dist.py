@@ -98,6 +98,16 @@ def test_dist_sync_mismatched_shapes_fail_on_every_worker(tmp_path):
 
 
 @needs_mpiexec
+def test_workers_pushing_different_keys_in_one_call_get_an_error_not_garbage(tmp_path):
+    rc, out = run_job(tmp_path, 2, "diverge")
+    assert rc != 0
+    errs = errors(tmp_path)
+    assert set(errs) == {"error0.txt", "error1.txt"}, out[-3000:]
+    for text in errs.values():
+        assert "KVStoreCommError" in text and "pushed different keys" in text
+
+
+@needs_mpiexec
 def test_killed_worker_makes_the_others_exit_with_a_clear_error(tmp_path):
     rc, out = run_job(tmp_path, 3, "die", env={"EMBER_KVSTORE_TIMEOUT": "4"}, limit=90)
     assert rc != 0
