@@ -16,6 +16,16 @@ import sys
 from typing import List
 
 
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if this supervisor dies (even by SIGKILL), so no rank is orphaned."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the launcher's process-group kill still ends the job
+
+
 def run(argv: List[str]) -> int:
     """Run `argv` (sharing our file descriptors, which carry the MPI launcher's connection)."""
     if not argv:
@@ -24,7 +34,8 @@ def run(argv: List[str]) -> int:
     if hasattr(signal, "SIGUSR1"):
         signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # the launcher's "a peer failed" notice
     try:
-        child = subprocess.Popen(argv, close_fds=False)
+        child = subprocess.Popen(argv, close_fds=False,
+                                 preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
     except OSError as e:
         print(f"ember.kvstore.supervise: cannot start {argv[0]!r}: {e}", file=sys.stderr)
         return 127
