@@ -90,6 +90,15 @@ def run_async(nd, kv, rank, steps, out_dir):
         kv.push("w", nd.array(grad))
     kv.pull("w", out=w)
     final = w.asnumpy()
+    if os.environ.get("KV_TEST_OPTIMIZER") == "1":  # optimizer states live on the servers
+        kv.barrier()
+        path = os.path.join(out_dir, f"states{rank}")
+        kv.save_optimizer_states(path)
+        kv.load_optimizer_states(path)
+        with open(path, "rb") as f:
+            import pickle
+            parts = pickle.load(f)["ember_kvstore_server_states"]
+        assert len(parts) == 1 and len(parts[0]) > 0, parts
     np.savez(os.path.join(out_dir, f"rank{rank}.npz"), w=final, w_true=w_true)
 
 
