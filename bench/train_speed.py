@@ -121,7 +121,8 @@ def mx_resnet18(mx, classes: int = 1000):
             name = f"s{stage}b{blk}"
             body = conv_bn(h, name + "a", channels, 3, stride, 1, relu=True)
             body = conv_bn(body, name + "b", channels, 3, 1, 1, relu=False)
-            short = conv_bn(h, name + "d", channels, 1, stride, 0, relu=False) if (stride != 1 or cin != channels) else h
+            down = stride != 1 or cin != channels
+            short = conv_bn(h, name + "d", channels, 1, stride, 0, relu=False) if down else h
             h = S.Activation(body + short, act_type="relu", name=name + "_out")
             cin = channels
     h = S.Pooling(h, pool_type="avg", global_pool=True, kernel=(1, 1), name="gap")
@@ -350,7 +351,7 @@ def summarize(records: List[dict], impls: List[str]) -> str:
     out = []
     keys = sorted({(r["threads"], r["model"]) for r in records}, key=lambda k: (k[0], list(MODELS).index(k[1])))
     head = f"{'threads':>7} {'model':>8} " + " ".join(f"{i + ' st/s':>12} {i + ' loss0':>12}" for i in impls)
-    head += "  ember/mxnet  ember/torch"
+    head += "  ember/mxnet  ember/torch  loss0"
     out.append(head)
     for setting, model in keys:
         med, loss0 = {}, {}
@@ -365,6 +366,8 @@ def summarize(records: List[dict], impls: List[str]) -> str:
         for other in ("mxnet", "torch"):
             ratio = med["ember"] / med[other] if ("ember" in med and other in med) else None
             row += f"  {ratio:11.2f}" if ratio is not None else f"  {'-':>11}"
+        spread = max(loss0.values()) - min(loss0.values()) if loss0 else 0.0
+        row += "  agree" if spread <= 1e-3 * max(1.0, max(loss0.values(), default=1.0)) else f"  DIFFER by {spread:.4g}"
         out.append(row)
     out.append("st/s = training steps per second, median over rounds of each process's median; "
                "loss0 = loss of the first forward (same weights and data everywhere, so it must agree)")
@@ -413,7 +416,8 @@ def main(argv=None) -> int:
     p.add_argument("--impls", default="ember,mxnet,torch", help="driver: implementations, comma-separated")
     p.add_argument("--models", default="lenet,resnet18", help="driver: models, comma-separated")
     p.add_argument("--threads", default="1,unset",
-                   help="driver: BLAS thread settings (OMP/OPENBLAS/MKL_NUM_THREADS), comma-separated; 'unset' drops them")
+                   help="driver: BLAS thread settings (OMP/OPENBLAS/MKL_NUM_THREADS), comma-separated; "
+                        "'unset' drops them")
     p.add_argument("--timeout", type=float, default=180, help="driver: seconds per process before it counts as failed")
     args = p.parse_args(argv)
     if args.reps < 1 or args.warmup < 1 or args.iters < 0 or args.rounds < 1:
