@@ -2,14 +2,15 @@
 
 Each operator's registry `gradient(F, attrs, inputs, outputs, out_grads)` is called with
 F = `ember.symbol`, so it returns Symbols: new graph nodes that read the forward
-entries they need.  Contributions to one entry are summed with `add_n` (or
-`elemwise_add` when add_n is not registered).  Head gradients are variables fed
-by the executor.
+entries they need.  Contributions to one entry are summed by a chain of
+`elemwise_add`.  Visible outputs nobody differentiates get `zeros_like` as their
+gradient.  Head gradients are variables fed by the executor.
 """
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .. import ops as _ops
 from ..base import OperatorError
 from .graph import Entry, Node, topo_order
 from .naming import Prefix
