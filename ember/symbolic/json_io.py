@@ -58,16 +58,23 @@ def from_json(text: str) -> Symbol:
     """Rebuild a Symbol from MXNet JSON (raises FormatError / OperatorError naming the problem)."""
     if not isinstance(text, (str, bytes)):
         raise TypeError(f"load_json expects a JSON string, got {type(text).__name__}")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as e:
+            _fail(f"not UTF-8 text ({e.reason} at byte {e.start})")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         _fail(f"not valid JSON ({e})")
-    if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list) or "heads" not in doc:
-        _fail("expected an object with 'nodes' and 'heads'")
+    except RecursionError:
+        _fail("nested too deeply")
+    if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list) or not isinstance(doc.get("heads"), list):
+        _fail("expected an object with 'nodes' and 'heads' lists")
     built: List[Node] = []
     for i, rec in enumerate(doc["nodes"]):
-        if not isinstance(rec, dict) or "op" not in rec or "name" not in rec:
-            _fail(f"node {i} needs 'op' and 'name'")
+        if not isinstance(rec, dict) or not isinstance(rec.get("op"), str) or not isinstance(rec.get("name"), str):
+            _fail(f"node {i} needs 'op' and 'name' (strings)")
         op_name = rec["op"]
         raw = {}
         for key in ("param", "attr", "attrs"):
@@ -124,5 +131,11 @@ def load(fname: str) -> Symbol:
     """`mx.sym.load`: a Symbol from an MXNet JSON file."""
     if not isinstance(fname, str):
         raise TypeError("fname must be a file name")
-    with open(fname) as f:
-        return from_json(f.read())
+    # Read bytes: the file's text must be UTF-8 whatever the locale, and a binary file is a
+    # FormatError naming the file rather than a UnicodeDecodeError.
+    with open(fname, "rb") as f:
+        data = f.read()
+    try:
+        return from_json(data)
+    except FormatError as e:
+        raise FormatError(f"{fname}: {e}") from None

@@ -105,6 +105,24 @@ def test_malformed_json_errors(text, fragment):
         mx.sym.load_json(text)
 
 
+@pytest.mark.parametrize("content", [
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe",   # binary
+    "{\"nodes\": [], \"heads\": [], \"x\": \"caf\u00e9\"}".encode("latin-1"),  # not UTF-8
+    b"\x00" * 64,                                       # valid UTF-8, not JSON
+    b"[" * 100000,                                       # nested past the parser's recursion limit
+])
+def test_load_non_json_file_is_format_error_naming_file(tmp_path, content):
+    path = tmp_path / "weights.params"
+    path.write_bytes(content)
+    with pytest.raises(FormatError, match="weights.params.*malformed symbol JSON"):
+        mx.sym.load(str(path))
+
+
+def test_load_json_bytes_not_utf8_is_format_error():
+    with pytest.raises(FormatError, match="not UTF-8 text.*byte 1"):
+        mx.sym.load_json(b"{\xff\xfe}")
+
+
 def test_unknown_operator_in_json_is_named():
     text = '{"nodes": [{"op": "null", "name": "a", "inputs": []}, {"op": "NoSuchOp", "name": "z", ' \
            '"inputs": [[0, 0, 0]]}], "heads": [[1, 0, 0]]}'
