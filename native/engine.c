@@ -908,7 +908,6 @@ void ember_inline_end(ember_engine *e, ember_var *const *writes, int nwrite, int
         pthread_mutex_unlock(&e->err_mu);
         atomic_fetch_add(&e->failed, 1);
     }
-    for (int i = 0; i < nwrite; i++) atomic_fetch_add(&writes[i]->version, 1);
     atomic_fetch_add(&e->pushed, 1);
     atomic_fetch_add(&e->completed, 1);
     atomic_fetch_add(&e->inline_runs, 1);

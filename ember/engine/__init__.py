@@ -3,6 +3,7 @@
     Var(name=None)                        an engine variable (any resource); .wait(), .delete()
     push(fn, read, write, priority=0, device=None, name=None, prop='normal', inline=False)
     push_native(c_fn, ctx, read, write, ...)   a C kernel, run without the GIL
+    run_if_idle(fn, name, writes_on_error)      run a tiny op now if nothing is pending
     wait(var), wait_all(timeout=None)
     set_policy(name_or_obj), get_policy()
     bulk(size) / set_bulk_size(n)
@@ -11,6 +12,6 @@
 
 See docs/engine.md for the dependency rules, error propagation and policies.
 """
-from .core import (Var, bulk, engine_type, get_policy, push, push_native, set_bulk_size,  # noqa: F401
-                   set_engine_type, set_policy, stats, wait, wait_all, wait_all_quiet)
+from .core import (Var, bulk, engine_type, get_policy, push, push_native, run_if_idle,  # noqa: F401
+                   set_bulk_size, set_engine_type, set_policy, stats, wait, wait_all, wait_all_quiet)
 from .policy import PythonPolicy  # noqa: F401

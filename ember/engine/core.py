@@ -113,12 +113,6 @@ class Var:
         wait(self)
 
     @property
-    def version(self) -> int:
-        """How many writes have finished on this variable."""
-        self._check()
-        return lib.ember_var_version(self._h)
-
-    @property
     def error(self) -> Optional[BaseException]:
         """The error currently recorded on this variable (None if its last write succeeded)."""
         self._check()
@@ -244,21 +238,48 @@ def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), prio
 
 
 def _run_idle_inline(fn, read, write, name):
-    """Run an op now, outside the queues: the engine is idle and excludes every other op meanwhile."""
+    """push() of an inline op while the engine is idle: check the variables, then run it now."""
     try:
-        writes = [v._h for v in write]
-        bad = None in writes or any(v._h is None for v in read)
+        bad = any(v._h is None for v in write) or any(v._h is None for v in read)
     except AttributeError:
         bad = True
     if bad:
         _inline_end(_E, _NULL, 0, 0)
         raise _handle_error(read, write)
+    _run_claimed(fn, name, lambda: write)
+
+
+def run_if_idle(fn: Callable, name: Optional[str] = None, writes_on_error: Optional[Callable] = None) -> bool:
+    """Run fn() now, in this thread, if the engine is idle; return False (and do nothing) if not.
+
+    Idle: nothing pending anywhere, no variable holding an error, no bulk group open in this thread,
+    profiler off.  While fn runs no other op starts, so fn sees every earlier write and no later
+    access, exactly as a pushed op would.  If fn raises, the error is recorded on the variables that
+    `writes_on_error()` returns (the caller's outputs) and re-raised at their next wait, as usual.
+    This is the cheapest way to run a tiny op: no variable needs to exist unless it fails.
+    """
+    if getattr(_tls, "bulk", None) is not None or not _inline_begin(_E):
+        return False
     try:
         fn()
     except BaseException as exc:  # noqa: BLE001 - recorded on the written variables, raised at wait
-        _inline_end(_E, writes, len(writes), _errors.register(exc, name))
+        eid = _errors.register(exc, name)
+        writes = [v._h for v in writes_on_error()] if writes_on_error is not None else []
+        _inline_end(_E, writes, len(writes), eid)
+        return True
+    _inline_end(_E, _NULL, 0, 0)
+    return True
+
+
+def _run_claimed(fn, name, writes_on_error):
+    try:
+        fn()
+    except BaseException as exc:  # noqa: BLE001 - recorded on the written variables, raised at wait
+        eid = _errors.register(exc, name)
+        writes = [v._h for v in writes_on_error()] if writes_on_error is not None else []
+        _inline_end(_E, writes, len(writes), eid)
         return
-    _inline_end(_E, writes, len(writes), 0)
+    _inline_end(_E, _NULL, 0, 0)
 
 
 def _handle_error(read, write):

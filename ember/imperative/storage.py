@@ -77,23 +77,42 @@ def _release_later(block, var, owns_var: bool) -> None:
     # would then deadlock on that lock, so the engine's workers do it.
     if block is not None:
         release = _memory_api().release
-        inline = not getattr(_collecting, "active", False)
-        engine.push(lambda: release(block), write=(var,), name="release_storage", inline=inline)
-    if owns_var:
+        in_gc = getattr(_collecting, "active", False)
+        if var is None:
+            # No op was ever pushed on this storage through the engine (a var is made on first
+            # use), and ops run by engine.run_if_idle finished before returning: free it now.
+            if not in_gc:
+                release(block)
+                return
+            var = engine.Var()
+            owns_var = True
+        engine.push(lambda: release(block), write=(var,), name="release_storage", inline=not in_gc)
+    if owns_var and var is not None:
         var.delete()
 
 
 class Chunk:
-    """The storage of one or more NDArrays: its engine var, memory block and device."""
+    """The storage of one or more NDArrays: its engine var, memory block and device.
 
-    __slots__ = ("var", "block", "ctx", "freed", "owns_var", "__weakref__")
+    The engine var is made on first use: an array whose ops all ran through
+    `engine.run_if_idle` (tiny ops on an idle engine) never needs one.
+    """
+
+    __slots__ = ("_var", "block", "ctx", "freed", "owns_var", "__weakref__")
 
     def __init__(self, var, block, ctx: Context, owns_var: bool = True):
-        self.var = var
+        self._var = var
         self.block = block
         self.ctx = ctx
         self.freed = False
         self.owns_var = owns_var
+
+    @property
+    def var(self):
+        v = self._var
+        if v is None:
+            v = self._var = engine.Var()
+        return v
 
     def free(self) -> None:
         """Give the storage back now (after pending ops); later use raises FreedArrayError."""
@@ -101,7 +120,7 @@ class Chunk:
             return
         self.freed = True
         block, self.block = self.block, None
-        _release_later(block, self.var, self.owns_var)
+        _release_later(block, self._var, self.owns_var)
 
     def check(self) -> None:
         if self.freed:
@@ -111,7 +130,11 @@ class Chunk:
         if self.freed:
             return
         try:
-            _release_later(self.block, self.var, self.owns_var)
+            block = self.block
+            if self._var is None and block is not None and not _collecting.__dict__.get("active"):
+                block.manager.release(block)  # never seen by the engine: nothing can be pending on it
+                return
+            _release_later(block, self._var, self.owns_var)
         except Exception:  # noqa: BLE001 - interpreter shutdown: engine/memory may be gone
             pass
 
@@ -121,8 +144,13 @@ def alloc(shape: Tuple[int, ...], dtype, ctx: Context, name: Optional[str] = Non
     dtype = np.dtype(dtype)
     nbytes = _prod(shape) * dtype.itemsize
     block = _memory_api().alloc(nbytes, ctx)
-    data = block.data[:nbytes].view(dtype).reshape(shape)
-    return data, Chunk(engine.Var(name), block, ctx)
+    view = block.view
+    if view is not None and view[1] == shape and view[0] == dtype:
+        data = view[2]  # a recycled block: its typed view from last time fits (no numpy calls)
+    else:
+        data = block.data[:nbytes].view(dtype).reshape(shape)
+        block.view = (dtype, shape, data)
+    return data, Chunk(engine.Var(name) if name else None, block, ctx)
 
 
 def wrap(data, var, ctx: Context, owns_var: bool = False) -> Chunk:

@@ -13,7 +13,7 @@ class Block:
     `live` is True between alloc and release.
     """
 
-    __slots__ = ("data", "nbytes", "size", "ctx", "manager", "live")
+    __slots__ = ("data", "nbytes", "size", "ctx", "manager", "live", "view")
 
     def __init__(self, data: Any, nbytes: int, size: int, ctx=None, manager=None):
         self.data = data
@@ -22,6 +22,7 @@ class Block:
         self.ctx = ctx
         self.manager = manager
         self.live = True
+        self.view = None  # (dtype, shape, array): the typed view its last user made, reused by the next
 
     def __repr__(self) -> str:
         state = "live" if self.live else "released"

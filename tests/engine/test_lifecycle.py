@@ -158,7 +158,7 @@ def test_stats_count_ops():
     v = engine.Var()
     for _ in range(50):
         engine.push(lambda: None, write=[v])
-    v.wait()
+    engine.wait_all()
     s1 = engine.stats()
     assert s1["pushed"] - s0["pushed"] >= 50
     assert s1["completed"] - s0["completed"] >= 50
