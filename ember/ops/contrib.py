@@ -48,8 +48,8 @@ def _div_sqrt_dim(ctx, attrs, inputs, outputs, aux):
 
 
 register_unary("_contrib_div_sqrt_dim", _div_sqrt_dim,
-               lambda xp, x, y, a: xp.full_like(x, 1.0 / math.sqrt(x.shape[-1])),
-               doc="data / sqrt(data.shape[-1]) (attention scaling).")
+               lambda xp, x, y, a: xp.full_like(x, 1.0 / math.sqrt(x.shape[-1])), uses="in",
+               second=lambda F, v, a: None, doc="data / sqrt(data.shape[-1]) (attention scaling).")
 
 
 def _quadratic(ctx, attrs, inputs, outputs, aux):
@@ -58,7 +58,8 @@ def _quadratic(ctx, attrs, inputs, outputs, aux):
 
 
 register_unary("_contrib_quadratic", _quadratic, lambda xp, x, y, a: 2 * a["a"] * x + a["b"],
-               attrs={"a": Attr("float", 0.0), "b": Attr("float", 0.0), "c": Attr("float", 0.0)},
+               attrs={"a": Attr("float", 0.0), "b": Attr("float", 0.0), "c": Attr("float", 0.0)}, uses="in",
+               second=lambda F, v, a: F._mul_scalar(F.ones_like(v), scalar=2.0 * a["a"]),
                doc="a * x^2 + b * x + c.")
 
 

@@ -153,20 +153,107 @@ def _binary_grad(bwd: str):
     return via(bwd, lambda i, o, g: [g[0], i[0], i[1]], 2, pass_attrs=False)
 
 
+def _static_shape(x):
+    """x's shape when it is known now (NDArray, numpy), None for a Symbol (known only after inference)."""
+    shape = getattr(x, "shape", None)
+    return shape if isinstance(shape, tuple) else None
+
+
+def _sum_to(F, g, shape):
+    """g summed over the axes broadcasting expanded, so that it has `shape` (registry ops only)."""
+    if g.shape == shape:
+        return g
+    lead = len(g.shape) - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and g.shape[i + lead] != 1)
+    r = F.sum(g, axis=axes, keepdims=True) if axes else g
+    return r if r.shape == shape else F.reshape(r, shape=shape)
+
+
+def _add_sub_grad(bwd: str, negate_rhs: bool):
+    """Gradient of broadcast_add/sub: the out_grad itself, reduced to each input's shape.
+
+    With shapes known now (autograd) no input is read: the reduction takes the shape as an
+    attribute.  In a symbolic graph the shapes are known only after inference, so `bwd`
+    (which reads lhs/rhs for their shapes only, see SHAPE_ONLY_INPUTS) does the reduction.
+    """
+    def gradient(F, attrs, inputs, outputs, out_grads):
+        g = out_grads[0]
+        ls, rs = _static_shape(inputs[0]), _static_shape(inputs[1])
+        if ls is None or rs is None or _static_shape(g) is None:
+            res = getattr(F, bwd)(g, inputs[0], inputs[1])
+            return [res[0], res[1]]
+        gr = _sum_to(F, g, rs)
+        return [_sum_to(F, g, ls), F.negative(gr) if negate_rhs else gr]
+    gradient.__doc__ = f"out_grad reduced to the input shapes ({bwd} in symbolic graphs)."
+    return gradient
+
+
+def _mul_grad(bwd: str):
+    """d(l*r) = (g*r, g*l) with forward ops, so it can be differentiated again (second order)."""
+    def gradient(F, attrs, inputs, outputs, out_grads):
+        g, lhs, rhs = out_grads[0], inputs[0], inputs[1]
+        ls, rs = _static_shape(lhs), _static_shape(rhs)
+        if ls is None or rs is None:
+            res = getattr(F, bwd)(g, lhs, rhs)
+            return [res[0], res[1]]
+        return [_sum_to(F, F.broadcast_mul(g, rhs), ls), _sum_to(F, F.broadcast_mul(g, lhs), rs)]
+    gradient.__doc__ = "(ograd * rhs, ograd * lhs), reduced to the input shapes."
+    return gradient
+
+
+def _div_grad(bwd: str):
+    """d(l/r) = (g/r, -(g/r) * out): reads the output instead of lhs; differentiable again."""
+    def gradient(F, attrs, inputs, outputs, out_grads):
+        g, lhs, rhs = out_grads[0], inputs[0], inputs[1]
+        ls, rs = _static_shape(lhs), _static_shape(rhs)
+        if ls is None or rs is None:
+            res = getattr(F, bwd)(g, lhs, rhs)
+            return [res[0], res[1]]
+        g_over_r = F.broadcast_div(g, rhs)
+        return [_sum_to(F, g_over_r, ls), _sum_to(F, F.negative(F.broadcast_mul(g_over_r, outputs[0])), rs)]
+    gradient.__doc__ = "(ograd / rhs, -ograd * out / rhs), reduced to the input shapes."
+    return gradient
+
+
+def _same_shape_grad(name: str):
+    """Gradients of the elemwise_* forms, whose inputs share the output's shape (nothing to reduce)."""
+    if name == "add":
+        return lambda F, attrs, inputs, outputs, out_grads: [out_grads[0], out_grads[0]]
+    if name == "sub":
+        return lambda F, attrs, inputs, outputs, out_grads: [out_grads[0], F.negative(out_grads[0])]
+    if name == "mul":
+        return lambda F, attrs, i, o, g: [F.elemwise_mul(g[0], i[1]), F.elemwise_mul(g[0], i[0])]
+
+    def div(F, attrs, inputs, outputs, out_grads):
+        g_over_r = F.elemwise_div(out_grads[0], inputs[1])
+        return [g_over_r, F.negative(F.elemwise_mul(g_over_r, outputs[0]))]
+    return div
+
+
+_BINARY_GRADS = {"add": lambda b: _add_sub_grad(b, False), "sub": lambda b: _add_sub_grad(b, True),
+                 "mul": _mul_grad, "div": _div_grad}
+
+# Backward inputs read only for their shapes (the reduction target), never for their values: a
+# memory planner may let their storage be reused before the backward op runs.
+SHAPE_ONLY_INPUTS = {"_backward_broadcast_add": (1, 2), "_backward_broadcast_sub": (1, 2)}
+
 for _name, (_kernel, _deriv) in _ARITH.items():
     _bwd = f"_backward_broadcast_{_name}"
-    register(OpDef(name=_bwd, inputs=["ograd", "lhs", "rhs"], outputs=["lhs_grad", "rhs_grad"],
-                   infer_shape=_backward_infer(_bwd), infer_type=same_type(_bwd, 2),
-                   kernels={"any": _backward_binary_kernel(_deriv)},
-                   doc=f"Gradient of broadcast_{_name} w.r.t. both inputs, reduced to their shapes."))
+    _bop = register(OpDef(name=_bwd, inputs=["ograd", "lhs", "rhs"], outputs=["lhs_grad", "rhs_grad"],
+                          infer_shape=_backward_infer(_bwd), infer_type=same_type(_bwd, 2),
+                          kernels={"any": _backward_binary_kernel(_deriv)},
+                          doc=f"Gradient of broadcast_{_name} w.r.t. both inputs, reduced to their shapes."))
+    _bop.shape_only_inputs = SHAPE_ONLY_INPUTS.get(_bwd, ())
     register(OpDef(name=f"broadcast_{_name}", inputs=_BIN_INPUTS, outputs=["output"],
                    infer_shape=_broadcast_infer(f"broadcast_{_name}"),
                    infer_type=same_type(f"broadcast_{_name}", names=_BIN_INPUTS),
-                   kernels={"any": _kernel}, gradient=_binary_grad(_bwd),
+                   kernels={"any": _kernel},
+                   gradient=_BINARY_GRADS[_name](_bwd) if _name in _BINARY_GRADS else _binary_grad(_bwd),
                    inplace=[(0, 0), (1, 0)],
                    aliases=["broadcast_plus"] if _name == "add" else
                    ["broadcast_minus"] if _name == "sub" else [],
                    doc=f"Elementwise {_name} with numpy-style broadcasting."))
+
 
 def _same_kernel_as(target: OpDef) -> Callable:
     """A kernel running `target`'s current kernel, so overriding broadcast_add changes every tensor add."""
@@ -186,7 +273,7 @@ for _name in ("add", "sub", "mul", "div"):
                    infer_shape=same_shape(_op, names=_BIN_INPUTS),
                    infer_type=same_type(_op, names=_BIN_INPUTS),
                    kernels={"any": _same_kernel_as(get(f"broadcast_{_name}"))},
-                   gradient=_binary_grad(f"_backward_broadcast_{_name}"),
+                   gradient=_same_shape_grad(_name),
                    inplace=[(0, 0), (1, 0)],
                    aliases=["_add", "_plus", "_Plus", "_grad_add"] if _name == "add" else
                    ["_sub", "_minus", "_Minus"] if _name == "sub" else
@@ -292,6 +379,10 @@ _CAMEL_SCALAR = {
 }
 
 
+def _no_second(F, v, a):
+    return None  # piecewise constant derivative: no second-order term
+
+
 def _scalar_op(name, kernel, deriv, attrs, **kw):
     return register_unary(name, kernel, deriv, attrs, aliases=[_CAMEL_SCALAR[name]], **kw)
 
@@ -306,21 +397,29 @@ _scalar_op("_mul_scalar", _scalar_kernel("multiply"), None, _SCALAR, gradient=_m
                doc="x * scalar")
 _scalar_op("_div_scalar", _scalar_kernel("divide"), None, _SCALAR, gradient=_div_scalar_grad,
                doc="x / scalar")
+# d(s/x) = -s/x^2 from x alone (-y/x would need both, and fails for s = 0)
 _scalar_op("_rdiv_scalar", _scalar_kernel("divide", True),
-               _errs(lambda xp, x, y, a: -y / x), _SCALAR, doc="scalar / x")
-_scalar_op("_mod_scalar", _mod_scalar, lambda xp, x, y, a: xp.ones_like(x), _SCALAR,
+               _errs(lambda xp, x, y, a: -a["scalar"] / (x * x)), _SCALAR, uses="in",
+               second=lambda F, v, a: F._mul_scalar(F._power_scalar(v, scalar=-3.0), scalar=2.0 * a["scalar"]),
+               doc="scalar / x")
+_scalar_op("_mod_scalar", _mod_scalar, lambda xp, x, y, a: xp.ones_like(x), _SCALAR, uses="in", second=_no_second,
                doc="x mod scalar (sign of the divisor; 0 for a zero divisor)")
 _scalar_op("_rmod_scalar", _rmod_scalar,
-               _errs(lambda xp, x, y, a: -xp.floor(a["scalar"] / x)), _SCALAR, doc="scalar mod x")
+               _errs(lambda xp, x, y, a: -xp.floor(a["scalar"] / x)), _SCALAR, uses="in", second=_no_second,
+               doc="scalar mod x")
 _scalar_op("_power_scalar", _scalar_kernel("power"),
-               _errs(lambda xp, x, y, a: a["scalar"] * xp.power(x, a["scalar"] - 1)), _SCALAR,
+               _errs(lambda xp, x, y, a: a["scalar"] * xp.power(x, a["scalar"] - 1)), _SCALAR, uses="in",
+               second=lambda F, v, a: F._mul_scalar(F._power_scalar(v, scalar=a["scalar"] - 2),
+                                                    scalar=a["scalar"] * (a["scalar"] - 1)),
                doc="x ** scalar")
 _scalar_op("_rpower_scalar", _scalar_kernel("power", True),
-               _errs(lambda xp, x, y, a: y * np.log(a["scalar"])), _SCALAR, doc="scalar ** x")
+               _errs(lambda xp, x, y, a: y * np.log(a["scalar"])), _SCALAR, uses="out",
+               second=lambda F, v, a: F._mul_scalar(F.ones_like(v), scalar=float(np.log(a["scalar"]))),
+               doc="scalar ** x")
 _scalar_op("_maximum_scalar", _scalar_kernel("maximum"),
-               lambda xp, x, y, a: x >= a["scalar"], _SCALAR, doc="max(x, scalar)")
+               lambda xp, x, y, a: x >= a["scalar"], _SCALAR, uses="in", second=_no_second, doc="max(x, scalar)")
 _scalar_op("_minimum_scalar", _scalar_kernel("minimum"),
-               lambda xp, x, y, a: x <= a["scalar"], _SCALAR, doc="min(x, scalar)")
+               lambda xp, x, y, a: x <= a["scalar"], _SCALAR, uses="in", second=_no_second, doc="min(x, scalar)")
 _scalar_op("_hypot_scalar", _scalar_kernel("hypot"),
                lambda xp, x, y, a: x / y, _SCALAR, doc="sqrt(x**2 + scalar**2)")
 

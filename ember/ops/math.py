@@ -82,69 +82,113 @@ def _mxnet_rint(xp, x, a):
     return xp.where(x - fl <= 0.5, fl, fl + 1)
 
 
-# name: (kernel, derivative(xp, x, y, attrs) or None for zero gradient, aliases)
+# Second derivatives (of f' w.r.t. what the backward op reads), written with registry ops through F.
+def _zero(F, v, a):
+    return None  # f' is piecewise constant: no second-order gradient flows
+
+
+def _const(c):
+    return lambda F, v, a: F._mul_scalar(F.ones_like(v), scalar=c)
+
+
+def _scaled(fn, c):
+    return lambda F, v, a: F._mul_scalar(fn(F, v), scalar=c)
+
+
+def _x_times_pow(sign: float, shift: float, pw: float):
+    """sign * x * (x^2 + shift)^pw, or sign * x * (-shift - x^2)^pw for a negative shift (inverse trig)."""
+    def second(F, v, a):
+        base = F._plus_scalar(F.square(v), scalar=shift) if shift >= 0 else F._rminus_scalar(F.square(v), scalar=-shift)
+        return F._mul_scalar(F.elemwise_mul(v, F._power_scalar(base, scalar=pw)), scalar=sign)
+    return second
+
+
+# name: (kernel, derivative(xp, x, y, attrs) or None for zero gradient, what it reads, second derivative)
+# The derivative reads the output where the maths allows (exp' = y, tanh' = 1 - y^2), so the
+# forward op can run in place and its input need not stay alive for backward.
 _OPS = {
-    "exp": (ufunc_kernel("exp"), lambda xp, x, y, a: y),
-    "expm1": (ufunc_kernel("expm1"), lambda xp, x, y, a: y + 1),
-    "log": (ufunc_kernel("log"), _quiet(lambda xp, x, y, a: 1.0 / x)),
-    "log2": (ufunc_kernel("log2"), _quiet(lambda xp, x, y, a: 1.0 / (x * math.log(2.0)))),
-    "log10": (ufunc_kernel("log10"), _quiet(lambda xp, x, y, a: 1.0 / (x * math.log(10.0)))),
-    "log1p": (ufunc_kernel("log1p"), _quiet(lambda xp, x, y, a: 1.0 / (1.0 + x))),
-    "sqrt": (ufunc_kernel("sqrt"), _quiet(lambda xp, x, y, a: 0.5 / y)),
-    "rsqrt": (expr_kernel(lambda xp, x, a: 1.0 / xp.sqrt(x)), _quiet(lambda xp, x, y, a: -0.5 * y / x)),
-    "cbrt": (ufunc_kernel("cbrt"), _quiet(lambda xp, x, y, a: 1.0 / (3.0 * y * y))),
-    "rcbrt": (expr_kernel(lambda xp, x, a: 1.0 / xp.cbrt(x)), _quiet(lambda xp, x, y, a: -y / (3.0 * x))),
-    "square": (ufunc_kernel("square"), lambda xp, x, y, a: 2 * x),
-    "reciprocal": (ufunc_kernel("reciprocal"), _quiet(lambda xp, x, y, a: -y * y)),
-    "abs": (ufunc_kernel("absolute"), lambda xp, x, y, a: xp.sign(x)),
-    "sin": (ufunc_kernel("sin"), lambda xp, x, y, a: xp.cos(x)),
-    "cos": (ufunc_kernel("cos"), lambda xp, x, y, a: -xp.sin(x)),
-    "tan": (ufunc_kernel("tan"), lambda xp, x, y, a: 1 + y * y),
-    "arcsin": (ufunc_kernel("arcsin"), _quiet(lambda xp, x, y, a: 1.0 / xp.sqrt(1 - x * x))),
-    "arccos": (ufunc_kernel("arccos"), _quiet(lambda xp, x, y, a: -1.0 / xp.sqrt(1 - x * x))),
-    "arctan": (ufunc_kernel("arctan"), lambda xp, x, y, a: 1.0 / (1 + x * x)),
-    "sinh": (ufunc_kernel("sinh"), lambda xp, x, y, a: xp.cosh(x)),
-    "cosh": (ufunc_kernel("cosh"), lambda xp, x, y, a: xp.sinh(x)),
-    "tanh": (ufunc_kernel("tanh"), lambda xp, x, y, a: 1 - y * y),
-    "arcsinh": (ufunc_kernel("arcsinh"), lambda xp, x, y, a: 1.0 / xp.sqrt(x * x + 1)),
-    "arccosh": (ufunc_kernel("arccosh"), _quiet(lambda xp, x, y, a: 1.0 / xp.sqrt(x * x - 1))),
-    "arctanh": (ufunc_kernel("arctanh"), _quiet(lambda xp, x, y, a: 1.0 / (1 - x * x))),
-    "degrees": (ufunc_kernel("degrees"), lambda xp, x, y, a: xp.full_like(x, 180.0 / math.pi)),
-    "radians": (ufunc_kernel("radians"), lambda xp, x, y, a: xp.full_like(x, math.pi / 180.0)),
-    "sigmoid": (expr_kernel(_sigmoid), lambda xp, x, y, a: y * (1 - y)),
-    "relu": (_relu_kernel, lambda xp, x, y, a: x > 0),
+    "exp": (ufunc_kernel("exp"), lambda xp, x, y, a: y, "out", _const(1.0)),
+    "expm1": (ufunc_kernel("expm1"), lambda xp, x, y, a: y + 1, "out", _const(1.0)),
+    "log": (ufunc_kernel("log"), _quiet(lambda xp, x, y, a: 1.0 / x), "in",
+            _scaled(lambda F, v: F.reciprocal(F.square(v)), -1.0)),
+    "log2": (ufunc_kernel("log2"), _quiet(lambda xp, x, y, a: 1.0 / (x * math.log(2.0))), "in",
+             _scaled(lambda F, v: F.reciprocal(F.square(v)), -1.0 / math.log(2.0))),
+    "log10": (ufunc_kernel("log10"), _quiet(lambda xp, x, y, a: 1.0 / (x * math.log(10.0))), "in",
+              _scaled(lambda F, v: F.reciprocal(F.square(v)), -1.0 / math.log(10.0))),
+    "log1p": (ufunc_kernel("log1p"), _quiet(lambda xp, x, y, a: 1.0 / (1.0 + x)), "in",
+              _scaled(lambda F, v: F.reciprocal(F.square(F._plus_scalar(v, scalar=1.0))), -1.0)),
+    "sqrt": (ufunc_kernel("sqrt"), _quiet(lambda xp, x, y, a: 0.5 / y), "out",
+             _scaled(lambda F, v: F.reciprocal(F.square(v)), -0.5)),
+    # rsqrt' = -x^-3/2 / 2 = -y^3 / 2
+    "rsqrt": (expr_kernel(lambda xp, x, a: 1.0 / xp.sqrt(x)), _quiet(lambda xp, x, y, a: -0.5 * y * y * y), "out",
+              _scaled(lambda F, v: F.square(v), -1.5)),
+    "cbrt": (ufunc_kernel("cbrt"), _quiet(lambda xp, x, y, a: 1.0 / (3.0 * y * y)), "out",
+             _scaled(lambda F, v: F._power_scalar(v, scalar=-3.0), -2.0 / 3.0)),
+    # rcbrt' = -x^-4/3 / 3 = -y^4 / 3
+    "rcbrt": (expr_kernel(lambda xp, x, a: 1.0 / xp.cbrt(x)), _quiet(lambda xp, x, y, a: -(y ** 4) / 3.0), "out",
+              _scaled(lambda F, v: F._power_scalar(v, scalar=3.0), -4.0 / 3.0)),
+    "square": (ufunc_kernel("square"), lambda xp, x, y, a: 2 * x, "in", _const(2.0)),
+    "reciprocal": (ufunc_kernel("reciprocal"), _quiet(lambda xp, x, y, a: -y * y), "out",
+                   _scaled(lambda F, v: v, -2.0)),
+    "abs": (ufunc_kernel("absolute"), lambda xp, x, y, a: xp.sign(x), "in", _zero),
+    "sin": (ufunc_kernel("sin"), lambda xp, x, y, a: xp.cos(x), "in", lambda F, v, a: F.negative(F.sin(v))),
+    "cos": (ufunc_kernel("cos"), lambda xp, x, y, a: -xp.sin(x), "in", lambda F, v, a: F.negative(F.cos(v))),
+    "tan": (ufunc_kernel("tan"), lambda xp, x, y, a: 1 + y * y, "out", _scaled(lambda F, v: v, 2.0)),
+    "arcsin": (ufunc_kernel("arcsin"), _quiet(lambda xp, x, y, a: 1.0 / xp.sqrt(1 - x * x)), "in",
+               _x_times_pow(1.0, -1.0, -1.5)),
+    "arccos": (ufunc_kernel("arccos"), _quiet(lambda xp, x, y, a: -1.0 / xp.sqrt(1 - x * x)), "in",
+               _x_times_pow(-1.0, -1.0, -1.5)),
+    "arctan": (ufunc_kernel("arctan"), lambda xp, x, y, a: 1.0 / (1 + x * x), "in", _x_times_pow(-2.0, 1.0, -2.0)),
+    "sinh": (ufunc_kernel("sinh"), lambda xp, x, y, a: xp.cosh(x), "in", lambda F, v, a: F.sinh(v)),
+    "cosh": (ufunc_kernel("cosh"), lambda xp, x, y, a: xp.sinh(x), "in", lambda F, v, a: F.cosh(v)),
+    "tanh": (ufunc_kernel("tanh"), lambda xp, x, y, a: 1 - y * y, "out", _scaled(lambda F, v: v, -2.0)),
+    "arcsinh": (ufunc_kernel("arcsinh"), lambda xp, x, y, a: 1.0 / xp.sqrt(x * x + 1), "in",
+                _x_times_pow(-1.0, 1.0, -1.5)),
+    "arccosh": (ufunc_kernel("arccosh"), _quiet(lambda xp, x, y, a: 1.0 / xp.sqrt(x * x - 1)), "in", None),
+    "arctanh": (ufunc_kernel("arctanh"), _quiet(lambda xp, x, y, a: 1.0 / (1 - x * x)), "in",
+                _x_times_pow(2.0, -1.0, -2.0)),
+    "degrees": (ufunc_kernel("degrees"), lambda xp, x, y, a: xp.full_like(x, 180.0 / math.pi), "in", _zero),
+    "radians": (ufunc_kernel("radians"), lambda xp, x, y, a: xp.full_like(x, math.pi / 180.0), "in", _zero),
+    "sigmoid": (expr_kernel(_sigmoid), lambda xp, x, y, a: y * (1 - y), "out",
+                lambda F, v, a: F._rminus_scalar(F._mul_scalar(v, scalar=2.0), scalar=1.0)),
+    "relu": (_relu_kernel, lambda xp, x, y, a: y > 0, "out", _zero),
+    # softsign' = 1 / (1 + |x|)^2 = (1 - |y|)^2
     "softsign": (expr_kernel(lambda xp, x, a: x / (1 + xp.abs(x))),
-                 lambda xp, x, y, a: 1.0 / ((1 + xp.abs(x)) ** 2)),
+                 lambda xp, x, y, a: (1 - xp.abs(y)) ** 2, "out",
+                 lambda F, v, a: F.elemwise_mul(F._mul_scalar(F._rminus_scalar(F.abs(v), scalar=1.0), scalar=-2.0),
+                                                F.sign(v))),
     "erf": (expr_kernel(lambda xp, x, a: _special_fn(xp, "erf", x)),
-            lambda xp, x, y, a: (2.0 / math.sqrt(math.pi)) * xp.exp(-x * x)),
+            lambda xp, x, y, a: (2.0 / math.sqrt(math.pi)) * xp.exp(-x * x), "in",
+            lambda F, v, a: F.elemwise_mul(F._mul_scalar(v, scalar=-4.0 / math.sqrt(math.pi)),
+                                           F.exp(F.negative(F.square(v))))),
     "gamma": (expr_kernel(lambda xp, x, a: _special_fn(xp, "gamma", x)),
-              lambda xp, x, y, a: y * _digamma(xp, x)),
+              lambda xp, x, y, a: y * _digamma(xp, x), "both", None),
     "gammaln": (expr_kernel(lambda xp, x, a: _special_fn(xp, "gammaln", x)),
-                lambda xp, x, y, a: _digamma(xp, x)),
+                lambda xp, x, y, a: _digamma(xp, x), "in", None),
     # piecewise constant: zero gradient
-    "sign": (ufunc_kernel("sign"), None),
-    "floor": (ufunc_kernel("floor"), None),
-    "ceil": (ufunc_kernel("ceil"), None),
+    "sign": (ufunc_kernel("sign"), None, None, None),
+    "floor": (ufunc_kernel("floor"), None, None, None),
+    "ceil": (ufunc_kernel("ceil"), None, None, None),
     # MXNet's rint rounds halves down (floor(x) when x - floor(x) <= 0.5): rint(-2.5) = -3, rint(2.5) = 2
-    "rint": (expr_kernel(_mxnet_rint), None),
-    "fix": (ufunc_kernel("trunc"), None),
-    "trunc": (ufunc_kernel("trunc"), None),
+    "rint": (expr_kernel(_mxnet_rint), None, None, None),
+    "fix": (ufunc_kernel("trunc"), None, None, None),
+    "trunc": (ufunc_kernel("trunc"), None, None, None),
     # MXNet's round rounds half away from zero (C round), unlike numpy's half-to-even
     "round": (expr_kernel(lambda xp, x, a: xp.sign(x) * xp.floor(xp.abs(x) + 0.5) if x.dtype.kind == "f" else x),
-              None),
+              None, None, None),
 }
 
 _FLOAT_ONLY_DOC = {"sign": "sign of x (-1, 0, 1)", "fix": "round towards zero",
                    "rint": "nearest integer, halves rounded down (MXNet's rint)"}
 
-for _name, (_kernel, _deriv) in _OPS.items():
+for _name, (_kernel, _deriv, _uses, _second) in _OPS.items():
     _kernel = _quiet_kernel(_kernel) if _name in ("log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal",
                                                    "arcsin", "arccos", "arccosh", "arctanh", "rcbrt", "gamma",
                                                    "gammaln") else _kernel
     if _deriv is None:
         register_unary(_name, _kernel, None, gradient=no_gradient(1), doc=_FLOAT_ONLY_DOC.get(_name, f"{_name}(x)"))
     else:
-        register_unary(_name, _kernel, _deriv, doc=f"{_name}(x), elementwise")
+        register_unary(_name, _kernel, _deriv, doc=f"{_name}(x), elementwise", uses=_uses, second=_second)
 
 
 # -- clip ------------------------------------------------------------------------------------
@@ -160,7 +204,7 @@ def _clip_kernel(ctx, attrs, inputs, outputs, aux):
 
 register_unary("clip", _clip_kernel,
                lambda xp, x, y, a: (x >= a["a_min"]) & (x <= a["a_max"]),
-               attrs={"a_min": Attr("float"), "a_max": Attr("float")},
+               attrs={"a_min": Attr("float"), "a_max": Attr("float")}, uses="in", second=_zero,
                doc="x limited to [a_min, a_max]; the gradient passes where a_min <= x <= a_max.")
 
 
@@ -184,10 +228,11 @@ register_unary("logical_not", expr_kernel(lambda xp, x, a: x == 0), None, gradie
                doc="1 where x is 0, else 0 (in x's dtype).")
 register_unary("hard_sigmoid", expr_kernel(_hard_sigmoid),
                lambda xp, x, y, a: a["alpha"] * ((y > 0) & (y < 1)),
-               attrs={"alpha": Attr("float", 0.2), "beta": Attr("float", 0.5)},
+               attrs={"alpha": Attr("float", 0.2), "beta": Attr("float", 0.5)}, uses="out", second=_zero,
                doc="clip(alpha * x + beta, 0, 1).")
 register_unary("erfinv", _quiet_kernel(expr_kernel(lambda xp, x, a: _special_fn(xp, "erfinv", x))),
-               lambda xp, x, y, a: (math.sqrt(math.pi) / 2) * xp.exp(y * y),
+               lambda xp, x, y, a: (math.sqrt(math.pi) / 2) * xp.exp(y * y), uses="out",
+               second=lambda F, v, a: F._mul_scalar(F.elemwise_mul(v, F.exp(F.square(v))), scalar=math.sqrt(math.pi)),
                doc="Inverse error function.")
-register_unary("smooth_l1", expr_kernel(_smooth_l1), _smooth_l1_deriv, attrs={"scalar": Attr("float", 1.0)},
+register_unary("smooth_l1", expr_kernel(_smooth_l1), _smooth_l1_deriv, attrs={"scalar": Attr("float", 1.0)}, uses="in",
                doc="Huber-like loss: 0.5 (sigma x)^2 where |x| < 1/sigma^2, else |x| - 0.5/sigma^2 (sigma = scalar).")
