@@ -14,4 +14,5 @@ See docs/engine.md for the dependency rules, error propagation and policies.
 """
 from .core import (Var, bulk, engine_type, get_policy, push, push_native, run_if_idle,  # noqa: F401
                    set_bulk_size, set_engine_type, set_policy, stats, wait, wait_all, wait_all_quiet)
+from .blas import set_blas_threads  # noqa: F401
 from .policy import PythonPolicy  # noqa: F401

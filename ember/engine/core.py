@@ -62,11 +62,8 @@ def _released_ids():
         yield from buf[0:n]
 
 
-_E = lib.ember_engine_create(
-    1 if _engine_type_from_env() else 0,
-    _env_int(("EMBER_CPU_WORKER_NTHREADS", "MXNET_CPU_WORKER_NTHREADS"), os.cpu_count() or 1),
-    _env_int(("EMBER_COPY_NTHREADS",), 1),
-)
+CPU_WORKERS = _env_int(("EMBER_CPU_WORKER_NTHREADS", "MXNET_CPU_WORKER_NTHREADS"), os.cpu_count() or 1)
+_E = lib.ember_engine_create(1 if _engine_type_from_env() else 0, CPU_WORKERS, _env_int(("EMBER_COPY_NTHREADS",), 1))
 _errors = ErrorTable(_released_ids)
 _pyops: dict = {}
 _op_ids = itertools.count(1)

@@ -1,0 +1,28 @@
+"""The engine's thread budget: BLAS pinned to one thread per call when several CPU workers run."""
+import pytest
+
+pytest.importorskip("threadpoolctl")
+
+CODE = """
+import ember
+from threadpoolctl import threadpool_info
+print(sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'}))
+"""
+CLEAR = {"EMBER_BLAS_THREADS": "", "OMP_NUM_THREADS": "", "OPENBLAS_NUM_THREADS": "", "MKL_NUM_THREADS": ""}
+
+
+def test_blas_pinned_with_two_workers(run_python):
+    r = run_python(CODE, env={**CLEAR, "EMBER_CPU_WORKER_NTHREADS": "2"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[1]"
+
+
+def test_user_choice_is_respected(run_python):
+    r = run_python(CODE, env={**CLEAR, "EMBER_CPU_WORKER_NTHREADS": "2", "EMBER_BLAS_THREADS": "2"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[2]"
+
+
+def test_bad_value_is_a_clear_error(run_python):
+    r = run_python(CODE, env={**CLEAR, "EMBER_BLAS_THREADS": "many"})
+    assert r.returncode != 0 and "EMBER_BLAS_THREADS" in r.stderr
