@@ -18,9 +18,9 @@ def test_blas_pinned_with_two_workers(run_python):
 
 
 def test_user_choice_is_respected(run_python):
-    r = run_python(CODE, env={**CLEAR, "EMBER_CPU_WORKER_NTHREADS": "2", "EMBER_BLAS_THREADS": "2"})
+    r = run_python(CODE, env={**CLEAR, "EMBER_CPU_WORKER_NTHREADS": "2", "EMBER_BLAS_THREADS": "3"})
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "[2]"
+    assert r.stdout.strip() == "[3]"
 
 
 def test_bad_value_is_a_clear_error(run_python):
