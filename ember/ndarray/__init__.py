@@ -17,7 +17,7 @@ from ..imperative.creation import (arange, array, empty, from_numpy, full, ones,
 from ..imperative.dlpack import from_dlpack  # noqa: F401
 from ..imperative.invoke import call as _call
 from ..ops import registry as _registry
-from . import random  # noqa: F401
+from . import contrib, linalg, random  # noqa: F401
 from .arith import (add, divide, equal, greater, greater_equal, lesser, lesser_equal,  # noqa: F401
                     maximum, minimum, modulo, multiply, not_equal, power, subtract, true_divide)
 
@@ -87,3 +87,19 @@ def load(fname: str):
     """Load a list or dict of NDArrays from an MXNet .params file."""
     from ..imperative import serialization
     return serialization.load(fname)
+
+
+def load_frombuffer(buf):
+    """Load a list or dict of NDArrays from the bytes of an MXNet .params file."""
+    from ..imperative import serialization
+    return serialization.load_frombuffer(buf)
+
+
+def eye(N: int, M: int = 0, k: int = 0, ctx=None, dtype=None, **kwargs) -> NDArray:
+    """An N x M (M=0: N x N) array with ones on the k-th diagonal (MXNet's `_eye`)."""
+    attrs = {"N": N, "M": M, "k": k, **kwargs}
+    if ctx is not None:
+        attrs["ctx"] = ctx
+    if dtype is not None:
+        attrs["dtype"] = dtype
+    return _call("_eye", (), attrs)

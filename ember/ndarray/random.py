@@ -68,3 +68,23 @@ def poisson(lam=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> ND
 def randn(*shape, loc=0.0, scale=1.0, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
     """Normal samples of the shape given positionally: `randn(2, 3)`."""
     return normal(loc, scale, shape=shape or None, dtype=dtype, ctx=ctx, out=out, **kwargs)
+
+
+def multinomial(data: NDArray, shape=None, get_prob: bool = False, out=None, dtype="int32", **kwargs):
+    """Indices drawn from the categorical distributions in the last axis of `data`.
+
+    With `get_prob=True` also returns the log-probabilities of the drawn samples (MXNet 1.x).
+    """
+    if not isinstance(data, NDArray):
+        raise TypeError(f"multinomial: data must be an NDArray of probabilities, got {type(data).__name__}")
+    attrs = dict(kwargs, get_prob=get_prob, dtype=dtype)
+    if shape is not None:
+        attrs["shape"] = shape
+    return call("_sample_multinomial", (data,), dict(attrs, out=out))
+
+
+def shuffle(data: NDArray, out=None, **kwargs) -> NDArray:
+    """A copy of `data` with its first axis randomly permuted."""
+    if not isinstance(data, NDArray):
+        raise TypeError(f"shuffle: data must be an NDArray, got {type(data).__name__}")
+    return call("_shuffle", (data,), dict(kwargs, out=out))

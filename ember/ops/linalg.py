@@ -225,7 +225,8 @@ def _gemm_backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(name="_backward_linalg_gemm2", attrs=_GEMM2, inputs=["ograd", "A", "B"], outputs=["A_grad", "B_grad"],
                infer_shape=lambda a, s: (s, [s[1], s[2]]), infer_type=same_type("_backward_linalg_gemm2", 2),
                kernels={"any": _gemm_backward}, doc="Gradient of linalg_gemm2."))
-register(OpDef(name="linalg_gemm2", attrs=_GEMM2, inputs=["A", "B"], infer_shape=_gemm2_infer,
+register(OpDef(name="linalg_gemm2", aliases=["_linalg_gemm2"],
+               attrs=_GEMM2, inputs=["A", "B"], infer_shape=_gemm2_infer,
                infer_type=same_type("linalg_gemm2", names=["A", "B"]), kernels={"any": _gemm2},
                gradient=lambda F, a, i, o, g: list(F._backward_linalg_gemm2(g[0], i[0], i[1], **a)),
                doc="alpha * op(A) @ op(B), batched."))
@@ -233,7 +234,8 @@ register(OpDef(name="_backward_linalg_gemm", attrs=_GEMM, inputs=["ograd", "A", 
                outputs=["A_grad", "B_grad", "C_grad"], infer_shape=lambda a, s: (s, [s[1], s[2], s[0]]),
                infer_type=same_type("_backward_linalg_gemm", 3), kernels={"any": _gemm_backward},
                doc="Gradient of linalg_gemm."))
-register(OpDef(name="linalg_gemm", attrs=_GEMM, inputs=["A", "B", "C"], infer_shape=_gemm_infer,
+register(OpDef(name="linalg_gemm", aliases=["_linalg_gemm"],
+               attrs=_GEMM, inputs=["A", "B", "C"], infer_shape=_gemm_infer,
                infer_type=same_type("linalg_gemm", names=["A", "B", "C"]), kernels={"any": _gemm},
                gradient=lambda F, a, i, o, g: list(F._backward_linalg_gemm(g[0], i[0], i[1], **a)),
                doc="alpha * op(A) @ op(B) + beta * C, batched."))
@@ -271,7 +273,8 @@ def _syrk_backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(name="_backward_linalg_syrk", attrs=_SYRK, inputs=["ograd", "A"], outputs=["A_grad"],
                infer_shape=lambda a, s: (s, [s[1]]), infer_type=same_type("_backward_linalg_syrk"),
                kernels={"any": _syrk_backward}, doc="Gradient of linalg_syrk."))
-register(OpDef(name="linalg_syrk", attrs=_SYRK, inputs=["A"], infer_shape=_syrk_infer, kernels={"any": _syrk},
+register(OpDef(name="linalg_syrk", aliases=["_linalg_syrk"],
+               attrs=_SYRK, inputs=["A"], infer_shape=_syrk_infer, kernels={"any": _syrk},
                gradient=lambda F, a, i, o, g: [F._backward_linalg_syrk(g[0], i[0], **a)],
                doc="alpha * A @ A^T (A^T @ A with transpose), batched."))
 
@@ -343,21 +346,23 @@ def _sumlogdiag_backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(name="_backward_linalg_inverse", inputs=["ograd", "output"], outputs=["A_grad"],
                infer_shape=lambda a, s: (s, [s[1]]), infer_type=same_type("_backward_linalg_inverse"),
                kernels={"any": _inverse_backward}, doc="Gradient of linalg_inverse."))
-register(OpDef(name="linalg_inverse", inputs=["A"], infer_shape=_square_infer("linalg_inverse", lambda a, at: tuple(a)),
+register(OpDef(name="linalg_inverse", aliases=["_linalg_inverse"],
+               inputs=["A"], infer_shape=_square_infer("linalg_inverse", lambda a, at: tuple(a)),
                kernels={"any": _inverse},
                gradient=lambda F, a, i, o, g: [F._backward_linalg_inverse(g[0], o[0])],
                doc="Inverse of (a batch of) square matrices."))
 register(OpDef(name="_backward_linalg_det", inputs=["ograd", "A", "det"], outputs=["A_grad"],
                infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[1]]),
                kernels={"any": _det_backward}, doc="Gradient of linalg_det."))
-register(OpDef(name="linalg_det", inputs=["A"], infer_shape=_square_infer("linalg_det", lambda a, at: _batch_scalar(a)),
+register(OpDef(name="linalg_det", aliases=["_linalg_det"],
+               inputs=["A"], infer_shape=_square_infer("linalg_det", lambda a, at: _batch_scalar(a)),
                kernels={"any": _det},
                gradient=lambda F, a, i, o, g: [F._backward_linalg_det(g[0], i[0], o[0])],
                doc="Determinant of (a batch of) square matrices."))
 register(OpDef(name="_backward_linalg_slogdet", inputs=["ograd_logabsdet", "A"], outputs=["A_grad"],
                infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[1]]),
                kernels={"any": _slogdet_backward}, doc="Gradient of linalg_slogdet (through logabsdet)."))
-register(OpDef(name="linalg_slogdet", inputs=["A"], outputs=["sign", "logabsdet"],
+register(OpDef(name="linalg_slogdet", aliases=["_linalg_slogdet"], inputs=["A"], outputs=["sign", "logabsdet"],
                infer_shape=_square_infer("linalg_slogdet", lambda a, at: [_batch_scalar(a)] * 2),
                infer_type=lambda a, d: (list(d), [d[0], d[0]]), kernels={"any": _slogdet},
                gradient=lambda F, a, i, o, g: [F._backward_linalg_slogdet(g[1], i[0]) if g[1] is not None
@@ -366,7 +371,7 @@ register(OpDef(name="linalg_slogdet", inputs=["A"], outputs=["sign", "logabsdet"
 register(OpDef(name="_backward_linalg_sumlogdiag", inputs=["ograd", "A"], outputs=["A_grad"],
                infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[1]]),
                kernels={"any": _sumlogdiag_backward}, doc="Gradient of linalg_sumlogdiag."))
-register(OpDef(name="linalg_sumlogdiag", inputs=["A"],
+register(OpDef(name="linalg_sumlogdiag", aliases=["_linalg_sumlogdiag"], inputs=["A"],
                infer_shape=_square_infer("linalg_sumlogdiag", lambda a, at: _batch_scalar(a)),
                kernels={"any": _sumlogdiag},
                gradient=lambda F, a, i, o, g: [F._backward_linalg_sumlogdiag(g[0], i[0])],
@@ -417,7 +422,8 @@ def _makediag(ctx, attrs, inputs, outputs, aux):
     out[..., rows, cols] = a
 
 
-register(OpDef(name="linalg_extractdiag", attrs=_OFFSET, inputs=["A"], infer_shape=_extract_infer,
+register(OpDef(name="linalg_extractdiag", aliases=["_linalg_extractdiag"],
+               attrs=_OFFSET, inputs=["A"], infer_shape=_extract_infer,
                kernels={"any": _extractdiag},
                gradient=lambda F, a, i, o, g: [F._backward_linalg_extractdiag(g[0], i[0], **a)],
                doc="Diagonal `offset` of (a batch of) matrices."))
@@ -425,7 +431,8 @@ register(OpDef(name="_backward_linalg_extractdiag", attrs=_OFFSET, inputs=["ogra
                infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[0]]),
                kernels={"any": lambda c, a, i, o, x: _makediag(c, a, [i[0]], o, x)},
                doc="Gradient of linalg_extractdiag: ograd placed on the diagonal."))
-register(OpDef(name="linalg_makediag", attrs=_OFFSET, inputs=["A"], infer_shape=_makediag_infer,
+register(OpDef(name="linalg_makediag", aliases=["_linalg_makediag"],
+               attrs=_OFFSET, inputs=["A"], infer_shape=_makediag_infer,
                kernels={"any": _makediag},
                gradient=lambda F, a, i, o, g: [F.linalg_extractdiag(g[0], **a)],
                doc="Square matrices with A's last axis on diagonal `offset`."))
@@ -483,14 +490,14 @@ _LOWER = {"lower": Attr("bool", True)}
 register(OpDef(name="_backward_linalg_potrf", attrs=_LOWER, inputs=["ograd", "output"], outputs=["A_grad"],
                infer_shape=lambda a, s: (s, [s[1]]), infer_type=same_type("_backward_linalg_potrf"),
                kernels={"any": _potrf_backward}, doc="Gradient of linalg_potrf (symmetric, as MXNet)."))
-register(OpDef(name="linalg_potrf", attrs=_LOWER, inputs=["A"],
+register(OpDef(name="linalg_potrf", aliases=["_linalg_potrf"], attrs=_LOWER, inputs=["A"],
                infer_shape=_square_infer("linalg_potrf", lambda a, at: tuple(a)), kernels={"any": _potrf},
                gradient=lambda F, a, i, o, g: [F._backward_linalg_potrf(g[0], o[0], **a)],
                doc="Cholesky factor of symmetric positive-definite matrices (lower, or upper)."))
 register(OpDef(name="_backward_linalg_potri", attrs=_LOWER, inputs=["ograd", "A", "output"], outputs=["A_grad"],
                infer_shape=lambda a, s: (s, [s[1]]), infer_type=same_type("_backward_linalg_potri"),
                kernels={"any": _potri_backward}, doc="Gradient of linalg_potri."))
-register(OpDef(name="linalg_potri", attrs=_LOWER, inputs=["A"],
+register(OpDef(name="linalg_potri", aliases=["_linalg_potri"], attrs=_LOWER, inputs=["A"],
                infer_shape=_square_infer("linalg_potri", lambda a, at: tuple(a)), kernels={"any": _potri},
                gradient=lambda F, a, i, o, g: [F._backward_linalg_potri(g[0], i[0], o[0], **a)],
                doc="(L L^T)^-1 from a Cholesky factor L (U^T U with lower=False)."))
@@ -572,7 +579,8 @@ def _trsm_backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(name="_backward_linalg_trmm", attrs=_TRI, inputs=["ograd", "A", "B"], outputs=["A_grad", "B_grad"],
                infer_shape=lambda a, s: (s, [s[1], s[2]]), infer_type=same_type("_backward_linalg_trmm", 2),
                kernels={"any": _trmm_backward}, doc="Gradient of linalg_trmm."))
-register(OpDef(name="linalg_trmm", attrs=_TRI, inputs=["A", "B"], infer_shape=_tri_infer("linalg_trmm"),
+register(OpDef(name="linalg_trmm", aliases=["_linalg_trmm"],
+               attrs=_TRI, inputs=["A", "B"], infer_shape=_tri_infer("linalg_trmm"),
                infer_type=same_type("linalg_trmm", names=["A", "B"]), kernels={"any": _trmm},
                gradient=lambda F, a, i, o, g: list(F._backward_linalg_trmm(g[0], i[0], i[1], **a)),
                doc="alpha * op(tri(A)) @ B (B @ op(tri(A)) with rightside)."))
@@ -580,7 +588,8 @@ register(OpDef(name="_backward_linalg_trsm", attrs=_TRI, inputs=["ograd", "A", "
                outputs=["A_grad", "B_grad"], infer_shape=lambda a, s: (s, [s[1], s[2]]),
                infer_type=same_type("_backward_linalg_trsm", 2), kernels={"any": _trsm_backward},
                doc="Gradient of linalg_trsm."))
-register(OpDef(name="linalg_trsm", attrs=_TRI, inputs=["A", "B"], infer_shape=_tri_infer("linalg_trsm"),
+register(OpDef(name="linalg_trsm", aliases=["_linalg_trsm"],
+               attrs=_TRI, inputs=["A", "B"], infer_shape=_tri_infer("linalg_trsm"),
                infer_type=same_type("linalg_trsm", names=["A", "B"]), kernels={"any": _trsm},
                gradient=lambda F, a, i, o, g: list(F._backward_linalg_trsm(g[0], i[0], i[1], o[0], **a)),
                doc="Solve op(tri(A)) X = alpha * B (X op(tri(A)) = alpha * B with rightside)."))
