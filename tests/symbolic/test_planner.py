@@ -24,13 +24,14 @@ def test_every_method_gives_a_valid_plan_at_or_above_the_bound(case):
     aligned = [planner.align(s) for s in sizes]
     bound = planner.lower_bound(aligned, starts, ends)
     totals = {}
-    for method in ("size_matching", "offset_packing", "naive", "best"):
+    for method in ("size_matching", "offset_packing", "offset_packing_search", "naive", "best"):
         p = planner.plan(sizes, starts, ends, method)
         planner.check_plan(aligned, starts, ends, p)
         assert p.total >= bound
         totals[method] = p.total
     assert totals["best"] <= min(totals["size_matching"], totals["offset_packing"])
     assert totals["best"] <= totals["naive"]
+    assert totals["offset_packing_search"] <= totals["offset_packing"]  # it starts from that order
 
 
 def test_check_plan_catches_overlap():
@@ -47,6 +48,51 @@ def test_worked_example_from_docs():
     p = planner.plan(sizes, starts, ends)
     planner.check_plan(sizes, starts, ends, p)
     assert p.total == 448
+
+
+def test_order_search_reaches_bound_where_greedy_orders_miss():
+    # MLP training (MB x 64 KiB): fc1/fc2 activations, two 16 MB gradient chains and fc1's unused
+    # 24.5 MB data gradient, live only at its producing step 20.  Largest-first puts that gradient
+    # at 0 and the chains end up stacked above it; the bound (48 MB at steps 16-18) is reachable.
+    mb = 1 << 16
+    sizes = [16 * mb, 16 * mb, mb // 4, mb // 4, 16 * mb, 16 * mb, 49 * mb // 2]
+    starts = [3, 7, 11, 15, 16, 18, 20]
+    ends = [19, 17, 21, 16, 18, 20, 20]
+    bound = planner.lower_bound(sizes, starts, ends)
+    for method in ("offset_packing", "size_matching"):
+        assert planner.plan(sizes, starts, ends, method).total > 1.15 * bound
+    p = planner.plan(sizes, starts, ends)
+    planner.check_plan(sizes, starts, ends, p)
+    assert p.algorithm == "offset_packing_search" and p.total == bound
+
+
+def test_mlp_training_plan_near_bound_and_correct(rng):
+    """The MLP of bench/memplan.py (data grad_req null: fc1's data gradient has no reader)."""
+    data = mx.sym.var("data")
+    h = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=64, name="fc1"), act_type="relu")
+    h = mx.sym.Activation(mx.sym.FullyConnected(h, num_hidden=64, name="fc2"), act_type="relu")
+    sym = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(h, num_hidden=10, name="fc3"), name="softmax")
+    req = {n: ("null" if n in ("data", "softmax_label") else "write") for n in sym.list_arguments()}
+    arg_shapes, _, _ = sym.infer_shape(data=(256, 98))
+    exes = []
+    for method in ("best", "naive"):
+        args = [mx.nd.zeros(s) for s in arg_shapes]
+        grads = [mx.nd.zeros(s) if req[n] == "write" else None for n, s in zip(sym.list_arguments(), arg_shapes)]
+        exes.append(Executor(sym, mx.cpu(), args, grads, req, None, plan_method=method))
+    st_ = exes[0].memory_stats()
+    assert st_["planned_bytes"] <= 1.1 * st_["lower_bound_bytes"]
+    p = exes[0]._graph.plan
+    planner.check_plan(p.sizes, p.starts, p.ends, p.placement)
+    vals = {n: rng.uniform(-1, 1, a.shape).astype(np.float32) for n, a in exes[0].arg_dict.items()}
+    vals["softmax_label"] = rng.randint(0, 10, 256).astype(np.float32)
+    got = []
+    for e in exes:
+        e.forward(is_train=True, **{k: mx.nd.array(v) for k, v in vals.items()})
+        e.backward()
+        got.append({k: g.asnumpy() for k, g in e.grad_dict.items()})
+    assert set(got[0]) == {"fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias", "fc3_weight", "fc3_bias"}
+    for k in got[0]:
+        np.testing.assert_allclose(got[0][k], got[1][k], rtol=1e-5, atol=1e-6, err_msg=k)
 
 
 def test_unknown_method():
