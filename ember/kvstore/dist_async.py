@@ -15,7 +15,9 @@ from typing import Any, List, Tuple
 import numpy as np
 
 from .. import engine
-from . import arrays, mpienv
+from ..base import FormatError
+from ..optimizer import state_file
+from . import arrays, jobdir, mpienv
 from .dist_sync import _DistBase, _raiser
 from .errors import KVStoreCommError, KVStoreError, KVStoreTimeoutError
 from .keys import stable_hash
@@ -50,6 +52,10 @@ class DistAsyncKVStore(_DistBase):
             except MPI.Exception as e:
                 mpienv.mark_failed()
                 raise KVStoreCommError(f"{what}: MPI error: {e.Get_error_string()}") from None
+            reason = jobdir.peer_failure()
+            if reason is not None:
+                mpienv.mark_failed()
+                raise KVStoreCommError(f"{what}: another process of the job failed ({reason}); stopping")
             if msg is not None:
                 reply = msg.recv()
                 if reply[0] == "error":
@@ -124,19 +130,23 @@ class DistAsyncKVStore(_DistBase):
             raise KVStoreError("no optimizer states: call set_optimizer(...) on this kvstore first")
         engine.wait_all()
         replies = self._ask_all_servers(("get_states", bool(dump_optimizer)), "fetching optimizer states")
+        # one NDArray file holding each server's states buffer (ember.optimizer.state_file), no pickle
         with open(fname, "wb") as f:
-            pickle.dump({"ember_kvstore_server_states": [r[1] for r in replies]}, f)
+            f.write(state_file.dumps_parts([r[1] for r in replies]))
 
     def load_optimizer_states(self, fname: str) -> None:
         """Give every server back its part of the states written by save_optimizer_states."""
         with open(fname, "rb") as f:
-            try:
-                saved = pickle.load(f)
-            except (pickle.UnpicklingError, EOFError) as e:
-                raise KVStoreError(f"{fname!r} does not hold kvstore optimizer states: {e}") from e
-        parts = saved.get("ember_kvstore_server_states") if isinstance(saved, dict) else None
-        if parts is None or len(parts) != len(self._servers):
-            raise KVStoreError(f"{fname!r} holds states of {len(parts) if parts else 'no'} servers; "
+            data = f.read()
+        try:
+            parts = state_file.loads_parts(data)
+            for blob in parts:  # check every part here, so a bad file fails on this worker, not a server
+                if blob:
+                    state_file.loads(blob)
+        except FormatError as e:
+            raise FormatError(f"{fname!r} does not hold kvstore optimizer states: {e}") from None
+        if len(parts) != len(self._servers):
+            raise KVStoreError(f"{fname!r} holds states of {len(parts)} servers; "
                                f"this job has {len(self._servers)}")
 
         def task():

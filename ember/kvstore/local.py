@@ -5,13 +5,13 @@ Every data movement is an engine op that reads the source arrays' vars and write
 destination's var, so pushes of finished gradients run while the rest of backward still runs."""
 from __future__ import annotations
 
-import pickle
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
 from .. import engine
+from ..base import FormatError
 from ..context import Context, cpu
 from . import arrays
 from .errors import KVStoreError, KVStoreShapeError
@@ -241,8 +241,8 @@ class KVStore:
             data = f.read()
         try:
             updater.set_states(data)
-        except (pickle.UnpicklingError, EOFError) as e:
-            raise KVStoreError(f"{fname!r} does not hold optimizer states: {e}") from e
+        except FormatError as e:
+            raise FormatError(f"{fname!r} does not hold optimizer states: {e}") from None
 
     # ----------------------------------------------------------------- sync
     def barrier(self) -> None:

@@ -2,14 +2,14 @@
 
 This is what kvstore's set_optimizer installs and what Module uses locally;
 get_states/set_states serialise the states (and optionally the optimizer) so
-training can be checkpointed and resumed.
+training can be checkpointed and resumed.  The bytes are an NDArray (.params)
+buffer with a JSON header (ember.optimizer.state_file), never a pickle.
 """
 from __future__ import annotations
 
-import pickle
 from typing import Any, Dict
 
-from ..base import FormatError
+from . import state_file
 from ..imperative.ndarray import NDArray
 from .optimizer import Optimizer
 
@@ -60,22 +60,19 @@ class Updater:
         return state
 
     def set_states(self, states: bytes) -> None:
-        """Restore states written by get_states (with or without the optimizer)."""
-        try:
-            loaded = pickle.loads(states)
-        except (pickle.UnpicklingError, EOFError, ValueError, IndexError) as e:
-            raise FormatError(f"Updater.set_states: not pickled optimizer states ({e})") from None
-        if isinstance(loaded, tuple) and len(loaded) == 2 and isinstance(loaded[1], Optimizer):
-            self.states, self.optimizer = loaded
-        elif isinstance(loaded, dict):
-            self.states = loaded
-        else:
-            raise TypeError(f"Updater.set_states: expected pickled states, got {type(loaded).__name__}")
+        """Restore states written by get_states (and the optimizer, if it was dumped with them).
+
+        Malformed bytes raise base.FormatError; the updater is unchanged then.
+        """
+        loaded, optimizer = state_file.loads(states)
+        self.states = loaded
+        if optimizer is not None:
+            self.optimizer = optimizer
         self.states_synced = dict.fromkeys(self.states, False)
 
     def get_states(self, dump_optimizer: bool = False) -> bytes:
-        """The states (and the optimizer when dump_optimizer) as pickled bytes."""
-        return pickle.dumps((self.states, self.optimizer) if dump_optimizer else self.states)
+        """The states (and the optimizer when dump_optimizer) as bytes (see ember.optimizer.state_file)."""
+        return state_file.dumps(self.states, self.optimizer if dump_optimizer else None)
 
 
 def get_updater(optimizer: Optimizer) -> Updater:

@@ -96,8 +96,8 @@ def run_async(nd, kv, rank, steps, out_dir):
         kv.save_optimizer_states(path)
         kv.load_optimizer_states(path)
         with open(path, "rb") as f:
-            import pickle
-            parts = pickle.load(f)["ember_kvstore_server_states"]
+            from ember.optimizer import state_file
+            parts = state_file.loads_parts(f.read())
         assert len(parts) == 1 and len(parts[0]) > 0, parts
     np.savez(os.path.join(out_dir, f"rank{rank}.npz"), w=final, w_true=w_true)
 
@@ -106,7 +106,13 @@ def main():
     scenario, out_dir = sys.argv[1], sys.argv[2]
     steps = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     nd = ember.nd
+    if scenario == "die_before_init" and os.environ.get("PMI_RANK") == "1":
+        os._exit(7)  # a rank that fails before MPI starts (bad import, missing file...)
     try:
+        if scenario == "die_before_init":
+            kv = create("dist_sync")
+            kv.init(0, nd.zeros((2,)))
+            return
         if scenario == "async":
             kv = create("dist_async")
             run_async(nd, kv, kv.rank, steps, out_dir)
