@@ -12,7 +12,8 @@ from typing import Callable, Dict
 import numpy as np
 
 from ..base import ShapeError
-from ._common import as_scalar, broadcast_shape, known, no_gradient, same_shape, same_type, sum_to, via
+from ._common import (as_scalar, broadcast_shape, known, mark_shape_only, no_gradient, same_shape, same_type,
+                      sum_to, via)
 from ._unary import register_unary
 from .registry import Attr, OpDef, get, register
 
@@ -234,7 +235,7 @@ _BINARY_GRADS = {"add": lambda b: _add_sub_grad(b, False), "sub": lambda b: _add
                  "mul": _mul_grad, "div": _div_grad}
 
 # Backward inputs read only for their shapes (the reduction target), never for their values: a
-# memory planner may let their storage be reused before the backward op runs.
+# memory planner may let their storage be reused before the backward op runs (_common.mark_shape_only).
 SHAPE_ONLY_INPUTS = {"_backward_broadcast_add": (1, 2), "_backward_broadcast_sub": (1, 2)}
 
 for _name, (_kernel, _deriv) in _ARITH.items():
@@ -243,7 +244,8 @@ for _name, (_kernel, _deriv) in _ARITH.items():
                           infer_shape=_backward_infer(_bwd), infer_type=same_type(_bwd, 2),
                           kernels={"any": _backward_binary_kernel(_deriv)},
                           doc=f"Gradient of broadcast_{_name} w.r.t. both inputs, reduced to their shapes."))
-    _bop.shape_only_inputs = SHAPE_ONLY_INPUTS.get(_bwd, ())
+    if _bwd in SHAPE_ONLY_INPUTS:
+        mark_shape_only(_bop, SHAPE_ONLY_INPUTS[_bwd])
     register(OpDef(name=f"broadcast_{_name}", inputs=_BIN_INPUTS, outputs=["output"],
                    infer_shape=_broadcast_infer(f"broadcast_{_name}"),
                    infer_type=same_type(f"broadcast_{_name}", names=_BIN_INPUTS),

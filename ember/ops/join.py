@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import List
 
 from ..base import OperatorError, ShapeError
-from ._common import known, norm_axis, ograds_or_zeros, same_type, unify
-from .registry import Attr, OpDef, register
+from ._common import known, mark_shape_only, norm_axis, ograds_or_zeros, same_type, unify
+from .registry import Attr, OpDef, get, register
 
 
 def _args(attrs) -> List[str]:
@@ -177,3 +177,7 @@ register(OpDef(name="ElementWiseSum", aliases=["add_n"], attrs={"num_args": Attr
                infer_type=same_type("ElementWiseSum"), kernels={"any": _add_n}, inplace=[(0, 0)],
                gradient=lambda F, a, i, o, g: [F._copy(g[0]) for _ in i],
                doc="The sum of all inputs (same shapes)."))
+
+
+# _backward_Concat(ograd, *inputs) reads the inputs only for their sizes along `dim`
+mark_shape_only(get("_backward_Concat"), lambda attrs: tuple(range(1, attrs["num_args"] + 1)))

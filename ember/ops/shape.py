@@ -12,8 +12,8 @@ from typing import List, Sequence, Tuple
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._common import known, no_gradient, norm_axis, ograds_or_zeros, sum_to, via
-from .registry import Attr, OpDef, register
+from ._common import known, mark_shape_only, no_gradient, norm_axis, ograds_or_zeros, sum_to, via
+from .registry import Attr, OpDef, get, register
 
 Shape = Tuple[int, ...]
 
@@ -716,3 +716,10 @@ register(OpDef(name="cast_storage", attrs={"stype": Attr("str", choices=("defaul
                infer_shape=_cast_storage_infer, kernels={"any": _copy_into}, inplace=[(0, 0)],
                gradient=lambda F, a, i, o, g: [F._copy(g[0])],
                doc="Storage conversion; only 'default' (dense) exists in ember, so this copies."))
+
+
+# Gradients of Reshape/Flatten/expand_dims/... (reshape_like), broadcast_to and Cast need only the
+# input's shape or dtype: a memory planner may free that input before backward.
+mark_shape_only(get("reshape_like"), (1,))
+mark_shape_only(get("_backward_broadcast_to"), (1,))
+mark_shape_only(get("_backward_Cast"), (1,))

@@ -146,3 +146,29 @@ def test_symbolic_sigmoid_tanh_backward_do_not_read_the_input():
     s = 1 / (1 + np.exp(-p))
     dpre = (1 - np.tanh(s) ** 2) * s * (1 - s) + np.exp(p)
     np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), dpre @ w, rtol=1e-4)
+
+
+SHAPE_ONLY_CASES = [
+    ("_backward_broadcast_add", [rng.standard_normal((2, 3)), np.zeros((2, 1)), np.zeros((3,))], {}),
+    ("_backward_broadcast_sub", [rng.standard_normal((2, 3)), np.zeros((1, 3)), np.zeros((2, 3))], {}),
+    ("reshape_like", [rng.standard_normal((2, 6)), np.zeros((3, 4))], {}),
+    ("_backward_broadcast_to", [rng.standard_normal((4, 3)), np.zeros((1, 3))], {}),
+    ("_backward_Cast", [rng.standard_normal((2, 3)), np.zeros((2, 3), np.float32)], {}),
+    ("_backward_Concat", [rng.standard_normal((2, 5)), np.zeros((2, 2)), np.zeros((2, 3))], {"num_args": 2, "dim": 1}),
+    ("_backward_sum", [rng.standard_normal((2,)), np.zeros((2, 3)), np.zeros((2,))], {"axis": 1}),
+    ("_backward_mean", [rng.standard_normal((1, 3)), np.zeros((2, 3)), np.zeros((1, 3))], {"axis": 0, "keepdims": True}),
+]
+
+
+@pytest.mark.parametrize("name,inputs,attrs", SHAPE_ONLY_CASES, ids=[c[0] for c in SHAPE_ONLY_CASES])
+def test_shape_only_inputs_are_really_not_read(name, inputs, attrs):
+    """Garbage in the declared shape-only inputs (what a planner reusing their bytes leaves) changes nothing."""
+    from ember.ops._common import shape_only_inputs
+    op = ops.get(name)
+    idx = shape_only_inputs(op, op.parse_attrs(attrs))
+    assert idx
+    clean = run(name, inputs, attrs, all_outputs=True)
+    dirty = [np.full_like(x, np.nan) if i in idx else x for i, x in enumerate(inputs)]
+    for a, b in zip(clean, run(name, dirty, attrs, all_outputs=True)):
+        np.testing.assert_array_equal(a, b)
+        assert np.isfinite(a).all()
