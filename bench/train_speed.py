@@ -50,8 +50,9 @@ IMPL_ARGS = {"ember": ["--impl", "mxnet", "--mx-module", "ember"],
 # batch, per-sample input shape, classes, default timed steps per repetition (keeps a process well under 60 s)
 MODELS = {"lenet": (64, (1, 28, 28), 10, 30), "resnet18": (8, (3, 64, 64), 1000, 6)}
 BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-ENV_KEYS = BLAS_VARS + ("MXNET_CPU_WORKER_NTHREADS", "EMBER_CPU_WORKER_NTHREADS", "MXNET_ENGINE_TYPE",
-                        "EMBER_ENGINE_TYPE", "MXNET_SUBGRAPH_BACKEND", "MXNET_EXEC_BULK_EXEC_TRAIN")
+ENV_KEYS = BLAS_VARS + ("EMBER_BLAS_THREADS", "MXNET_CPU_WORKER_NTHREADS", "EMBER_CPU_WORKER_NTHREADS",
+                        "MXNET_ENGINE_TYPE", "EMBER_ENGINE_TYPE", "MXNET_SUBGRAPH_BACKEND",
+                        "MXNET_EXEC_BULK_EXEC_TRAIN")
 LR = 0.01
 RESNET_STAGES = (64, 128, 256, 512)
 
@@ -274,6 +275,21 @@ def blas_info() -> Optional[list]:
             for p in threadpool_info()]
 
 
+def source_revision(module) -> Optional[str]:
+    """git commit of the package's checkout, '+dirty' when its files differ (the tree changes under benchmarks)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(module.__file__)))
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", module.__name__], cwd=root,
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
 def measure(args) -> dict:
     """Warm up, then time --reps blocks of --iters steps; one JSON-able record."""
     t_start = time.perf_counter()
@@ -281,6 +297,8 @@ def measure(args) -> dict:
         import importlib
         mx = importlib.import_module(args.mx_module)
         step, sync, loss, info = mx_trainer(mx, args.model)
+        if args.mx_module != "mxnet":
+            info["revision"] = source_revision(mx)
     else:
         step, sync, loss, info = torch_trainer(args.model)
     t_setup = time.perf_counter() - t_start
@@ -313,13 +331,19 @@ def measure(args) -> dict:
 
 
 # -- driver ----------------------------------------------------------------------------------------
-def thread_env(setting: str) -> Dict[str, str]:
-    """The environment for one BLAS-thread setting: 'unset' drops the variables, a number sets all three."""
+def thread_env(setting: str, extra: List[str] = ()) -> Dict[str, str]:
+    """The environment for one BLAS-thread setting ('unset' drops the variables, a number sets all three),
+    plus the driver's --env NAME=VALUE entries."""
     env = {k: v for k, v in os.environ.items() if k not in BLAS_VARS}
     if setting != "unset":
         if not setting.isdigit() or int(setting) < 1:
             raise ValueError(f"--threads entries must be 'unset' or a positive integer, got {setting!r}")
         env.update({k: setting for k in BLAS_VARS})
+    for item in extra:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--env takes NAME=VALUE, got {item!r}")
+        env[name] = value
     return env
 
 
@@ -332,7 +356,7 @@ def run_one(impl: str, model: str, setting: str, args) -> dict:
     cmd = [py, os.path.abspath(__file__), *IMPL_ARGS[impl], "--model", model, "--reps", str(args.reps),
            "--warmup", str(args.warmup)] + (["--iters", str(args.iters)] if args.iters else [])
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=thread_env(setting),
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=thread_env(setting, args.env),
                            cwd=HERE)
     except subprocess.TimeoutExpired as e:
         return {"failed": impl, "why": f"timeout after {args.timeout} s", **tag,
@@ -386,7 +410,7 @@ def drive(args) -> int:
         if m not in MODELS:
             raise SystemExit(f"unknown model {m!r}; choose from {sorted(MODELS)}")
     for s in settings:
-        thread_env(s)  # validates
+        thread_env(s, args.env)  # validates
     records = []
     for rnd in range(args.rounds):
         for setting in settings:
@@ -418,12 +442,17 @@ def main(argv=None) -> int:
     p.add_argument("--threads", default="1,unset",
                    help="driver: BLAS thread settings (OMP/OPENBLAS/MKL_NUM_THREADS), comma-separated; "
                         "'unset' drops them")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="driver: extra environment variable for every process (repeatable)")
     p.add_argument("--timeout", type=float, default=180, help="driver: seconds per process before it counts as failed")
     args = p.parse_args(argv)
     if args.reps < 1 or args.warmup < 1 or args.iters < 0 or args.rounds < 1:
         p.error("--reps, --warmup and --rounds must be >= 1 and --iters >= 0")
     if args.all:
-        return drive(args)
+        try:
+            return drive(args)
+        except ValueError as e:  # a malformed --threads/--env entry
+            p.error(str(e))
     print(json.dumps(measure(args)))
     sys.stdout.flush()
     return 0
