@@ -12,8 +12,8 @@ from typing import Callable, Dict
 import numpy as np
 
 from ..base import ShapeError
-from ._common import (as_scalar, broadcast_shape, known, mark_shape_only, no_gradient, same_shape, same_type,
-                      sum_to, via)
+from ._common import (as_scalar, broadcast_shape, known, mark_shape_only, no_gradient, ograds_or_zeros, same_shape,
+                      same_type, sum_to, via)
 from ._unary import register_unary
 from .registry import Attr, OpDef, get, register
 
@@ -174,19 +174,51 @@ def _add_sub_grad(bwd: str, negate_rhs: bool):
     """Gradient of broadcast_add/sub: the out_grad itself, reduced to each input's shape.
 
     With shapes known now (autograd) no input is read: the reduction takes the shape as an
-    attribute.  In a symbolic graph the shapes are known only after inference, so `bwd`
-    (which reads lhs/rhs for their shapes only, see SHAPE_ONLY_INPUTS) does the reduction.
+    attribute, and each gradient is a fresh array (autograd.grad hands them to the caller,
+    who may write into one).  In a symbolic graph the shapes are known only after
+    inference, so `bwd` (which reads lhs/rhs for their shapes only, see SHAPE_ONLY_INPUTS)
+    does the reduction.
     """
+    split = "_backward_sub" if negate_rhs else "_backward_add"
+
     def gradient(F, attrs, inputs, outputs, out_grads):
         g = out_grads[0]
-        ls, rs = _static_shape(inputs[0]), _static_shape(inputs[1])
-        if ls is None or rs is None or _static_shape(g) is None:
+        ls, rs, gs = _static_shape(inputs[0]), _static_shape(inputs[1]), _static_shape(g)
+        if ls is None or rs is None or gs is None:
             res = getattr(F, bwd)(g, inputs[0], inputs[1])
             return [res[0], res[1]]
-        gr = _sum_to(F, g, rs)
-        return [_sum_to(F, g, ls), F.negative(gr) if negate_rhs else gr]
+        if ls == gs and rs == gs:
+            res = getattr(F, split)(g)
+            return [res[0], res[1]]
+        gl = _sum_to(F, g, ls) if ls != gs else F._copy(g)
+        gr = _sum_to(F, g, rs) if rs != gs else (None if negate_rhs else F._copy(g))
+        return [gl, F.negative(g if gr is None else gr) if negate_rhs else gr]
     gradient.__doc__ = f"out_grad reduced to the input shapes ({bwd} in symbolic graphs)."
     return gradient
+
+
+def _split_kernel(negate_rhs: bool):
+    def kernel(ctx, attrs, inputs, outputs, aux):
+        g = inputs[0]
+        if outputs[0] is not g:
+            outputs[0][...] = g
+        if negate_rhs:
+            ctx.xp.negative(g, out=outputs[1])
+        elif outputs[1] is not g:
+            outputs[1][...] = g
+    return kernel
+
+
+# MXNet's _backward_add / _backward_sub: (ograd) -> (ograd, +-ograd), the autograd gradient of
+# same-shape adds (two fresh arrays from one op); differentiable again for second order.
+for _name, _neg in (("_backward_add", False), ("_backward_sub", True)):
+    register(OpDef(name=_name, inputs=["ograd"], outputs=["lhs_grad", "rhs_grad"],
+                   infer_shape=lambda a, s: (s, [s[0], s[0]]), infer_type=same_type(_name, 2),
+                   kernels={"any": _split_kernel(_neg)}, inplace=[(0, 0)],
+                   gradient=(lambda F, a, i, o, g: [F.elemwise_sub(*ograds_or_zeros(F, g, o, 2))]) if _neg else
+                   (lambda F, a, i, o, g: [F.elemwise_add(*ograds_or_zeros(F, g, o, 2))]),
+                   doc="Gradient of a same-shape " + ("subtraction: (ograd, -ograd)." if _neg else
+                                                      "addition: (ograd, ograd), two copies.")))
 
 
 def _mul_grad(bwd: str):
@@ -217,11 +249,21 @@ def _div_grad(bwd: str):
 
 
 def _same_shape_grad(name: str):
-    """Gradients of the elemwise_* forms, whose inputs share the output's shape (nothing to reduce)."""
-    if name == "add":
-        return lambda F, attrs, inputs, outputs, out_grads: [out_grads[0], out_grads[0]]
-    if name == "sub":
-        return lambda F, attrs, inputs, outputs, out_grads: [out_grads[0], F.negative(out_grads[0])]
+    """Gradients of the elemwise_* forms, whose inputs share the output's shape (nothing to reduce).
+
+    add/sub in a symbolic graph: the out_grad entry itself (no node, no buffer); in autograd:
+    two fresh arrays from `_backward_add/sub` (the caller of autograd.grad may write into them).
+    """
+    if name in ("add", "sub"):
+        split = f"_backward_{name}"
+
+        def add_sub(F, attrs, inputs, outputs, out_grads):
+            g = out_grads[0]
+            if _static_shape(g) is not None:
+                res = getattr(F, split)(g)
+                return [res[0], res[1]]
+            return [g, g if name == "add" else F.negative(g)]
+        return add_sub
     if name == "mul":
         return lambda F, attrs, i, o, g: [F.elemwise_mul(g[0], i[1]), F.elemwise_mul(g[0], i[0])]
 

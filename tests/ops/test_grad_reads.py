@@ -90,12 +90,36 @@ class _ShapeOnly:
 
 
 @pytest.mark.parametrize("name", ["elemwise_add", "elemwise_sub"])
-def test_same_shape_add_sub_gradient_is_the_out_grad(name):
+def test_symbolic_same_shape_add_sub_gradient_is_the_out_grad(name):
+    a, b, g = mx.sym.var("a"), mx.sym.var("b"), mx.sym.var("g")
+    res = ops.get(name).gradient(mx.sym, {}, [a, b], [None], [g])
+    assert res[0] is g  # no node, no buffer: the out_grad entry itself
+    if name == "elemwise_add":
+        assert res[1] is g
+    else:
+        assert res[1].list_arguments() == ["g"]
+
+
+@pytest.mark.parametrize("name", ["elemwise_add", "elemwise_sub", "broadcast_add", "broadcast_sub"])
+def test_array_add_sub_gradients_read_no_input_and_are_fresh(name):
     g = rng.standard_normal((2, 3))
-    rec = _Recorder()
-    res = ops.get(name).gradient(rec, {}, [_ShapeOnly((2, 3)), _ShapeOnly((2, 3))], [None], [g])
-    assert res[0] is g  # no copy, no op
-    np.testing.assert_array_equal(res[1], g if name == "elemwise_add" else -g)
+    res = ops.get(name).gradient(F, {}, [_ShapeOnly((2, 3)), _ShapeOnly((2, 3))], [None], [g])
+    assert res[0] is not g and res[1] is not g and res[0] is not res[1]
+    np.testing.assert_array_equal(res[0], g)
+    np.testing.assert_array_equal(res[1], g if name.endswith("add") else -g)
+
+
+def test_autograd_grad_results_of_an_add_do_not_alias():
+    a, b = mx.nd.array([1.0, 2.0]), mx.nd.array([3.0, 4.0])
+    a.attach_grad()
+    b.attach_grad()
+    head = mx.nd.array([1.0, 1.0])
+    with mx.autograd.record():
+        y = a + b
+    ga, gb = mx.autograd.grad(y, [a, b], head_grads=head)
+    ga += 5
+    np.testing.assert_array_equal(gb.asnumpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(head.asnumpy(), [1.0, 1.0])
 
 
 @pytest.mark.parametrize("name,ls,rs", [("broadcast_add", (2, 3), (3,)), ("broadcast_sub", (2, 1, 3), (4, 1)),
