@@ -171,29 +171,32 @@ def _sum_to(F, g, shape):
 
 
 def _add_sub_grad(bwd: str, negate_rhs: bool):
-    """Gradient of broadcast_add/sub: the out_grad itself, reduced to each input's shape.
+    """Gradient of broadcast_add/sub: the out_grad, reduced to each input's shape.
 
-    With shapes known now (autograd) no input is read: the reduction takes the shape as an
-    attribute, and each gradient is a fresh array (autograd.grad hands them to the caller,
-    who may write into one).  In a symbolic graph the shapes are known only after
-    inference, so `bwd` (which reads lhs/rhs for their shapes only, see SHAPE_ONLY_INPUTS)
-    does the reduction.
+    Same shapes known now (autograd, the common case): `_backward_add/sub(ograd)`, which reads
+    no input and gives two fresh arrays (autograd.grad hands them to the caller, who may write
+    into one).  Otherwise `bwd(ograd, lhs, rhs)`, which reads lhs/rhs for their shapes only
+    (SHAPE_ONLY_INPUTS: a planner may reuse their bytes before it runs).
     """
     split = "_backward_sub" if negate_rhs else "_backward_add"
 
     def gradient(F, attrs, inputs, outputs, out_grads):
         g = out_grads[0]
-        ls, rs, gs = _static_shape(inputs[0]), _static_shape(inputs[1]), _static_shape(g)
-        if ls is None or rs is None or gs is None:
-            res = getattr(F, bwd)(g, inputs[0], inputs[1])
-            return [res[0], res[1]]
-        if ls == gs and rs == gs:
+        gs = _static_shape(g)
+        if gs is not None and _static_shape(inputs[0]) == gs and _static_shape(inputs[1]) == gs:
             res = getattr(F, split)(g)
-            return [res[0], res[1]]
-        gl = _sum_to(F, g, ls) if ls != gs else F._copy(g)
-        gr = _sum_to(F, g, rs) if rs != gs else (None if negate_rhs else F._copy(g))
-        return [gl, F.negative(g if gr is None else gr) if negate_rhs else gr]
-    gradient.__doc__ = f"out_grad reduced to the input shapes ({bwd} in symbolic graphs)."
+        else:
+            res = getattr(F, bwd)(g, inputs[0], inputs[1])
+        return [res[0], res[1]]
+    gradient.__doc__ = f"out_grad reduced to the input shapes ({split} or {bwd})."
+    return gradient
+
+
+def _reduce_back_grad(combine: str):
+    """Gradient of _backward_broadcast_add/sub w.r.t. ograd: the two gradients broadcast back and combined."""
+    def gradient(F, attrs, inputs, outputs, out_grads):
+        u, v = ograds_or_zeros(F, out_grads, outputs, 2)
+        return [getattr(F, combine)(u, v), None, None]
     return gradient
 
 
@@ -288,6 +291,8 @@ for _name, (_kernel, _deriv) in _ARITH.items():
                           doc=f"Gradient of broadcast_{_name} w.r.t. both inputs, reduced to their shapes."))
     if _bwd in SHAPE_ONLY_INPUTS:
         mark_shape_only(_bop, SHAPE_ONLY_INPUTS[_bwd])
+    if _name in ("add", "sub"):  # linear in ograd: differentiable again (second order)
+        _bop.gradient = _reduce_back_grad(f"broadcast_{_name}")
     register(OpDef(name=f"broadcast_{_name}", inputs=_BIN_INPUTS, outputs=["output"],
                    infer_shape=_broadcast_infer(f"broadcast_{_name}"),
                    infer_type=same_type(f"broadcast_{_name}", names=_BIN_INPUTS),
