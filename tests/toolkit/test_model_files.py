@@ -183,7 +183,7 @@ def test_truncated_symbol_json_raises_format_error(tmp_path, cut):
 def test_binary_symbol_file(tmp_path):
     prefix = _copy_checkpoint(tmp_path)
     shutil.copy(prefix + "-0000.params", prefix + "-symbol.json")
-    with pytest.raises(FormatError, match="symbol-json.*(not a symbol JSON file|not UTF-8)|(not a symbol JSON file|not UTF-8)"):
+    with pytest.raises(FormatError, match="not a symbol JSON file|not UTF-8"):
         model.load_checkpoint(prefix, 0)
 
 
