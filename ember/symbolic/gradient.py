@@ -31,10 +31,15 @@ def _sum(entries: List[Entry], name: str) -> Entry:
         return acc._outputs[0]
 
 
-def build_gradient(heads: Sequence[Entry], wrt: Sequence[Node]) -> Tuple[List[Optional[Entry]], List[Node]]:
-    """(gradient entry or None for each node in `wrt`, head-gradient variables, one per head)."""
+def build_gradient(heads: Sequence[Entry], wrt: Sequence[Node],
+                   order: Optional[Sequence[Node]] = None) -> Tuple[List[Optional[Entry]], List[Node]]:
+    """(gradient entry or None for each node in `wrt`, head-gradient variables, one per head).
+
+    `order`: the forward nodes in topological order, when the caller has them already.
+    """
     from .. import symbol as F
-    order = topo_order(heads)
+    if order is None:
+        order = topo_order(heads)
     wanted = {id(n) for n in wrt}
     needs = set()
     for n in order:

@@ -74,7 +74,9 @@ def _run(order: Sequence[Node], known: Dict[Key, object], kind: str) -> Dict[Key
             node, attrs, k, in_keys, out_keys = item
             ins = [get(key) for key in in_keys]
             # outputs first: on the first sweep they are unknown and the input check is skipped
-            if all(done(get(o), kind) for o in out_keys) and all(done(v, kind) for v in ins):
+            first = get(out_keys[0]) if out_keys else ()
+            if (first is not None and done(first, kind) and all(done(get(o), kind) for o in out_keys)
+                    and all(done(v, kind) for v in ins)):
                 continue
             still.append(item)
             akey = attr_keys.get(id(node))
@@ -106,24 +108,31 @@ def _run(order: Sequence[Node], known: Dict[Key, object], kind: str) -> Dict[Key
                     raise err_type(f"{kind} inference failed at node '{node.name}' ({node.op.name}) with input "
                                    f"{kind}s {_named(node, ins, kind)}: {type(e).__name__}: {e}") from None
                 continue
-            new_ins = list(new_in) + list(new_aux or [])
+            new_ins = list(new_in) + list(new_aux or []) if new_aux else new_in
+            complete = True
             for j, key in enumerate(in_keys):
+                old = ins[j]
                 if j < len(new_ins) and new_ins[j] is not None:
-                    old = ins[j]
                     nv = _norm(new_ins[j], kind)
-                    if old is not None and old == nv:
-                        continue
-                    child = node.inputs[j][0]
-                    values[key], ch = _merge(old, nv, node, f"input {j} ('{child.name}')", kind, err_type)
-                    changed |= ch
+                    if old is None or old != nv:
+                        child = node.inputs[j][0]
+                        values[key], ch = _merge(old, nv, node, f"input {j} ('{child.name}')", kind, err_type)
+                        changed |= ch
+                        old = values[key]
+                if complete and not done(old, kind):
+                    complete = False
             for j, key in enumerate(out_keys):
+                old = get(key)
                 if j < len(new_out) and new_out[j] is not None:
-                    old = get(key)
                     nv = _norm(new_out[j], kind)
-                    if old is not None and old == nv:
-                        continue
-                    values[key], ch = _merge(old, nv, node, f"output {j}", kind, err_type)
-                    changed |= ch
+                    if old is None or old != nv:
+                        values[key], ch = _merge(old, nv, node, f"output {j}", kind, err_type)
+                        changed |= ch
+                        old = values[key]
+                if complete and not done(old, kind):
+                    complete = False
+            if complete:
+                still.pop()  # nothing left to learn here (a later sweep would skip it anyway)
         # only nodes that were incomplete can still change; the next sweep goes the other way
         pending = still[::-1]
         if not pending or (not changed and sweep > 0):
@@ -131,14 +140,24 @@ def _run(order: Sequence[Node], known: Dict[Key, object], kind: str) -> Dict[Key
     return values
 
 
+# shape as an op returned it -> the same shape as a tuple of Python ints (or None).  Ops return
+# few distinct shapes, so a dict lookup replaces a per-dimension type check on every call.
+_NORMALIZED: Dict[tuple, tuple] = {}
+
+
 def _norm(v, kind):
     if v is None:
         return None
     if kind == "shape":
-        if type(v) is tuple and all(type(d) is int or d is None for d in v):
-            return v  # the common case: already a tuple of Python ints
-        return tuple(None if d is None else int(d) for d in v)
-    return v if isinstance(v, np.dtype) else np.dtype(v)
+        if type(v) is tuple:
+            hit = _NORMALIZED.get(v)
+            if hit is not None and hit == v:  # == guards hash-equal values of another kind (1.0 vs 1)
+                return hit
+        norm = tuple(None if d is None else int(d) for d in v)
+        if type(v) is tuple and len(_NORMALIZED) < 100000:
+            _NORMALIZED[v] = norm
+        return norm
+    return v if type(v) is np.dtype or isinstance(v, np.dtype) else np.dtype(v)
 
 
 def _named(node: Node, ins, kind) -> str:

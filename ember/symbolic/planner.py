@@ -201,27 +201,45 @@ SEARCH_WORK = int(os.environ.get("EMBER_PLAN_SEARCH_WORK", "8000"))
 SEARCH_MAX_ROUNDS = 64
 
 
+# "best" stops at the first candidate within this factor of the lower bound: no other can be
+# better by more than that, and the offset-packing candidates cost far more than size matching.
+GOOD_ENOUGH = float(os.environ.get("EMBER_PLAN_GOOD_ENOUGH", "1.001"))
+
+
 def plan(sizes: Sequence[int], starts: Sequence[int], ends: Sequence[int], method: str = "best") -> Placement:
-    """The smallest of size matching and offset packing (or the one named by `method`)."""
+    """The smallest of size matching and offset packing (or the one named by `method`).
+
+    "best" tries, cheapest first: size matching, offset packing (best fit, then first fit and
+    step order on smaller graphs), then the order search; it stops as soon as a candidate is
+    within GOOD_ENOUGH of the lower bound.
+    """
     sizes = [align(s) for s in sizes]
-    cands = {}
+    n = len(sizes)
     if method == "naive":  # every group its own block: the reference the tests compare against
-        return Placement(list(range(len(sizes))), [0] * len(sizes), list(sizes), "naive")
-    if method in ("best", "size_matching"):
-        cands["size_matching"] = size_matching(sizes, starts, ends)
+        return Placement(list(range(n)), [0] * n, list(sizes), "naive")
     # Offset packing costs O(groups x live-at-once groups); past OFFSET_MAX_GROUPS "best" keeps to
     # size matching (O(n log n)), which the plan-time bench shows is already at the bound there.
-    small = len(sizes) <= OFFSET_MAX_GROUPS
-    if method == "offset_packing" or (method == "best" and small):
-        cands["offset_packing"] = offset_packing(sizes, starts, ends, best_fit=True)
-    if method == "best" and len(sizes) <= OFFSET_MAX_GROUPS // 4:
-        cands["offset_packing_first_fit"] = offset_packing(sizes, starts, ends, best_fit=False)
-        cands["offset_packing_by_start"] = offset_packing(sizes, starts, ends, best_fit=True, by="start")
-    if method == "offset_packing_search" or (method == "best" and small and cands):
-        bound = lower_bound(sizes, starts, ends)
-        rounds = min(SEARCH_MAX_ROUNDS, SEARCH_WORK // max(len(sizes), 1))
-        if method == "offset_packing_search" or (rounds and min(c.total for c in cands.values()) > bound):
-            cands["offset_packing_search"] = offset_packing_search(sizes, starts, ends, max(rounds, 1), bound)
+    small = n <= OFFSET_MAX_GROUPS
+    rounds = min(SEARCH_MAX_ROUNDS, SEARCH_WORK // max(n, 1))
+    bound = lower_bound(sizes, starts, ends)
+    steps = [
+        ("size_matching", method in ("best", "size_matching"), lambda: size_matching(sizes, starts, ends)),
+        ("offset_packing", method == "offset_packing" or (method == "best" and small),
+         lambda: offset_packing(sizes, starts, ends, best_fit=True)),
+        ("offset_packing_first_fit", method == "best" and n <= OFFSET_MAX_GROUPS // 4,
+         lambda: offset_packing(sizes, starts, ends, best_fit=False)),
+        ("offset_packing_by_start", method == "best" and n <= OFFSET_MAX_GROUPS // 4,
+         lambda: offset_packing(sizes, starts, ends, best_fit=True, by="start")),
+        ("offset_packing_search", method == "offset_packing_search" or (method == "best" and small and rounds > 0),
+         lambda: offset_packing_search(sizes, starts, ends, max(rounds, 1), bound)),
+    ]
+    cands = {}
+    for name, wanted, run in steps:
+        if not wanted:
+            continue
+        cands[name] = run()
+        if method == "best" and cands[name].total <= bound * GOOD_ENOUGH:
+            break
     if not cands:
         raise ValueError(f"unknown planning method {method!r} "
                          "(best, size_matching, offset_packing, offset_packing_search, naive)")
