@@ -95,10 +95,16 @@ def _scaled(fn, c):
     return lambda F, v, a: F._mul_scalar(fn(F, v), scalar=c)
 
 
-def _x_times_pow(sign: float, shift: float, pw: float):
-    """sign * x * (x^2 + shift)^pw, or sign * x * (-shift - x^2)^pw for a negative shift (inverse trig)."""
+def _x_times_pow(sign: float, shift: float, pw: float, minus_one: bool = False):
+    """sign * x * (x^2 + shift)^pw, or sign * x * (-shift - x^2)^pw for a negative shift (inverse trig);
+    `minus_one`: sign * x * (x^2 - 1)^pw (arccosh)."""
     def second(F, v, a):
-        base = F._plus_scalar(F.square(v), scalar=shift) if shift >= 0 else F._rminus_scalar(F.square(v), scalar=-shift)
+        if minus_one:
+            base = F._plus_scalar(F.square(v), scalar=-1.0)
+        elif shift >= 0:
+            base = F._plus_scalar(F.square(v), scalar=shift)
+        else:
+            base = F._rminus_scalar(F.square(v), scalar=-shift)
         return F._mul_scalar(F.elemwise_mul(v, F._power_scalar(base, scalar=pw)), scalar=sign)
     return second
 
@@ -144,7 +150,8 @@ _OPS = {
     "tanh": (ufunc_kernel("tanh"), lambda xp, x, y, a: 1 - y * y, "out", _scaled(lambda F, v: v, -2.0)),
     "arcsinh": (ufunc_kernel("arcsinh"), lambda xp, x, y, a: 1.0 / xp.sqrt(x * x + 1), "in",
                 _x_times_pow(-1.0, 1.0, -1.5)),
-    "arccosh": (ufunc_kernel("arccosh"), _quiet(lambda xp, x, y, a: 1.0 / xp.sqrt(x * x - 1)), "in", None),
+    "arccosh": (ufunc_kernel("arccosh"), _quiet(lambda xp, x, y, a: 1.0 / xp.sqrt(x * x - 1)), "in",
+                _x_times_pow(-1.0, -1.0, -1.5, minus_one=True)),
     "arctanh": (ufunc_kernel("arctanh"), _quiet(lambda xp, x, y, a: 1.0 / (1 - x * x)), "in",
                 _x_times_pow(2.0, -1.0, -2.0)),
     "degrees": (ufunc_kernel("degrees"), lambda xp, x, y, a: xp.full_like(x, 180.0 / math.pi), "in", _zero),

@@ -17,14 +17,18 @@ UNARY = {
     "sigmoid": mx.nd.sigmoid, "square": mx.nd.square, "sqrt": mx.nd.sqrt, "relu": mx.nd.relu,
     "reciprocal": mx.nd.reciprocal, "rsqrt": mx.nd.rsqrt, "cbrt": mx.nd.cbrt, "expm1": mx.nd.expm1,
     "log1p": mx.nd.log1p, "arctan": mx.nd.arctan, "arcsin": mx.nd.arcsin, "sinh": mx.nd.sinh,
-    "softsign": mx.nd.softsign, "erf": mx.nd.erf, "tan": mx.nd.tan,
+    "softsign": mx.nd.softsign, "erf": mx.nd.erf, "tan": mx.nd.tan, "arccosh": mx.nd.arccosh,
+    "arctanh": mx.nd.arctanh, "arccos": mx.nd.arccos, "arcsinh": mx.nd.arcsinh, "cosh": mx.nd.cosh,
+    "log2": mx.nd.log2, "log10": mx.nd.log10, "rcbrt": mx.nd.rcbrt, "erfinv": mx.nd.erfinv,
+    "clip": lambda x: mx.nd.clip(x, -0.6, 0.9), "abs": mx.nd.abs,
     "x**3": lambda x: x ** 3, "x**-1.5": lambda x: x ** -1.5, "2.5**x": lambda x: 2.5 ** x,
     "x*3": lambda x: x * 3, "x/4": lambda x: x / 4, "3/x": lambda x: 3 / x, "x+1": lambda x: x + 1,
     "1-x": lambda x: 1 - x, "-x": lambda x: -x,
 }
-DOMAIN = {"arcsin": (-0.7, 0.7)}
+DOMAIN = {"arcsin": (-0.7, 0.7), "arccos": (-0.7, 0.7), "arctanh": (-0.7, 0.7), "erfinv": (-0.7, 0.7),
+          "arccosh": (1.3, 2.5)}
 SIGNED = {"exp", "sin", "cos", "tanh", "sigmoid", "relu", "x**3", "2.5**x", "x*3", "x/4", "x+1", "1-x", "-x",
-          "arctan", "sinh", "softsign", "erf", "tan", "expm1"}
+          "arctan", "sinh", "softsign", "erf", "tan", "expm1", "arcsinh", "cosh", "clip", "abs"}
 
 
 def _x(name):
