@@ -8,6 +8,7 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import ember as mx
 from ember import nd
@@ -218,3 +219,43 @@ def test_state_parts_round_trip_and_errors():
                                                     "part0": np.zeros(3, np.uint8)}))
     with pytest.raises(TypeError, match="state part 0 must be bytes"):
         state_file.dumps_parts(["text"])
+
+
+# -- property: any state tree of NDArrays / numbers / None / tuples / lists round-trips exactly ------
+_DTYPES = ["float32", "float64", "int32", "uint8", "float16"]
+_arrays = st.builds(lambda shape, dtype, seed: np.random.default_rng(seed).uniform(-9, 9, shape).astype(dtype),
+                    st.lists(st.integers(0, 3), max_size=3).map(tuple), st.sampled_from(_DTYPES), st.integers(0, 99))
+_leaves = st.one_of(st.none(), _arrays, st.integers(-2**40, 2**40), st.floats(allow_nan=False), st.booleans())
+_trees = st.recursive(_leaves, lambda kids: st.one_of(st.lists(kids, max_size=3), st.lists(kids, max_size=3).map(tuple)),
+                      max_leaves=6)
+_indices = st.one_of(st.integers(-5, 10**6), st.text(max_size=8))
+
+
+def _materialise(tree):
+    if isinstance(tree, np.ndarray):
+        return nd.array(tree, dtype=tree.dtype)
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_materialise(t) for t in tree)
+    return tree
+
+
+def _same(a, b):
+    if isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    elif hasattr(a, "asnumpy"):
+        assert b.dtype == a.dtype and b.shape == a.shape
+        np.testing.assert_array_equal(b.asnumpy(), a.asnumpy())
+    else:
+        assert type(a) is type(b) and a == b
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.dictionaries(_indices, _trees, max_size=4))
+def test_any_state_tree_round_trips(raw):
+    states = {k: _materialise(v) for k, v in raw.items()}
+    loaded, optimizer = state_file.loads(state_file.dumps(states))
+    assert optimizer is None and list(loaded) == list(states)
+    for k in states:
+        _same(states[k], loaded[k])
