@@ -8,7 +8,8 @@ ranks 0..W-1 are workers, W..W+S-1 servers.  Every process gets DMLC_ROLE, DMLC_
 DMLC_NUM_SERVER and the EMBER_KVSTORE_* settings given with --env or --timeout.  Each rank
 runs under `ember.kvstore.supervise`, so when one is killed the others report the failure
 and exit instead of being killed silently.  The launcher's exit status is mpiexec's; Ctrl-C or
-SIGTERM stops the whole job.
+SIGTERM stops the whole job.  A job directory (EMBER_KVSTORE_JOB_DIR, removed at the end) lets
+the ranks of a single-host job learn at once that one of them failed (see jobdir.py).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from typing import Dict, List, Optional
 
 
@@ -132,12 +134,21 @@ def main(argv: Optional[List[str]] = None) -> int:
         if k in os.environ and k not in env:
             env[k] = os.environ[k]
     mpiexec = find_mpiexec(args.mpiexec)
+    made_dir = None
+    if "EMBER_KVSTORE_JOB_DIR" not in os.environ and "EMBER_KVSTORE_JOB_DIR" not in env and not args.dry_run:
+        made_dir = env["EMBER_KVSTORE_JOB_DIR"] = tempfile.mkdtemp(prefix="ember-kv-job-")
+    elif "EMBER_KVSTORE_JOB_DIR" in os.environ and "EMBER_KVSTORE_JOB_DIR" not in env:
+        env["EMBER_KVSTORE_JOB_DIR"] = os.environ["EMBER_KVSTORE_JOB_DIR"]  # 'none' disables the notices
     cmd = build_command(mpiexec, args.num_workers, args.num_servers, args.command, env,
                         args.hostfile, is_open_mpi(mpiexec))
     if args.dry_run:
         print(" ".join(cmd))
         return 0
-    return run(cmd, args.job_timeout)
+    try:
+        return run(cmd, args.job_timeout)
+    finally:
+        if made_dir:
+            shutil.rmtree(made_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import List, Optional
 
-from . import config
+from . import config, jobdir
 from .errors import KVStoreCommError, KVStoreError, KVStoreTimeoutError
 
 TAG_REQUEST = 11   # worker -> server: (command, ...) tuples
@@ -36,7 +36,17 @@ def mpi():
         raise KVStoreError("distributed kvstores need mpi4py and an MPI library: "
                            "pip install 'ember[dist]' (mpi4py, mpich)") from e
     mpi4py.rc.errors = "exception"  # MPI errors become Python exceptions instead of aborting the job
-    from mpi4py import MPI
+    if "mpi4py.MPI" in sys.modules:
+        return sys.modules["mpi4py.MPI"]
+    # MPI_Init waits for every process of the job, holding the GIL: if one died before reaching
+    # it, nothing in this process runs again.  A watchdog process ends it with the reason instead.
+    watchdog = jobdir.start_init_watchdog()
+    try:
+        from mpi4py import MPI
+    finally:
+        if watchdog is not None:
+            watchdog.terminate()
+            watchdog.wait()
     return MPI
 
 
@@ -169,6 +179,10 @@ def poll(MPI, reqs, timeout: float, what: str) -> None:
     spins = 0
     try:
         while not MPI.Request.Testall(reqs):
+            reason = jobdir.peer_failure()
+            if reason is not None:
+                mark_failed()
+                raise KVStoreCommError(f"{what}: another process of the job failed ({reason}); stopping")
             spins += 1
             # MPICH advances nonblocking collectives only inside MPI calls, so keep testing
             # (yielding the GIL between tests) for a while before backing off to short sleeps.

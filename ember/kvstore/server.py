@@ -11,8 +11,8 @@ import time
 from typing import Dict
 
 
-from . import mpienv
-from .errors import KVStoreError, KVStoreTimeoutError
+from . import jobdir, mpienv
+from .errors import KVStoreCommError, KVStoreError, KVStoreTimeoutError
 
 
 class Server:
@@ -91,6 +91,11 @@ class Server:
             now = time.monotonic()
             if msg is None:
                 idle += 1
+                reason = jobdir.peer_failure()
+                if reason is not None:
+                    mpienv.mark_failed()
+                    raise KVStoreCommError(f"server rank {self.world.Get_rank()}: another process of the "
+                                           f"job failed ({reason}); stopping")
                 for w in active:
                     seen = last_seen.get(w)
                     limit = settings.timeout if seen is not None else mpienv.startup_timeout()

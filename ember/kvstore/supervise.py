@@ -15,6 +15,8 @@ import subprocess
 import sys
 from typing import List
 
+from . import jobdir
+
 
 def _die_with_parent() -> None:
     """In the child: get SIGTERM if this supervisor dies (even by SIGKILL), so no rank is orphaned."""
@@ -45,11 +47,14 @@ def run(argv: List[str]) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, forward)
     code = child.wait()
+    rank = os.environ.get("PMI_RANK", "?")
     if code < 0:
-        name = signal.Signals(-code).name
-        print(f"ember.kvstore.supervise: rank {os.environ.get('PMI_RANK', '?')} ({argv[0]}) was killed by "
-              f"{name}", file=sys.stderr, flush=True)
+        reason = f"rank {rank} ({argv[0]}) was killed by {signal.Signals(-code).name}"
+        print(f"ember.kvstore.supervise: {reason}", file=sys.stderr, flush=True)
+        jobdir.report_failure(rank, reason)
         return 128 - code
+    if code != 0:
+        jobdir.report_failure(rank, f"rank {rank} ({argv[0]}) exited with status {code}")
     return code
 
 

@@ -108,14 +108,35 @@ def test_workers_pushing_different_keys_in_one_call_get_an_error_not_garbage(tmp
 
 
 @needs_mpiexec
-def test_killed_worker_makes_the_others_exit_with_a_clear_error(tmp_path):
-    rc, out = run_job(tmp_path, 3, "die", env={"EMBER_KVSTORE_TIMEOUT": "4"}, limit=90)
+@pytest.mark.parametrize("notice", ["job_dir", "timeout"])
+def test_killed_worker_makes_the_others_exit_with_a_clear_error(tmp_path, notice):
+    env = {"EMBER_KVSTORE_TIMEOUT": "4"}
+    if notice == "timeout":  # no shared job directory (as across hosts): the watchdog timeout
+        env["EMBER_KVSTORE_JOB_DIR"] = "none"
+    else:
+        env["EMBER_KVSTORE_TIMEOUT"] = "60"  # the job directory notice must come long before this
+    started = time.monotonic()
+    rc, out = run_job(tmp_path, 3, "die", env=env, limit=90)
     assert rc != 0
     assert "rank 1 (" in out and "killed by SIGKILL" in out, out[-3000:]
     errs = errors(tmp_path)
     assert set(errs) == {"error0.txt", "error2.txt"}, out[-3000:]
     for text in errs.values():
-        assert "KVStoreTimeoutError" in text and "EMBER_KVSTORE_TIMEOUT" in text and "died" in text
+        if notice == "timeout":
+            assert "KVStoreTimeoutError" in text and "EMBER_KVSTORE_TIMEOUT" in text and "died" in text, text
+        else:
+            assert "KVStoreCommError" in text and "rank 1 (" in text and "killed by SIGKILL" in text, text
+    if notice == "job_dir":
+        assert time.monotonic() - started < 50
+
+
+@needs_mpiexec
+def test_a_rank_failing_before_mpi_starts_stops_the_job_quickly(tmp_path):
+    started = time.monotonic()
+    rc, out = run_job(tmp_path, 3, "die_before_init", limit=120)
+    assert rc != 0
+    assert time.monotonic() - started < 60, "survivors waited for the start-up timeout"
+    assert "rank 1 (" in out and "exited with status 7" in out, out[-3000:]
 
 
 @needs_mpiexec
@@ -136,8 +157,10 @@ def test_dist_async_regression_converges(tmp_path, env):
 
 @needs_mpiexec
 def test_dist_async_server_exits_when_its_workers_die(tmp_path):
+    # no job directory (as across hosts): the server notices the missing heartbeats
     rc, out = run_job(tmp_path, 2, "async_die", servers=1,
-                      env={"EMBER_KVSTORE_TIMEOUT": "4", "EMBER_KVSTORE_HEARTBEAT": "0.5"}, limit=90)
+                      env={"EMBER_KVSTORE_TIMEOUT": "4", "EMBER_KVSTORE_HEARTBEAT": "0.5",
+                           "EMBER_KVSTORE_JOB_DIR": "none"}, limit=90)
     assert rc != 0
     assert "ember.kvstore.server: KVStoreTimeoutError" in out and "probably died" in out, out[-3000:]
 
@@ -153,7 +176,7 @@ def _server_pids():
 
 @needs_mpiexec
 def test_dist_async_workers_exit_with_an_error_when_the_server_dies(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, HERE]), EMBER_KVSTORE_TIMEOUT="4")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, HERE]), EMBER_KVSTORE_TIMEOUT="60")
     env[MARKER] = str(os.getpid())
     cmd = [sys.executable, "-m", "ember.kvstore.launch", "-n", "2", "-s", "1", "--job-timeout", "90",
            sys.executable, WORKER, "async_server_dies", str(tmp_path)]
@@ -175,8 +198,8 @@ def test_dist_async_workers_exit_with_an_error_when_the_server_dies(tmp_path):
     assert proc.returncode != 0
     errs = errors(tmp_path)
     assert set(errs) == {"error0.txt", "error1.txt"}, out[-3000:]
-    for text in errs.values():
-        assert "KVStoreTimeoutError" in text and "server rank 2" in text and "died" in text, text
+    for text in errs.values():  # told through the job directory, long before the timeout
+        assert "KVStoreCommError" in text and "rank 2 (" in text and "killed by SIGKILL" in text, text
 
 
 def test_launcher_builds_one_mpmd_job_with_roles():
