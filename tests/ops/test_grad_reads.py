@@ -182,7 +182,18 @@ SHAPE_ONLY_CASES = [
     ("_backward_Concat", [rng.standard_normal((2, 5)), np.zeros((2, 2)), np.zeros((2, 3))], {"num_args": 2, "dim": 1}),
     ("_backward_sum", [rng.standard_normal((2,)), np.zeros((2, 3)), np.zeros((2,))], {"axis": 1}),
     ("_backward_mean", [rng.standard_normal((1, 3)), np.zeros((2, 3)), np.zeros((1, 3))], {"axis": 0, "keepdims": True}),
+    ("_backward_Pooling", [rng.standard_normal((1, 2, 3, 3)), np.zeros((1, 2, 5, 5)), np.zeros((1, 2, 3, 3))],
+     {"pool_type": "avg", "kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
+    ("_backward_Pooling", [rng.standard_normal((1, 2, 1, 1)), np.zeros((1, 2, 4, 3)), np.zeros((1, 2, 1, 1))],
+     {"pool_type": "sum", "global_pool": True, "kernel": (1, 1)}),
 ]
+
+
+def test_max_pooling_backward_reads_values():
+    from ember.ops._common import shape_only_inputs
+    op = ops.get("_backward_Pooling")
+    assert shape_only_inputs(op, op.parse_attrs({"pool_type": "max", "kernel": (2, 2)})) == ()
+    assert shape_only_inputs(op, op.parse_attrs({"pool_type": "lp", "p_value": 2, "kernel": (2, 2)})) == ()
 
 
 @pytest.mark.parametrize("name,inputs,attrs", SHAPE_ONLY_CASES, ids=[c[0] for c in SHAPE_ONLY_CASES])
