@@ -208,3 +208,30 @@ def test_shape_only_inputs_are_really_not_read(name, inputs, attrs):
     for a, b in zip(clean, run(name, dirty, attrs, all_outputs=True)):
         np.testing.assert_array_equal(a, b)
         assert np.isfinite(a).all()
+
+
+SYMBOLIC_ADD_CASES = {
+    # name: (build(a, b), grad_req, d/da, d/db for head gradient G, ones inputs, grads primed with 1 for 'add')
+    "a+b add": (lambda a, b: a + b, "add", lambda G: 1 + G, lambda G: 1 + G),
+    "a-b": (lambda a, b: a - b, "write", lambda G: G, lambda G: -G),
+    "a+a": (lambda a, b: a + a + 0 * b, "write", lambda G: 2 * G, lambda G: 0 * G),
+    "(a+b)+(a-b)": (lambda a, b: (a + b) + (a - b), "write", lambda G: 2 * G, lambda G: 0 * G),
+    "sigmoid(a)+b*2": (lambda a, b: mx.sym.sigmoid(a) + b * 2, "add",
+                       lambda G: 1 + G * 0.19661193324148185, lambda G: 1 + 2 * G),
+}
+
+
+@pytest.mark.parametrize("case", list(SYMBOLIC_ADD_CASES))
+def test_symbolic_add_gradient_entries_shared_by_two_inputs(case):
+    """The out_grad entry handed to both inputs of an add lands correctly in each grad array."""
+    build, req, da, db = SYMBOLIC_ADD_CASES[case]
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    ex = build(a, b).simple_bind(mx.cpu(), grad_req=req, a=(2, 3), b=(2, 3))
+    if req == "add":
+        for g in ex.grad_dict.values():
+            g[:] = 1
+    G = rng.standard_normal((2, 3))
+    ex.forward(is_train=True, a=np.ones((2, 3)), b=np.ones((2, 3)))
+    ex.backward(mx.nd.array(G))
+    np.testing.assert_allclose(ex.grad_dict["a"].asnumpy(), da(G), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ex.grad_dict["b"].asnumpy(), db(G), rtol=1e-5, atol=1e-6)
