@@ -110,7 +110,7 @@ def test_workers_pushing_different_keys_in_one_call_get_an_error_not_garbage(tmp
 @needs_mpiexec
 @pytest.mark.parametrize("notice", ["job_dir", "timeout"])
 def test_killed_worker_makes_the_others_exit_with_a_clear_error(tmp_path, notice):
-    env = {"EMBER_KVSTORE_TIMEOUT": "4"}
+    env = {"EMBER_KVSTORE_TIMEOUT": "3"}
     if notice == "timeout":  # no shared job directory (as across hosts): the watchdog timeout
         env["EMBER_KVSTORE_JOB_DIR"] = "none"
     else:
@@ -133,7 +133,7 @@ def test_killed_worker_makes_the_others_exit_with_a_clear_error(tmp_path, notice
 @needs_mpiexec
 def test_a_rank_failing_before_mpi_starts_stops_the_job_quickly(tmp_path):
     started = time.monotonic()
-    rc, out = run_job(tmp_path, 3, "die_before_init", limit=120)
+    rc, out = run_job(tmp_path, 2, "die_before_init", limit=120)
     assert rc != 0
     assert time.monotonic() - started < 60, "survivors waited for the start-up timeout"
     assert "rank 1 (" in out and "exited with status 7" in out, out[-3000:]
@@ -159,7 +159,7 @@ def test_dist_async_regression_converges(tmp_path, env):
 def test_dist_async_server_exits_when_its_workers_die(tmp_path):
     # no job directory (as across hosts): the server notices the missing heartbeats
     rc, out = run_job(tmp_path, 2, "async_die", servers=1,
-                      env={"EMBER_KVSTORE_TIMEOUT": "4", "EMBER_KVSTORE_HEARTBEAT": "0.5",
+                      env={"EMBER_KVSTORE_TIMEOUT": "3", "EMBER_KVSTORE_HEARTBEAT": "0.5",
                            "EMBER_KVSTORE_JOB_DIR": "none"}, limit=90)
     assert rc != 0
     assert "ember.kvstore.server: KVStoreTimeoutError" in out and "probably died" in out, out[-3000:]
