@@ -106,3 +106,68 @@ def test_load_frombuffer_round_trip_and_corrupt(tmp_path):
     assert got["b"].dtype == np.int32
     with pytest.raises(FormatError):
         mx.nd.load_frombuffer(buf[: len(buf) // 2])
+
+
+# -- mx.nd.contrib control flow (outputs and structures checked against MXNet 1.9.1 by hand) ---------
+def test_foreach_cumulative_sum_and_structures():
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    outs, states = mx.nd.contrib.foreach(lambda d, s: (d * 2, [s[0] + d]), mx.nd.array(x), [mx.nd.zeros((3,))])
+    np.testing.assert_array_equal(outs.asnumpy(), 2 * x)
+    np.testing.assert_array_equal(states[0].asnumpy(), x.sum(0))
+    outs, state = mx.nd.contrib.foreach(lambda d, s: ([d[0], d[1] + s], s + 1), [mx.nd.array(x), mx.nd.array(-x)],
+                                        mx.nd.zeros((3,)))
+    assert isinstance(outs, list) and len(outs) == 2
+    np.testing.assert_array_equal(outs[1].asnumpy(), -x + np.arange(4)[:, None])
+    np.testing.assert_array_equal(state.asnumpy(), np.full(3, 4.0))
+
+
+def test_foreach_is_differentiable():
+    w0 = rng.standard_normal((3,))
+    x0 = rng.standard_normal((5, 3))
+    w = mx.nd.array(w0, dtype="float64")
+    w.attach_grad()
+    def step(d, states):  # h_t = tanh(x_t + w * h_{t-1}); loss = sum of all h
+        h = mx.nd.tanh(d + w * states[0])
+        return h, [h]
+
+    with mx.autograd.record():
+        outs, _ = mx.nd.contrib.foreach(step, mx.nd.array(x0, dtype="float64"), [mx.nd.zeros((3,), dtype="float64")])
+        loss = outs.sum()
+    loss.backward()
+
+    def f(wv):
+        h, total = np.zeros(3), 0.0
+        for t in range(5):
+            h = np.tanh(x0[t] + wv * h)
+            total += h.sum()
+        return total
+    eps = 1e-6
+    num = np.array([(f(w0 + eps * e) - f(w0 - eps * e)) / (2 * eps) for e in np.eye(3)])
+    np.testing.assert_allclose(w.grad.asnumpy(), num, rtol=1e-5)
+
+
+def test_while_loop_pads_to_max_iterations():
+    out, (i, s) = mx.nd.contrib.while_loop(lambda i, s: i <= 5, lambda i, s: (i * 10, (i + 1, s + i)),
+                                           [mx.nd.array([1]), mx.nd.array([0])], max_iterations=8)
+    np.testing.assert_array_equal(out.asnumpy().ravel(), [10, 20, 30, 40, 50, 0, 0, 0])
+    assert i.asscalar() == 6 and s.asscalar() == 15
+    outs, v = mx.nd.contrib.while_loop(lambda i: i < 3, lambda i: ([i, i * 2], i + 1), mx.nd.array([0]),
+                                       max_iterations=3)
+    assert isinstance(v, mx.nd.NDArray) and len(outs) == 2
+    np.testing.assert_array_equal(outs[1].asnumpy().ravel(), [0, 2, 4])
+
+
+def test_control_flow_errors():
+    with pytest.raises(ValueError, match="max_iterations should be specified"):
+        mx.nd.contrib.while_loop(lambda i: i < 3, lambda i: (i, i + 1), mx.nd.array([0]))
+    with pytest.raises(ValueError, match="returned 1 loop variables, expected 2"):
+        mx.nd.contrib.while_loop(lambda i, s: i < 3, lambda i, s: (i, [i + 1]), [mx.nd.array([0]), mx.nd.array([0])],
+                                 max_iterations=4)
+    with pytest.raises(ValueError, match="scalar"):
+        mx.nd.contrib.while_loop(lambda i: i < 3, lambda i: (i, i + 1), mx.nd.array([0, 1]), max_iterations=4)
+    with pytest.raises(TypeError, match="foreach data must be NDArrays"):
+        mx.nd.contrib.foreach(lambda d, s: (d, s), np.zeros(3), [])
+    with pytest.raises(ValueError, match="same length on axis 0"):
+        mx.nd.contrib.foreach(lambda d, s: (d[0], s), [mx.nd.zeros((2, 1)), mx.nd.zeros((3, 1))], [])
+    assert mx.nd.contrib.cond(mx.nd.array([0]), lambda: "then", lambda: "else") == "else"
+    assert mx.nd.contrib.cond(mx.nd.array([2]), lambda: "then", lambda: "else") == "then"
