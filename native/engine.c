@@ -411,8 +411,11 @@ static void enqueue(ember_engine *e, ember_opr *op) {
 
 static void complete(ember_engine *e, ember_opr *op);
 
+/* Async ops only start their work (a GPU stream, an MPI request) and finish later through
+ * ember_complete, so, as in MXNet, they start in the thread that made them ready instead of
+ * queueing behind long compute ops. */
 static void schedule(ember_engine *e, ember_opr *op) {
-    if (e->naive || (op->flags & OPF_ANYWHERE)) execute(e, op);
+    if (e->naive || (op->flags & OPF_ANYWHERE) || op->prop == EMBER_PROP_ASYNC) execute(e, op);
     else enqueue(e, op);
 }
 
@@ -529,8 +532,10 @@ static void execute_batch(ember_engine *e, ember_opr **ops, int n) {
     }
     if (m == 0) return;
     e->batch_fn(ctxs, run, m, errs);
-    for (int i = 0; i < m; i++)
-        if (errs[i] != EMBER_PENDING) ember_complete(run[i], errs[i]);
+    for (int i = 0; i < m; i++) {
+        if (errs[i] == EMBER_REQUEUE) enqueue(e, run[i]); /* the batch ran out of time before it */
+        else if (errs[i] != EMBER_PENDING) ember_complete(run[i], errs[i]);
+    }
 }
 
 void ember_set_batch(ember_engine *e, ember_fn key, ember_batch_fn batch) {
@@ -686,7 +691,8 @@ int ember_push(ember_engine *e, ember_fn fn, void *ctx,
             atomic_fetch_add(&e->inline_runs, 1);
             return EMBER_RUN_IN_CALLER;
         }
-        if (naive || (flags & OPF_ANYWHERE) || ((flags & EMBER_FLAG_INLINE) && !exclusive)) {
+        if (naive || (flags & OPF_ANYWHERE) || prop == EMBER_PROP_ASYNC ||
+            ((flags & EMBER_FLAG_INLINE) && !exclusive)) {
             atomic_fetch_add(&e->inline_runs, 1);
             execute(e, op);
         } else {

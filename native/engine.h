@@ -24,14 +24,17 @@ typedef struct ember_opr ember_opr;
 /* An op body.  Return 0 on success, an error id > 0 on failure, or
  * EMBER_PENDING when it will finish later through ember_complete(op, err). */
 typedef int (*ember_fn)(void *ctx, ember_opr *op);
-/* Runs n independent ops in one call (fills errs[i] like an ember_fn's result). */
+/* Runs n independent ops in one call (fills errs[i] like an ember_fn's result, or
+ * EMBER_REQUEUE for ops it chose not to run now). */
 typedef int (*ember_batch_fn)(void **ctxs, ember_opr **ops, int n, int *errs);
 /* A custom scheduling policy: the sort key of a ready op (larger runs first). */
 typedef int64_t (*ember_key_fn)(const char *name, int priority, uint64_t seq, int dependants, int queue);
 
 #define EMBER_PENDING (-1)
+#define EMBER_REQUEUE (-2) /* batch result: not run this time, queue it again */
 #define EMBER_ERR_CANCELLED 1 /* op dropped at shutdown */
 
+/* EMBER_PROP_ASYNC ops start in the thread that makes them ready (they must be quick). */
 enum { EMBER_PROP_NORMAL = 0, EMBER_PROP_COPY = 1, EMBER_PROP_ASYNC = 2 };
 enum { EMBER_POLICY_PRIORITY = 0, EMBER_POLICY_FIFO = 1, EMBER_POLICY_LIFO = 2,
        EMBER_POLICY_CRITICAL_PATH = 3, EMBER_POLICY_CUSTOM = 4 };

@@ -19,6 +19,7 @@ import contextlib
 import itertools
 import os
 import threading
+from time import perf_counter as _clock
 from typing import Callable, Iterable, Optional, Sequence
 
 from ..base import EngineError
@@ -82,6 +83,7 @@ _RUN_IN_CALLER = lib.EMBER_RUN_IN_CALLER
 _FLAG_CALLER = lib.EMBER_FLAG_CALLER
 _SKIPPED = lib.EMBER_SKIPPED
 _PENDING = lib.EMBER_PENDING
+_REQUEUE = lib.EMBER_REQUEUE
 
 
 def _cname(name: Optional[str]):
@@ -170,9 +172,20 @@ def ember_py_trampoline(ctx, op):
     return _run(fn, prop, name, op)
 
 
+BATCH_SLICE_S = 0.0002  # a worker's batch of Python ops stops after this long: later ops queue again
+
+
 @ffi.def_extern()
 def ember_py_batch(ctxs, ops, n, errs):
+    # Ready ops popped together run under one GIL acquisition; past the time slice the rest go
+    # back to the queue, so an op that becomes ready meanwhile (maybe of higher priority) is not
+    # stuck behind a long batch.
+    deadline = _clock() + BATCH_SLICE_S
     for i in range(n):
+        if i and _clock() > deadline:
+            for j in range(i, n):
+                errs[j] = _REQUEUE
+            return 0
         fn, prop, name = _pyops.pop(int(ffi.cast("intptr_t", ctxs[i])))
         errs[i] = _run(fn, prop, name, ops[i])
     return 0

@@ -164,3 +164,35 @@ def test_stats_count_ops():
     assert s1["completed"] - s0["completed"] >= 50
     assert s1["pending"] == 0
     assert set(s1["queues"]) >= {"cpu", "copy"}
+
+
+def test_high_priority_op_is_not_stuck_behind_a_batch_of_python_ops(run_python):
+    # One worker pops ready Python ops in batches; a batch yields after a short time slice, so an
+    # urgent op pushed meanwhile runs after at most a couple of the slow ones, not after all 20.
+    code = """
+    import threading, time, ember.engine as e
+    started = threading.Event(); order = []
+    for i in range(20):
+        e.push(lambda i=i: (started.set(), time.sleep(0.01), order.append(i)), write=[e.Var()])
+    started.wait(10)
+    e.push(lambda: order.append('urgent'), write=[e.Var()], priority=100)
+    e.wait_all(); print(order.index('urgent'))
+    """
+    r = run_python(code, env={"EMBER_CPU_WORKER_NTHREADS": "1"})
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout.strip()) <= 3
+
+
+def test_async_op_starts_without_waiting_for_a_busy_worker(run_python):
+    code = """
+    import threading, time, ember.engine as e
+    gate, started = threading.Event(), threading.Event()
+    e.push(lambda: (started.set(), gate.wait(10)), write=[e.Var()])   # the only worker is busy
+    started.wait(10)
+    began = threading.Event()
+    e.push(lambda done: (began.set(), done()), write=[e.Var()], prop='async')
+    print(began.wait(2)); gate.set(); e.wait_all()
+    """
+    r = run_python(code, env={"EMBER_CPU_WORKER_NTHREADS": "1"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "True"
