@@ -171,10 +171,12 @@ def test_high_priority_op_is_not_stuck_behind_a_batch_of_python_ops(run_python):
     # urgent op pushed meanwhile runs after at most a couple of the slow ones, not after all 20.
     code = """
     import threading, time, ember.engine as e
-    started = threading.Event(); order = []
-    for i in range(20):
+    gate, gate_started, started, order = threading.Event(), threading.Event(), threading.Event(), []
+    e.push(lambda: (gate_started.set(), gate.wait(10)), write=[e.Var()])   # hold the only worker
+    gate_started.wait(10)
+    for i in range(20):   # all queued together: the worker will pop them as one batch
         e.push(lambda i=i: (started.set(), time.sleep(0.01), order.append(i)), write=[e.Var()])
-    started.wait(10)
+    gate.set(); started.wait(10)
     e.push(lambda: order.append('urgent'), write=[e.Var()], priority=100)
     e.wait_all(); print(order.index('urgent'))
     """
