@@ -41,6 +41,8 @@ bench: install
 	$(PY) bench/engine_overhead.py
 	$(PY) bench/engine_parallel.py
 	$(PY) bench/engine_pending.py
+	$(PY) bench/engine_breakdown.py
+	$(PY) bench/tiny_ops.py --all
 
 clean:
 	rm -rf build $(STAMP) ember/engine/_native*.so *.egg-info
