@@ -285,8 +285,12 @@ def source_revision(module) -> Optional[str]:
                                capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if head.returncode != 0:
-        return None
+    if head.returncode != 0:  # a snapshot outside git (git archive + REVISION file, as bench/README.md shows)
+        try:
+            with open(os.path.join(root, "REVISION")) as f:
+                return f.read().strip() + " (snapshot)"
+        except OSError:
+            return None
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
