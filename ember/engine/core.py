@@ -270,14 +270,7 @@ def run_if_idle(fn: Callable, name: Optional[str] = None, writes_on_error: Optio
     """
     if getattr(_tls, "bulk", None) is not None or not _inline_begin(_E):
         return False
-    try:
-        fn()
-    except BaseException as exc:  # noqa: BLE001 - recorded on the written variables, raised at wait
-        eid = _errors.register(exc, name)
-        writes = [v._h for v in writes_on_error()] if writes_on_error is not None else []
-        _inline_end(_E, writes, len(writes), eid)
-        return True
-    _inline_end(_E, _NULL, 0, 0)
+    _run_claimed(fn, name, writes_on_error)
     return True
 
 
