@@ -339,7 +339,12 @@ class Symbol:
 
 
 # ---------------------------------------------------------------------------
-def _single_entry(s, what: str) -> Entry:
+def _single_entry(s, what: str, slot: str = "") -> Entry:
+    """The one output entry of symbol `s` (passed as input `slot` of `what`)."""
+    if type(s) is Symbol and len(s._outputs) == 1:
+        return s._outputs[0]  # the common case, without building the error text
+    if slot:
+        what = f"{what}.{slot}"
     if not isinstance(s, Symbol):
         raise TypeError(f"'{what}' must be a Symbol, got {type(s).__name__}")
     if len(s._outputs) != 1:
@@ -460,13 +465,13 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
     slots: Dict[str, Entry] = {}
     all_names = input_names + aux_names
     for n, a in zip(all_names, args):
-        slots[n] = _single_entry(a, f"{opdef.name}.{n}")
+        slots[n] = _single_entry(a, opdef.name, n)
     for k, v in sym_kwargs.items():
         if k not in all_names:
             raise OperatorError(f"{opdef.name} '{node_name}': unknown input '{k}' (inputs: {all_names})")
         if k in slots:
             raise OperatorError(f"{opdef.name} '{node_name}': input '{k}' given twice")
-        slots[k] = _single_entry(v, f"{opdef.name}.{k}")
+        slots[k] = _single_entry(v, opdef.name, k)
     scope_attrs = AttrScope.current().get(attr)
     user_attrs = hide_keys({k: (v if isinstance(v, str) else str(v)) for k, v in scope_attrs.items()})
     for k, v in op_attrs.items():
@@ -483,7 +488,9 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
         entries.append(slots[n])
     node = Node(opdef, node_name, op_only, entries, user_attrs)
     node._parsed = parsed
-    return Symbol([(node, i) for i in range(node.num_visible_outputs())])
+    nvis = opdef.visible_outputs(parsed)
+    node._arity = (len(input_names), len(aux_names), len(opdef.output_names(parsed)), nvis)
+    return Symbol([(node, i) for i in range(nvis)])
 
 
 def var(name: str, attr: Optional[dict] = None, shape=None, lr_mult=None, wd_mult=None, dtype=None,

@@ -29,7 +29,9 @@ def test_every_method_gives_a_valid_plan_at_or_above_the_bound(case):
         planner.check_plan(aligned, starts, ends, p)
         assert p.total >= bound
         totals[method] = p.total
-    assert totals["best"] <= min(totals["size_matching"], totals["offset_packing"])
+    # "best" keeps the smallest candidate, or stops early at one within GOOD_ENOUGH of the bound
+    assert (totals["best"] <= min(totals["size_matching"], totals["offset_packing"])
+            or totals["best"] <= bound * planner.GOOD_ENOUGH)
     assert totals["best"] <= totals["naive"]
     assert totals["offset_packing_search"] <= totals["offset_packing"]  # it starts from that order
 
