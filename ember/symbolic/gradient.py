@@ -64,7 +64,7 @@ def build_gradient(heads: Sequence[Entry], wrt: Sequence[Node],
         for i in range(nout):
             got = grads.get((id(node), i))
             if got:
-                out_grads.append(Symbol([_sum(got, f"{node.name}_out{i}_grad")]))
+                out_grads.append(Symbol([got[0] if len(got) == 1 else _sum(got, f"{node.name}_out{i}_grad")]))
             elif i < node.num_visible_outputs() and _ops.exists("zeros_like"):
                 with Prefix(f"{node.name}_"):
                     out_grads.append(F.zeros_like(Symbol([(node, i)]), name=f"out{i}_zerograd"))

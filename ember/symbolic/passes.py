@@ -48,6 +48,7 @@ class GraphState:
     plan: Optional["MemoryPlan"] = None
     plan_method: str = "best"
     stats: dict = field(default_factory=dict)
+    uses_cache: Optional[tuple] = None               # (node list, its length, _use_steps result)
 
     def all_heads(self) -> List[Entry]:
         return list(self.heads) + [e for e in self.grad_entries.values() if e is not None]
@@ -264,7 +265,9 @@ def schedule_backward(g: GraphState) -> GraphState:
 
 
 def _nbytes(g: GraphState, key: Key) -> int:
-    return math.prod(g.shapes[key]) * np.dtype(g.dtypes[key]).itemsize
+    dt = g.dtypes[key]
+    return math.prod(g.shapes[key]) * (dt.itemsize if type(dt) is np.dtype or isinstance(dt, np.dtype)
+                                       else np.dtype(dt).itemsize)
 
 
 def bind_gradients(g: GraphState) -> GraphState:
@@ -284,11 +287,17 @@ def bind_gradients(g: GraphState) -> GraphState:
 
 
 def _use_steps(g: GraphState) -> Tuple[Dict[Key, List[int]], Dict[int, int]]:
+    """(entry -> steps reading it, id(node) -> step); kept on `g` while the node list is unchanged."""
+    c = g.uses_cache
+    if c is not None and c[0] is g.nodes and c[1] == len(g.nodes):
+        return c[2]
     uses: Dict[Key, List[int]] = {}
     for step, n in enumerate(g.nodes):
-        for c, i in n.inputs:
-            uses.setdefault((id(c), i), []).append(step)
-    return uses, {id(n): s for s, n in enumerate(g.nodes)}
+        for c_, i in n.inputs:
+            uses.setdefault((id(c_), i), []).append(step)
+    res = (uses, {id(n): s for s, n in enumerate(g.nodes)})
+    g.uses_cache = (g.nodes, len(g.nodes), res)
+    return res
 
 
 def inplace(g: GraphState) -> GraphState:

@@ -440,8 +440,11 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
            attr: Optional[dict] = None, hint: Optional[str] = None) -> Symbol:
     """Build one operator node from positional/keyword symbols and attribute keywords."""
     kwargs.pop("out", None)
-    sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
-    op_attrs = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol) and v is not None}
+    if kwargs:
+        sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
+        op_attrs = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol) and v is not None}
+    else:  # the gradient pass makes thousands of attribute-less nodes
+        sym_kwargs, op_attrs = {}, {}
     for i, a in enumerate(args):
         if not isinstance(a, Symbol):
             if isinstance(a, (list, tuple)) and all(isinstance(x, Symbol) for x in a):
@@ -452,7 +455,8 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
     if opdef.key_var_num_args and opdef.key_var_num_args not in op_attrs and opdef.key_var_num_args in opdef.attrs:
         op_attrs[opdef.key_var_num_args] = len(args) + len(sym_kwargs)
     try:
-        parsed = opdef.parse_attrs({k: v for k, v in op_attrs.items() if not (k.startswith("__") and k.endswith("__"))})
+        parsed = opdef.parse_attrs({k: v for k, v in op_attrs.items() if not (k.startswith("__") and k.endswith("__"))}
+                                   if op_attrs else {})
     except OperatorError as e:
         raise type(e)(f"{e}" + (f" (node '{name}')" if name else "")) from None
     manager = NameManager.current()
@@ -473,7 +477,8 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
             raise OperatorError(f"{opdef.name} '{node_name}': input '{k}' given twice")
         slots[k] = _single_entry(v, opdef.name, k)
     scope_attrs = AttrScope.current().get(attr)
-    user_attrs = hide_keys({k: (v if isinstance(v, str) else str(v)) for k, v in scope_attrs.items()})
+    user_attrs = hide_keys({k: (v if isinstance(v, str) else str(v)) for k, v in scope_attrs.items()}) \
+        if scope_attrs else {}
     for k, v in op_attrs.items():
         if k.startswith("__") and k.endswith("__"):
             user_attrs[k] = v if isinstance(v, str) else str(v)
