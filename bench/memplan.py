@@ -143,15 +143,11 @@ def measure(mx, net, mode, B):
 
 def apply_what_if(mx, names):
     """Planning-only experiments on operator definitions owned elsewhere (no kernel is run):
-    'act-out': Activation's backward reads only its output (as MXNet's relu/sigmoid/tanh do);
     'act-inplace': Activation may write its output over its input (its kernel allows it);
     'bn-inplace': BatchNorm may write its output over its input."""
     from ember.ops import registry
     for name in names:
-        if name == "act-out":
-            registry.get("Activation").gradient = lambda F, attrs, i, o, g: [
-                F._backward_Activation(g[0], o[0], o[0], act_type=attrs["act_type"])]
-        elif name == "act-inplace":
+        if name == "act-inplace":
             registry.get("Activation").inplace = [(0, 0)]
         elif name == "bn-inplace":
             registry.get("BatchNorm").inplace = [(0, 0)]
@@ -166,7 +162,7 @@ def main():
     p.add_argument("--mode", choices=("infer", "train", "both"), default="both")
     p.add_argument("--batch", type=int, default=None)
     p.add_argument("--no-mxnet", action="store_true", help="do not also run MXNet 1.9.1 from its venv")
-    p.add_argument("--what-if", default="", help="comma list: act-out, act-inplace, bn-inplace (planning-only experiments)")
+    p.add_argument("--what-if", default="", help="comma list: act-inplace, bn-inplace (planning-only experiments)")
     args = p.parse_args()
     if args.mx_module == "ember":
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
