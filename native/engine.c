@@ -563,10 +563,13 @@ static void *worker_main(void *arg) {
         }
         if (atomic_exchange(&q->stale, 0)) heap_rekey(e, q);
         ember_opr *batch[BATCH_MAX];
+        /* a fair share of the ready ops, so the other workers still find work to run in parallel */
+        int share = (q->size + q->nthreads - 1) / q->nthreads;
+        if (share > BATCH_MAX) share = BATCH_MAX;
         int n = 0;
         batch[n++] = heap_pop(q);
         if (e->batch_fn && batch[0]->fn == e->batch_key)
-            while (n < BATCH_MAX && q->size > 0 && q->heap[0]->fn == e->batch_key) batch[n++] = heap_pop(q);
+            while (n < share && q->size > 0 && q->heap[0]->fn == e->batch_key) batch[n++] = heap_pop(q);
         atomic_store_explicit(&q->hint, q->size, memory_order_relaxed);
         for (int i = 0; i < n; i++) atomic_store(&batch[i]->queued, 0);
         q->nrun += (uint64_t)n;

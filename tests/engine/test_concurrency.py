@@ -110,3 +110,20 @@ def test_native_ops_need_no_python():
         engine.push_native(lib.ember_noop, write=[v], name="noop")
     v.wait()
     assert engine.stats()["completed"] - before >= 1000
+
+
+def test_independent_ops_run_on_different_workers_at_once(run_python):
+    # Each op waits at a barrier for the other: this only completes if the two run concurrently,
+    # i.e. a worker's batch of ready Python ops leaves work for the other worker.
+    code = """
+    import threading, ember.engine as e
+    for round_ in range(20):
+        barrier = threading.Barrier(2, timeout=5)
+        for _ in range(2):
+            e.push(barrier.wait, write=[e.Var()])
+        e.wait_all()
+    print('ok')
+    """
+    r = run_python(code, env={"EMBER_CPU_WORKER_NTHREADS": "2"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
