@@ -18,7 +18,9 @@ from ..context import Context
 
 _lock = threading.Lock()
 _rngs: Dict[tuple, Tuple[object, np.random.Generator]] = {}
-_global_seed: Optional[int] = None
+# As in MXNet, every process starts from the same default seed: runs repeat unless seeded otherwise.
+DEFAULT_SEED = 0
+_global_seed: Optional[int] = DEFAULT_SEED
 
 
 def _key(ctx: Context) -> tuple:

@@ -122,3 +122,14 @@ def test_sampling_wrappers_shapes_and_moments():
     p = mx.random.poisson(4.0, shape=(4000,)).asnumpy()
     assert abs(p.mean() - 4.0) < 0.3
     assert mx.nd.random.uniform(shape=(2,), ctx=mx.cpu(1)).context == mx.cpu(1)
+
+
+def test_unseeded_processes_draw_the_same_stream():
+    # MXNet seeds every process with the same default, so runs repeat without mx.random.seed.
+    import subprocess
+    import sys
+    code = "import ember as mx; print(mx.nd.random.uniform(shape=(4,)).asnumpy().tolist())"
+    outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+            for _ in range(2)]
+    assert all(o.returncode == 0 for o in outs), outs[0].stderr
+    assert outs[0].stdout == outs[1].stdout and outs[0].stdout.strip()
