@@ -25,5 +25,5 @@ from . import optimizer, lr_scheduler, initializer, io, metric, model, callback,
 from . import initializer as init  # noqa: F401,E402
 from . import module as mod  # noqa: F401,E402
 
-# Last, once every module (and the BLAS libraries they load) is imported: one thread budget.
-engine.blas.configure(engine.core.CPU_WORKERS)
+# Last, once every module (and the BLAS libraries they load) is imported: EMBER_BLAS_THREADS.
+engine.blas.configure()

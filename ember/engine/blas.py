@@ -1,20 +1,18 @@
-"""One thread budget for the engine and the BLAS library under numpy.
+"""The thread budget of the BLAS library under numpy, next to the engine's workers.
 
-With several CPU workers, each running numpy kernels, a multi-threaded BLAS
-(OpenBLAS or MKL spinning up its own pool per call) oversubscribes the cores:
-measured here, a ResNet-18 training step ran 3-5x slower with 2 workers x 2
-BLAS threads than with 2 workers x 1 BLAS thread (MXNet users hit the same
-problem: OMP threads x engine workers).  So when the engine has more than one
-CPU worker, ember pins BLAS to one thread per call unless the user chose a
-number (EMBER_BLAS_THREADS, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS or
-MKL_NUM_THREADS), and the parallelism comes from the engine's workers.
+Engine workers run numpy kernels; OpenBLAS/MKL may add a thread pool per call.  Measured here
+(2 cores, `bench/train_speed.py` and the anchors' `train_step.py`), leaving BLAS at its default of
+2 threads beside 2 engine workers was faster than pinning it to 1 (MLP 19.0k vs 12.6k samples/s,
+LeNet 1.9k vs 1.5k, ResNet-18 5.5 vs 4.5 steps/s): these nets are chains, so one worker's GEMM
+using both cores beats branch parallelism.  So ember leaves BLAS alone by default;
+`EMBER_BLAS_THREADS=n` (or `set_blas_threads(n)`) sets it, e.g. 1 for graphs with wide independent
+branches (bench/engine_parallel.py pins 1 and gets its speed-up from the workers).
 """
 from __future__ import annotations
 
 import os
 from typing import Optional
 
-_USER_KNOBS = ("EMBER_BLAS_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _limiter = None
 
 
@@ -35,16 +33,14 @@ def set_blas_threads(n: Optional[int]) -> bool:
     return True
 
 
-def configure(cpu_workers: int) -> Optional[int]:
-    """Apply the default budget at import; returns the BLAS thread count set (None if left alone)."""
+def configure() -> Optional[int]:
+    """Apply EMBER_BLAS_THREADS at import; returns the BLAS thread count set (None if left alone)."""
     explicit = os.environ.get("EMBER_BLAS_THREADS")
-    if explicit:
-        try:
-            n = int(explicit)
-        except ValueError:
-            raise ValueError(f"EMBER_BLAS_THREADS={explicit!r} is not an integer") from None
-        set_blas_threads(n)
-        return n
-    if cpu_workers > 1 and not any(os.environ.get(k) for k in _USER_KNOBS):
-        return 1 if set_blas_threads(1) else None
-    return None
+    if not explicit:
+        return None
+    try:
+        n = int(explicit)
+    except ValueError:
+        raise ValueError(f"EMBER_BLAS_THREADS={explicit!r} is not an integer") from None
+    set_blas_threads(n)
+    return n

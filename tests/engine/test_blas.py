@@ -1,4 +1,4 @@
-"""The engine's thread budget: BLAS pinned to one thread per call when several CPU workers run."""
+"""The BLAS thread budget: left at the library default unless EMBER_BLAS_THREADS says otherwise."""
 import pytest
 
 pytest.importorskip("threadpoolctl")
@@ -11,8 +11,8 @@ print(sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'b
 CLEAR = {"EMBER_BLAS_THREADS": "", "OMP_NUM_THREADS": "", "OPENBLAS_NUM_THREADS": "", "MKL_NUM_THREADS": ""}
 
 
-def test_blas_pinned_with_two_workers(run_python):
-    r = run_python(CODE, env={**CLEAR, "EMBER_CPU_WORKER_NTHREADS": "2"})
+def test_knob_pins_blas(run_python):
+    r = run_python(CODE, env={**CLEAR, "EMBER_CPU_WORKER_NTHREADS": "2", "EMBER_BLAS_THREADS": "1"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[1]"
 
