@@ -15,7 +15,7 @@ import numpy as np
 from .. import engine
 from ..context import Context, current_context
 from . import storage, autograd_state
-from .shapes import mxnet_reshape
+from ..ops.shape import reshape_target
 
 _SCALAR_TYPES = (numbers.Number, np.generic)
 
@@ -261,7 +261,7 @@ class NDArray:
         self._chunk.check()
         if autograd_state.needs_record(self):
             return _call("Reshape", (self,), {"shape": shape, "reverse": reverse})
-        new_shape = mxnet_reshape(self.shape, shape, reverse)
+        new_shape = reshape_target("reshape", self.shape, shape, reverse)  # the Reshape op's own rule
         if not self._data.flags.c_contiguous:  # foreign (wrapped/DLPack) strided data: no view possible
             return _call("Reshape", (self,), {"shape": new_shape})
         return NDArray(self._data.reshape(new_shape), self._chunk)
