@@ -21,6 +21,9 @@ _SCALAR_TYPES = (numbers.Number, np.generic)
 
 
 def _is_scalar(x) -> bool:
+    t = type(x)
+    if t is float or t is int:  # the common case, without the slower ABC check below
+        return True
     return isinstance(x, _SCALAR_TYPES) and not isinstance(x, np.ndarray)
 
 
