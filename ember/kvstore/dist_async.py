@@ -80,13 +80,7 @@ class DistAsyncKVStore(_DistBase):
 
     # ----------------------------------------------------------------- init
     def _init_entries(self, entries: List[Tuple[Entry, Any]]) -> None:
-        layout = [(e.key, e.shape, str(e.dtype)) for e, _ in entries]
-        try:
-            self._check_same_layout(layout, "kvstore init")
-        except KVStoreError:
-            for e, _ in entries:
-                self._store.pop(e.key, None)
-            raise
+        self._check_init_layout(entries)
         engine.wait_all()  # init is rare; the initial values must be computed before they are sent
         if self.rank == 0:  # as in MXNet, worker 0's values initialise the servers
             def task():

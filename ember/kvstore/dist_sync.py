@@ -70,6 +70,16 @@ class _DistBase(KVStore):
 
     _barrier = barrier
 
+    def _check_init_layout(self, entries) -> None:
+        """Every worker must init the same keys, shapes and dtypes; on a mismatch the new entries are dropped."""
+        layout = [(e.key, e.shape, str(e.dtype)) for e, _ in entries]
+        try:
+            self._check_same_layout(layout, "kvstore init")
+        except KVStoreError:
+            for e, _ in entries:
+                self._store.pop(e.key, None)
+            raise
+
     def _check_same_layout(self, layout: List[Tuple], what: str) -> None:
         """Raise KVStoreShapeError on every worker if workers disagree on (key, shape, dtype)."""
         def gather():
@@ -95,13 +105,7 @@ class DistSyncKVStore(_DistBase):
 
     # ----------------------------------------------------------------- init
     def _init_entries(self, entries: List[Tuple[Entry, Any]]) -> None:
-        layout = [(e.key, e.shape, str(e.dtype)) for e, _ in entries]
-        try:
-            self._check_same_layout(layout, "kvstore init")
-        except KVStoreError:
-            for e, _ in entries:
-                self._store.pop(e.key, None)
-            raise
+        self._check_init_layout(entries)
         seq = self._comm.reserve()
 
         bound = [(entry, entry.data, src) for entry, src in entries]
