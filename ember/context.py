@@ -24,7 +24,6 @@ class Context:
             device_type = "cpu"
         self.device_type = device_type
         self.device_id = int(device_id)
-        self._old = None
 
     @property
     def device_typeid(self) -> int:
@@ -42,32 +41,46 @@ class Context:
     __str__ = __repr__
 
     def __enter__(self):
-        self._old = current_context()
-        Context._default.value = self
+        # a per-thread stack, not state on the instance: the same Context may be entered twice
+        stack = getattr(Context._default, "stack", None)
+        if stack is None:
+            stack = Context._default.stack = []
+        stack.append(self)
         return self
 
     def __exit__(self, *exc):
-        Context._default.value = self._old
+        Context._default.stack.pop()
+
+
+_SHARED = {}  # (type, id) -> the Context that cpu()/gpu()/current_context() hand out
+
+
+def _shared(device_type: str, device_id: int) -> Context:
+    # One object per device, so that the per-op device checks are mostly identity tests.
+    ctx = _SHARED.get((device_type, device_id))
+    if ctx is None:
+        ctx = _SHARED.setdefault((device_type, device_id), Context(device_type, device_id))
+    return ctx
 
 
 def cpu(device_id: int = 0) -> Context:
     """The CPU context (all CPU indices share host memory, as in MXNet)."""
-    return Context("cpu", device_id)
+    return _shared("cpu", device_id)
 
 
 def gpu(device_id: int = 0) -> Context:
     """A GPU context; arrays on it are CuPy arrays (needs the optional `cupy` package)."""
-    return Context("gpu", device_id)
+    return _shared("gpu", device_id)
 
 
 def cpu_pinned(device_id: int = 0) -> Context:
-    return Context("cpu", device_id)
+    return _shared("cpu", device_id)
 
 
 def current_context() -> Context:
     """The default context of this thread (cpu(0) unless a `with ctx:` block says otherwise)."""
-    ctx = getattr(Context._default, "value", None)
-    return ctx if ctx is not None else Context("cpu", 0)
+    stack = getattr(Context._default, "stack", None)
+    return stack[-1] if stack else _shared("cpu", 0)
 
 
 def num_gpus() -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import itertools
 import os
 import threading
@@ -278,11 +279,24 @@ def _run_claimed(fn, name, writes_on_error):
     try:
         fn()
     except BaseException as exc:  # noqa: BLE001 - recorded on the written variables, raised at wait
-        eid = _errors.register(exc, name)
-        writes = [v._h for v in writes_on_error()] if writes_on_error is not None else []
-        _inline_end(_E, writes, len(writes), eid)
+        release_claim_failed(exc, name, writes_on_error() if writes_on_error is not None else ())
         return
     _inline_end(_E, _NULL, 0, 0)
+
+
+# The run_if_idle protocol in pieces, for per-op hot paths that cannot afford a closure per op
+# (ember/imperative/fastpath.py):  if claim_idle(): run the op, then release_claim() -- or, if it
+# raised, release_claim_failed(exc, name, written_vars).  claim_idle() does not look at bulk
+# groups: callers check `bulk_threads` first.
+claim_idle = functools.partial(_inline_begin, _E)
+release_claim = functools.partial(_inline_end, _E, _NULL, 0, 0)
+
+
+def release_claim_failed(exc: BaseException, name: Optional[str], writes: Sequence[Var]) -> None:
+    """End an inline claim whose op raised `exc`: the error is recorded on `writes` (raised at their wait)."""
+    eid = _errors.register(exc, name)
+    handles = [v._h for v in writes]
+    _inline_end(_E, handles, len(handles), eid)
 
 
 def _handle_error(read, write):
@@ -413,11 +427,22 @@ def set_bulk_size(size: int) -> int:
     """Set this thread's bulk size (0 or 1 turns bulking off); returns the previous size."""
     if not isinstance(size, int) or size < 0:
         raise ValueError(f"bulk size must be a non-negative int, got {size!r}")
+    global bulk_threads
     old = getattr(_tls, "bulk", None)
     if old is not None:
         old.flush()
-    _tls.bulk = _Bulk(size) if size > 1 else None
+    new = _Bulk(size) if size > 1 else None
+    with _bulk_count_lock:
+        bulk_threads += (new is not None) - (old is not None)
+    _tls.bulk = new
     return old.size if old is not None else 0
+
+
+# How many threads have a bulk group open.  Callers that run ops inline without engine.push (the
+# imperative tiny-op path) check this one global instead of a thread-local on every op: while it
+# is non-zero they take the pushing path, which respects this thread's open group.
+bulk_threads = 0
+_bulk_count_lock = threading.Lock()
 
 
 _policy_state = {"name": "priority", "key": None}

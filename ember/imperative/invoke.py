@@ -8,7 +8,6 @@ it lives in this module so the tiny-op path can be profiled in one place.
 """
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -26,8 +25,6 @@ INLINE_MAX_ELEMENTS = 1 << 14  # outputs up to this many elements may run inline
 _get_op = registry.get
 _push = engine.push
 _run_if_idle = engine.run_if_idle
-_recording = autograd_state.is_recording
-_training = autograd_state.is_training
 
 
 def invoke(op, inputs: Sequence[NDArray], attrs: Optional[Dict[str, Any]] = None, out=None,
@@ -39,111 +36,6 @@ def invoke(op, inputs: Sequence[NDArray], attrs: Optional[Dict[str, Any]] = None
     """
     opdef = op if isinstance(op, OpDef) else _get_op(op)
     return run(opdef, list(inputs), opdef.parse_attrs(attrs or {}), out, ctx)
-
-
-def invoke_fast(name: str, inputs, attrs, out=None):
-    """invoke() by op name for NDArray operators (`a + b`, `a += 1`, ...).
-
-    Element-wise ops on CPU arrays take a cached plan: shape/dtype inference ran
-    once per (op, shapes, dtypes) through the general path, and a tiny op then
-    runs at once when the engine is idle.  Anything unusual goes to `run`.
-    """
-    if attrs is None or len(attrs) == 1 and "scalar" in attrs:
-        try:
-            if len(inputs) == 2:
-                x, y = inputs
-                xd, yd = x._data, y._data
-                plan = _PLANS[(name, xd.shape, yd.shape, xd.dtype, yd.dtype)]
-                in_data = [xd, yd]
-            else:
-                x, = inputs
-                xd = x._data
-                plan = _PLANS[(name, xd.shape, xd.dtype)]
-                in_data = [xd]
-        except KeyError:
-            plan = _make_plan(name, inputs, attrs)
-            if plan is not None:
-                in_data = [t._data for t in inputs]
-        if plan is not None and not _recording():
-            result = _run_plan(plan, name, inputs, in_data, attrs, out)
-            if result is not None:
-                return result
-    opdef = _get_op(name)
-    return run(opdef, inputs, opdef.parse_attrs(attrs) if attrs else opdef.parse_attrs({}), out, None)
-
-
-_PLANS: Dict[tuple, Any] = {}
-_PLAN_LIMIT = 4096
-_NO_AUX: list = []
-_CPU_OPCTX = {False: OpContext(np, False, None, None), True: OpContext(np, True, None, None)}
-
-
-def _make_plan(name: str, inputs, attrs):
-    """(opdef, out_shape, out_dtype) for a single-output element-wise op on CPU inputs, or None."""
-    try:
-        opdef = _get_op(name)
-    except OperatorError:
-        return None
-    if not _elementwise(opdef, None, None) or opdef.mutates or opdef.aux or opdef.resources \
-            or opdef.num_visible_outputs is not None or set(opdef.attrs) - {"scalar"}:
-        return None
-    if not all(type(t) is NDArray for t in inputs) or len(inputs) != len(opdef.input_names({})):
-        return None
-    parsed = opdef.parse_attrs(attrs or {})
-    shapes = [t._data.shape for t in inputs]
-    dtypes = [t._data.dtype for t in inputs]
-    try:
-        _, out_shapes = opdef.infer_shape(parsed, list(shapes))[:2]
-        out_dtypes = opdef.dtypes(parsed, list(dtypes))[1]
-    except Exception:  # noqa: BLE001 - the general path raises the proper error
-        return None
-    if len(out_shapes) != 1 or out_shapes[0] is None or out_dtypes[0] is None:
-        return None
-    plan = (opdef, tuple(out_shapes[0]), np.dtype(out_dtypes[0]), _prod(out_shapes[0]))
-    if len(_PLANS) >= _PLAN_LIMIT:
-        _PLANS.clear()
-    _PLANS[(name, *shapes, *dtypes)] = plan
-    return plan
-
-
-def _run_plan(plan, name, inputs, in_data, attrs, out):
-    """Run a cached element-wise plan; None when this call needs the general path."""
-    opdef, shape, dtype, size = plan
-    ctx = inputs[0]._chunk.ctx
-    for t in inputs:
-        c = t._chunk
-        if c.freed or c.ctx.device_type != "cpu" or c.ctx.device_id != ctx.device_id:
-            return None
-    if out is None:
-        data, chunk = storage.alloc(shape, dtype, ctx, nbytes=size * dtype.itemsize)
-        result = NDArray(data, chunk)
-    elif out is inputs[0] and out._data.shape == shape and out._data.dtype == dtype:
-        result, data = out, out._data  # a += b: element-wise in place on the very same elements
-        if result._ag is not None:
-            return None
-    else:
-        return None
-    kernel = opdef.kernels.get("cpu") or opdef.kernels.get("any")  # looked up per call: override applies
-    if kernel is None:
-        return None
-    # a partial, not a closure: one Python frame less on the hottest path
-    op_fn = partial(kernel, _CPU_OPCTX[_training()], attrs if attrs is not None else _NO_ATTRS, in_data, [data],
-                    _NO_AUX)
-    if size > INLINE_MAX_ELEMENTS or not _run_if_idle(op_fn, name, lambda: [result._chunk.var]):
-        write = [result._chunk.var]
-        read = [v for v in {t._chunk.var: None for t in inputs} if v is not write[0]]
-        _push(op_fn, read=read, write=write, device=ctx, name=name, inline=size <= INLINE_MAX_ELEMENTS)
-    return result
-
-
-_NO_ATTRS: dict = {}
-
-
-def _prod(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _error_context(name, inputs):

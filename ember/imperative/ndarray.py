@@ -396,16 +396,6 @@ def _as_dtype(dtype):
     return as_dtype(dtype)
 
 
-def _binary(lhs: NDArray, rhs, array_op: Optional[str], scalar_op: str, out=None):
-    if isinstance(rhs, NDArray):
-        if array_op is None:  # reflected form reached with two NDArrays cannot happen in Python
-            raise TypeError("unsupported reflected operation between NDArrays")
-        return invoke_mod.invoke_fast(array_op, (lhs, rhs), None, out)
-    if _is_scalar(rhs):
-        return invoke_mod.invoke_fast(scalar_op, (lhs,), {"scalar": float(rhs)}, out)
-    raise TypeError(f"type {type(rhs).__name__} is not supported with NDArray; use an NDArray or a scalar")
-
-
 def _call(op_name: str, args, kwargs):
     return invoke_mod.call(op_name, args, kwargs)
 
@@ -413,3 +403,4 @@ def _call(op_name: str, args, kwargs):
 # late imports: these modules use NDArray
 from . import invoke as invoke_mod  # noqa: E402
 from . import indexing, copying, dlpack  # noqa: E402
+from .fastpath import binary_operator as _binary  # noqa: E402

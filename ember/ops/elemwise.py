@@ -7,6 +7,7 @@ and have zero gradients.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Dict
 
 import numpy as np
@@ -15,7 +16,7 @@ from ..base import ShapeError
 from ._common import (as_scalar, broadcast_shape, known, mark_shape_only, no_gradient, ograds_or_zeros, same_shape,
                       same_type, sum_to, via)
 from ._unary import register_unary
-from .registry import Attr, OpDef, get, register
+from .registry import Attr, OpDef, get, register, ufunc_form
 
 _BIN_INPUTS = ["lhs", "rhs"]
 
@@ -28,9 +29,10 @@ def _binary_kernel(ufunc: str) -> Callable:
         xp = ctx.xp
         (np_fn if xp is np else getattr(xp, ufunc))(inputs[0], inputs[1], out=outputs[0])
     kernel.__name__ = f"{ufunc}_kernel"
-    return kernel
+    return ufunc_form(kernel, "binary", np_fn)
 
 
+@partial(ufunc_form, form="binary", ufunc=np.divide, kinds="f")
 def _div_kernel(ctx, attrs, inputs, outputs, aux):
     a, b, o = inputs[0], inputs[1], outputs[0]
     if o.dtype.kind == "f":
@@ -54,6 +56,7 @@ def _mod_kernel(ctx, attrs, inputs, outputs, aux):
     _mod(ctx.xp, inputs[0], inputs[1], outputs[0])
 
 
+@partial(ufunc_form, form="binary", ufunc=np.power)
 def _power_kernel(ctx, attrs, inputs, outputs, aux):
     ctx.xp.power(inputs[0], inputs[1], out=outputs[0])
 
@@ -378,7 +381,7 @@ def _scalar_kernel(ufunc: str, reverse: bool = False) -> Callable:
             s = attrs["scalar"]
             fn = np_fn if ctx.xp is np else getattr(ctx.xp, ufunc)
             fn(x, s if x.dtype.kind == "f" else x.dtype.type(s), out=outputs[0], casting="unsafe")
-    return kernel
+    return ufunc_form(kernel, "rscalar" if reverse else "scalar", np_fn)
 
 
 def _mod_scalar(ctx, attrs, inputs, outputs, aux):

@@ -288,6 +288,7 @@ def register(op: OpDef) -> OpDef:
     _OPS[op.name] = op
     for name in (op.name, *op.aliases):
         _ALIASES[name] = op.name
+    _changed()
     return op
 
 
@@ -313,4 +314,38 @@ def override(name: str, device: str, fn: Callable) -> Callable:
     op = get(name)
     old = op.kernels.get(device) or op.kernels.get("any")
     op.kernels[device] = fn
+    _changed()
     return old
+
+
+# -- change listeners and ufunc forms (for callers that cache what kernels do) -----------------
+_LISTENERS: List[Callable[[], None]] = []
+
+
+def on_change(fn: Callable[[], None]) -> None:
+    """Call fn() whenever an operator is registered or a kernel overridden (caches drop stale entries)."""
+    _LISTENERS.append(fn)
+
+
+def _changed() -> None:
+    for fn in _LISTENERS:
+        fn()
+
+
+UFUNC_FORMS = ("binary", "scalar", "rscalar")
+
+
+def ufunc_form(kernel: Callable, form: str, ufunc: Callable, kinds: str = "biuf") -> Callable:
+    """Declare that `kernel`, on numpy arrays whose output dtype kind is in `kinds`, is exactly one ufunc call.
+
+    binary:  ufunc(lhs, rhs, out=out)
+    scalar:  ufunc(data, s, out=out, casting="unsafe")   s: attrs["scalar"], cast to data's dtype
+    rscalar: ufunc(s, data, out=out, casting="unsafe")   unless data is floating point (as MXNet's DType(s))
+
+    The imperative tiny-op path (ember/imperative/fastpath.py) then calls the ufunc directly.
+    A kernel installed with `override` carries no form unless it declares one, so it always runs.
+    """
+    if form not in UFUNC_FORMS:
+        raise ValueError(f"ufunc form must be one of {UFUNC_FORMS}, got {form!r}")
+    kernel.ufunc_form = (form, ufunc, kinds)
+    return kernel

@@ -58,6 +58,18 @@ def test_default_context_from_with_block():
     assert mx.nd.zeros((1,)).context == mx.cpu(0)
 
 
+def test_the_same_context_object_can_be_entered_twice():
+    one, two = mx.cpu(1), mx.cpu(2)
+    assert mx.cpu(1) is one  # contexts are shared objects; entering one keeps no state on it
+    with one:
+        with two:
+            with one:
+                assert mx.current_context() == mx.cpu(1)
+            assert mx.current_context() == mx.cpu(2)
+        assert mx.current_context() == mx.cpu(1)
+    assert mx.current_context() == mx.cpu(0)
+
+
 @pytest.mark.parametrize("src,spec,want", [
     ((2, 3, 4), (0, -1), (2, 12)), ((2, 3, 4), (-2,), (2, 3, 4)), ((2, 3, 4), (-3, 4), (6, 4)),
     ((2, 3, 4), (-4, 1, 2, -2), (1, 2, 3, 4)), ((2, 3, 4), (2, -4, -1, 3, 4), (2, 1, 3, 4)),

@@ -1,0 +1,235 @@
+"""The tiny-op path (ember/imperative/fastpath.py): same results, ordering and errors as the general path."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import ember as mx
+from ember import engine, ops
+from ember.imperative import fastpath
+from ember.ops import registry
+
+_BINARY = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "**": np.power,
+           "==": np.equal, "!=": np.not_equal, ">": np.greater, ">=": np.greater_equal,
+           "<": np.less, "<=": np.less_equal}
+
+
+def _apply(op, x, y):
+    return eval(f"x {op} y", {}, {"x": x, "y": y})
+
+
+def _forms():
+    """Every registered op whose CPU kernel declares a ufunc form."""
+    for name in ops.list():
+        kernel = ops.get(name).kernels.get("cpu") or ops.get(name).kernels.get("any")
+        if getattr(kernel, "ufunc_form", None) is not None:
+            yield name, kernel
+
+
+def test_operators_on_small_arrays_take_plans():
+    fastpath._PLANS.clear()
+    a, b = mx.nd.ones((4,)), mx.nd.ones((4,))
+    (a + b).wait_to_read()
+    (a * 2.0).wait_to_read()
+    assert fastpath._PLANS[("broadcast_add", (4,), (4,), np.dtype("float32"), np.dtype("float32"))]
+    assert fastpath._PLANS[("_mul_scalar", (4,), np.dtype("float32"))]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "float16"])
+@pytest.mark.parametrize("op", sorted(_BINARY))
+def test_array_operators_match_numpy(op, dtype):
+    rng = np.random.default_rng(0)
+    x = (rng.uniform(1, 4, (3, 4)) * 3).astype(dtype)
+    y = (rng.uniform(1, 4, (1, 4)) * 3).astype(dtype)  # broadcast along the first axis
+    with np.errstate(over="ignore"):  # float16 powers overflow to inf in both
+        got = _apply(op, mx.nd.array(x, dtype=dtype), mx.nd.array(y, dtype=dtype)).asnumpy()
+        want = _apply(op, x, y)
+    if op == "/" and np.dtype(dtype).kind == "i":
+        want = np.trunc(x / y)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2e-3)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("op", ["+", "-", "*", "/", "**", ">", "=="])
+@pytest.mark.parametrize("scalar", [2, 2.5])
+def test_scalar_operators_cast_the_scalar_like_mxnet(op, dtype, scalar):
+    x = np.arange(1, 7, dtype=dtype).reshape(2, 3)
+    a = mx.nd.array(x, dtype=dtype)
+    s = scalar if np.dtype(dtype).kind == "f" else np.dtype(dtype).type(scalar)  # MXNet: DType(scalar)
+    for got, want in ((_apply(op, a, scalar), _apply(op, x, s)), (_apply(op, scalar, a), _apply(op, s, x))):
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(got.asnumpy(), want.astype(dtype), rtol=1e-6)
+
+
+def test_every_ufunc_form_equals_its_kernel():
+    rng = np.random.default_rng(1)
+    checked = 0
+    for name, kernel in _forms():
+        form, ufunc, kinds = kernel.ufunc_form
+        for dtype in ("float32", "int32"):
+            if np.dtype(dtype).kind not in kinds:
+                continue
+            x = rng.uniform(1, 5, (5,)).astype(dtype)
+            y = rng.uniform(1, 5, (5,)).astype(dtype)
+            attrs = {"scalar": 1.7}
+            ins = [x, y] if form == "binary" else [x]
+            by_kernel, by_form = np.empty(5, dtype), np.empty(5, dtype)
+            s = 1.7 if x.dtype.kind == "f" else x.dtype.type(1.7)
+
+            def run_form():
+                if form == "binary":
+                    ufunc(x, y, out=by_form)
+                elif form == "scalar":
+                    ufunc(x, s, out=by_form, casting="unsafe")
+                else:
+                    ufunc(s, x, out=by_form, casting="unsafe")
+            try:
+                kernel(registry.OpContext(np), attrs, ins, [by_kernel], [])
+            except Exception as exc:  # e.g. hypot on ints: the form must fail the same way
+                with pytest.raises(type(exc)):
+                    run_form()
+                continue
+            run_form()
+            np.testing.assert_array_equal(by_kernel, by_form, err_msg=f"{name} {dtype}")
+            checked += 1
+    assert checked > 30
+
+
+def test_override_applies_at_once_and_restores():
+    a, b = mx.nd.ones((3,)), mx.nd.ones((3,))
+    np.testing.assert_array_equal((a + b).asnumpy(), [2, 2, 2])  # a plan is cached now
+
+    def sub_instead(ctx, attrs, inputs, outputs, aux):
+        np.subtract(inputs[0], inputs[1], out=outputs[0])
+    old = ops.override("broadcast_add", "cpu", sub_instead)
+    try:
+        np.testing.assert_array_equal((a + b).asnumpy(), [0, 0, 0])
+    finally:
+        ops.get("broadcast_add").kernels.pop("cpu")
+        registry._changed()
+    assert old is ops.get("broadcast_add").kernels["any"]
+    np.testing.assert_array_equal((a + b).asnumpy(), [2, 2, 2])
+
+
+def _slow_write(arr, value, delay=0.05):
+    """Push an op that sleeps, then writes `value` into `arr` (keeps the engine busy)."""
+    data = arr._data
+
+    def op():
+        time.sleep(delay)
+        data[...] = value
+    engine.push(op, write=[arr.var], name="slow_write")
+
+
+def test_reads_wait_for_pending_writes():
+    a = mx.nd.zeros((4,))
+    _slow_write(a, 5.0)
+    c = a + 1.0  # must see the pending write
+    a += 2.0     # and must come after it too
+    np.testing.assert_array_equal(c.asnumpy(), np.full(4, 6.0))
+    np.testing.assert_array_equal(a.asnumpy(), np.full(4, 7.0))
+
+
+def test_inplace_through_a_view_is_ordered():
+    base = mx.nd.zeros((2, 3))
+    view = base.reshape((6,))
+    _slow_write(base, 1.0)
+    view += 1.0
+    view *= 3.0
+    np.testing.assert_array_equal(base.asnumpy(), np.full((2, 3), 6.0))
+
+
+def test_bulk_group_keeps_program_order():
+    a = mx.nd.zeros((3,))
+    with engine.bulk(8):
+        for _ in range(5):
+            a += 1.0
+        b = a * 2.0
+        a += 10.0
+    np.testing.assert_array_equal(b.asnumpy(), np.full(3, 10.0))
+    np.testing.assert_array_equal(a.asnumpy(), np.full(3, 15.0))
+    assert engine.core.bulk_threads == 0
+
+
+def _failing_ufunc(x, y, out):
+    raise ArithmeticError("test ufunc failure")
+
+
+def _failing_kernel(ctx, attrs, inputs, outputs, aux):
+    _failing_ufunc(inputs[0], inputs[1], out=outputs[0])
+
+
+if not ops.exists("_test_fastpath_fail"):
+    ops.register(ops.OpDef("_test_fastpath_fail", inputs=["lhs", "rhs"], infer_shape=lambda a, s: (s, [s[0]]),
+                           kernels={"any": registry.ufunc_form(_failing_kernel, "binary", _failing_ufunc)},
+                           doc="test-only: a ufunc form that raises"))
+
+
+@pytest.mark.parametrize("busy", [False, True])
+def test_kernel_error_is_raised_at_the_next_read(busy):
+    a, b = mx.nd.ones((3,)), mx.nd.ones((3,))
+    if busy:  # the op is pushed instead of run inline
+        _slow_write(a, 1.0, delay=0.02)
+    bad = fastpath.binary_operator(a, b, "_test_fastpath_fail", "_plus_scalar")
+    with pytest.raises(ArithmeticError, match="test ufunc failure"):
+        bad.asnumpy()
+    with pytest.raises(ArithmeticError):
+        (bad + 1.0).asnumpy()  # reads a failed array: inherits the error
+    np.testing.assert_array_equal((a + b).asnumpy(), [2, 2, 2])  # nothing else lost
+
+
+def test_autograd_inputs_take_the_recording_path():
+    x = mx.nd.array([1.0, 2.0, 3.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x * x + 2.0 * x
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), 2 * np.array([1.0, 2.0, 3.0]) + 2)
+
+
+def test_big_outputs_are_pushed_not_run_inline():
+    n = fastpath.INLINE_MAX_ELEMENTS * 2
+    a = mx.nd.ones((n,))
+    _slow_write(a, 3.0, delay=0.01)
+    b = a + a
+    np.testing.assert_array_equal(b.asnumpy()[:3], [6, 6, 6])
+
+
+def test_freed_input_is_a_clear_error():
+    a, b = mx.nd.ones((2,)), mx.nd.ones((2,))
+    (a + b).wait_to_read()
+    a._chunk.free()
+    with pytest.raises(mx.base.FreedArrayError):
+        a + b
+
+
+def test_threads_get_consistent_results():
+    results = []
+
+    def work(seed):
+        x = mx.nd.array(np.full(8, float(seed)))
+        for _ in range(200):
+            x = x + 1.0
+            x *= 1.0
+        results.append((seed, x.asnumpy()))
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4
+    for seed, got in results:
+        np.testing.assert_array_equal(got, np.full(8, seed + 200.0))
+
+
+def test_memory_stats_count_fast_path_allocations():
+    mx.nd.waitall()
+    a = mx.nd.ones((16, 16))
+    before = mx.memory.stats()
+    for _ in range(10):
+        c = a + a  # noqa: F841
+    after = mx.memory.stats()
+    assert after["num_allocs"] - before["num_allocs"] == 10
+    assert after["num_frees"] - before["num_frees"] >= 9
