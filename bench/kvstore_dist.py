@@ -1,16 +1,27 @@
-"""dist_sync aggregate throughput against raw mpi4py Allreduce on the same buffers.
+"""dist_sync throughput against raw mpi4py Allreduce on the same buffers.
 
 Run under the launcher (one JSON line from rank 0):
-    python -m ember.kvstore.launch -n 2 python bench/kvstore_dist.py [--keys 64 --size 65536 --rounds 20]
-Modes, each on the same K float32 buffers of SIZE elements:
-    raw               comm.Allreduce(IN_PLACE, buf) per buffer (blocking, the MPI baseline)
-    raw_one_buffer    one Allreduce of all K*SIZE floats (what perfect fusion costs in MPI)
-    raw_mpi4py_push_pull_semantics   push+pull written on mpi4py by hand: copy the K values into
-                      one buffer, Allreduce it, copy the K results out (the copies the API implies)
-    fused_<T>         kvstore with EMBER_KVSTORE_FUSION_THRESHOLD=T bytes (T=0: one allreduce per key)
-                      push: kv.push(keys, vals) + waitall;  push_pull: push then kv.pull into K outputs
-GB/s = K * SIZE * 4 bytes reduced per round / seconds per round (per worker); vs_raw = raw time / time.
-Timings are the minimum over --reps repetitions (the machine is shared: minima are the least noisy).
+    python -m ember.kvstore.launch -n 2 python bench/kvstore_dist.py [--keys 64 --size 65536 --rounds 10 --reps 5]
+Every mode works on K float32 buffers of SIZE elements.  Raw mpi4py baselines (blocking calls):
+    raw_inplace            Allreduce(IN_PLACE, value) per buffer: the fastest, but it overwrites the
+                           value and keeps no store; no kvstore call does this job
+    raw_one_buffer         one in-place Allreduce of all K*SIZE floats (the cost of perfect fusion)
+    raw_send_recv          Allreduce(value, store[i]) per buffer: push's job (value kept, sum stored)
+    raw_pack               copy the values into one buffer, one in-place Allreduce: push's job, fused
+    raw_inplace_store      Allreduce(IN_PLACE, value) + store[i][...] = value: pushpull(out=value)'s job
+    raw_send_recv_store    Allreduce(value, out[i]) + store[i][...] = out[i]: pushpull(out=other)'s job
+    raw_pack_unpack        copy in, one Allreduce, copy out to K outputs: push+pull's job, fused
+kvstore modes, one store per fusion threshold T (EMBER_KVSTORE_FUSION_THRESHOLD, 0 = one allreduce
+per key) and communication window W (EMBER_KVSTORE_WINDOW), each followed by mx.nd.waitall():
+    T<T>_w<W>_push             kv.push(keys, vals)
+    T<T>_w<W>_pushpull_inplace kv.pushpull(keys, vals, out=vals)
+    T<T>_w<W>_pushpull_out     kv.pushpull(keys, vals, out=outs)
+    T<T>_w<W>_push_pull        kv.push(keys, vals); kv.pull(keys, out=outs)
+For each kvstore mode: vs_raw_inplace = raw_inplace time / its time, and vs_same_job = the fastest raw
+baseline doing the same job (named in same_job_baseline) / its time.
+Modes run interleaved, rounds at a time, and each reports its minimum over --reps repetitions (the
+machine is shared: minima are the least noisy).  Values are zeros while timing (in-place modes feed
+their result back in; sums of zeros never overflow); each store's sums are checked afterwards.
 """
 from __future__ import annotations
 
@@ -27,92 +38,140 @@ import numpy as np  # noqa: E402
 import ember as mx  # noqa: E402
 from ember.kvstore import mpienv  # noqa: E402
 
-
-def timed(fn, rounds, reps):
-    fn()  # warm-up
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(rounds):
-            fn()
-        times.append((time.perf_counter() - t0) / rounds)
-    return min(times)
+SAME_JOB = {  # kvstore mode -> raw baselines that leave the same results in the same places
+    "push": ("raw_send_recv", "raw_pack"),
+    "pushpull_inplace": ("raw_inplace_store", "raw_pack_unpack"),
+    "pushpull_out": ("raw_send_recv_store", "raw_pack_unpack"),
+    "push_pull": ("raw_send_recv_store", "raw_pack_unpack"),
+}
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--keys", type=int, default=64)
     p.add_argument("--size", type=int, default=65536, help="float32 elements per key")
-    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=10, help="calls per timed repetition")
     p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--thresholds", default="0,1048576,4194304,67108864",
-                   help="comma-separated fusion thresholds (bytes) to measure")
+    p.add_argument("--thresholds", default="0,67108864", help="comma-separated fusion thresholds (bytes)")
+    p.add_argument("--windows", default="2", help="comma-separated communication windows")
     args = p.parse_args()
     K, N = args.keys, args.size
     env = mpienv.get()
     MPI, world = env.MPI, env.world
-    rank = world.Get_rank()
+    rank, workers = world.Get_rank(), env.num_workers
     nbytes = K * N * 4
-    results = {}
 
-    bufs = [np.full(N, rank + 1.0, dtype=np.float32) for _ in range(K)]
+    vals_np = [np.zeros(N, dtype=np.float32) for _ in range(K)]
+    outs_np = [np.zeros(N, dtype=np.float32) for _ in range(K)]
+    store_np = [np.zeros(N, dtype=np.float32) for _ in range(K)]
+    big = np.zeros(K * N, dtype=np.float32)
+    views = [big[i * N:(i + 1) * N] for i in range(K)]
 
-    def raw():
-        for b in bufs:
-            world.Allreduce(MPI.IN_PLACE, b, op=MPI.SUM)
-    world.Barrier()
-    results["raw_mpi4py_allreduce"] = timed(raw, args.rounds, args.reps)
+    def raw_inplace():
+        for v in vals_np:
+            world.Allreduce(MPI.IN_PLACE, v, op=MPI.SUM)
 
-    # The same semantics as push+pull written directly on mpi4py: copy the values into one store
-    # buffer, allreduce it, copy the result out to the outputs (what the kvstore API implies).
-    store = np.empty(K * N, dtype=np.float32)
-    outs_np = [np.empty(N, dtype=np.float32) for _ in range(K)]
+    def raw_one_buffer():
+        world.Allreduce(MPI.IN_PLACE, big, op=MPI.SUM)
 
-    def raw_store_semantics():
-        for i, b in enumerate(bufs):
-            store[i * N:(i + 1) * N] = b
-        world.Allreduce(MPI.IN_PLACE, store, op=MPI.SUM)
-        for i, o in enumerate(outs_np):
-            o[...] = store[i * N:(i + 1) * N]
-    world.Barrier()
-    results["raw_mpi4py_push_pull_semantics"] = timed(raw_store_semantics, args.rounds, args.reps)
+    def raw_send_recv():
+        for v, s in zip(vals_np, store_np):
+            world.Allreduce(v, s, op=MPI.SUM)
 
-    big = np.ones(K * N, dtype=np.float32)
-    world.Barrier()
-    results["raw_one_buffer"] = timed(lambda: world.Allreduce(MPI.IN_PLACE, big, op=MPI.SUM), args.rounds, args.reps)
+    def raw_pack():
+        for v, b in zip(vals_np, views):
+            b[...] = v
+        world.Allreduce(MPI.IN_PLACE, big, op=MPI.SUM)
 
+    def raw_inplace_store():
+        for v, s in zip(vals_np, store_np):
+            world.Allreduce(MPI.IN_PLACE, v, op=MPI.SUM)
+            s[...] = v
+
+    def raw_send_recv_store():
+        for v, o, s in zip(vals_np, outs_np, store_np):
+            world.Allreduce(v, o, op=MPI.SUM)
+            s[...] = o
+
+    def raw_pack_unpack():
+        raw_pack()
+        for o, b in zip(outs_np, views):
+            o[...] = b
+
+    modes = {f.__name__: f for f in (raw_inplace, raw_one_buffer, raw_send_recv, raw_pack, raw_inplace_store,
+                                      raw_send_recv_store, raw_pack_unpack)}
+
+    keys = list(range(K))
+    stores = []
     for threshold in args.thresholds.split(","):
-        os.environ["EMBER_KVSTORE_FUSION_THRESHOLD"] = threshold
-        kv = mx.kv.create("dist_sync")
-        keys = list(range(K))
-        kv.init(keys, [mx.nd.zeros((N,)) for _ in keys])
-        vals = [mx.nd.array(np.full(N, rank + 1.0, dtype=np.float32)) for _ in keys]
-        outs = [mx.nd.zeros((N,)) for _ in keys]
+        for window in args.windows.split(","):
+            # each store reads the tuning variables when it is created
+            os.environ["EMBER_KVSTORE_FUSION_THRESHOLD"] = threshold
+            os.environ["EMBER_KVSTORE_WINDOW"] = window
+            kv = mx.kv.create("dist_sync")
+            kv.init(keys, [mx.nd.zeros((N,)) for _ in keys])
+            vals = [mx.nd.zeros((N,)) for _ in keys]
+            outs = [mx.nd.zeros((N,)) for _ in keys]
+            name = f"T{threshold}_w{window}"
+            stores.append((name, kv, vals, outs))
 
-        def push():
-            kv.push(keys, vals)
-            mx.nd.waitall()
+            def push(kv=kv, vals=vals):
+                kv.push(keys, vals)
+                mx.nd.waitall()
 
-        def push_pull():
-            kv.push(keys, vals)
-            kv.pull(keys, out=outs)
-            mx.nd.waitall()
+            def pushpull_inplace(kv=kv, vals=vals):
+                kv.pushpull(keys, vals, out=vals)
+                mx.nd.waitall()
+
+            def pushpull_out(kv=kv, vals=vals, outs=outs):
+                kv.pushpull(keys, vals, out=outs)
+                mx.nd.waitall()
+
+            def push_pull(kv=kv, vals=vals, outs=outs):
+                kv.push(keys, vals)
+                kv.pull(keys, out=outs)
+                mx.nd.waitall()
+            for f in (push, pushpull_inplace, pushpull_out, push_pull):
+                modes[f"{name}_{f.__name__}"] = f
+
+    best = {m: float("inf") for m in modes}
+    for f in modes.values():  # warm-up: buffers allocated, first-touch faults, MPI connections
+        f()
+    for _ in range(args.reps):
+        for m, f in modes.items():
+            world.Barrier()
+            t0 = time.perf_counter()
+            for _ in range(args.rounds):
+                f()
+            best[m] = min(best[m], (time.perf_counter() - t0) / args.rounds)
+
+    expected = float(sum(range(1, workers + 1)))
+    for name, kv, vals, outs in stores:  # every store really sums (timing ran on zeros)
         kv.barrier()
-        results[f"fused_{threshold}_push"] = timed(push, args.rounds, args.reps)
-        kv.barrier()
-        results[f"fused_{threshold}_push_pull"] = timed(push_pull, args.rounds, args.reps)
-        expected = sum(range(1, env.num_workers + 1))
-        got = float(outs[-1].asnumpy()[0])
-        if got != expected:
-            raise SystemExit(f"wrong sum with threshold {threshold}: {got} != {expected}")
+        for v in vals:
+            v[:] = rank + 1.0
+        kv.pushpull(keys, vals, out=outs)
+        pulled = mx.nd.zeros((N,))
+        kv.pull(keys[-1], out=pulled)
+        for what, arr in (("pushpull out", outs[0]), ("later pull", pulled)):
+            got = float(arr.asnumpy()[0])
+            if got != expected:
+                raise SystemExit(f"{name}: {what} gave {got}, expected {expected}")
 
     if rank == 0:
-        raw_t = results["raw_mpi4py_allreduce"]
-        out = {"bench": "kvstore_dist_sync", "workers": env.num_workers, "keys": K, "floats_per_key": N,
-               "MB_per_round": round(nbytes / 1e6, 2)}
-        for mode, t in results.items():
-            out[mode] = {"ms_per_round": round(t * 1e3, 3), "GB_per_s": round(nbytes / t / 1e9, 3),
-                         "vs_raw": round(raw_t / t, 3)}
+        raw_t = best["raw_inplace"]
+        out = {"bench": "kvstore_dist_sync", "workers": workers, "cores": os.cpu_count(),
+               "oversubscribed": workers > (os.cpu_count() or 1), "keys": K, "floats_per_key": N,
+               "MB_per_round": round(nbytes / 1e6, 2), "reps": args.reps, "rounds": args.rounds}
+        for m, t in best.items():
+            row = {"ms": round(t * 1e3, 2), "GB_per_s": round(nbytes / t / 1e9, 2),
+                   "vs_raw_inplace": round(raw_t / t, 2)}
+            job = m.rsplit("_w", 1)[-1].split("_", 1)[-1] if not m.startswith("raw") else None
+            if job in SAME_JOB:
+                base = min(SAME_JOB[job], key=lambda b: best[b])
+                row["same_job_baseline"] = base
+                row["vs_same_job"] = round(best[base] / t, 2)
+            out[m] = row
         print(json.dumps(out), flush=True)
 
 

@@ -3,6 +3,7 @@ devices, then allreduced over MPI (fused/chunked, see fusion.py), so every worke
 values after each push and runs the same updater on the same gradient.  Pulls are local copies."""
 from __future__ import annotations
 
+import functools
 import math
 import zlib
 from typing import Any, List, Tuple
@@ -10,7 +11,7 @@ from typing import Any, List, Tuple
 import numpy as np
 
 from .. import engine
-from . import arrays, fusion, mpienv
+from . import arrays, config, fusion, mpienv
 from .comm import Communicator, Nonblocking
 from .errors import KVStoreCommError, KVStoreError, KVStoreShapeError
 from .keys import describe
@@ -29,11 +30,12 @@ class _DistBase(KVStore):
         if self._env.role != "worker":
             raise KVStoreError(f"kvstore.create({kv_type!r}) called on a server process; servers run "
                                f"python -m ember.kvstore.server")
-        self._settings = self._env.settings
-        self._workers = self._env.worker_comm()
+        # Read now, not at MPI start-up: tuning variables may differ between stores of one process.
+        self._settings = config.settings()
+        self._workers = self._env.store_comm()
         self._env.start_heartbeat()
         self._MPI = self._env.MPI
-        self._comm = Communicator(poll=self._poll)
+        self._comm = Communicator(poll=self._poll, window=self._settings.window)
 
     @property
     def rank(self) -> int:
@@ -208,10 +210,10 @@ class DistSyncKVStore(_DistBase):
         MPI = self._MPI
         chunk = self._settings.chunk_bytes
 
-        def start():
+        def start():  # one posting function per chunk: the communicator posts them as its window allows
             results = fusion.chunks(flat, chunk)
             sources = fusion.chunks(source, chunk) if source is not None else [MPI.IN_PLACE] * len(results)
-            return [self._workers.Iallreduce(s, r, op=MPI.SUM) for s, r in zip(sources, results)]
+            return [functools.partial(self._workers.Iallreduce, s, r, op=MPI.SUM) for s, r in zip(sources, results)]
 
         def finish():
             if mark is not None and flat[-1] != mark * self.num_workers:

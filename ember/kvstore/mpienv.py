@@ -118,6 +118,16 @@ class MPIEnv:
                                          startup_timeout(), "creating the worker communicator")
         return self.workers
 
+    def store_comm(self):
+        """A private duplicate of the worker communicator for one store.
+
+        Each store orders its collectives on its own communication thread; two stores sharing
+        one communicator could post theirs in different orders on different ranks and match the
+        wrong collectives (a hang).  The duplicate is made in program order on the calling thread;
+        the parent communicator carries nothing else, so the duplications match on every worker."""
+        workers = self.worker_comm()
+        return _with_timeout(workers.Dup, startup_timeout(), "creating a kvstore's worker communicator")
+
     def start_heartbeat(self) -> None:
         """Tell the servers every few seconds that this worker lives (they exit if it stops)."""
         if self.role != "worker" or not self.server_ranks or self._hb_thread is not None:
