@@ -3,6 +3,7 @@ float32, for ember, MXNet 1.9.1, PyTorch and NumPy, interleaved in one run.
 
     python bench/tiny_ops.py --all [--rounds 3]       # driver: every implementation, one JSON line each + table
     python bench/tiny_ops.py --impl ember|mxnet|torch|numpy [--n 20000]   # one implementation
+    python bench/tiny_ops.py --breakdown      # where ember's `c = a + b` time goes (16x16 float32)
 
 The chain is y = ((((x*1.01 + 0.5) - 0.2) / 1.3) ...) with 20 element-wise ops (scalar and array
 forms mixed), each a separate framework call.  Timings include the final sync (waitall).
@@ -109,6 +110,63 @@ def driver(rounds, n, reps):
         print(f"{k.replace('_us_per_op', ''):<28}" + "".join(f"{med[i]:>10.2f}" for i in runs) + f"{ratio:>13.2f}")
 
 
+def breakdown(n: int = 100000, reps: int = 7) -> dict:
+    """ns per piece of one ember `c = a + b` on (16,16) float32, each piece timed alone in this process.
+
+    The pieces are what the tiny-op path (ember/imperative/fastpath.py) does per call; `python
+    layers` is the whole op minus the measured pieces (operator dispatch, plan lookup, checks).
+    `busy engine` is the same op while an unrelated op is pending, so it is pushed instead of
+    run under the idle claim (the engine hands it back to this thread when its inputs are ready).
+    """
+    import threading
+    import timeit
+
+    import numpy as np
+
+    import ember as mx
+    from ember import engine, memory
+    from ember.engine import core
+    from ember.imperative import storage
+    from ember.imperative.ndarray import NDArray
+
+    a, b = mx.nd.ones((16, 16)), mx.nd.ones((16, 16))
+    (a + b).wait_to_read()
+    x, y, o = a._data, b._data, np.empty((16, 16), np.float32)
+    mgr, ctx = memory._cpu_manager, a.context
+
+    def whole():
+        a + b
+
+    def ufunc():
+        np.add(x, y, out=o)
+
+    def alloc_release():
+        mgr.release(mgr.alloc(1024, ctx))
+
+    def objects():
+        NDArray(x, storage.Chunk(None, None, ctx))
+
+    def claim():
+        if core.claim_idle():
+            core.release_claim()
+
+    def per_op(fn):
+        return min(timeit.repeat(fn, number=n, repeat=reps)) / n * 1e9
+
+    res = {"whole_op": per_op(whole), "numpy_ufunc": per_op(ufunc), "memory_alloc_release": per_op(alloc_release),
+           "ndarray_and_chunk_objects": per_op(objects), "engine_idle_claim_2_cffi_calls": per_op(claim)}
+    res["python_layers"] = res["whole_op"] - sum(v for k, v in res.items() if k != "whole_op")
+    gate, hold = threading.Event(), mx.nd.zeros((1,))
+    engine.push(lambda done: threading.Thread(target=lambda: (gate.wait(), done())).start(),
+                write=[hold.var], prop="async", name="hold_engine_busy")
+    try:
+        res["whole_op_busy_engine"] = per_op(whole)
+    finally:
+        gate.set()
+        mx.nd.waitall()
+    return {"bench": "tiny_ops_breakdown", "shape": [16, 16], "ns_per_op": {k: round(v) for k, v in res.items()}}
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--impl", choices=["ember", "mxnet", "torch", "numpy"])
@@ -116,8 +174,11 @@ if __name__ == "__main__":
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--n", type=int, default=20000)
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--breakdown", action="store_true")
     args = p.parse_args()
-    if args.all:
+    if args.breakdown:
+        print(json.dumps(breakdown()))
+    elif args.all:
         driver(args.rounds, args.n, args.reps)
     else:
         print(json.dumps(measure(args.impl or "ember", args.n, args.reps)))

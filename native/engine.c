@@ -623,6 +623,20 @@ static int contains(ember_var *const *vs, int n, ember_var *v) {
     return 0;
 }
 
+/* Would every access of op start at once (EMBER_FLAG_NOW)?  Called under push_mu, after op was
+ * counted in e->pending, so an idle-inline claim taken by another thread is seen here. */
+static int ready_now(ember_engine *e, const ember_opr *op) {
+    if (!(op->flags & EMBER_FLAG_CALLER) || (atomic_load(&e->inline_active) && !tl_inline_owner)) return 0;
+    for (int i = 0; i < op->nread + op->nwrite; i++) {
+        ember_var *v = op->vars[i];
+        pthread_mutex_lock(&v->mu);
+        int ok = atomic_load(&v->err) == NULL && v->pending_write == NULL && (i < op->nread || v->running_reads == 0);
+        pthread_mutex_unlock(&v->mu);
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
 int ember_push(ember_engine *e, ember_fn fn, void *ctx,
                ember_var *const *reads, int nread, ember_var *const *writes, int nwrite,
                int queue, int priority, int prop, const char *name, int flags, ember_opr **run_here) {
@@ -669,11 +683,22 @@ int ember_push(ember_engine *e, ember_fn fn, void *ctx,
     int done = 0;
     int naive = e->naive && !(flags & OPF_ANYWHERE); /* waits and deletes never block their pusher */
     if (naive) op->sync_done = &done;
-    atomic_fetch_add(&e->pending, 1);
-    atomic_fetch_add(&e->pushed, 1);
+    atomic_fetch_add(&e->pending, 1); /* before the inline_active check below (see ember_inline_begin) */
 
     int nready = 0;
     pthread_mutex_lock(&e->push_mu);
+    if ((flags & EMBER_FLAG_NOW) && !ready_now(e, op)) {
+        /* nothing was appended; pushes are serialized by push_mu, so readiness can only grow meanwhile */
+        pthread_mutex_unlock(&e->push_mu);
+        free(op);
+        if (atomic_fetch_sub(&e->pending, 1) == 1) {
+            pthread_mutex_lock(&e->mu);
+            pthread_cond_broadcast(&e->cv);
+            pthread_mutex_unlock(&e->mu);
+        }
+        return EMBER_NOT_READY;
+    }
+    atomic_fetch_add(&e->pushed, 1);
     op->seq = atomic_fetch_add(&e->seq, 1);
     for (int i = 0; i < nr; i++) nready += append_read(op->vars[i], op);
     for (int i = 0; i < nw; i++) nready += append_write(op->vars[nr + i], op);

@@ -43,6 +43,8 @@ enum { EMBER_POLICY_PRIORITY = 0, EMBER_POLICY_FIFO = 1, EMBER_POLICY_LIFO = 2,
 #define EMBER_FLAG_CALLER 2   /* if ready at push, return EMBER_RUN_IN_CALLER instead of running fn */
 #define EMBER_RUN_IN_CALLER 1 /* ember_push result: the caller must run the op, then ember_complete */
 #define EMBER_SKIPPED 2       /* ember_push result: ready at push but skipped, inheriting an input's error */
+#define EMBER_FLAG_NOW 4      /* with EMBER_FLAG_CALLER: if not ready at push, queue nothing and return EMBER_NOT_READY */
+#define EMBER_NOT_READY 3     /* ember_push result for EMBER_FLAG_NOW: nothing was pushed */
 
 /* Engine lifetime.  naive != 0: every op runs synchronously inside ember_push. */
 ember_engine *ember_engine_create(int naive, int cpu_threads, int copy_threads);
@@ -62,6 +64,8 @@ uint64_t ember_var_version(ember_var *v);
 /* Push.  Returns 0; or, when EMBER_FLAG_CALLER was given and the op is ready now,
  * EMBER_RUN_IN_CALLER with *run_here set (the caller runs it, then calls
  * ember_complete) or EMBER_SKIPPED (an input carries an error, now inherited);
+ * with EMBER_FLAG_CALLER|EMBER_FLAG_NOW, EMBER_NOT_READY when the op would have to
+ * wait (or a variable holds an error): then nothing was pushed at all;
  * or a negative value on misuse. */
 int ember_push(ember_engine *e, ember_fn fn, void *ctx,
                ember_var *const *reads, int nread, ember_var *const *writes, int nwrite,

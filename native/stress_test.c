@@ -3,7 +3,8 @@
  * Random DAGs: every op applies a non-commutative update to the values it writes
  * from the values it reads, so any ordering error changes the final state; the
  * result must equal serial execution.  Also covers failing ops, inherited
- * errors and recovery, async completion from another thread, variable deletion
+ * errors and recovery, ops run by their pusher (EMBER_FLAG_CALLER|NOW), async
+ * completion from another thread, variable deletion
  * with pending ops, every policy and both engine types.  Usage: stress_test [nops]
  */
 #include "engine.h"
@@ -77,17 +78,32 @@ static int check_dag(int n, int naive, int policy, unsigned seed, int batched) {
     make_tasks(ts, n, seed);
     ember_var *vars[NVARS];
     for (int i = 0; i < NVARS; i++) vars[i] = ember_var_new(e);
+    int wrong_rc = 0;
     for (int i = 0; i < n; i++) {
         apply(&ts[i], ref);
         ts[i].vals = vals;
         ember_var *r[MAXIO], *w[MAXIO];
         for (int k = 0; k < ts[i].nr; k++) r[k] = vars[ts[i].r[k]];
         for (int k = 0; k < ts[i].nw; k++) w[k] = vars[ts[i].w[k]];
-        ember_push(e, run_task, &ts[i], r, ts[i].nr, w, ts[i].nw, 0, (int)(rnd(&seed) % 5), 0, "task",
+        int prio = (int)(rnd(&seed) % 5);
+        if (i % 5 == 1) { /* run it here if it can start now, else push it normally */
+            ember_opr *here = NULL;
+            int rc = ember_push(e, run_task, &ts[i], r, ts[i].nr, w, ts[i].nw, 0, prio, 0, "now",
+                                EMBER_FLAG_CALLER | EMBER_FLAG_NOW, &here);
+            if (rc == EMBER_RUN_IN_CALLER) {
+                ember_complete(here, run_task(&ts[i], here));
+                continue;
+            }
+            if (rc != EMBER_NOT_READY) {
+                fprintf(stderr, "EMBER_FLAG_NOW push returned %d\n", rc);
+                wrong_rc = 1;
+            }
+        }
+        ember_push(e, run_task, &ts[i], r, ts[i].nr, w, ts[i].nw, 0, prio, 0, "task",
                    (i % 3 == 0) ? EMBER_FLAG_INLINE : 0, NULL);
     }
     int err = ember_wait_all(e, -1);
-    int bad = err != 0 || memcmp(ref, vals, sizeof ref) != 0;
+    int bad = wrong_rc || err != 0 || memcmp(ref, vals, sizeof ref) != 0;
     for (int i = 0; i < NVARS; i++) ember_var_delete(e, vars[i]);
     ember_engine_destroy(e);
     free(ts);

@@ -299,6 +299,36 @@ def release_claim_failed(exc: BaseException, name: Optional[str], writes: Sequen
     _inline_end(_E, handles, len(handles), eid)
 
 
+_FLAG_NOW = lib.EMBER_FLAG_CALLER | lib.EMBER_FLAG_NOW
+
+
+def claim_vars(read: Sequence[Var], write: Sequence[Var], name: Optional[str] = None):
+    """Register an op on `read`/`write` and hand it to this thread, if every access can start now.
+
+    The other half of the hot-path protocol, for when the engine is not idle: the op waits for
+    nothing (no pending write on what it reads, nothing pending on what it writes, no error), so
+    the caller runs it at once and then calls finish_claimed(op[, exc]); ops pushed on these
+    variables meanwhile wait for it, as for any pushed op.  Returns None, having pushed nothing,
+    when the op would have to wait: push it the ordinary way then.
+    """
+    try:
+        run_here = _tls.run_here
+    except AttributeError:
+        run_here = _tls.run_here = ffi.new("ember_opr **")
+    reads = [v._h for v in read]
+    writes = [v._h for v in write]
+    if None in reads or None in writes:
+        _handles(read, "read"), _handles(write, "write")  # raises the clear error
+    rc = _push(_E, _trampoline, _NULL, reads, len(reads), writes, len(writes), _CPU_QUEUE, 0,
+               PROPS["normal"], _names.get(name) or _cname(name), _FLAG_NOW, run_here)
+    return run_here[0] if rc == _RUN_IN_CALLER else None
+
+
+def finish_claimed(op, exc: Optional[BaseException] = None, name: Optional[str] = None) -> None:
+    """Complete an op from claim_vars; `exc` (if it raised) is recorded on its writes, raised at their wait."""
+    _complete(op, _errors.register(exc, name) if exc is not None else 0)
+
+
 def _handle_error(read, write):
     try:
         _handles(read, "read")

@@ -17,6 +17,7 @@ ones included), outputs above `INLINE_MAX_ELEMENTS`, freed arrays, shapes that d
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Optional
 
 import numpy as np
@@ -34,6 +35,7 @@ _PLAN_LIMIT = 4096
 _PLANS: dict = {}
 _claim = _engine.claim_idle
 _release = _engine.release_claim
+_claim_vars = _engine.claim_vars
 _Chunk = storage.Chunk
 
 
@@ -46,47 +48,33 @@ registry.on_change(_forget_plans)
 
 def binary_operator(lhs: NDArray, rhs, array_op: Optional[str], scalar_op: str, out=None):
     """`lhs <op> rhs` for an NDArray or scalar `rhs` (`out=lhs` for the augmented forms)."""
+    # One function, no helpers on the way: every Python call here costs a measurable share.
     xd = lhs._data
-    if type(rhs) is NDArray:
+    t = type(rhs)
+    if t is NDArray:
         if array_op is None:  # reflected form reached with two NDArrays cannot happen in Python
             raise TypeError("unsupported reflected operation between NDArrays")
-        yd = rhs._data
-        key = (array_op, xd.shape, yd.shape, xd.dtype, yd.dtype)
-        plan = _PLANS.get(key)
-        if plan is None:
-            plan = _make_plan(key, array_op, (lhs, rhs))
-        if plan:
-            result = _run(plan, lhs, rhs, yd, out, array_op)
-            if result is not None:
-                return result
-        return _invoke.invoke(array_op, (lhs, rhs), None, out)
-    if _is_scalar(rhs):
-        key = (scalar_op, xd.shape, xd.dtype)
-        plan = _PLANS.get(key)
-        if plan is None:
-            plan = _make_plan(key, scalar_op, (lhs,))
-        scalar = float(rhs)
-        if plan:
-            cast = plan[6]
-            result = _run(plan, lhs, None, scalar if cast is None else cast(scalar), out, scalar_op)
-            if result is not None:
-                return result
-        return _invoke.invoke(scalar_op, (lhs,), {"scalar": scalar}, out)
-    raise TypeError(f"type {type(rhs).__name__} is not supported with NDArray; use an NDArray or a scalar")
-
-
-def _run(plan, lhs: NDArray, rhs: Optional[NDArray], operand, out, name: str):
-    """Run a plan (`operand`: rhs's data or the cast scalar); None when the general path must."""
-    ufunc, form, shape, dtype, nbytes, size, _ = plan
+        name, operand, inputs = array_op, rhs._data, (lhs, rhs)
+        key = (name, xd.shape, operand.shape, xd.dtype, operand.dtype)
+    elif t is float or t is int or _is_scalar(rhs):
+        name, operand, inputs, rhs = scalar_op, float(rhs), (lhs,), None
+        key = (name, xd.shape, xd.dtype)
+    else:
+        raise TypeError(f"type {t.__name__} is not supported with NDArray; use an NDArray or a scalar")
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _make_plan(key, name, inputs)
     chunk = lhs._chunk
     ctx = chunk.ctx
-    if lhs._ag is not None or chunk.freed or ctx.device_type != "cpu" or _engine.bulk_threads:
-        return None
+    if not plan or lhs._ag is not None or chunk.freed or ctx.device_type != "cpu" or _engine.bulk_threads:
+        return _general(name, inputs, operand, out)
     if rhs is not None:
         other = rhs._chunk
         if rhs._ag is not None or other.freed or (other.ctx is not ctx and other.ctx != ctx):
-            return None
-    xd = lhs._data
+            return _general(name, inputs, operand, out)
+    ufunc, form, shape, dtype, nbytes, size, cast = plan
+    if cast is not None and rhs is None:
+        operand = cast(operand)  # the scalar in the array's integer type, as MXNet's DType(scalar)
     if out is None:
         manager = memory._cpu_manager
         if manager is None:  # no CPU array made yet: memory.alloc sets the manager up
@@ -96,7 +84,7 @@ def _run(plan, lhs: NDArray, rhs: Optional[NDArray], operand, out, name: str):
             if block.manager is None:
                 block.manager = manager
         view = block.view
-        if view is not None and view[1] == shape and view[0] == dtype:
+        if view is not None and view[0] is dtype and view[1] == shape:
             data = view[2]  # a recycled block: its typed view from last time fits
         else:
             data = block.data[:nbytes].view(dtype).reshape(shape)
@@ -105,40 +93,78 @@ def _run(plan, lhs: NDArray, rhs: Optional[NDArray], operand, out, name: str):
     elif out is lhs and xd.shape == shape and xd.dtype == dtype:
         result, data = out, xd  # a += b: element-wise, in place on the very same elements
     else:
-        return None
-    if size <= INLINE_MAX_ELEMENTS and _claim():
-        try:
-            if form == "binary":
-                ufunc(xd, operand, out=data)
-            elif form == "scalar":
-                ufunc(xd, operand, out=data, casting="unsafe")
-            else:
-                ufunc(operand, xd, out=data, casting="unsafe")
-        except BaseException as exc:  # noqa: BLE001 - recorded on the output, raised at its next read
+        return _general(name, inputs, operand, out)
+    claimed = None  # True: the engine-wide idle claim; an op handle: a claim on this op's variables
+    if size <= INLINE_MAX_ELEMENTS:
+        if _claim():
+            claimed = True
+        else:  # busy elsewhere: run now anyway if this op's own variables are free
+            claimed = _claim_vars(_reads(lhs, rhs, out), (lhs._chunk.var,) if out is not None else (), name)
+    if claimed is None:
+        _push(ufunc, form, xd, operand, data, result, lhs, rhs, name, size)
+        return result
+    try:
+        # _apply's body, inlined: this is the hottest line of the tiny-op path
+        if form == "binary":
+            ufunc(xd, operand, out=data)
+        elif form == "scalar":
+            ufunc(xd, operand, out=data, casting="unsafe")
+        else:
+            ufunc(operand, xd, out=data, casting="unsafe")
+    except BaseException as exc:  # noqa: BLE001 - recorded on the output, raised at its next read
+        if claimed is True:
             _engine.release_claim_failed(exc, name, (result._chunk.var,))
         else:
+            _engine.finish_claimed(claimed, exc, name)
+            if out is None:  # the new array was not among the claimed variables
+                _engine.push(partial(_reraise, exc), write=[result._chunk.var], name=name)
+    else:
+        if claimed is True:
             _release()
-        return result
-    _push(ufunc, form, xd, operand, data, result, lhs, rhs, name, size)
+        else:
+            _engine.finish_claimed(claimed)
     return result
+
+
+def _reads(lhs: NDArray, rhs: Optional[NDArray], out) -> tuple:
+    """The variables an op reads (the array written in place is claimed as a write instead)."""
+    if rhs is None:
+        return () if out is not None else (lhs._chunk.var,)
+    rv = rhs._chunk.var
+    if out is not None:
+        return () if rv is lhs._chunk.var else (rv,)
+    lv = lhs._chunk.var
+    return (lv,) if rv is lv else (lv, rv)
+
+
+def _reraise(exc: BaseException) -> None:
+    raise exc
+
+
+def _apply(ufunc, form: str, x, operand, out) -> None:
+    """One plan's ufunc call (see registry.ufunc_form for the forms)."""
+    if form == "binary":
+        ufunc(x, operand, out=out)
+    elif form == "scalar":
+        ufunc(x, operand, out=out, casting="unsafe")
+    else:
+        ufunc(operand, x, out=out, casting="unsafe")
+
+
+def _general(name: str, inputs, operand, out):
+    """The call through invoke.invoke (which raises the proper error for anything wrong)."""
+    if len(inputs) == 2:
+        return _invoke.invoke(name, inputs, None, out)
+    return _invoke.invoke(name, inputs, {"scalar": operand}, out)
 
 
 def _push(ufunc, form, xd, operand, data, result, lhs, rhs, name, size) -> None:
     """The plan's ufunc as an engine op: after the ops writing its inputs, before later ones."""
-    if form == "binary":
-        def op():
-            ufunc(xd, operand, out=data)
-    elif form == "scalar":
-        def op():
-            ufunc(xd, operand, out=data, casting="unsafe")
-    else:
-        def op():
-            ufunc(operand, xd, out=data, casting="unsafe")
     write = result._chunk.var
     read = [v for v in {lhs._chunk.var: None, **({rhs._chunk.var: None} if rhs is not None else {})}
             if v is not write]
-    _engine.push(op, read=read, write=[write], device=result._chunk.ctx, name=name,
-                 inline=size <= INLINE_MAX_ELEMENTS)
+    _engine.push(partial(_apply, ufunc, form, xd, operand, data), read=read, write=[write],
+                 device=result._chunk.ctx, name=name, inline=size <= INLINE_MAX_ELEMENTS)
 
 
 def _make_plan(key: tuple, name: str, inputs):

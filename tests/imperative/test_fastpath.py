@@ -132,6 +132,23 @@ def test_reads_wait_for_pending_writes():
     np.testing.assert_array_equal(a.asnumpy(), np.full(4, 7.0))
 
 
+def test_engine_busy_elsewhere_runs_at_once_and_orders_later_ops():
+    other, gate = mx.nd.zeros((1,)), threading.Event()
+    engine.push(lambda: gate.wait(10), write=[other.var], name="held")
+    a, b = mx.nd.ones((4,)), mx.nd.full((4,), 2.0)
+    c = a + b
+    a += c
+    done_before = engine.stats()["completed"]
+    assert engine.stats()["pending"] >= 1  # the held op still waits: these ran without waiting for it
+    gate.set()
+    np.testing.assert_array_equal(c._data, np.full(4, 3.0))
+    np.testing.assert_array_equal(a._data, np.full(4, 4.0))
+    _slow_write(a, 10.0, delay=0.02)  # a pending write on a: the next ops on a wait for it
+    d = a * 2.0
+    np.testing.assert_array_equal(d.asnumpy(), np.full(4, 20.0))
+    assert engine.stats()["completed"] > done_before
+
+
 def test_inplace_through_a_view_is_ordered():
     base = mx.nd.zeros((2, 3))
     view = base.reshape((6,))
@@ -167,11 +184,13 @@ if not ops.exists("_test_fastpath_fail"):
                            doc="test-only: a ufunc form that raises"))
 
 
-@pytest.mark.parametrize("busy", [False, True])
+@pytest.mark.parametrize("busy", ["idle", "input pending", "elsewhere"])
 def test_kernel_error_is_raised_at_the_next_read(busy):
     a, b = mx.nd.ones((3,)), mx.nd.ones((3,))
-    if busy:  # the op is pushed instead of run inline
+    if busy == "input pending":  # the op is pushed, after the pending write
         _slow_write(a, 1.0, delay=0.02)
+    elif busy == "elsewhere":  # the op claims its own variables and runs at once
+        _slow_write(mx.nd.zeros((1,)), 1.0, delay=0.05)
     bad = fastpath.binary_operator(a, b, "_test_fastpath_fail", "_plus_scalar")
     with pytest.raises(ArithmeticError, match="test ufunc failure"):
         bad.asnumpy()
