@@ -134,12 +134,77 @@ class DistSyncKVStore(_DistBase):
                       name="kvstore_init_bcast")
 
     # ----------------------------------------------------------------- push
-    def _push_entries(self, checked, priority: int) -> None:
+    @staticmethod
+    def _check_summable(checked) -> None:
         for dt in {e.dtype for e, _ in checked}:
             if dt == np.float16:
                 raise KVStoreError("dist kvstores cannot sum float16 over MPI; push float32 values")
+
+    def _push_entries(self, checked, priority: int) -> None:
+        self._check_summable(checked)
         for bucket in fusion.plan(checked, self._settings.fusion_threshold):
             self._push_bucket(bucket, priority)
+
+    def pushpull(self, key, value, out=None, priority: int = 0) -> None:
+        """push(key, value) then pull(key, out); `out=None` pulls back into `value`.
+
+        Without an updater, an unfused key with one host value and one output is done by one
+        engine op and one allreduce straight into the output (in place when the output is the
+        value), after which the store copies the result: one memory pass fewer than push + pull,
+        and the store still holds the sum when the caller later overwrites the output."""
+        checked = self._check_push(key, value)
+        pulls = self._check_pull(key, value if out is None else out)
+        self._check_summable(checked)
+        outs_of = dict((entry.key, outs) for entry, outs in pulls)
+        rest = []
+        for bucket in fusion.plan(checked, self._settings.fusion_threshold):
+            entry, vals = bucket.items[0]
+            outs = outs_of[entry.key]
+            if (not bucket.fused and self._updater is None and len(vals) == 1 and len(outs) == 1
+                    and not arrays.is_gpu_array(entry.data) and not arrays.is_gpu_array(vals[0]._data)
+                    and not arrays.is_gpu_array(outs[0]._data)):
+                self._pushpull_direct(entry, vals[0], outs[0], priority)
+            else:
+                self._push_bucket(bucket, priority)
+                rest.extend((e, outs_of[e.key]) for e, _ in bucket.items)
+        self._pull_entries(rest, priority)
+
+    def _pushpull_direct(self, entry: Entry, value, out, priority: int) -> None:
+        seq = self._comm.reserve()
+        store = entry.data  # bound at issue: the key may be re-homed into a fusion buffer later
+        MPI, chunk = self._MPI, self._settings.chunk_bytes
+        what = f"kvstore pushpull of {describe([entry.key])}"
+
+        def op(done):
+            try:
+                v, o = value._data, out._data
+                if (_plain_host(v) and _plain_host(o) and o.dtype == store.dtype
+                        and (o is v or not np.shares_memory(o, v))):
+                    result, source = o.reshape(-1), (None if o is v else v.reshape(-1))
+                    land = store  # the store copies the output
+                else:  # strided, aliased or converting output: reduce in the store, copy out
+                    arrays.copy_into(store, v)
+                    result, source, land = store.reshape(-1), None, None
+            except BaseException as e:
+                self._comm.submit(seq, _raiser(e), done)
+                return
+
+            def start():  # every rank posts the same chunks of one allreduce, whichever buffers it uses
+                results = fusion.chunks(result, chunk)
+                sources = fusion.chunks(source, chunk) if source is not None else [MPI.IN_PLACE] * len(results)
+                return [functools.partial(self._workers.Iallreduce, s, r, op=MPI.SUM)
+                        for s, r in zip(sources, results)]
+
+            def finish():
+                if land is not None:
+                    np.copyto(land, o)
+                else:
+                    arrays.copy_into(o, store)
+            self._comm.submit(seq, Nonblocking(start, finish, what), done)
+
+        reads = [value.var] if value.var is not out.var else []
+        self._push_op(seq, op, read=reads, write=[out.var, entry.var], priority=priority,
+                      name=f"kvstore_pushpull[{entry.key!r}]")
 
     def _push_bucket(self, bucket: fusion.Bucket, priority: int) -> None:
         seq = self._comm.reserve()

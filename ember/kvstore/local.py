@@ -170,6 +170,9 @@ class KVStore:
 
     def pull(self, key, out=None, priority: int = 0, ignore_sparse: bool = True) -> None:
         """Copy the value(s) of key(s) into `out` (an NDArray or list per key)."""
+        self._pull_entries(self._check_pull(key, out), priority)
+
+    def _check_pull(self, key, out):
         if out is None:
             raise KVStoreError("pull needs `out`: the NDArray(s) to copy the stored value into")
         pairs = group(key, out, "outputs")
@@ -179,7 +182,7 @@ class KVStore:
             for o in outs:
                 self._check_like(entry, o, "pull output", check_dtype=False)
             checked.append((entry, outs))
-        self._pull_entries(checked, priority)
+        return checked
 
     def _pull_entries(self, checked, priority: int) -> None:
         for entry, outs in checked:

@@ -102,6 +102,41 @@ def run_async(nd, kv, rank, steps, out_dir):
     np.savez(os.path.join(out_dir, f"rank{rank}.npz"), w=final, w_true=w_true)
 
 
+def run_pushpull(nd, kv, rank, out_dir):
+    """pushpull into the values, into separate outputs (one float64) and with an updater; after each,
+    the outputs are overwritten and the keys pulled again: the store must still hold the sums."""
+    keys = list(SHAPES)
+    kv.init(keys, [nd.zeros(SHAPES[k]) for k in keys])
+    saved = {}
+    vals = [nd.array(gradient(k, rank, 0)) for k in keys]
+    kv.pushpull(keys, vals)  # out=None: the sums land in vals
+    saved.update({f"inplace_{k}": v.asnumpy() for k, v in zip(keys, vals)})
+    for v in vals:
+        v[:] = -1.0  # the caller reuses its buffers; the store must not follow
+    outs = [nd.zeros(SHAPES[k]) for k in keys]
+    kv.pull(keys, out=outs)
+    saved.update({f"inplace_pull_{k}": o.asnumpy() for k, o in zip(keys, outs)})
+
+    vals = [nd.array(gradient(k, rank, 1)) for k in keys]
+    outs = [nd.zeros(SHAPES[k], dtype="float64" if k == "big" else "float32") for k in keys]
+    kv.pushpull(keys, vals, out=outs)
+    saved.update({f"out_{k}": o.asnumpy() for k, o in zip(keys, outs)})
+    saved.update({f"out_value_{k}": v.asnumpy() for k, v in zip(keys, vals)})  # must be unchanged
+    for o in outs:
+        o[:] = 7.0
+    again = [nd.zeros(SHAPES[k]) for k in keys]
+    kv.pull(keys, out=again)
+    saved.update({f"out_pull_{k}": o.asnumpy() for k, o in zip(keys, again)})
+
+    kv.set_updater(sgd)  # the updater path: the stored weight (the last sum) minus LR * sum
+    grads = [nd.array(gradient(k, rank, 2)) for k in keys]
+    kv.pushpull(keys, grads, out=again)
+    saved.update({f"updated_{k}": o.asnumpy() for k, o in zip(keys, again)})
+    kv.barrier()
+    saved["max_in_flight"] = np.array(kv._comm._max_in_flight)
+    np.savez(os.path.join(out_dir, f"rank{rank}.npz"), **saved)
+
+
 def main():
     scenario, out_dir = sys.argv[1], sys.argv[2]
     steps = int(sys.argv[3]) if len(sys.argv) > 3 else 5
@@ -140,6 +175,9 @@ def main():
         rank = kv.rank
         if scenario == "sync":
             run_sync(nd, kv, rank, steps, out_dir)
+            np.save(os.path.join(out_dir, f"max_in_flight{rank}.npy"), np.array(kv._comm._max_in_flight))
+        elif scenario == "pushpull":
+            run_pushpull(nd, kv, rank, out_dir)
         elif scenario == "mismatch":
             kv.init(0, nd.zeros((2, 3) if rank == 0 else (3, 2)))
         elif scenario == "diverge":  # same shapes, different keys in one fused push

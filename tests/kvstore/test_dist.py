@@ -88,6 +88,42 @@ def test_dist_sync_workers_match_single_process_sgd_on_summed_gradient(tmp_path,
 
 
 @needs_mpiexec
+def test_window_sizes_give_identical_results(tmp_path):
+    # small chunks: every push is many collectives, so window 3 really has 3 in flight
+    env = {"EMBER_KVSTORE_FUSION_THRESHOLD": "200", "EMBER_KVSTORE_CHUNK_BYTES": "4096"}
+    results = {}
+    for window in (1, 3):
+        out = tmp_path / f"w{window}"
+        out.mkdir()
+        rc, log = run_job(out, 3, "sync", 3, env=dict(env, EMBER_KVSTORE_WINDOW=str(window)))
+        assert rc == 0, log[-3000:]
+        for r in range(3):
+            assert int(np.load(out / f"max_in_flight{r}.npy")) == window
+        results[window] = np.load(out / "rank0.npz")
+    for key in results[1].files:
+        np.testing.assert_array_equal(results[1][key], results[3][key], err_msg=f"key {key}")
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("threshold", ["0", "200", "67108864"])  # direct per key / mixed / all fused
+def test_pushpull_semantics_with_a_later_pull(tmp_path, threshold):
+    workers = 2
+    rc, out = run_job(tmp_path, workers, "pushpull", env={"EMBER_KVSTORE_FUSION_THRESHOLD": threshold})
+    assert rc == 0, out[-3000:]
+    ref = _worker_module()
+    for r in range(workers):
+        got = np.load(tmp_path / f"rank{r}.npz")
+        for key in ref.SHAPES:
+            sums = [sum(ref.gradient(key, w, step) for w in range(workers)) for step in range(3)]
+            for name, expected in [("inplace", sums[0]), ("inplace_pull", sums[0]), ("out", sums[1]),
+                                   ("out_value", ref.gradient(key, r, 1)), ("out_pull", sums[1]),
+                                   ("updated", sums[1] - ref.LR * sums[2])]:
+                np.testing.assert_allclose(got[f"{name}_{key}"], expected, rtol=1e-5, atol=1e-5,
+                                           err_msg=f"{name} of key {key} on rank {r}")
+        assert 1 <= int(got["max_in_flight"]) <= 2  # the default window
+
+
+@needs_mpiexec
 def test_dist_sync_mismatched_shapes_fail_on_every_worker(tmp_path):
     rc, out = run_job(tmp_path, 2, "mismatch")
     assert rc != 0
