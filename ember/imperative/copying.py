@@ -7,6 +7,7 @@ from .. import engine
 from ..base import ContextError, ShapeError
 from ..context import Context
 from . import storage
+from .invoke import INLINE_MAX_ELEMENTS
 from .ndarray import NDArray
 
 
@@ -52,7 +53,8 @@ def push_fill(data, ctx: Context, var, value, name: str = "fill") -> None:
     """Push `data[...] = value` for a scalar value."""
     def fill():
         data.fill(value)
-    engine.push(storage.on_device(fill, ctx), write=(var,), device=ctx, name=name)
+    engine.push(storage.on_device(fill, ctx), write=(var,), device=ctx, name=name,
+                inline=ctx.device_type == "cpu" and data.size <= INLINE_MAX_ELEMENTS)
 
 
 def check_same_context(name: str, a: NDArray, b: NDArray) -> None:

@@ -136,6 +136,8 @@ def test_engine_busy_elsewhere_runs_at_once_and_orders_later_ops():
     other, gate = mx.nd.zeros((1,)), threading.Event()
     engine.push(lambda: gate.wait(10), write=[other.var], name="held")
     a, b = mx.nd.ones((4,)), mx.nd.full((4,), 2.0)
+    a.wait_to_read()
+    b.wait_to_read()
     c = a + b
     a += c
     done_before = engine.stats()["completed"]
