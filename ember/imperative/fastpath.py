@@ -31,7 +31,7 @@ from .ndarray import NDArray, _is_scalar
 
 _PLAN_LIMIT = 4096
 
-# plan key -> (ufunc, form, out shape, out dtype, out nbytes, out size, scalar cast) or False
+# plan key -> (ufunc, scalar first, casting, out shape, out dtype, out nbytes, out size, scalar cast) or False
 _PLANS: dict = {}
 _claim = _engine.claim_idle
 _release = _engine.release_claim
@@ -72,9 +72,10 @@ def binary_operator(lhs: NDArray, rhs, array_op: Optional[str], scalar_op: str, 
         other = rhs._chunk
         if rhs._ag is not None or other.freed or (other.ctx is not ctx and other.ctx != ctx):
             return _general(name, inputs, operand, out)
-    ufunc, form, shape, dtype, nbytes, size, cast = plan
-    if cast is not None and rhs is None:
+    ufunc, scalar_first, casting, shape, dtype, nbytes, size, cast = plan
+    if rhs is None and cast is not None:
         operand = cast(operand)  # the scalar in the array's integer type, as MXNet's DType(scalar)
+    first, second = (operand, xd) if scalar_first else (xd, operand)
     if out is None:
         manager = memory._cpu_manager
         if manager is None:  # no CPU array made yet: memory.alloc sets the manager up
@@ -101,16 +102,10 @@ def binary_operator(lhs: NDArray, rhs, array_op: Optional[str], scalar_op: str, 
         else:  # busy elsewhere: run now anyway if this op's own variables are free
             claimed = _claim_vars(_reads(lhs, rhs, out), (lhs._chunk.var,) if out is not None else (), name)
     if claimed is None:
-        _push(ufunc, form, xd, operand, data, result, lhs, rhs, name, size)
+        _push(partial(ufunc, first, second, out=data, casting=casting), result, lhs, rhs, name, size)
         return result
     try:
-        # _apply's body, inlined: this is the hottest line of the tiny-op path
-        if form == "binary":
-            ufunc(xd, operand, out=data)
-        elif form == "scalar":
-            ufunc(xd, operand, out=data, casting="unsafe")
-        else:
-            ufunc(operand, xd, out=data, casting="unsafe")
+        ufunc(first, second, out=data, casting=casting)
     except BaseException as exc:  # noqa: BLE001 - recorded on the output, raised at its next read
         if claimed is True:
             _engine.release_claim_failed(exc, name, (result._chunk.var,))
@@ -141,16 +136,6 @@ def _reraise(exc: BaseException) -> None:
     raise exc
 
 
-def _apply(ufunc, form: str, x, operand, out) -> None:
-    """One plan's ufunc call (see registry.ufunc_form for the forms)."""
-    if form == "binary":
-        ufunc(x, operand, out=out)
-    elif form == "scalar":
-        ufunc(x, operand, out=out, casting="unsafe")
-    else:
-        ufunc(operand, x, out=out, casting="unsafe")
-
-
 def _general(name: str, inputs, operand, out):
     """The call through invoke.invoke (which raises the proper error for anything wrong)."""
     if len(inputs) == 2:
@@ -158,12 +143,12 @@ def _general(name: str, inputs, operand, out):
     return _invoke.invoke(name, inputs, {"scalar": operand}, out)
 
 
-def _push(ufunc, form, xd, operand, data, result, lhs, rhs, name, size) -> None:
+def _push(op, result, lhs, rhs, name, size) -> None:
     """The plan's ufunc as an engine op: after the ops writing its inputs, before later ones."""
     write = result._chunk.var
     read = [v for v in {lhs._chunk.var: None, **({rhs._chunk.var: None} if rhs is not None else {})}
             if v is not write]
-    _engine.push(partial(_apply, ufunc, form, xd, operand, data), read=read, write=[write],
+    _engine.push(op, read=read, write=[write],
                  device=result._chunk.ctx, name=name, inline=size <= INLINE_MAX_ELEMENTS)
 
 
@@ -191,7 +176,9 @@ def _make_plan(key: tuple, name: str, inputs):
             for d in shape:
                 size *= d
             cast = None if dtypes[0].kind == "f" else dtypes[0].type
-            plan = (ufunc, kind, shape, dtype, size * dtype.itemsize, size, cast)
+            # binary: ufunc(lhs, rhs, out=o) with numpy's default casting; scalar forms cast unsafely
+            plan = (ufunc, kind == "rscalar", "same_kind" if kind == "binary" else "unsafe", shape, dtype,
+                    size * dtype.itemsize, size, cast)
     if len(_PLANS) >= _PLAN_LIMIT:
         _PLANS.clear()
     _PLANS[key] = plan
