@@ -42,7 +42,7 @@ class Nonblocking:
 
     start: Callable[[], Sequence[Callable[[], object]]]
     finish: Callable[[], None]
-    what: str
+    what: object  # str() names the task in error messages
 
 
 class _Flight:
@@ -124,26 +124,41 @@ class Communicator:
         self._run_inline(_Flight(task, done))
 
     def _run_inline(self, flight: _Flight) -> None:
-        flights, outstanding = deque([flight]), deque()
         try:
             deadline = time.perf_counter() + self._inline_spin
-            while True:
-                self._post(flights, outstanding)
-                if not outstanding:
-                    break
-                if self._test(outstanding[0][1]):
-                    outstanding.popleft()[0].pending -= 1
-                elif time.perf_counter() > deadline:
-                    with self._cv:  # still pending: the communication thread finishes it
-                        self._handover = (flights, outstanding)
-                        self._cv.notify()
-                    return
+            flight.posts = posts = list(flight.task.start())
+            if len(posts) == 1:  # the common case, kept short: one request, no pipeline bookkeeping
+                req = posts[0]()
+                flight.posted = flight.pending = 1
+                self._max_in_flight = max(self._max_in_flight, 1)
+                test = self._test
+                while not test(req):
+                    if time.perf_counter() > deadline:
+                        self._hand_over(deque([flight]), deque([(flight, req)]))
+                        return
+                flight.pending = 0
+            else:
+                flights, outstanding = deque([flight]), deque()
+                while True:
+                    self._post(flights, outstanding)
+                    if not outstanding:
+                        break
+                    if self._test(outstanding[0][1]):
+                        outstanding.popleft()[0].pending -= 1
+                    elif time.perf_counter() > deadline:
+                        self._hand_over(flights, outstanding)
+                        return
             flight.task.finish()
         except BaseException as e:
             self._fail(e, [flight.done])
             return
         self._release()
         flight.done(None)
+
+    def _hand_over(self, flights, outstanding) -> None:
+        with self._cv:  # still pending: the communication thread finishes it
+            self._handover = (flights, outstanding)
+            self._cv.notify()
 
     def call(self, task: Callable[[], object], timeout: Optional[float] = None):
         """Run `task` in order and wait for its result in the calling thread (init, barrier)."""
@@ -200,7 +215,8 @@ class Communicator:
     def _release(self) -> None:
         with self._cv:
             self._busy = False
-            self._cv.notify()
+            if self._ready:  # wake the thread only when work waits (a wake-up costs a thread switch)
+                self._cv.notify()
 
     def _fail(self, error: BaseException, dones: List[Done]) -> None:
         mpienv.mark_failed()

@@ -143,7 +143,12 @@ class DistSyncKVStore(_DistBase):
     def _push_entries(self, checked, priority: int) -> None:
         self._check_summable(checked)
         for bucket in fusion.plan(checked, self._settings.fusion_threshold):
-            self._push_bucket(bucket, priority)
+            entry, vals = bucket.items[0]
+            if (not bucket.fused and self._updater is None and len(vals) == 1
+                    and not arrays.is_gpu_array(entry.data) and not arrays.is_gpu_array(vals[0]._data)):
+                self._direct(entry, vals[0], None, priority)
+            else:
+                self._push_bucket(bucket, priority)
 
     def pushpull(self, key, value, out=None, priority: int = 0) -> None:
         """push(key, value) then pull(key, out); `out=None` pulls back into `value`.
@@ -160,53 +165,76 @@ class DistSyncKVStore(_DistBase):
         for bucket in fusion.plan(checked, self._settings.fusion_threshold):
             entry, vals = bucket.items[0]
             outs = outs_of[entry.key]
-            if (not bucket.fused and self._updater is None and len(vals) == 1 and len(outs) == 1
-                    and not arrays.is_gpu_array(entry.data) and not arrays.is_gpu_array(vals[0]._data)
-                    and not arrays.is_gpu_array(outs[0]._data)):
-                self._pushpull_direct(entry, vals[0], outs[0], priority)
-            else:
+            host = not arrays.is_gpu_array(entry.data)
+            if (not bucket.fused and self._updater is None and len(vals) == 1 and len(outs) == 1 and host
+                    and not arrays.is_gpu_array(vals[0]._data) and not arrays.is_gpu_array(outs[0]._data)):
+                self._direct(entry, vals[0], outs[0], priority)
+            elif self._updater is None and host:
+                # the bucket's op copies the result out as well: no separate pull op per key
+                self._push_bucket(bucket, priority, outs=[outs_of[e.key] for e, _ in bucket.items])
+            else:  # the pull must see the updater's result: ordinary pull ops after the updates
                 self._push_bucket(bucket, priority)
                 rest.extend((e, outs_of[e.key]) for e, _ in bucket.items)
         self._pull_entries(rest, priority)
 
-    def _pushpull_direct(self, entry: Entry, value, out, priority: int) -> None:
+    def _direct(self, entry: Entry, value, out, priority: int) -> None:
+        """One engine op and one allreduce for an unfused host key with one value and no updater:
+        push (`out` None: MPI reads the value, the sum lands in the store) or pushpull (the sum
+        lands in `out`, in place when `out` is the value, then the store copies it).  Kept lean:
+        without fusion this runs once per key per step."""
         seq = self._comm.reserve()
         store = entry.data  # bound at issue: the key may be re-homed into a fusion buffer later
-        MPI, chunk = self._MPI, self._settings.chunk_bytes
-        what = f"kvstore pushpull of {describe([entry.key])}"
+        comm, MPI, chunk = self._workers, self._MPI, self._settings.chunk_bytes
+        verb = "push" if out is None else "pushpull"
 
         def op(done):
             try:
-                v, o = value._data, out._data
-                if (_plain_host(v) and _plain_host(o) and o.dtype == store.dtype
-                        and (o is v or not np.shares_memory(o, v))):
-                    result, source = o.reshape(-1), (None if o is v else v.reshape(-1))
-                    land = store  # the store copies the output
-                else:  # strided, aliased or converting output: reduce in the store, copy out
-                    arrays.copy_into(store, v)
-                    result, source, land = store.reshape(-1), None, None
+                v = value._data
+                land = None  # where the store copies the result from, after the allreduce
+                if out is None:
+                    if _plain_host(v):
+                        result, source = store.reshape(-1), v.reshape(-1)
+                    else:
+                        arrays.copy_into(store, v)
+                        result, source = store.reshape(-1), None
+                else:
+                    o = out._data
+                    if (_plain_host(v) and _plain_host(o) and o.dtype == store.dtype
+                            and (o is v or not np.shares_memory(o, v))):
+                        result, source, land = o.reshape(-1), (None if o is v else v.reshape(-1)), o
+                    else:  # strided, aliased or converting output: reduce in the store, copy out
+                        arrays.copy_into(store, v)
+                        result, source = store.reshape(-1), None
             except BaseException as e:
                 self._comm.submit(seq, _raiser(e), done)
                 return
 
             def start():  # every rank posts the same chunks of one allreduce, whichever buffers it uses
+                if result.nbytes <= chunk:
+                    return [functools.partial(comm.Iallreduce, MPI.IN_PLACE if source is None else source,
+                                              result, op=MPI.SUM)]
                 results = fusion.chunks(result, chunk)
                 sources = fusion.chunks(source, chunk) if source is not None else [MPI.IN_PLACE] * len(results)
-                return [functools.partial(self._workers.Iallreduce, s, r, op=MPI.SUM)
-                        for s, r in zip(sources, results)]
+                return [functools.partial(comm.Iallreduce, s, r, op=MPI.SUM) for s, r in zip(sources, results)]
 
             def finish():
                 if land is not None:
-                    np.copyto(land, o)
-                else:
-                    arrays.copy_into(o, store)
-            self._comm.submit(seq, Nonblocking(start, finish, what), done)
+                    np.copyto(store, land)
+                elif out is not None:
+                    arrays.copy_into(out._data, store)
+            self._comm.submit(seq, Nonblocking(start, finish, _What(verb, [entry.key])), done)
 
-        reads = [value.var] if value.var is not out.var else []
-        self._push_op(seq, op, read=reads, write=[out.var, entry.var], priority=priority,
-                      name=f"kvstore_pushpull[{entry.key!r}]")
+        if out is None:
+            reads, writes = [value.var], [entry.var]
+        else:
+            reads = [value.var] if value.var is not out.var else []
+            writes = [out.var, entry.var]
+        self._push_op(seq, op, read=reads, write=writes, priority=priority,
+                      name=f"kvstore_{verb}[{entry.key!r}]")
 
-    def _push_bucket(self, bucket: fusion.Bucket, priority: int) -> None:
+    def _push_bucket(self, bucket: fusion.Bucket, priority: int, outs=None) -> None:
+        """One allreduce op for a bucket; with `outs` (a list of outputs per key, host store, no
+        updater) the op also copies each key's result into its outputs once the allreduce is done."""
         seq = self._comm.reserve()
         use_updater = self._updater is not None
         for entry, _ in bucket.items:
@@ -231,7 +259,7 @@ class DistSyncKVStore(_DistBase):
         targets = [(entry, entry.merge_data if use_updater else entry.data,
                     entry.merge_var if use_updater else entry.var) for entry, _ in bucket.items]
         keys = [e.key for e, _ in bucket.items]
-        what = f"kvstore push of {describe(keys)}"
+        what = _What("push", keys)
 
         def op(done):
             try:
@@ -252,10 +280,16 @@ class DistSyncKVStore(_DistBase):
             except BaseException as e:
                 self._comm.submit(seq, _raiser(e), done)
                 return
-            self._comm.submit(seq, self._allreduce(source, result, on_gpu, bucket, targets, mark, what), done)
+            self._comm.submit(seq, self._allreduce(source, result, on_gpu, bucket, targets, mark, what, outs),
+                              done)
 
-        self._push_op(seq, op, read=_unique_vars([v for _, vals in bucket.items for v in vals]),
-                      write=[t[2] for t in targets], priority=priority,
+        reads = _unique_vars([v for _, vals in bucket.items for v in vals])
+        writes = [t[2] for t in targets]
+        if outs is not None:
+            writes += _unique_vars([o for os_ in outs for o in os_])
+            written = {id(v) for v in writes}
+            reads = [v for v in reads if id(v) not in written]  # pulled back into a pushed value
+        self._push_op(seq, op, read=reads, write=writes, priority=priority,
                       name=f"kvstore_allreduce{describe(keys, 3)}")
         if use_updater:
             for entry, _ in bucket.items:
@@ -271,7 +305,7 @@ class DistSyncKVStore(_DistBase):
             self._fused_buffers[sig] = buf
         return buf
 
-    def _allreduce(self, source, flat, staged, bucket, targets, mark, what) -> Nonblocking:
+    def _allreduce(self, source, flat, staged, bucket, targets, mark, what, outs=None) -> Nonblocking:
         MPI = self._MPI
         chunk = self._settings.chunk_bytes
 
@@ -288,7 +322,23 @@ class DistSyncKVStore(_DistBase):
                 for (entry, target, _), off in zip(targets, bucket.offsets):
                     n = math.prod(entry.shape)
                     arrays.copy_into(target, flat[off:off + n].reshape(entry.shape))
+            if outs is not None:
+                for (_, target, _), key_outs in zip(targets, outs):
+                    for o in key_outs:
+                        arrays.copy_into(o._data, target)
         return Nonblocking(start, finish, what)
+
+
+class _What:
+    """Names a transfer in error messages; formatted only when one is raised (pushes are frequent)."""
+
+    __slots__ = ("verb", "keys")
+
+    def __init__(self, verb: str, keys):
+        self.verb, self.keys = verb, keys
+
+    def __str__(self) -> str:
+        return f"kvstore {self.verb} of {describe(self.keys)}"
 
 
 def _plain_host(x) -> bool:

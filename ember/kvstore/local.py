@@ -30,13 +30,11 @@ class Entry:
     merge_data: Any = None
     merge_var: Any = None
 
-    @property
-    def shape(self) -> Tuple[int, ...]:
-        return tuple(self.data.shape)
-
-    @property
-    def dtype(self) -> np.dtype:
-        return np.dtype(self.data.dtype)
+    def __post_init__(self):
+        # Fixed at init (the distributed store may re-home `data`, never reshape it); read on
+        # every push and pull, so kept rather than recomputed.
+        self.shape: Tuple[int, ...] = tuple(self.data.shape)
+        self.dtype: np.dtype = np.dtype(self.data.dtype)
 
     def stored_nd(self):
         """The stored value as an NDArray sharing the store's buffer and var."""
