@@ -1,6 +1,7 @@
 """Settings of the distributed store, read from environment variables.
 
-Roles follow MXNet's launcher (DMLC_* names); tuning knobs are EMBER_KVSTORE_*:
+Roles follow MXNet's launcher (DMLC_* names); tuning knobs are EMBER_KVSTORE_* (a distributed
+store reads them when it is created):
 
 DMLC_ROLE                        'worker' (default) or 'server' (set per process by the launcher)
 DMLC_NUM_WORKER                  number of worker processes (default: every MPI rank is a worker)
