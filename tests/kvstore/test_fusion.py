@@ -71,3 +71,16 @@ def test_bad_settings_are_named(monkeypatch):
     monkeypatch.setenv("EMBER_KVSTORE_FUSION_THRESHOLD", "1024")
     s = config.settings()
     assert s.timeout == 12 and s.heartbeat == 3 and s.fusion_threshold == 1024 and s.role == "worker"
+
+
+def test_window_setting(monkeypatch):
+    monkeypatch.delenv("EMBER_KVSTORE_WINDOW", raising=False)
+    assert config.settings().window == 2
+    monkeypatch.setenv("EMBER_KVSTORE_WINDOW", "5")
+    assert config.settings().window == 5
+    monkeypatch.setenv("EMBER_KVSTORE_WINDOW", "0")
+    with pytest.raises(KVStoreError, match="EMBER_KVSTORE_WINDOW must be at least 1"):
+        config.settings()
+    monkeypatch.setenv("EMBER_KVSTORE_WINDOW", "two")
+    with pytest.raises(KVStoreError, match="EMBER_KVSTORE_WINDOW='two'"):
+        config.settings()
