@@ -125,6 +125,10 @@ class Var:
 
     def delete(self) -> None:
         """Free the variable once every op pending on it has finished."""
+        if bulk_threads:
+            # This thread's open bulk group may hold ops on this variable that are not pushed
+            # yet (a temporary array dying inside `with bulk():`): push them first.
+            _flush_bulk()
         h, self._h = self._h, None
         if h is not None:
             lib.ember_var_delete(_E, h)

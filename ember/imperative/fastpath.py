@@ -1,19 +1,27 @@
-"""The tiny-op path: NDArray operators (`a + b`, `x * 2.0`, `a += b`) on small CPU arrays.
+"""The tiny-op path: operator calls on small CPU arrays (`a + b`, `x * 2.0`, `a += b`, `mx.nd.exp(x)`).
 
 The general path (`invoke.run`) parses attributes, infers shapes and dtypes, checks `out=`,
-allocates, builds a closure and pushes it: several microseconds of Python per call, about half
-of what MXNet spends.  An operator call on CPU arrays instead looks up a plan cached per
-(op, input shapes, input dtypes).  The plan is made once from the registry: its shape and dtype
-rules give the output, and the op's current CPU kernel must declare a ufunc form
-(`registry.ufunc_form`): the one numpy ufunc call it is equivalent to.  When the engine is idle
-the ufunc then runs at once in the calling thread under the engine's inline claim -- the
-semantics of a pushed op, with no engine variable made for the new array -- and when it is not,
-the same call is pushed like any other op, after the ops it depends on.
+allocates, builds a closure and pushes it: about ten microseconds of Python per call, most of
+what MXNet spends.  Calls on CPU arrays instead look up a plan cached per (op, attributes,
+input shapes, input dtypes), made once from the registry: its shape and dtype rules give the
+output, and the op's current CPU kernel is what runs.  Two kinds of plans:
 
-Everything else goes to the general path, which raises the proper errors: inputs or outputs in
-an autograd graph, a bulk group open, other devices, kernels without a ufunc form (overridden
-ones included), outputs above `INLINE_MAX_ELEMENTS`, freed arrays, shapes that do not broadcast.
-`ember.ops.override` and `register` empty the plan cache, so a replaced kernel applies at once.
+- operator plans (`binary_operator`: NDArray `+ - * / ** == ...` and their in-place forms) hold
+  the numpy ufunc the kernel declares as its exact equivalent (`registry.ufunc_form`) and call it
+  directly;
+- kernel plans (`kernel_call`: `mx.nd.<op>(x[, y], **attrs)` and the NDArray methods built on it,
+  for ops with one output and no aux states, mutated inputs or resources) call the kernel.
+
+Either way the op then runs at once in the calling thread when the engine is idle (under its
+engine-wide inline claim: no engine variable is made for the new array), or when it is busy
+elsewhere but nothing is pending on this op's own arrays (a claim of just their variables); else
+it is pushed like any other op, after the ops it depends on.  Those are exactly the semantics of
+a pushed op.
+
+Everything else goes to the general path, which raises the proper errors: arrays in an autograd
+graph, a bulk group open, other devices, outputs above `INLINE_MAX_ELEMENTS`, freed arrays, bad
+attributes or shapes.  `ember.ops.override` and `register` empty the plan cache, so a replaced
+kernel applies at once.
 """
 from __future__ import annotations
 
@@ -23,32 +31,42 @@ from typing import Optional
 import numpy as np
 
 from .. import memory
+from ..context import cpu
 from ..engine import core as _engine
 from ..ops import registry
-from . import invoke as _invoke, storage
+from ..ops.registry import OpContext
+from . import autograd_state, invoke as _invoke, storage
 from .invoke import INLINE_MAX_ELEMENTS
 from .ndarray import NDArray, _is_scalar
 
 _PLAN_LIMIT = 4096
 
-# plan key -> (ufunc, scalar first, casting, out shape, out dtype, out nbytes, out size, scalar cast) or False
-_PLANS: dict = {}
+# key -> (call, scalar first, out shape, out dtype, out nbytes, out size, scalar cast), or False
+# when this key takes the general path
+_OPERATOR_PLANS: dict = {}
+# key -> (kernel, attrs, out shape, out dtype, out nbytes, out size), or False
+_KERNEL_PLANS: dict = {}
 _claim = _engine.claim_idle
 _release = _engine.release_claim
 _claim_vars = _engine.claim_vars
+_is_training = autograd_state.is_training
 _Chunk = storage.Chunk
+_CPU0 = cpu(0)
+_CPU0_OPCTX = {False: OpContext(np, False, _CPU0), True: OpContext(np, True, _CPU0)}
+_NO_AUX: list = []
 
 
 def _forget_plans() -> None:
-    _PLANS.clear()
+    _OPERATOR_PLANS.clear()
+    _KERNEL_PLANS.clear()
 
 
 registry.on_change(_forget_plans)
 
 
+# -- NDArray operators ----------------------------------------------------------------------
 def binary_operator(lhs: NDArray, rhs, array_op: Optional[str], scalar_op: str, out=None):
     """`lhs <op> rhs` for an NDArray or scalar `rhs` (`out=lhs` for the augmented forms)."""
-    # One function, no helpers on the way: every Python call here costs a measurable share.
     xd = lhs._data
     t = type(rhs)
     if t is NDArray:
@@ -57,55 +75,181 @@ def binary_operator(lhs: NDArray, rhs, array_op: Optional[str], scalar_op: str, 
         name, operand, inputs = array_op, rhs._data, (lhs, rhs)
         key = (name, xd.shape, operand.shape, xd.dtype, operand.dtype)
     elif t is float or t is int or _is_scalar(rhs):
-        name, operand, inputs, rhs = scalar_op, float(rhs), (lhs,), None
+        name, operand, inputs = scalar_op, float(rhs), (lhs,)
         key = (name, xd.shape, xd.dtype)
     else:
         raise TypeError(f"type {t.__name__} is not supported with NDArray; use an NDArray or a scalar")
-    plan = _PLANS.get(key)
+    plan = _OPERATOR_PLANS.get(key)
     if plan is None:
-        plan = _make_plan(key, name, inputs)
-    chunk = lhs._chunk
-    ctx = chunk.ctx
-    if not plan or lhs._ag is not None or chunk.freed or ctx.device_type != "cpu" or _engine.bulk_threads:
-        return _general(name, inputs, operand, out)
-    if rhs is not None:
-        other = rhs._chunk
-        if rhs._ag is not None or other.freed or (other.ctx is not ctx and other.ctx != ctx):
-            return _general(name, inputs, operand, out)
-    ufunc, scalar_first, casting, shape, dtype, nbytes, size, cast = plan
-    if rhs is None and cast is not None:
+        plan = _make_operator_plan(key, name, inputs)
+    ctx = _usable(inputs) if plan else None
+    if ctx is None:
+        return _invoke.invoke(name, inputs, None if len(inputs) == 2 else {"scalar": operand}, out)
+    call, scalar_first, shape, dtype, nbytes, size, cast = plan
+    if cast is not None and len(inputs) == 1:
         operand = cast(operand)  # the scalar in the array's integer type, as MXNet's DType(scalar)
-    first, second = (operand, xd) if scalar_first else (xd, operand)
     if out is None:
-        manager = memory._cpu_manager
-        if manager is None:  # no CPU array made yet: memory.alloc sets the manager up
-            block = memory.alloc(nbytes, ctx)
-        else:
-            block = manager.alloc(nbytes, ctx)
-            if block.manager is None:
-                block.manager = manager
-        view = block.view
-        if view is not None and view[0] is dtype and view[1] == shape:
-            data = view[2]  # a recycled block: its typed view from last time fits
-        else:
-            data = block.data[:nbytes].view(dtype).reshape(shape)
-            block.view = (dtype, shape, data)
-        result = NDArray(data, _Chunk(None, block, ctx))
+        result, data = _new_array(shape, dtype, nbytes, ctx)
     elif out is lhs and xd.shape == shape and xd.dtype == dtype:
         result, data = out, xd  # a += b: element-wise, in place on the very same elements
     else:
-        return _general(name, inputs, operand, out)
+        return _invoke.invoke(name, inputs, None if len(inputs) == 2 else {"scalar": operand}, out)
+    return _run(call, (operand, xd) if scalar_first else (xd, operand), data, result, inputs, out, name, size)
+
+
+def _make_operator_plan(key: tuple, name: str, inputs):
+    plan = False
+    opdef = registry.get(name)
+    form = getattr(opdef.kernels.get("cpu") or opdef.kernels.get("any"), "ufunc_form", None)
+    if form is not None and (form[0] == "binary") == (len(inputs) == 2):
+        kind, ufunc, kinds = form
+        out = _infer(opdef, opdef.parse_attrs({}), inputs)
+        if out is not None and out[1].kind in kinds:
+            shape, dtype, nbytes, size = out
+            in_dtype = inputs[0]._data.dtype
+            # The kernel passes casting="unsafe" for scalar forms; it only matters for integer
+            # arrays (true division), so float plans call the bare ufunc.
+            call = partial(ufunc, casting="unsafe") if kind != "binary" and in_dtype.kind != "f" else ufunc
+            plan = (call, kind == "rscalar", shape, dtype, nbytes, size,
+                    None if in_dtype.kind == "f" else in_dtype.type)
+    return _remember(_OPERATOR_PLANS, key, plan)
+
+
+# -- mx.nd.<op>(...) ------------------------------------------------------------------------
+def kernel_call(name: str, args: tuple, kwargs: dict):
+    """`mx.nd.<name>(*args, **kwargs)` with one or two NDArray inputs; None if the general path must run it."""
+    if len(args) == 1:
+        x = args[0]
+        if type(x) is not NDArray:
+            return None
+        xd = x._data
+        key = (name, xd.shape, xd.dtype)
+    elif len(args) == 2:
+        x, y = args
+        if type(x) is not NDArray or type(y) is not NDArray:
+            return None
+        xd, yd = x._data, y._data
+        key = (name, xd.shape, yd.shape, xd.dtype, yd.dtype)
+    else:
+        return None
+    if kwargs:
+        for v in kwargs.values():
+            if isinstance(v, NDArray):  # an input passed by name
+                return None
+        key += tuple(kwargs.items())
+        try:
+            plan = _KERNEL_PLANS.get(key)
+        except TypeError:  # an unhashable attribute value (a list): not cached
+            return None
+    else:
+        plan = _KERNEL_PLANS.get(key)
+    if plan is None:
+        plan = _make_kernel_plan(key, name, args, kwargs)
+    ctx = _usable(args) if plan else None
+    if ctx is None:
+        return None
+    kernel, attrs, shape, dtype, nbytes, size = plan
+    result, data = _new_array(shape, dtype, nbytes, ctx)
+    is_train = _is_training()
+    opctx = _CPU0_OPCTX[is_train] if ctx is _CPU0 else OpContext(np, is_train, ctx)
+    in_data = [xd] if len(args) == 1 else [xd, yd]
+    return _run(kernel, (opctx, attrs, in_data, [data], _NO_AUX), None, result, args, None, name, size)
+
+
+def _make_kernel_plan(key: tuple, name: str, inputs, kwargs: dict):
+    plan = False
+    try:
+        opdef = registry.get(name)
+        attrs = opdef.parse_attrs(dict(kwargs))
+        plain = not (opdef.aux or opdef.mutates or opdef.resources or opdef.key_var_num_args
+                     or opdef.num_visible_outputs is not None) \
+            and len(opdef.output_names(attrs)) == 1 and len(opdef.input_names(attrs)) == len(inputs)
+    except Exception:  # noqa: BLE001 - the general path raises the proper error for this call
+        plain = False
+    kernel = (opdef.kernels.get("cpu") or opdef.kernels.get("any")) if plain else None
+    if kernel is not None:
+        out = _infer(opdef, attrs, inputs)
+        if out is not None:
+            plan = (kernel, attrs) + out
+    return _remember(_KERNEL_PLANS, key, plan)
+
+
+# -- shared ---------------------------------------------------------------------------------
+def _usable(inputs) -> Optional[object]:
+    """The inputs' common CPU context if this call may take a plan now, else None."""
+    ctx = inputs[0]._chunk.ctx
+    if ctx.device_type != "cpu" or _engine.bulk_threads:
+        return None
+    for x in inputs:
+        c = x._chunk
+        if x._ag is not None or c.freed or (c.ctx is not ctx and c.ctx != ctx):
+            return None
+    return ctx
+
+
+def _infer(opdef, attrs: dict, inputs):
+    """(shape, dtype, nbytes, size) of the op's single output from the registry, or None."""
+    chunk = inputs[0]._chunk
+    if chunk.ctx.device_type != "cpu" or chunk.freed:
+        return None
+    try:
+        out_shapes = opdef.infer_shape(attrs, [x._data.shape for x in inputs])[1]
+        out_dtypes = opdef.dtypes(attrs, [x._data.dtype for x in inputs])[1]
+    except Exception:  # noqa: BLE001 - the general path raises the proper error for this call
+        return None
+    if len(out_shapes) != 1 or out_shapes[0] is None or out_dtypes[0] is None or None in out_shapes[0]:
+        return None
+    shape, dtype = tuple(out_shapes[0]), np.dtype(out_dtypes[0])
+    size = 1
+    for d in shape:
+        size *= d
+    return shape, dtype, size * dtype.itemsize, size
+
+
+def _remember(plans: dict, key: tuple, plan):
+    if len(plans) >= _PLAN_LIMIT:
+        plans.clear()
+    plans[key] = plan
+    return plan
+
+
+def _new_array(shape: tuple, dtype: np.dtype, nbytes: int, ctx):
+    """(NDArray, its data) on a block from the CPU memory manager; no engine var until one is needed."""
+    manager = memory._cpu_manager
+    if manager is None:  # no CPU array made yet: memory.alloc sets the manager up
+        block = memory.alloc(nbytes, ctx)
+    else:
+        block = manager.alloc(nbytes, ctx)
+        if block.manager is None:
+            block.manager = manager
+    view = block.view
+    if view is not None and view[0] is dtype and view[1] == shape:
+        data = view[2]  # a recycled block: its typed view from last time fits
+    else:
+        data = block.data[:nbytes].view(dtype).reshape(shape)
+        block.view = (dtype, shape, data)
+    return NDArray(data, _Chunk(None, block, ctx)), data
+
+
+def _run(call, args: tuple, out_kw, result: NDArray, inputs, out, name: str, size: int) -> NDArray:
+    """Run call(*args[, out=out_kw]), the op writing `result` (`out` when in place), now if it may, else push it."""
     claimed = None  # True: the engine-wide idle claim; an op handle: a claim on this op's variables
     if size <= INLINE_MAX_ELEMENTS:
         if _claim():
             claimed = True
         else:  # busy elsewhere: run now anyway if this op's own variables are free
-            claimed = _claim_vars(_reads(lhs, rhs, out), (lhs._chunk.var,) if out is not None else (), name)
+            claimed = _claim_vars(_reads(inputs, out), (out._chunk.var,) if out is not None else (), name)
     if claimed is None:
-        _push(partial(ufunc, first, second, out=data, casting=casting), result, lhs, rhs, name, size)
+        write = result._chunk.var
+        op = partial(call, *args) if out_kw is None else partial(call, *args, out=out_kw)
+        _engine.push(op, read=[v for v in _reads(inputs, None) if v is not write],
+                     write=[write], device=result._chunk.ctx, name=name, inline=size <= INLINE_MAX_ELEMENTS)
         return result
     try:
-        ufunc(first, second, out=data, casting=casting)
+        if out_kw is None:
+            call(*args)
+        else:
+            call(*args, out=out_kw)
     except BaseException as exc:  # noqa: BLE001 - recorded on the output, raised at its next read
         if claimed is True:
             _engine.release_claim_failed(exc, name, (result._chunk.var,))
@@ -121,67 +265,16 @@ def binary_operator(lhs: NDArray, rhs, array_op: Optional[str], scalar_op: str, 
     return result
 
 
-def _reads(lhs: NDArray, rhs: Optional[NDArray], out) -> tuple:
-    """The variables an op reads (the array written in place is claimed as a write instead)."""
-    if rhs is None:
-        return () if out is not None else (lhs._chunk.var,)
-    rv = rhs._chunk.var
-    if out is not None:
-        return () if rv is lhs._chunk.var else (rv,)
-    lv = lhs._chunk.var
-    return (lv,) if rv is lv else (lv, rv)
+def _reads(inputs, out) -> tuple:
+    """The distinct variables of `inputs`, less `out`'s (claimed as a write when the op runs in place)."""
+    skip = out._chunk.var if out is not None else None
+    seen = []
+    for x in inputs:
+        v = x._chunk.var
+        if v is not skip and v not in seen:
+            seen.append(v)
+    return tuple(seen)
 
 
 def _reraise(exc: BaseException) -> None:
     raise exc
-
-
-def _general(name: str, inputs, operand, out):
-    """The call through invoke.invoke (which raises the proper error for anything wrong)."""
-    if len(inputs) == 2:
-        return _invoke.invoke(name, inputs, None, out)
-    return _invoke.invoke(name, inputs, {"scalar": operand}, out)
-
-
-def _push(op, result, lhs, rhs, name, size) -> None:
-    """The plan's ufunc as an engine op: after the ops writing its inputs, before later ones."""
-    write = result._chunk.var
-    read = [v for v in {lhs._chunk.var: None, **({rhs._chunk.var: None} if rhs is not None else {})}
-            if v is not write]
-    _engine.push(op, read=read, write=[write],
-                 device=result._chunk.ctx, name=name, inline=size <= INLINE_MAX_ELEMENTS)
-
-
-def _make_plan(key: tuple, name: str, inputs):
-    """The plan for `key`, or False (cached too) when this op/shape/dtype needs the general path."""
-    plan = False
-    opdef = registry.get(name)
-    kernel = opdef.kernels.get("cpu") or opdef.kernels.get("any")
-    form = getattr(kernel, "ufunc_form", None)
-    chunk = inputs[0]._chunk
-    if form is not None and chunk.ctx.device_type == "cpu" and not chunk.freed:
-        shapes = [x._data.shape for x in inputs]
-        dtypes = [x._data.dtype for x in inputs]
-        attrs = opdef.parse_attrs({})
-        try:
-            out_shapes = opdef.infer_shape(attrs, list(shapes))[1]
-            out_dtypes = opdef.dtypes(attrs, list(dtypes))[1]
-            ok = len(out_shapes) == 1 and out_shapes[0] is not None and out_dtypes[0] is not None
-        except Exception:  # noqa: BLE001 - the general path raises the proper error for this call
-            ok = False
-        kind, ufunc, kinds = form
-        if ok and np.dtype(out_dtypes[0]).kind in kinds and (kind == "binary") == (len(inputs) == 2):
-            shape, dtype = tuple(out_shapes[0]), np.dtype(out_dtypes[0])
-            size = 1
-            for d in shape:
-                size *= d
-            cast = None if dtypes[0].kind == "f" else dtypes[0].type
-            # binary: ufunc(lhs, rhs, out=o) with numpy's default casting; scalar forms cast unsafely
-            plan = (ufunc, kind == "rscalar", "same_kind" if kind == "binary" else "unsafe", shape, dtype,
-                    size * dtype.itemsize, size, cast)
-    if len(_PLANS) >= _PLAN_LIMIT:
-        _PLANS.clear()
-    _PLANS[key] = plan
-    return plan
-
-

@@ -246,6 +246,10 @@ def call(op, args: Sequence[Any], kwargs: Dict[str, Any]):
     keyword NDArrays are inputs by name; `out=` writes into given arrays, `ctx=`
     places ops without inputs, `name=` is ignored.
     """
+    if type(op) is str and args and not ("out" in kwargs or "ctx" in kwargs or "name" in kwargs):
+        result = _fastpath.kernel_call(op, args, kwargs)  # a small CPU call with a cached plan
+        if result is not None:
+            return result
     opdef = op if isinstance(op, OpDef) else _get_op(op)
     kwargs = dict(kwargs)
     out = kwargs.pop("out", None)
@@ -297,3 +301,6 @@ def _as_context(value) -> Context:
             return Context(kind, int(idx or 0))
         return Context(text, 0)
     raise ContextError(f"ctx must be a Context such as mx.cpu(0), got {value!r}")
+
+
+from . import fastpath as _fastpath  # noqa: E402  (fastpath builds on this module)

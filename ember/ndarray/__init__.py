@@ -24,9 +24,10 @@ from .arith import (add, divide, equal, greater, greater_equal, lesser, lesser_e
 
 def _make_op_function(name: str) -> Callable:
     opdef = _registry.get(name)
+    canonical = opdef.name  # looked up by name per call, so the tiny-op plans apply
 
     def op_function(*args, **kwargs):
-        return _call(opdef, args, kwargs)
+        return _call(canonical, args, kwargs)
     op_function.__name__ = name
     op_function.__qualname__ = name
     op_function.__doc__ = opdef.doc or f"The `{opdef.name}` operator (see ember.ops.get('{opdef.name}'))."

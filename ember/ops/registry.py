@@ -338,7 +338,7 @@ UFUNC_FORMS = ("binary", "scalar", "rscalar")
 def ufunc_form(kernel: Callable, form: str, ufunc: Callable, kinds: str = "biuf") -> Callable:
     """Declare that `kernel`, on numpy arrays whose output dtype kind is in `kinds`, is exactly one ufunc call.
 
-    binary:  ufunc(lhs, rhs, out=out, casting="same_kind")   (numpy's default casting)
+    binary:  ufunc(lhs, rhs, out=out)                       (numpy's default casting, "same_kind")
     scalar:  ufunc(data, s, out=out, casting="unsafe")   s: attrs["scalar"], cast to data's dtype
     rscalar: ufunc(s, data, out=out, casting="unsafe")   unless data is floating point (as MXNet's DType(s))
 

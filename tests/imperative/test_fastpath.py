@@ -28,12 +28,12 @@ def _forms():
 
 
 def test_operators_on_small_arrays_take_plans():
-    fastpath._PLANS.clear()
+    fastpath._OPERATOR_PLANS.clear()
     a, b = mx.nd.ones((4,)), mx.nd.ones((4,))
     (a + b).wait_to_read()
     (a * 2.0).wait_to_read()
-    assert fastpath._PLANS[("broadcast_add", (4,), (4,), np.dtype("float32"), np.dtype("float32"))]
-    assert fastpath._PLANS[("_mul_scalar", (4,), np.dtype("float32"))]
+    assert fastpath._OPERATOR_PLANS[("broadcast_add", (4,), (4,), np.dtype("float32"), np.dtype("float32"))]
+    assert fastpath._OPERATOR_PLANS[("_mul_scalar", (4,), np.dtype("float32"))]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "float16"])
@@ -80,7 +80,7 @@ def test_every_ufunc_form_equals_its_kernel():
 
             def run_form():
                 if form == "binary":
-                    ufunc(x, y, out=by_form, casting="same_kind")
+                    ufunc(x, y, out=by_form)
                 elif form == "scalar":
                     ufunc(x, s, out=by_form, casting="unsafe")
                 else:
@@ -172,7 +172,7 @@ def test_bulk_group_keeps_program_order():
     assert engine.core.bulk_threads == 0
 
 
-def _failing_ufunc(x, y, out, casting):
+def _failing_ufunc(x, y, out, casting="same_kind"):
     raise ArithmeticError("test ufunc failure")
 
 
@@ -254,3 +254,87 @@ def test_memory_stats_count_fast_path_allocations():
     after = mx.memory.stats()
     assert after["num_allocs"] - before["num_allocs"] == 10
     assert after["num_frees"] - before["num_frees"] >= 9
+
+
+# -- kernel plans: mx.nd.<op>(...) and the NDArray methods built on it ------------------------
+def _by_general_path(fn):
+    """fn() with the plans disabled (an engine bulk group sends every call to the general path)."""
+    with engine.bulk(2):
+        result = fn()
+    return result.asnumpy()
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, y: mx.nd.exp(x), lambda x, y: mx.nd.relu(x - 1.5), lambda x, y: mx.nd.sigmoid(x),
+    lambda x, y: mx.nd.sum(x, axis=1), lambda x, y: mx.nd.sum(x, axis=0, keepdims=True),
+    lambda x, y: mx.nd.dot(x, y.T), lambda x, y: mx.nd.softmax(x), lambda x, y: x.exp(), lambda x, y: -x,
+    lambda x, y: abs(x - 2), lambda x, y: mx.nd.clip(x, a_min=1.2, a_max=2.5), lambda x, y: mx.nd.broadcast_maximum(x, y),
+    lambda x, y: x.sum(), lambda x, y: mx.nd.argmax(x, axis=1),
+], ids=["exp", "relu", "sigmoid", "sum_axis", "sum_keepdims", "dot", "softmax", "exp_method", "neg", "abs",
+        "clip", "maximum", "sum_all", "argmax"])
+def test_kernel_plans_match_the_general_path(call):
+    rng = np.random.default_rng(3)
+    x = mx.nd.array(rng.uniform(1, 3, (4, 5)))
+    y = mx.nd.array(rng.uniform(1, 3, (4, 5)))
+    fastpath._KERNEL_PLANS.clear()
+    first, second = call(x, y).asnumpy(), call(x, y).asnumpy()  # the second call takes the plan
+    want = _by_general_path(lambda: call(x, y))
+    np.testing.assert_allclose(first, want, rtol=1e-6)
+    np.testing.assert_allclose(second, want, rtol=1e-6)
+    assert any(fastpath._KERNEL_PLANS.values())
+
+
+def test_kernel_plans_refuse_what_they_cannot_cache():
+    x = mx.nd.array(np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(mx.nd.sum(x, axis=[0]).asnumpy(), [3, 5, 7])  # unhashable attr value
+    np.testing.assert_array_equal(mx.nd.broadcast_add(lhs=x, rhs=x).asnumpy(), 2 * x.asnumpy())  # named inputs
+    assert not any(isinstance(v, mx.nd.NDArray) for k in fastpath._KERNEL_PLANS for v in k)
+    with pytest.raises(mx.base.OperatorError, match="unknown attribute 'bogus'"):
+        mx.nd.sum(x, bogus=1)
+    with pytest.raises(mx.base.ShapeError):
+        mx.nd.dot(x, x)
+
+
+def _train_flag_kernel(ctx, attrs, inputs, outputs, aux):
+    outputs[0][...] = 1.0 if ctx.is_train else 0.0
+
+
+if not ops.exists("_test_fastpath_train_flag"):
+    ops.register(ops.OpDef("_test_fastpath_train_flag", infer_shape=lambda a, s: (s, [s[0]]),
+                           kernels={"any": _train_flag_kernel}, doc="test-only: 1 in train mode, else 0"))
+
+
+def test_kernel_plans_see_the_current_train_mode_and_device():
+    x = mx.nd.ones((3,))
+    assert mx.nd._test_fastpath_train_flag(x).asnumpy().tolist() == [0, 0, 0]
+    with mx.autograd.train_mode():
+        assert mx.nd._test_fastpath_train_flag(x).asnumpy().tolist() == [1, 1, 1]
+    assert mx.nd._test_fastpath_train_flag(x).asnumpy().tolist() == [0, 0, 0]
+    y = mx.nd.ones((3,), ctx=mx.cpu(1))
+    out = mx.nd._test_fastpath_train_flag(y)
+    assert out.context == mx.cpu(1)
+
+
+def test_kernel_override_applies_to_kernel_plans():
+    x = mx.nd.ones((3,))
+    mx.nd._test_fastpath_train_flag(x).wait_to_read()  # plan cached
+
+    def twos(ctx, attrs, inputs, outputs, aux):
+        outputs[0][...] = 2.0
+    ops.override("_test_fastpath_train_flag", "cpu", twos)
+    try:
+        assert mx.nd._test_fastpath_train_flag(x).asnumpy().tolist() == [2, 2, 2]
+    finally:
+        ops.get("_test_fastpath_train_flag").kernels.pop("cpu")
+        registry._changed()
+    assert mx.nd._test_fastpath_train_flag(x).asnumpy().tolist() == [0, 0, 0]
+
+
+def test_kernel_plan_error_is_raised_at_the_next_read():
+    x = mx.nd.ones((3,))
+    bad = mx.nd._test_imperative_fail(x)  # conftest's always-failing op
+    bad2 = mx.nd._test_imperative_fail(x)  # the second call runs from the plan
+    for b in (bad, bad2):
+        with pytest.raises(ValueError, match="test kernel failure"):
+            b.asnumpy()
+    np.testing.assert_array_equal(mx.nd.exp(x * 0).asnumpy(), [1, 1, 1])

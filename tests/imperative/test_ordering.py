@@ -56,3 +56,13 @@ def test_threads_pushing_on_disjoint_arrays():
         t.join()
     for k, a in enumerate(arrays):
         np.testing.assert_array_equal(a.asnumpy(), np.full(64, 50 * (k + 1), np.float32))
+
+
+def test_temporaries_freed_inside_a_bulk_group():
+    # `x - 1.5` dies before the group is pushed: its storage release and var deletion must wait
+    # for the group's ops on it (they are pushed first).
+    x = mx.nd.array(np.arange(6.0))
+    with mx.engine.bulk(8):
+        y = mx.nd.relu(x - 1.5)
+        z = (y * 2.0 + 1.0) - 0.5
+    np.testing.assert_allclose(z.asnumpy(), np.maximum(np.arange(6.0) - 1.5, 0) * 2.0 + 0.5)
