@@ -51,9 +51,36 @@ def make(impl):
     return (lambda s: (np.ones(s, np.float32), np.ones(s, np.float32))), (lambda: None), np.__version__
 
 
+def other_ops(impl):
+    """A few more tiny calls beyond the arithmetic operators: {name: fn(a, b)} in each framework."""
+    if impl in ("ember", "mxnet"):
+        mx = __import__("ember" if impl == "ember" else "mxnet")
+        return {"exp": lambda a, b: mx.nd.exp(a), "sum_axis": lambda a, b: mx.nd.sum(a, axis=-1),
+                "relu": lambda a, b: mx.nd.relu(a), "dot": lambda a, b: mx.nd.dot(a, b)}
+    if impl == "torch":
+        import torch
+        return {"exp": lambda a, b: torch.exp(a), "sum_axis": lambda a, b: a.sum(-1),
+                "relu": lambda a, b: torch.relu(a), "dot": lambda a, b: a @ b if a.dim() > 1 else a.dot(b)}
+    import numpy as np
+    return {"exp": lambda a, b: np.exp(a), "sum_axis": lambda a, b: a.sum(-1),
+            "relu": lambda a, b: np.maximum(a, 0), "dot": lambda a, b: np.dot(a, b)}
+
+
 def measure(impl, n, reps):
     mk, sync, version = make(impl)
     res = {}
+    for name, fn in other_ops(impl).items():  # (16,16) only, n // 4 calls: a secondary figure
+        tag, m, times = "16x16", max(1, n // 4), []
+        a, b = mk((16, 16))
+        fn(a, b)
+        sync()
+        for _ in range(reps):
+            t = time.perf_counter()
+            for _ in range(m):
+                fn(a, b)
+            sync()
+            times.append((time.perf_counter() - t) / m)
+        res[f"{name}_{tag}_us_per_op"] = round(statistics.median(times) * 1e6, 3)
     for s in SHAPES:
         tag = "x".join(map(str, s))
         samples = {"add": [], "iadd": [], "chain20": []}
