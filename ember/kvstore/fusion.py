@@ -37,7 +37,8 @@ class Bucket:
 
 def plan(items: Sequence[Tuple[Any, Any]], threshold: int) -> List[Bucket]:
     """Split (entry, values) pairs into buckets: entries under `threshold` bytes share buckets of
-    at most `threshold` bytes (one open bucket per dtype); larger ones go alone, unfused."""
+    at most `threshold` bytes (one open bucket per dtype); larger ones go alone, unfused, and so
+    does a small one that ends up alone in its bucket."""
     buckets: List[Bucket] = []
     open_by_dtype = {}
     for entry, values in items:
@@ -54,6 +55,12 @@ def plan(items: Sequence[Tuple[Any, Any]], threshold: int) -> List[Bucket]:
             open_by_dtype[dtype] = bucket
             buckets.append(bucket)
         bucket.add(entry, values)
+    for bucket in buckets:
+        # Packing one key gains nothing and costs a copy in (and, for pushpull, one out): a lone
+        # small key is reduced like a large one (per-key pushpull calls, as Gluon's Trainer makes,
+        # are the common case).  It also skips the layout fingerprint, as large keys do.
+        if len(bucket.items) == 1:
+            bucket.fused = False
     return buckets
 
 

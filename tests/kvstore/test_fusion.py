@@ -19,7 +19,7 @@ def test_small_keys_share_buffers_up_to_the_threshold_and_large_ones_go_alone():
              (entry(3, (10,)), "v3"), (entry(4, (10,), np.float64), "v4")]
     buckets = fusion.plan(items, threshold=100)  # 100 bytes: 25 float32
     layout = [([e.key for e, _ in b.items], b.fused) for b in buckets]
-    assert layout == [([0, 1], True), ([2], False), ([3], True), ([4], True)]
+    assert layout == [([0, 1], True), ([2], False), ([3], False), ([4], False)]  # lone keys: not packed
     assert buckets[0].offsets == [0, 10] and buckets[0].size == 20 and buckets[0].nbytes == 80
     assert buckets[3].dtype == np.float64
 
