@@ -17,6 +17,7 @@ per key) and communication window W (EMBER_KVSTORE_WINDOW), each followed by mx.
     T<T>_w<W>_pushpull_inplace kv.pushpull(keys, vals, out=vals)
     T<T>_w<W>_pushpull_out     kv.pushpull(keys, vals, out=outs)
     T<T>_w<W>_push_pull        kv.push(keys, vals); kv.pull(keys, out=outs)
+    T<T>_w<W>_pushpull_per_key kv.pushpull(k, vals[k], out=vals[k]) for every key (Gluon Trainer's calls)
 For each kvstore mode: vs_raw_inplace = raw_inplace time / its time, and vs_same_job = the fastest raw
 baseline doing the same job (named in same_job_baseline) / its time.
 Modes run interleaved, rounds at a time, and each reports its minimum over --reps repetitions (the
@@ -43,6 +44,7 @@ SAME_JOB = {  # kvstore mode -> raw baselines that leave the same results in the
     "pushpull_inplace": ("raw_inplace_store", "raw_pack_unpack"),
     "pushpull_out": ("raw_send_recv_store", "raw_pack_unpack"),
     "push_pull": ("raw_send_recv_store", "raw_pack_unpack"),
+    "pushpull_per_key": ("raw_inplace_store", "raw_pack_unpack"),
 }
 
 
@@ -134,7 +136,11 @@ def main():
             kv.push(keys, vals)
             kv.pull(keys, out=outs)
             mx.nd.waitall()
-        for f in (push, pushpull_inplace, pushpull_out, push_pull):
+        def pushpull_per_key(kv=kv, vals=vals):
+            for k, v in zip(keys, vals):  # as Gluon's Trainer calls it: one call per parameter
+                kv.pushpull(k, v, out=v)
+            mx.nd.waitall()
+        for f in (push, pushpull_inplace, pushpull_out, push_pull, pushpull_per_key):
             modes[f"{name}_{f.__name__}"] = f
 
     best = {m: float("inf") for m in modes}
