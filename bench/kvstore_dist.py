@@ -12,7 +12,8 @@ Every mode works on K float32 buffers of SIZE elements.  Raw mpi4py baselines (b
     raw_send_recv_store    Allreduce(value, out[i]) + store[i][...] = out[i]: pushpull(out=other)'s job
     raw_pack_unpack        copy in, one Allreduce, copy out to K outputs: push+pull's job, fused
 kvstore modes, one store per fusion threshold T (EMBER_KVSTORE_FUSION_THRESHOLD, 0 = one allreduce
-per key) and communication window W (EMBER_KVSTORE_WINDOW), each followed by mx.nd.waitall():
+per key) and communication window W (EMBER_KVSTORE_WINDOW) (and chunk size C, EMBER_KVSTORE_CHUNK_BYTES,
+named _c<C> when --chunks lists several), each followed by mx.nd.waitall():
     T<T>_w<W>_push             kv.push(keys, vals)
     T<T>_w<W>_pushpull_inplace kv.pushpull(keys, vals, out=vals)
     T<T>_w<W>_pushpull_out     kv.pushpull(keys, vals, out=outs)
@@ -56,6 +57,7 @@ def main():
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--thresholds", default="0,67108864", help="comma-separated fusion thresholds (bytes)")
     p.add_argument("--windows", default="2", help="comma-separated communication windows")
+    p.add_argument("--chunks", default="16777216", help="comma-separated chunk sizes (bytes)")
     args = p.parse_args()
     K, N = args.keys, args.size
     env = mpienv.get()
@@ -72,14 +74,17 @@ def main():
     vals_np = [v._data for v in vals]
     outs_np = [o._data for o in outs]
     stores = []
+    chunks = args.chunks.split(",")
     for threshold in args.thresholds.split(","):
         for window in args.windows.split(","):
-            # each store reads the tuning variables when it is created
-            os.environ["EMBER_KVSTORE_FUSION_THRESHOLD"] = threshold
-            os.environ["EMBER_KVSTORE_WINDOW"] = window
-            kv = mx.kv.create("dist_sync")
-            kv.init(keys, [mx.nd.zeros((N,)) for _ in keys])
-            stores.append((f"T{threshold}_w{window}", kv))
+            for chunk in chunks:
+                # each store reads the tuning variables when it is created
+                os.environ["EMBER_KVSTORE_FUSION_THRESHOLD"] = threshold
+                os.environ["EMBER_KVSTORE_WINDOW"] = window
+                os.environ["EMBER_KVSTORE_CHUNK_BYTES"] = chunk
+                kv = mx.kv.create("dist_sync")
+                kv.init(keys, [mx.nd.zeros((N,)) for _ in keys])
+                stores.append((f"T{threshold}_w{window}" + (f"_c{chunk}" if len(chunks) > 1 else ""), kv))
     # the raw modes' store: the first kvstore's own buffers
     store_np = [stores[0][1]._store[k].data for k in keys]
     big = np.zeros(K * N, dtype=np.float32)
@@ -119,6 +124,7 @@ def main():
     modes = {f.__name__: f for f in (raw_inplace, raw_one_buffer, raw_send_recv, raw_pack, raw_inplace_store,
                                       raw_send_recv_store, raw_pack_unpack)}
 
+    job_of = {}
     for name, kv in stores:
         def push(kv=kv, vals=vals):
             kv.push(keys, vals)
@@ -142,6 +148,7 @@ def main():
             mx.nd.waitall()
         for f in (push, pushpull_inplace, pushpull_out, push_pull, pushpull_per_key):
             modes[f"{name}_{f.__name__}"] = f
+            job_of[f"{name}_{f.__name__}"] = f.__name__
 
     best = {m: float("inf") for m in modes}
     for f in modes.values():  # warm-up: buffers allocated, first-touch faults, MPI connections
@@ -175,7 +182,7 @@ def main():
         for m, t in best.items():
             row = {"ms": round(t * 1e3, 2), "GB_per_s": round(nbytes / t / 1e9, 2),
                    "vs_raw_inplace": round(raw_t / t, 2)}
-            job = m.rsplit("_w", 1)[-1].split("_", 1)[-1] if not m.startswith("raw") else None
+            job = job_of.get(m)
             if job in SAME_JOB:
                 base = min(SAME_JOB[job], key=lambda b: best[b])
                 row["same_job_baseline"] = base

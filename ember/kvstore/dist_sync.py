@@ -14,7 +14,7 @@ from .. import engine
 from . import arrays, config, fusion, mpienv
 from .comm import Communicator, Nonblocking
 from .errors import KVStoreCommError, KVStoreError, KVStoreShapeError
-from .keys import describe
+from .keys import _is_array, check_key, describe
 from .local import Entry, KVStore, _unique_vars
 
 
@@ -140,6 +140,30 @@ class DistSyncKVStore(_DistBase):
             if dt == np.float16:
                 raise KVStoreError("dist kvstores cannot sum float16 over MPI; push float32 values")
 
+    def push(self, key, value, priority: int = 0) -> None:
+        """Push value(s) into key(s): summed over local devices, then allreduced over the workers."""
+        target = self._lone_key(key, value)
+        if target is not None:  # one key, one array: straight to the per-key op
+            self._direct(target, value, None, priority)
+            return
+        self._push_entries(self._check_push(key, value), priority)
+
+    def _lone_key(self, key, value, out=None):
+        """The entry of a call with one key and one host array (and one output), checked, when it
+        can take the direct per-key path; None sends the call through the general path (which
+        also raises the errors this skips, such as float16)."""
+        if (self._updater is not None or isinstance(key, (list, tuple)) or not _is_array(value)
+                or (out is not None and not _is_array(out))):
+            return None
+        entry = self._entry(check_key(key))
+        self._check_like(entry, value, "pushed value")
+        if out is not None:
+            self._check_like(entry, out, "pull output", check_dtype=False)
+        if (entry.dtype == np.float16 or arrays.is_gpu_array(entry.data) or arrays.is_gpu_array(value._data)
+                or (out is not None and arrays.is_gpu_array(out._data))):
+            return None
+        return entry
+
     def _push_entries(self, checked, priority: int) -> None:
         self._check_summable(checked)
         for bucket in fusion.plan(checked, self._settings.fusion_threshold):
@@ -157,6 +181,10 @@ class DistSyncKVStore(_DistBase):
         engine op and one allreduce straight into the output (in place when the output is the
         value), after which the store copies the result: one memory pass fewer than push + pull,
         and the store still holds the sum when the caller later overwrites the output."""
+        target = self._lone_key(key, value, out if out is not None else value)
+        if target is not None:  # one key, one array each (Gluon's per-parameter calls): no planning
+            self._direct(target, value, value if out is None else out, priority)
+            return
         checked = self._check_push(key, value)
         pulls = self._check_pull(key, value if out is None else out)
         self._check_summable(checked)
@@ -200,7 +228,7 @@ class DistSyncKVStore(_DistBase):
                 else:
                     o = out._data
                     if (_plain_host(v) and _plain_host(o) and o.dtype == store.dtype
-                            and (o is v or not np.shares_memory(o, v))):
+                            and (o is v or not np.may_share_memory(o, v))):
                         result, source, land = o.reshape(-1), (None if o is v else v.reshape(-1)), o
                     else:  # strided, aliased or converting output: reduce in the store, copy out
                         arrays.copy_into(store, v)

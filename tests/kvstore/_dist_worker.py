@@ -128,6 +128,18 @@ def run_pushpull(nd, kv, rank, out_dir):
     kv.pull(keys, out=again)
     saved.update({f"out_pull_{k}": o.asnumpy() for k, o in zip(keys, again)})
 
+    vals = [nd.array(gradient(k, rank, 3)) for k in keys]
+    for k, v in zip(keys, vals):  # one call per key, as Gluon's Trainer makes them
+        kv.pushpull(k, v)
+    saved.update({f"perkey_{k}": v.asnumpy() for k, v in zip(keys, vals)})
+    for k, v in zip(keys, vals):
+        v[:] = 3.0
+        kv.push(k, v)  # single-key push: the store holds the sum of the 3.0s
+    kv.pull(keys, out=again)
+    saved.update({f"perkey_push_{k}": o.asnumpy() for k, o in zip(keys, again)})
+    for k in keys:  # back to the step-1 sums the updater test starts from
+        kv.pushpull(k, nd.array(gradient(k, rank, 1)), out=again[keys.index(k)])
+
     kv.set_updater(sgd)  # the updater path: the stored weight (the last sum) minus LR * sum
     grads = [nd.array(gradient(k, rank, 2)) for k in keys]
     kv.pushpull(keys, grads, out=again)

@@ -114,9 +114,10 @@ def test_pushpull_semantics_with_a_later_pull(tmp_path, threshold):
     for r in range(workers):
         got = np.load(tmp_path / f"rank{r}.npz")
         for key in ref.SHAPES:
-            sums = [sum(ref.gradient(key, w, step) for w in range(workers)) for step in range(3)]
+            sums = [sum(ref.gradient(key, w, step) for w in range(workers)) for step in range(4)]
             for name, expected in [("inplace", sums[0]), ("inplace_pull", sums[0]), ("out", sums[1]),
                                    ("out_value", ref.gradient(key, r, 1)), ("out_pull", sums[1]),
+                                   ("perkey", sums[3]), ("perkey_push", np.full(ref.SHAPES[key], 3.0 * workers)),
                                    ("updated", sums[1] - ref.LR * sums[2])]:
                 np.testing.assert_allclose(got[f"{name}_{key}"], expected, rtol=1e-5, atol=1e-5,
                                            err_msg=f"{name} of key {key} on rank {r}")
