@@ -8,7 +8,6 @@ pending on the var has run: the release is itself an engine op writing the var.
 from __future__ import annotations
 
 import gc
-import threading
 from math import prod as _prod
 from typing import Optional, Tuple
 
@@ -60,11 +59,15 @@ def on_device(fn, ctx: Context):
     return gpu_fn
 
 
-_collecting = threading.local()
+# True while a cyclic GC pass runs.  Only the collecting thread runs Python code then, except
+# when a finalizer lets another thread in: that one also sees True and takes the slower, always
+# safe path, so one global serves (cheaper than a thread-local on every array's release).
+_gc_running = False
 
 
 def _gc_phase(phase, info) -> None:
-    _collecting.active = phase == "start"
+    global _gc_running
+    _gc_running = phase == "start"
 
 
 gc.callbacks.append(_gc_phase)
@@ -77,7 +80,7 @@ def _release_later(block, var, owns_var: bool) -> None:
     # would then deadlock on that lock, so the engine's workers do it.
     if block is not None:
         release = _memory_api().release
-        in_gc = getattr(_collecting, "active", False)
+        in_gc = _gc_running
         if var is None:
             # No op was ever pushed on this storage through the engine (a var is made on first
             # use), and ops run by engine.run_if_idle finished before returning: free it now.
@@ -131,7 +134,7 @@ class Chunk:
             return
         try:
             block = self.block
-            if self._var is None and block is not None and not _collecting.__dict__.get("active"):
+            if self._var is None and block is not None and not _gc_running:
                 block.manager.release(block)  # never seen by the engine: nothing can be pending on it
                 return
             _release_later(block, self._var, self.owns_var)
