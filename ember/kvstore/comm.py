@@ -22,7 +22,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from . import mpienv
@@ -32,17 +31,19 @@ Task = Callable[[], None]
 Done = Callable[[Optional[BaseException]], None]
 
 
-@dataclass
 class Nonblocking:
     """A task made of nonblocking collectives.
 
     `start()` is called once, in the task's turn, and returns zero-argument functions that each
     post one collective and return its request; the communicator calls them in order, keeping at
-    most `window` requests in flight (over all tasks).  `finish()` runs once all of them completed."""
+    most `window` requests in flight (over all tasks).  `finish()` runs once all of them completed.
+    `what`'s str() names the task in error messages.  (A slotted class: one is made per push.)"""
 
-    start: Callable[[], Sequence[Callable[[], object]]]
-    finish: Callable[[], None]
-    what: object  # str() names the task in error messages
+    __slots__ = ("start", "finish", "what")
+
+    def __init__(self, start: Callable[[], Sequence[Callable[[], object]]], finish: Callable[[], None],
+                 what: object):
+        self.start, self.finish, self.what = start, finish, what
 
 
 class _Flight:

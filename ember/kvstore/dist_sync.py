@@ -159,8 +159,9 @@ class DistSyncKVStore(_DistBase):
         self._check_like(entry, value, "pushed value")
         if out is not None:
             self._check_like(entry, out, "pull output", check_dtype=False)
-        if (entry.dtype == np.float16 or arrays.is_gpu_array(entry.data) or arrays.is_gpu_array(value._data)
-                or (out is not None and arrays.is_gpu_array(out._data))):
+        ndarray = np.ndarray  # host arrays (subclasses and GPU arrays take the general path)
+        if (entry.dtype == np.float16 or type(entry.data) is not ndarray or type(value._data) is not ndarray
+                or (out is not None and type(out._data) is not ndarray)):
             return None
         return entry
 
@@ -220,7 +221,7 @@ class DistSyncKVStore(_DistBase):
                 v = value._data
                 land = None  # where the store copies the result from, after the allreduce
                 if out is None:
-                    if _plain_host(v):
+                    if type(v) is np.ndarray and v.flags.c_contiguous:
                         result, source = store.reshape(-1), v.reshape(-1)
                     else:
                         arrays.copy_into(store, v)
