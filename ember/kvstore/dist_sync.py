@@ -156,11 +156,15 @@ class DistSyncKVStore(_DistBase):
                 or (out is not None and not _is_array(out))):
             return None
         entry = self._entry(check_key(key))
-        self._check_like(entry, value, "pushed value")
+        v, ndarray = value._data, np.ndarray
+        if type(v) is ndarray and v.shape == entry.shape and v.dtype == entry.dtype:
+            pass  # the common case, checked without building error texts
+        else:
+            self._check_like(entry, value, "pushed value")
         if out is not None:
             self._check_like(entry, out, "pull output", check_dtype=False)
-        ndarray = np.ndarray  # host arrays (subclasses and GPU arrays take the general path)
-        if (entry.dtype == np.float16 or type(entry.data) is not ndarray or type(value._data) is not ndarray
+        # host arrays only (subclasses and GPU arrays take the general path)
+        if (entry.dtype == np.float16 or type(entry.data) is not ndarray or type(v) is not ndarray
                 or (out is not None and type(out._data) is not ndarray)):
             return None
         return entry
