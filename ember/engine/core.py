@@ -359,7 +359,10 @@ def _push_now(fn, read, write, priority, device, name, prop, inline):
     cname = _names.get(name) or _cname(name)
     queue = _CPU_QUEUE if device is None and prop == "normal" else _queue_for(device, prop)
     rc = _push(_E, _trampoline, _cast("void *", hid), reads, len(reads), writes, len(writes),
-               queue, priority, PROPS[prop], cname, _FLAG_CALLER if inline else 0, run_here)
+               queue, priority, PROPS[prop], cname,
+               # an async op ready at push starts in this thread anyway: run it here, without
+               # the C-to-Python callback the engine would otherwise make
+               _FLAG_CALLER if inline or prop == "async" else 0, run_here)
     if rc == _RUN_IN_CALLER:
         del _pyops[hid]
         op = run_here[0]
