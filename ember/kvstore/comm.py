@@ -94,6 +94,7 @@ class Communicator:
         self._handover: Optional[Pipeline] = None
         self._failure: Optional[BaseException] = None
         self._max_in_flight = 0  # the most requests ever in flight at once (checked by the tests)
+        self._stopping = False
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
@@ -105,6 +106,8 @@ class Communicator:
     def reserve(self) -> int:
         """Claim the next slot in the communication order (call in program order)."""
         with self._cv:
+            if self._stopping:
+                raise KVStoreError("this kvstore was closed; create a new one")
             seq = self._issued
             self._issued += 1
             return seq
@@ -161,6 +164,17 @@ class Communicator:
             self._handover = (flights, outstanding)
             self._cv.notify()
 
+    def stop(self, timeout: Optional[float] = None) -> bool:
+        """Take no new tasks; let the thread finish every task issued so far, then exit.
+
+        Returns False if tasks were still outstanding after `timeout` seconds (a task whose
+        engine op never became ready); the thread then exits whenever they are done."""
+        with self._cv:
+            self._stopping = True
+            self._cv.notify_all()
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
     def call(self, task: Callable[[], object], timeout: Optional[float] = None):
         """Run `task` in order and wait for its result in the calling thread (init, barrier)."""
         box = {}
@@ -216,7 +230,8 @@ class Communicator:
     def _release(self) -> None:
         with self._cv:
             self._busy = False
-            if self._ready:  # wake the thread only when work waits (a wake-up costs a thread switch)
+            # wake the thread only when work waits (a wake-up costs a thread switch) or it may exit
+            if self._ready or self._stopping:
                 self._cv.notify()
 
     def _fail(self, error: BaseException, dones: List[Done]) -> None:
@@ -261,6 +276,8 @@ class Communicator:
                     return None, None, refused
                 if refused:
                     return None, None, refused
+                if self._stopping and not self._busy and self._next == self._issued:
+                    return None, None, None  # closed, and every issued task has run
                 self._cv.wait()
 
     def _loop(self) -> None:
@@ -268,6 +285,8 @@ class Communicator:
         outstanding: Deque[Tuple[_Flight, object]] = deque()
         while True:
             handed, plain, refused = self._take(flights)
+            if refused is None:
+                return
             for _, done in refused:
                 done(KVStoreCommError(f"kvstore communication stopped after an earlier failure: {self._failure}"))
             if handed is not None:

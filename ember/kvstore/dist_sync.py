@@ -36,6 +36,7 @@ class _DistBase(KVStore):
         self._env.start_heartbeat()
         self._MPI = self._env.MPI
         self._comm = Communicator(poll=self._poll, window=self._settings.window)
+        self._comm_freed = False
 
     @property
     def rank(self) -> int:
@@ -58,6 +59,19 @@ class _DistBase(KVStore):
         except BaseException as e:
             self._comm.submit(seq, _raiser(e), lambda exc: None)
             raise
+
+    def close(self) -> None:
+        """Finish this store's communication, then release its communication thread and its MPI
+        communicator.  Every worker must call it (MPI frees communicators collectively); later
+        push/pull/barrier calls on the store raise KVStoreError."""
+        if self._comm_freed:
+            return
+        wait = mpienv.startup_timeout() + self._settings.timeout
+        if not self._comm.stop(timeout=wait):
+            raise KVStoreCommError(f"kvstore close: communication issued earlier did not finish within "
+                                   f"{wait:g}s (an op whose inputs never became ready?)")
+        self._comm_freed = True
+        self._workers.Free()
 
     def _poll(self, reqs, what: str) -> None:
         mpienv.poll(self._MPI, reqs, self._settings.timeout, what)

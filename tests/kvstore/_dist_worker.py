@@ -149,6 +149,30 @@ def run_pushpull(nd, kv, rank, out_dir):
     np.savez(os.path.join(out_dir, f"rank{rank}.npz"), **saved)
 
 
+def run_close(nd, kv, rank, out_dir):
+    """close() finishes the store's work and frees its thread and communicator; many stores in turn."""
+    import threading
+    kv.init("w", nd.zeros((8,)))
+    kv.push("w", nd.array(np.full(8, rank + 1.0)))
+    out = nd.zeros((8,))
+    kv.pull("w", out=out)
+    kv.close()  # the push above may still be in flight: close waits for it
+    kv.close()  # twice is harmless
+    try:
+        kv.push("w", nd.array(np.ones(8)))
+        refused = ""
+    except KVStoreError as e:
+        refused = str(e)
+    threads_before = threading.active_count()
+    for i in range(20):
+        other = create("dist_sync")
+        other.init(i, nd.zeros((4,)))
+        other.push(i, nd.array(np.full(4, float(rank))))
+        other.close()
+    np.savez(os.path.join(out_dir, f"rank{rank}.npz"), out=out.asnumpy(), refused=np.array(refused),
+             threads_before=threads_before, threads_after=threading.active_count())
+
+
 def main():
     scenario, out_dir = sys.argv[1], sys.argv[2]
     steps = int(sys.argv[3]) if len(sys.argv) > 3 else 5
@@ -190,6 +214,8 @@ def main():
             np.save(os.path.join(out_dir, f"max_in_flight{rank}.npy"), np.array(kv._comm._max_in_flight))
         elif scenario == "pushpull":
             run_pushpull(nd, kv, rank, out_dir)
+        elif scenario == "close":
+            run_close(nd, kv, rank, out_dir)
         elif scenario == "mismatch":
             kv.init(0, nd.zeros((2, 3) if rank == 0 else (3, 2)))
         elif scenario == "diverge":  # same shapes, different keys in one fused push

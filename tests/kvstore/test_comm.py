@@ -173,3 +173,26 @@ def test_a_failing_finish_in_the_window_fails_it_and_every_later_task(monkeypatc
 def test_window_must_be_positive():
     with pytest.raises(KVStoreError, match="window must be a positive int"):
         Communicator(window=0)
+
+
+def test_stop_runs_what_was_issued_then_exits_and_refuses_new_work():
+    comm = Communicator()
+    first, late = comm.reserve(), comm.reserve()
+    ran = []
+    results, finished, make_done = collect()
+    comm.submit(first, lambda: ran.append("first"), make_done("first", 2))
+    stopper = threading.Thread(target=lambda: ran.append(("stopped", comm.stop(timeout=10))))
+    stopper.start()
+    comm.submit(late, lambda: ran.append("late"), make_done("late", 2))  # issued before stop: still runs
+    stopper.join(15)
+    assert finished.wait(10)
+    assert ran == ["first", "late", ("stopped", True)]
+    assert not comm._thread.is_alive()
+    with pytest.raises(KVStoreError, match="closed"):
+        comm.reserve()
+
+
+def test_stop_reports_work_that_never_arrives():
+    comm = Communicator()
+    comm.reserve()  # its engine op never runs
+    assert comm.stop(timeout=0.2) is False

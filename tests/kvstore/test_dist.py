@@ -125,6 +125,18 @@ def test_pushpull_semantics_with_a_later_pull(tmp_path, threshold):
 
 
 @needs_mpiexec
+def test_close_finishes_pending_work_and_releases_thread_and_communicator(tmp_path):
+    workers = 2
+    rc, out = run_job(tmp_path, workers, "close")
+    assert rc == 0, out[-3000:]
+    for r in range(workers):
+        got = np.load(tmp_path / f"rank{r}.npz")
+        np.testing.assert_array_equal(got["out"], np.full(8, sum(w + 1.0 for w in range(workers))))
+        assert "closed" in str(got["refused"])
+        assert int(got["threads_after"]) <= int(got["threads_before"])  # 20 stores made and closed
+
+
+@needs_mpiexec
 def test_dist_sync_mismatched_shapes_fail_on_every_worker(tmp_path):
     rc, out = run_job(tmp_path, 2, "mismatch")
     assert rc != 0
