@@ -30,7 +30,6 @@ from typing import Optional
 
 import numpy as np
 
-from .. import memory
 from ..context import cpu
 from ..engine import core as _engine
 from ..ops import registry
@@ -50,7 +49,7 @@ _claim = _engine.claim_idle
 _release = _engine.release_claim
 _claim_vars = _engine.claim_vars
 _is_training = autograd_state.is_training
-_Chunk = storage.Chunk
+_alloc = storage.alloc
 _CPU0 = cpu(0)
 _CPU0_OPCTX = {False: OpContext(np, False, _CPU0), True: OpContext(np, True, _CPU0)}
 _NO_AUX: list = []
@@ -79,11 +78,11 @@ def binary_operator(lhs: NDArray, rhs, array_op: Optional[str], scalar_op: str, 
         key = (name, xd.shape, xd.dtype)
     else:
         raise TypeError(f"type {t.__name__} is not supported with NDArray; use an NDArray or a scalar")
-    plan = _OPERATOR_PLANS.get(key)
+    ctx = _usable(inputs)
+    plan = _OPERATOR_PLANS.get(key) if ctx is not None else False
     if plan is None:
         plan = _make_operator_plan(key, name, inputs)
-    ctx = _usable(inputs) if plan else None
-    if ctx is None:
+    if not plan:
         return _invoke.invoke(name, inputs, None if len(inputs) == 2 else {"scalar": operand}, out)
     call, scalar_first, shape, dtype, nbytes, size, cast = plan
     if cast is not None and len(inputs) == 1:
@@ -132,6 +131,9 @@ def kernel_call(name: str, args: tuple, kwargs: dict):
         key = (name, xd.shape, yd.shape, xd.dtype, yd.dtype)
     else:
         return None
+    ctx = _usable(args)
+    if ctx is None:
+        return None
     if kwargs:
         for v in kwargs.values():
             if isinstance(v, NDArray):  # an input passed by name
@@ -145,8 +147,7 @@ def kernel_call(name: str, args: tuple, kwargs: dict):
         plan = _KERNEL_PLANS.get(key)
     if plan is None:
         plan = _make_kernel_plan(key, name, args, kwargs)
-    ctx = _usable(args) if plan else None
-    if ctx is None:
+    if not plan:
         return None
     kernel, attrs, shape, dtype, nbytes, size = plan
     result, data = _new_array(shape, dtype, nbytes, ctx)
@@ -189,9 +190,6 @@ def _usable(inputs) -> Optional[object]:
 
 def _infer(opdef, attrs: dict, inputs):
     """(shape, dtype, nbytes, size) of the op's single output from the registry, or None."""
-    chunk = inputs[0]._chunk
-    if chunk.ctx.device_type != "cpu" or chunk.freed:
-        return None
     try:
         out_shapes = opdef.infer_shape(attrs, [x._data.shape for x in inputs])[1]
         out_dtypes = opdef.dtypes(attrs, [x._data.dtype for x in inputs])[1]
@@ -214,21 +212,9 @@ def _remember(plans: dict, key: tuple, plan):
 
 
 def _new_array(shape: tuple, dtype: np.dtype, nbytes: int, ctx):
-    """(NDArray, its data) on a block from the CPU memory manager; no engine var until one is needed."""
-    manager = memory._cpu_manager
-    if manager is None:  # no CPU array made yet: memory.alloc sets the manager up
-        block = memory.alloc(nbytes, ctx)
-    else:
-        block = manager.alloc(nbytes, ctx)
-        if block.manager is None:
-            block.manager = manager
-    view = block.view
-    if view is not None and view[0] is dtype and view[1] == shape:
-        data = view[2]  # a recycled block: its typed view from last time fits
-    else:
-        data = block.data[:nbytes].view(dtype).reshape(shape)
-        block.view = (dtype, shape, data)
-    return NDArray(data, _Chunk(None, block, ctx)), data
+    """(NDArray, its data) from the memory manager; no engine var until one is needed."""
+    data, chunk = _alloc(shape, dtype, ctx, None, nbytes)
+    return NDArray(data, chunk), data
 
 
 def _run(call, args: tuple, out_kw, result: NDArray, inputs, out, name: str, size: int) -> NDArray:
@@ -240,10 +226,9 @@ def _run(call, args: tuple, out_kw, result: NDArray, inputs, out, name: str, siz
         else:  # busy elsewhere: run now anyway if this op's own variables are free
             claimed = _claim_vars(_reads(inputs, out), (out._chunk.var,) if out is not None else (), name)
     if claimed is None:
-        write = result._chunk.var
         op = partial(call, *args) if out_kw is None else partial(call, *args, out=out_kw)
-        _engine.push(op, read=[v for v in _reads(inputs, None) if v is not write],
-                     write=[write], device=result._chunk.ctx, name=name, inline=size <= INLINE_MAX_ELEMENTS)
+        _engine.push(op, read=list(_reads(inputs, out)), write=[result._chunk.var], device=result._chunk.ctx,
+                     name=name, inline=size <= INLINE_MAX_ELEMENTS)
         return result
     try:
         if out_kw is None:

@@ -142,21 +142,25 @@ class Chunk:
             pass
 
 
+_DTYPE = type(np.dtype(np.float32))  # dtype objects are instances of per-type subclasses
+
+
 def alloc(shape: Tuple[int, ...], dtype, ctx: Context, name: Optional[str] = None, nbytes: Optional[int] = None):
     """(data, chunk): a fresh array of `shape`/`dtype` on `ctx` from the memory manager.
 
     `nbytes` may be passed by callers that know it (it must equal prod(shape) * itemsize).
     """
-    dtype = np.dtype(dtype)
+    if type(dtype) is not _DTYPE:
+        dtype = np.dtype(dtype)
     if nbytes is None:
         nbytes = _prod(shape) * dtype.itemsize
-    memory = _memory_api()
+    memory = _memory or _memory_api()
     manager = memory._cpu_manager if ctx.device_type == "cpu" else None
     block = manager.alloc(nbytes, ctx) if manager is not None else memory.alloc(nbytes, ctx)
     if block.manager is None:
         block.manager = manager
     view = block.view
-    if view is not None and view[1] == shape and view[0] == dtype:
+    if view is not None and view[1] == shape and (view[0] is dtype or view[0] == dtype):
         data = view[2]  # a recycled block: its typed view from last time fits (no numpy calls)
     else:
         data = block.data[:nbytes].view(dtype).reshape(shape)
