@@ -315,14 +315,8 @@ def claim_vars(read: Sequence[Var], write: Sequence[Var], name: Optional[str] = 
     variables meanwhile wait for it, as for any pushed op.  Returns None, having pushed nothing,
     when the op would have to wait: push it the ordinary way then.
     """
-    try:
-        run_here = _tls.run_here
-    except AttributeError:
-        run_here = _tls.run_here = ffi.new("ember_opr **")
-    reads = [v._h for v in read]
-    writes = [v._h for v in write]
-    if None in reads or None in writes:
-        _handles(read, "read"), _handles(write, "write")  # raises the clear error
+    reads, writes = _op_handles(read, write)
+    run_here = _run_here_slot()
     rc = _push(_E, _trampoline, _NULL, reads, len(reads), writes, len(writes), _CPU_QUEUE, 0,
                PROPS["normal"], _names.get(name) or _cname(name), _FLAG_NOW, run_here)
     return run_here[0] if rc == _RUN_IN_CALLER else None
@@ -342,7 +336,8 @@ def _handle_error(read, write):
     return EngineError("push: bad variable")
 
 
-def _push_now(fn, read, write, priority, device, name, prop, inline):
+def _op_handles(read, write):
+    """(read handles, write handles) of live Vars; TypeError/EngineError naming a bad one."""
     try:
         reads = [v._h for v in read]
         writes = [v._h for v in write]
@@ -350,12 +345,23 @@ def _push_now(fn, read, write, priority, device, name, prop, inline):
         reads, writes = _handles(read, "read"), _handles(write, "write")
     if None in reads or None in writes:
         _handles(read, "read"), _handles(write, "write")  # raises the clear error
-    hid = next(_op_ids)
-    _pyops[hid] = (fn, prop, name)
+    return reads, writes
+
+
+def _run_here_slot():
+    """This thread's `ember_opr **` where ember_push hands back an op for the caller to run."""
     try:
-        run_here = _tls.run_here
+        return _tls.run_here
     except AttributeError:
         run_here = _tls.run_here = ffi.new("ember_opr **")
+        return run_here
+
+
+def _push_now(fn, read, write, priority, device, name, prop, inline):
+    reads, writes = _op_handles(read, write)
+    hid = next(_op_ids)
+    _pyops[hid] = (fn, prop, name)
+    run_here = _run_here_slot()
     cname = _names.get(name) or _cname(name)
     queue = _CPU_QUEUE if device is None and prop == "normal" else _queue_for(device, prop)
     rc = _push(_E, _trampoline, _cast("void *", hid), reads, len(reads), writes, len(writes),
