@@ -409,6 +409,16 @@ static void enqueue(ember_engine *e, ember_opr *op) {
 
 /* ------------------------------------------------------------- execution */
 
+/* One op fewer in flight: wake waiters when none is left (and the naive pusher, if any). */
+static void pending_done(ember_engine *e, int *sync_done) {
+    if (atomic_fetch_sub(&e->pending, 1) == 1 || sync_done) {
+        pthread_mutex_lock(&e->mu);
+        if (sync_done) *sync_done = 1;
+        pthread_cond_broadcast(&e->cv);
+        pthread_mutex_unlock(&e->mu);
+    }
+}
+
 static void complete(ember_engine *e, ember_opr *op);
 
 /* Async ops only start their work (a GPU stream, an MPI request) and finish later through
@@ -499,12 +509,7 @@ static void complete(ember_engine *e, ember_opr *op) {
     for (int i = 0; i < rv.n; i++) dispatch(e, rv.items[i]);
     if (rv.items != rv.local) free(rv.items);
     atomic_fetch_add(&e->completed, 1);
-    if (atomic_fetch_sub(&e->pending, 1) == 1 || sync_done) {
-        pthread_mutex_lock(&e->mu);
-        if (sync_done) *sync_done = 1;
-        pthread_cond_broadcast(&e->cv);
-        pthread_mutex_unlock(&e->mu);
-    }
+    pending_done(e, sync_done);
 }
 
 /* Runs ready ops that share the engine's batch function with one call of it.
@@ -691,11 +696,7 @@ int ember_push(ember_engine *e, ember_fn fn, void *ctx,
         /* nothing was appended; pushes are serialized by push_mu, so readiness can only grow meanwhile */
         pthread_mutex_unlock(&e->push_mu);
         free(op);
-        if (atomic_fetch_sub(&e->pending, 1) == 1) {
-            pthread_mutex_lock(&e->mu);
-            pthread_cond_broadcast(&e->cv);
-            pthread_mutex_unlock(&e->mu);
-        }
+        pending_done(e, NULL);
         return EMBER_NOT_READY;
     }
     atomic_fetch_add(&e->pushed, 1);
