@@ -187,8 +187,7 @@ class DistSyncKVStore(_DistBase):
         self._check_summable(checked)
         for bucket in fusion.plan(checked, self._settings.fusion_threshold):
             entry, vals = bucket.items[0]
-            if (not bucket.fused and self._updater is None and len(vals) == 1
-                    and not arrays.is_gpu_array(entry.data) and not arrays.is_gpu_array(vals[0]._data)):
+            if self._direct_serves(bucket):
                 self._direct(entry, vals[0], None, priority)
             else:
                 self._push_bucket(bucket, priority)
@@ -213,8 +212,7 @@ class DistSyncKVStore(_DistBase):
             entry, vals = bucket.items[0]
             outs = outs_of[entry.key]
             host = not arrays.is_gpu_array(entry.data)
-            if (not bucket.fused and self._updater is None and len(vals) == 1 and len(outs) == 1 and host
-                    and not arrays.is_gpu_array(vals[0]._data) and not arrays.is_gpu_array(outs[0]._data)):
+            if self._direct_serves(bucket) and len(outs) == 1 and not arrays.is_gpu_array(outs[0]._data):
                 self._direct(entry, vals[0], outs[0], priority)
             elif self._updater is None and host:
                 # the bucket's op copies the result out as well: no separate pull op per key
@@ -223,6 +221,12 @@ class DistSyncKVStore(_DistBase):
                 self._push_bucket(bucket, priority)
                 rest.extend((e, outs_of[e.key]) for e, _ in bucket.items)
         self._pull_entries(rest, priority)
+
+    def _direct_serves(self, bucket: fusion.Bucket) -> bool:
+        """Whether `_direct` can do a planned bucket: one unfused host key with one value, no updater."""
+        entry, vals = bucket.items[0]
+        return (not bucket.fused and self._updater is None and len(vals) == 1
+                and not arrays.is_gpu_array(entry.data) and not arrays.is_gpu_array(vals[0]._data))
 
     def _direct(self, entry: Entry, value, out, priority: int) -> None:
         """One engine op and one allreduce for an unfused host key with one value and no updater:
@@ -257,12 +261,7 @@ class DistSyncKVStore(_DistBase):
                 return
 
             def start():  # every rank posts the same chunks of one allreduce, whichever buffers it uses
-                if result.nbytes <= chunk:
-                    return [functools.partial(comm.Iallreduce, MPI.IN_PLACE if source is None else source,
-                                              result, op=MPI.SUM)]
-                results = fusion.chunks(result, chunk)
-                sources = fusion.chunks(source, chunk) if source is not None else [MPI.IN_PLACE] * len(results)
-                return [functools.partial(comm.Iallreduce, s, r, op=MPI.SUM) for s, r in zip(sources, results)]
+                return _allreduce_posts(comm, MPI, source, result, chunk)
 
             def finish():
                 if land is not None:
@@ -357,9 +356,7 @@ class DistSyncKVStore(_DistBase):
         chunk = self._settings.chunk_bytes
 
         def start():  # one posting function per chunk: the communicator posts them as its window allows
-            results = fusion.chunks(flat, chunk)
-            sources = fusion.chunks(source, chunk) if source is not None else [MPI.IN_PLACE] * len(results)
-            return [functools.partial(self._workers.Iallreduce, s, r, op=MPI.SUM) for s, r in zip(sources, results)]
+            return _allreduce_posts(self._workers, MPI, source, flat, chunk)
 
         def finish():
             if mark is not None and flat[-1] != mark * self.num_workers:
@@ -386,6 +383,15 @@ class _What:
 
     def __str__(self) -> str:
         return f"kvstore {self.verb} of {describe(self.keys)}"
+
+
+def _allreduce_posts(comm, MPI, source, result, chunk_bytes: int) -> list:
+    """Functions posting the Iallreduce of `source` (None: in place) into `result`, one per chunk."""
+    if result.nbytes <= chunk_bytes:
+        return [functools.partial(comm.Iallreduce, MPI.IN_PLACE if source is None else source, result, op=MPI.SUM)]
+    results = fusion.chunks(result, chunk_bytes)
+    sources = fusion.chunks(source, chunk_bytes) if source is not None else [MPI.IN_PLACE] * len(results)
+    return [functools.partial(comm.Iallreduce, s, r, op=MPI.SUM) for s, r in zip(sources, results)]
 
 
 def _plain_host(x) -> bool:
