@@ -27,7 +27,7 @@ E = core.native_engine()
 v = engine.Var()
 arr = ffi.new("ember_var*[1]")
 arr[0] = v._h
-name = core._cname("noop")
+name = core.op_name("noop")
 noop_c = lib.ember_noop
 
 

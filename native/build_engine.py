@@ -1,4 +1,5 @@
-"""cffi build script (API / out-of-line mode) for ember's native engine: `ember.engine._native`."""
+"""cffi build script (API / out-of-line mode) for ember's native core, `ember.engine._native`:
+the engine (engine.h) and the collective queue the distributed kvstore runs on (collectives.h)."""
 import os
 import re
 
@@ -7,34 +8,37 @@ from cffi import FFI
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 def cdef_from_header(path: str) -> str:
-    """engine.h as cffi's cdef: comments and include guards dropped, constants as `#define X ...`."""
+    """A header as cffi's cdef: comments, includes and guards dropped, constants as `#define X ...`."""
     text = re.sub(r"/\*.*?\*/", "", open(path).read(), flags=re.S)
     lines = []
     for line in text.splitlines():
         if line.startswith("#define "):
             name = line.split()[1]
-            if name != "EMBER_ENGINE_H":
+            if not name.endswith("_H"):
                 lines.append(f"#define {name} ...")
         elif not line.startswith("#"):
             lines.append(line)
     return "\n".join(lines)
 
 
-# Python callbacks the engine calls (the op trampoline, the batch runner, a Python policy's key).
+# Python callbacks the C core calls (the op trampoline, the batch runner, a Python policy's key,
+# the collective queue's failure check).
 PYTHON_CALLBACKS = """
 extern "Python" int ember_py_trampoline(void *ctx, ember_opr *op);
 extern "Python" int ember_py_batch(void **ctxs, ember_opr **ops, int n, int *errs);
 extern "Python" int64_t ember_py_policy_key(const char *name, int priority, uint64_t seq, int dependants, int queue);
+extern "Python" int ember_py_coll_check(void *ctx, const char *name, int why, int code);
 """
 
-CDEF = cdef_from_header(os.path.join(HERE, "engine.h")) + PYTHON_CALLBACKS
+CDEF = (cdef_from_header(os.path.join(HERE, "engine.h")) + cdef_from_header(os.path.join(HERE, "collectives.h"))
+        + PYTHON_CALLBACKS)
 
 ffibuilder = FFI()
 ffibuilder.cdef(CDEF)
 ffibuilder.set_source(
     "ember.engine._native",
-    '#include "engine.h"',
-    sources=[os.path.relpath(os.path.join(HERE, "engine.c"))],
+    '#include "engine.h"\n#include "collectives.h"',
+    sources=[os.path.relpath(os.path.join(HERE, name)) for name in ("engine.c", "collectives.c")],
     include_dirs=[os.path.relpath(HERE)],
     extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra"],
     libraries=["pthread"],

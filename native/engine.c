@@ -450,7 +450,7 @@ static void execute(ember_engine *e, ember_opr *op) {
     /* an op run by a caller outside the queues (ember_inline_begin) excludes every other op */
     while (atomic_load(&e->inline_active) && !tl_inline_owner) sched_yield();
     inherit_error(op);
-    if (op->err && !(op->flags & OPF_NOSKIP)) {
+    if (op->err && !(op->flags & (OPF_NOSKIP | EMBER_FLAG_ON_ERROR))) {
         atomic_fetch_add(&e->skipped, 1);
         complete(e, op);
         return;
@@ -469,6 +469,8 @@ void ember_complete(ember_opr *op, int err) {
     if (err > 0 && op->err == NULL) op->err = err_new(err);
     complete(op->eng, op);
 }
+
+int ember_op_input_failed(const ember_opr *op) { return op->err != NULL && op->inherited; }
 
 static void profile_record(ember_engine *e, ember_opr *op) {
     int64_t end = ember_now_ns();
@@ -523,7 +525,7 @@ static void execute_batch(ember_engine *e, ember_opr **ops, int n) {
     for (int i = 0; i < n; i++) {
         ember_opr *op = ops[i];
         inherit_error(op);
-        if (op->err) {
+        if (op->err && !(op->flags & EMBER_FLAG_ON_ERROR)) {
             atomic_fetch_add(&e->skipped, 1);
             complete(e, op);
         } else if (atomic_load(&e->cancelled)) {
@@ -711,7 +713,7 @@ int ember_push(ember_engine *e, ember_fn fn, void *ctx,
         if ((flags & EMBER_FLAG_CALLER) && run_here && !exclusive) {
             op->sync_done = NULL;
             inherit_error(op);
-            if (op->err) { /* skipped: it inherits its input's error */
+            if (op->err && !(flags & EMBER_FLAG_ON_ERROR)) { /* skipped: it inherits its input's error */
                 atomic_fetch_add(&e->skipped, 1);
                 complete(e, op);
                 return EMBER_SKIPPED;

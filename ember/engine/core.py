@@ -87,7 +87,7 @@ _PENDING = lib.EMBER_PENDING
 _REQUEUE = lib.EMBER_REQUEUE
 
 
-def _cname(name: Optional[str]):
+def op_name(name: Optional[str]):
     """A C string for an op name, interned for the life of the process (the profiler keeps pointers)."""
     c = _names.get(name)
     if c is None:
@@ -315,16 +315,22 @@ def claim_vars(read: Sequence[Var], write: Sequence[Var], name: Optional[str] = 
     variables meanwhile wait for it, as for any pushed op.  Returns None, having pushed nothing,
     when the op would have to wait: push it the ordinary way then.
     """
-    reads, writes = _op_handles(read, write)
+    reads, writes = op_handles(read, write)
     run_here = _run_here_slot()
     rc = _push(_E, _trampoline, _NULL, reads, len(reads), writes, len(writes), _CPU_QUEUE, 0,
-               PROPS["normal"], _names.get(name) or _cname(name), _FLAG_NOW, run_here)
+               PROPS["normal"], _names.get(name) or op_name(name), _FLAG_NOW, run_here)
     return run_here[0] if rc == _RUN_IN_CALLER else None
 
 
 def finish_claimed(op, exc: Optional[BaseException] = None, name: Optional[str] = None) -> None:
     """Complete an op from claim_vars; `exc` (if it raised) is recorded on its writes, raised at their wait."""
     _complete(op, _errors.register(exc, name) if exc is not None else 0)
+
+
+def register_error(exc: BaseException, name: Optional[str] = None) -> int:
+    """An error id for `exc`, for native code that ends ops itself (ember_complete(op, id)); wait()
+    and wait_all() raise `exc` for it."""
+    return _errors.register(exc, name)
 
 
 def _handle_error(read, write):
@@ -336,8 +342,9 @@ def _handle_error(read, write):
     return EngineError("push: bad variable")
 
 
-def _op_handles(read, write):
-    """(read handles, write handles) of live Vars; TypeError/EngineError naming a bad one."""
+def op_handles(read: Sequence[Var], write: Sequence[Var]):
+    """(read handles, write handles) of live Vars, for pushes made from native code;
+    TypeError/EngineError naming a bad one."""
     try:
         reads = [v._h for v in read]
         writes = [v._h for v in write]
@@ -358,11 +365,11 @@ def _run_here_slot():
 
 
 def _push_now(fn, read, write, priority, device, name, prop, inline):
-    reads, writes = _op_handles(read, write)
+    reads, writes = op_handles(read, write)
     hid = next(_op_ids)
     _pyops[hid] = (fn, prop, name)
     run_here = _run_here_slot()
-    cname = _names.get(name) or _cname(name)
+    cname = _names.get(name) or op_name(name)
     queue = _CPU_QUEUE if device is None and prop == "normal" else _queue_for(device, prop)
     rc = _push(_E, _trampoline, _cast("void *", hid), reads, len(reads), writes, len(writes),
                queue, priority, PROPS[prop], cname,
@@ -388,7 +395,7 @@ def push_native(fn_ptr, ctx=None, read: Iterable[Var] = (), write: Iterable[Var]
     reads = _handles(read, "read")
     writes = _handles(write, "write")
     rc = _push(_E, fn_ptr, ctx if ctx is not None else _NULL, reads, len(reads), writes, len(writes),
-               _queue_for(device, "normal"), priority, PROPS["normal"], _cname(name),
+               _queue_for(device, "normal"), priority, PROPS["normal"], op_name(name),
                lib.EMBER_FLAG_INLINE if inline else 0, _NULL)
     if rc < 0:
         raise EngineError(f"push of native op '{name}' rejected by the engine (code {rc})")

@@ -1,6 +1,11 @@
 """'dist_sync': every worker keeps a full copy of the store; each push is summed over the local
 devices, then allreduced over MPI (fused/chunked, see fusion.py), so every worker holds the same
-values after each push and runs the same updater on the same gradient.  Pulls are local copies."""
+values after each push and runs the same updater on the same gradient.  Pulls are local copies.
+
+Two communication paths, each on a communicator of its own: unfused keys with one host value
+and no updater go to the native queue (native_comm.py: one C call per push, no GIL after it);
+everything else (fused buckets, updaters, GPU staging, init, barriers) runs on the Python
+communication thread (comm.py)."""
 from __future__ import annotations
 
 import functools
@@ -11,7 +16,7 @@ from typing import Any, List, Tuple
 import numpy as np
 
 from .. import engine
-from . import arrays, config, fusion, mpienv
+from . import arrays, config, fusion, mpienv, native_comm
 from .comm import Communicator, Nonblocking
 from .errors import KVStoreCommError, KVStoreError, KVStoreShapeError
 from .keys import _is_array, check_key, describe
@@ -118,6 +123,21 @@ class DistSyncKVStore(_DistBase):
     def __init__(self, kv_type: str = "dist_sync"):
         super().__init__(kv_type)
         self._fused_buffers = {}
+        native_mpi_comm = self._env.store_comm()
+        self._native = native_comm.create(self._MPI, native_mpi_comm, self._settings)
+        if self._native is None:
+            native_mpi_comm.Free()
+        self._native_mpi_comm = native_mpi_comm if self._native is not None else None
+
+    def close(self) -> None:
+        if self._native is not None:
+            wait = mpienv.startup_timeout() + self._settings.timeout
+            if not self._native.stop(timeout=wait):
+                raise KVStoreCommError(f"kvstore close: communication issued earlier did not finish within "
+                                       f"{wait:g}s (an op whose inputs never became ready?)")
+            self._native = None
+            self._native_mpi_comm.Free()
+        super().close()
 
     # ----------------------------------------------------------------- init
     def _init_entries(self, entries: List[Tuple[Entry, Any]]) -> None:
@@ -233,6 +253,8 @@ class DistSyncKVStore(_DistBase):
         push (`out` None: MPI reads the value, the sum lands in the store) or pushpull (the sum
         lands in `out`, in place when `out` is the value, then the store copies it).  Kept lean:
         without fusion this runs once per key per step."""
+        if self._native is not None and self._direct_native(entry, value, out, priority):
+            return
         seq = self._comm.reserve()
         store = entry.data  # bound at issue: the key may be re-homed into a fusion buffer later
         comm, MPI, chunk = self._workers, self._MPI, self._settings.chunk_bytes
@@ -277,6 +299,27 @@ class DistSyncKVStore(_DistBase):
             writes = [out.var, entry.var]
         self._push_op(seq, op, read=reads, write=writes, priority=priority,
                       name=f"kvstore_{verb}[{entry.key!r}]")
+
+    def _direct_native(self, entry: Entry, value, out, priority: int) -> bool:
+        """`_direct` on the native queue: True if done, False when the arrays are not plain
+        C-contiguous host arrays of one dtype MPI sums (then the Python path does it)."""
+        store, v = entry.data, value._data
+        if not (_plain_host(store) and _plain_host(v) and v.dtype == store.dtype and self._native.serves(v.dtype)):
+            return False
+        if out is None:  # push: MPI reads the value, the sum lands in the store
+            send, recv, copy_to = v, store, None
+            reads, writes, keep = [value.var], [entry.var], (value, store)
+        else:
+            o = out._data
+            if not (_plain_host(o) and o.dtype == store.dtype and (o is v or not np.may_share_memory(o, v))):
+                return False
+            send, recv, copy_to = (None if o is v else v), o, store
+            reads = [value.var] if value.var is not out.var else []
+            writes, keep = [out.var, entry.var], (value, out, store)
+        verb = "push" if out is None else "pushpull"
+        self._native.allreduce(send, recv, copy_to, reads, writes, COMM_PRIORITY + priority,
+                               f"kvstore_{verb}[{entry.key!r}]", keep)
+        return True
 
     def _push_bucket(self, bucket: fusion.Bucket, priority: int, outs=None) -> None:
         """One allreduce op for a bucket; with `outs` (a list of outputs per key, host store, no

@@ -114,7 +114,7 @@ class MPIEnv:
         """The communicator of the worker ranks (created on first use, collectively over workers)."""
         if self.workers is None:
             group = self.world.Get_group().Incl(self.worker_ranks)
-            self.workers = _with_timeout(lambda: self.world.Create_group(group),
+            self.workers = with_timeout(lambda: self.world.Create_group(group),
                                          startup_timeout(), "creating the worker communicator")
         return self.workers
 
@@ -126,7 +126,7 @@ class MPIEnv:
         wrong collectives (a hang).  The duplicate is made in program order on the calling thread;
         the parent communicator carries nothing else, so the duplications match on every worker."""
         workers = self.worker_comm()
-        return _with_timeout(workers.Dup, startup_timeout(), "creating a kvstore's worker communicator")
+        return with_timeout(workers.Dup, startup_timeout(), "creating a kvstore's worker communicator")
 
     def start_heartbeat(self) -> None:
         """Tell the servers every few seconds that this worker lives (they exit if it stops)."""
@@ -157,7 +157,7 @@ def startup_timeout() -> float:
     return max(config.settings().timeout, float(os.environ.get("EMBER_KVSTORE_STARTUP_TIMEOUT", "300")))
 
 
-def _with_timeout(fn, timeout: float, what: str):
+def with_timeout(fn, timeout: float, what: str):
     box = {}
 
     def run():

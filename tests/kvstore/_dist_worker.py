@@ -146,12 +146,25 @@ def run_pushpull(nd, kv, rank, out_dir):
     saved.update({f"updated_{k}": o.asnumpy() for k, o in zip(keys, again)})
     kv.barrier()
     saved["max_in_flight"] = np.array(kv._comm._max_in_flight)
+    # -1: the store runs without the native queue (EMBER_KVSTORE_NATIVE=0)
+    saved["native_max_in_flight"] = np.array(kv._native.max_in_flight if kv._native is not None else -1)
     np.savez(os.path.join(out_dir, f"rank{rank}.npz"), **saved)
 
 
+def os_threads(settle: float = 0.0):
+    """Threads of this process, C threads included (the native queue's thread is not a Python one);
+    the fewest seen over `settle` seconds (a joined thread may take a moment to leave the list)."""
+    import time
+    fewest = len(os.listdir("/proc/self/task"))
+    deadline = time.monotonic() + settle
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        fewest = min(fewest, len(os.listdir("/proc/self/task")))
+    return fewest
+
+
 def run_close(nd, kv, rank, out_dir):
-    """close() finishes the store's work and frees its thread and communicator; many stores in turn."""
-    import threading
+    """close() finishes the store's work and frees its threads and communicators; many stores in turn."""
     kv.init("w", nd.zeros((8,)))
     kv.push("w", nd.array(np.full(8, rank + 1.0)))
     out = nd.zeros((8,))
@@ -163,14 +176,42 @@ def run_close(nd, kv, rank, out_dir):
         refused = ""
     except KVStoreError as e:
         refused = str(e)
-    threads_before = threading.active_count()
+    threads_before = None
     for i in range(20):
+        if i == 1:  # after one store: threads started once per process (MPI's, the engine's) exist
+            threads_before = os_threads(settle=1.0)
         other = create("dist_sync")
         other.init(i, nd.zeros((4,)))
-        other.push(i, nd.array(np.full(4, float(rank))))
+        other.push(i, nd.array(np.full(4, float(rank))))  # one key, no updater: the native queue
         other.close()
     np.savez(os.path.join(out_dir, f"rank{rank}.npz"), out=out.asnumpy(), refused=np.array(refused),
-             threads_before=threads_before, threads_after=threading.active_count())
+             threads_before=threads_before, threads_after=os_threads(settle=1.0), native=kv._native is None)
+
+
+def run_bad_value(nd, kv, rank, out_dir):
+    """Rank 1 pushes a value whose computation failed: it gets that error back, its later pushes
+    fail with a clear error instead of hanging, and rank 0 learns that rank 1 failed."""
+    kv.init([0, 1], [nd.zeros((4,)), nd.zeros((4,))])
+    value = nd.array(np.ones(4))
+    if rank == 1:
+        def broken():
+            raise ValueError("the gradient of key 0 could not be computed")
+        engine.push(broken, write=[value.var], name="broken_gradient")
+    kv.push(0, value)
+    kv.push(1, nd.array(np.ones(4)))
+    out = nd.zeros((4,))
+    if rank == 1:
+        kv.pull(1, out=out)
+        try:
+            out.asnumpy()
+        except KVStoreError as e:  # key 1 came after the failed key 0: it cannot be matched
+            with open(os.path.join(out_dir, "later1.txt"), "w") as f:
+                f.write(f"{type(e).__name__}: {e}")
+        kv.pull(0, out=out)
+        out.asnumpy()  # raises the ValueError: this process ends with it
+    else:
+        kv.pull(1, out=out)
+        out.asnumpy()
 
 
 def main():
@@ -216,6 +257,8 @@ def main():
             run_pushpull(nd, kv, rank, out_dir)
         elif scenario == "close":
             run_close(nd, kv, rank, out_dir)
+        elif scenario == "bad_value":
+            run_bad_value(nd, kv, rank, out_dir)
         elif scenario == "mismatch":
             kv.init(0, nd.zeros((2, 3) if rank == 0 else (3, 2)))
         elif scenario == "diverge":  # same shapes, different keys in one fused push

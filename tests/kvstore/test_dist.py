@@ -104,12 +104,7 @@ def test_window_sizes_give_identical_results(tmp_path):
         np.testing.assert_array_equal(results[1][key], results[3][key], err_msg=f"key {key}")
 
 
-@needs_mpiexec
-@pytest.mark.parametrize("threshold", ["0", "200", "67108864"])  # direct per key / mixed / all fused
-def test_pushpull_semantics_with_a_later_pull(tmp_path, threshold):
-    workers = 2
-    rc, out = run_job(tmp_path, workers, "pushpull", env={"EMBER_KVSTORE_FUSION_THRESHOLD": threshold})
-    assert rc == 0, out[-3000:]
+def _check_pushpull_results(tmp_path, workers):
     ref = _worker_module()
     for r in range(workers):
         got = np.load(tmp_path / f"rank{r}.npz")
@@ -121,7 +116,53 @@ def test_pushpull_semantics_with_a_later_pull(tmp_path, threshold):
                                    ("updated", sums[1] - ref.LR * sums[2])]:
                 np.testing.assert_allclose(got[f"{name}_{key}"], expected, rtol=1e-5, atol=1e-5,
                                            err_msg=f"{name} of key {key} on rank {r}")
+    return [np.load(tmp_path / f"rank{r}.npz") for r in range(workers)]
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("threshold", ["0", "200", "67108864"])  # direct per key / mixed / all fused
+def test_pushpull_semantics_with_a_later_pull(tmp_path, threshold):
+    workers = 2
+    rc, out = run_job(tmp_path, workers, "pushpull", env={"EMBER_KVSTORE_FUSION_THRESHOLD": threshold})
+    assert rc == 0, out[-3000:]
+    for got in _check_pushpull_results(tmp_path, workers):
         assert 1 <= int(got["max_in_flight"]) <= 2  # the default window
+        # unfused keys went through the native queue (all fused: only the lone-key calls did)
+        assert 1 <= int(got["native_max_in_flight"]) <= 2
+
+
+@needs_mpiexec
+def test_native_queue_and_python_path_give_identical_results(tmp_path):
+    # small chunks: the 256 KB key is 63 collectives, so window 3 really has 3 in flight
+    env = {"EMBER_KVSTORE_FUSION_THRESHOLD": "0", "EMBER_KVSTORE_CHUNK_BYTES": "4096", "EMBER_KVSTORE_WINDOW": "3"}
+    results = {}
+    for native in ("0", "1"):
+        out = tmp_path / f"native{native}"
+        out.mkdir()
+        rc, log = run_job(out, 3, "pushpull", env=dict(env, EMBER_KVSTORE_NATIVE=native))
+        assert rc == 0, log[-3000:]
+        results[native] = _check_pushpull_results(out, 3)
+        for got in results[native]:
+            assert int(got["native_max_in_flight"]) == (3 if native == "1" else -1)
+    for r in range(3):
+        for name in results["0"][r].files:
+            if "max_in_flight" not in name:
+                np.testing.assert_array_equal(results["0"][r][name], results["1"][r][name],
+                                              err_msg=f"{name} on rank {r}")
+
+
+@needs_mpiexec
+def test_a_failed_value_fails_its_push_and_later_ones_without_hanging(tmp_path):
+    started = time.monotonic()
+    rc, out = run_job(tmp_path, 2, "bad_value", env={"EMBER_KVSTORE_TIMEOUT": "60"}, limit=90)
+    assert rc != 0
+    assert time.monotonic() - started < 50, "a rank waited for the timeout instead of the failure notice"
+    assert "ValueError: the gradient of key 0 could not be computed" in out, out[-3000:]
+    later = (tmp_path / "later1.txt").read_text()
+    assert "KVStoreCommError" in later and "stopped after an earlier failure" in later, later
+    assert "kvstore push of key 0 failed on this worker" in later, later
+    text = errors(tmp_path)["error0.txt"]
+    assert "KVStoreCommError" in text and "rank 1 (" in text, text
 
 
 @needs_mpiexec
@@ -133,6 +174,7 @@ def test_close_finishes_pending_work_and_releases_thread_and_communicator(tmp_pa
         got = np.load(tmp_path / f"rank{r}.npz")
         np.testing.assert_array_equal(got["out"], np.full(8, sum(w + 1.0 for w in range(workers))))
         assert "closed" in str(got["refused"])
+        assert bool(got["native"])  # the closed store let go of its native queue
         assert int(got["threads_after"]) <= int(got["threads_before"])  # 20 stores made and closed
 
 
