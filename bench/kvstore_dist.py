@@ -13,7 +13,9 @@ Every mode works on K float32 buffers of SIZE elements.  Raw mpi4py baselines (b
     raw_pack_unpack        copy in, one Allreduce, copy out to K outputs: push+pull's job, fused
 kvstore modes, one store per fusion threshold T (EMBER_KVSTORE_FUSION_THRESHOLD, 0 = one allreduce
 per key) and communication window W (EMBER_KVSTORE_WINDOW) (and chunk size C, EMBER_KVSTORE_CHUNK_BYTES,
-named _c<C> when --chunks lists several), each followed by mx.nd.waitall():
+named _c<C> when --chunks lists several; fusion key limit L, EMBER_KVSTORE_FUSION_KEY_LIMIT, named
+_L<L> when --key-limits lists several: keys of L bytes or more are not fused, so a large L forces
+fusion of big keys), each followed by mx.nd.waitall():
     T<T>_w<W>_push             kv.push(keys, vals)
     T<T>_w<W>_pushpull_inplace kv.pushpull(keys, vals, out=vals)
     T<T>_w<W>_pushpull_out     kv.pushpull(keys, vals, out=outs)
@@ -60,6 +62,7 @@ def main():
     p.add_argument("--thresholds", default="0,67108864", help="comma-separated fusion thresholds (bytes)")
     p.add_argument("--windows", default="2", help="comma-separated communication windows")
     p.add_argument("--chunks", default="16777216", help="comma-separated chunk sizes (bytes)")
+    p.add_argument("--key-limits", default="131072", help="comma-separated fusion key limits (bytes)")
     args = p.parse_args()
     K, N = args.keys, args.size
     env = mpienv.get()
@@ -77,16 +80,22 @@ def main():
     outs_np = [o._data for o in outs]
     stores = []
     chunks = args.chunks.split(",")
+    limits = args.key_limits.split(",")
     for threshold in args.thresholds.split(","):
         for window in args.windows.split(","):
             for chunk in chunks:
-                # each store reads the tuning variables when it is created
-                os.environ["EMBER_KVSTORE_FUSION_THRESHOLD"] = threshold
-                os.environ["EMBER_KVSTORE_WINDOW"] = window
-                os.environ["EMBER_KVSTORE_CHUNK_BYTES"] = chunk
-                kv = mx.kv.create("dist_sync")
-                kv.init(keys, [mx.nd.zeros((N,)) for _ in keys])
-                stores.append((f"T{threshold}_w{window}" + (f"_c{chunk}" if len(chunks) > 1 else ""), kv))
+                for limit in limits:
+                    if threshold == "0" and limit != limits[0]:
+                        continue  # no fusion: the key limit changes nothing
+                    # each store reads the tuning variables when it is created
+                    os.environ["EMBER_KVSTORE_FUSION_THRESHOLD"] = threshold
+                    os.environ["EMBER_KVSTORE_WINDOW"] = window
+                    os.environ["EMBER_KVSTORE_CHUNK_BYTES"] = chunk
+                    os.environ["EMBER_KVSTORE_FUSION_KEY_LIMIT"] = limit
+                    kv = mx.kv.create("dist_sync")
+                    kv.init(keys, [mx.nd.zeros((N,)) for _ in keys])
+                    stores.append((f"T{threshold}_w{window}" + (f"_c{chunk}" if len(chunks) > 1 else "")
+                                   + (f"_L{limit}" if len(limits) > 1 and threshold != "0" else ""), kv))
     # the raw modes' store: the first kvstore's own buffers
     store_np = [stores[0][1]._store[k].data for k in keys]
     big = np.zeros(K * N, dtype=np.float32)

@@ -205,7 +205,7 @@ class DistSyncKVStore(_DistBase):
 
     def _push_entries(self, checked, priority: int) -> None:
         self._check_summable(checked)
-        for bucket in fusion.plan(checked, self._settings.fusion_threshold):
+        for bucket in fusion.plan(checked, self._settings.fusion_threshold, self._settings.fusion_key_limit):
             entry, vals = bucket.items[0]
             if self._direct_serves(bucket):
                 self._direct(entry, vals[0], None, priority)
@@ -228,7 +228,7 @@ class DistSyncKVStore(_DistBase):
         self._check_summable(checked)
         outs_of = dict((entry.key, outs) for entry, outs in pulls)
         rest = []
-        for bucket in fusion.plan(checked, self._settings.fusion_threshold):
+        for bucket in fusion.plan(checked, self._settings.fusion_threshold, self._settings.fusion_key_limit):
             entry, vals = bucket.items[0]
             outs = outs_of[entry.key]
             host = not arrays.is_gpu_array(entry.data)

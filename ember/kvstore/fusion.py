@@ -7,7 +7,7 @@ import functools
 import math
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -35,16 +35,17 @@ class Bucket:
         return tuple((e.key, e.shape) for e, _ in self.items) + (self.dtype.str,)
 
 
-def plan(items: Sequence[Tuple[Any, Any]], threshold: int) -> List[Bucket]:
-    """Split (entry, values) pairs into buckets: entries under `threshold` bytes share buckets of
-    at most `threshold` bytes (one open bucket per dtype); larger ones go alone, unfused, and so
-    does a small one that ends up alone in its bucket."""
+def plan(items: Sequence[Tuple[Any, Any]], threshold: int, key_limit: Optional[int] = None) -> List[Bucket]:
+    """Split (entry, values) pairs into buckets: entries under `threshold` bytes (and under
+    `key_limit` bytes, when given) share buckets of at most `threshold` bytes (one open bucket per
+    dtype); larger ones go alone, unfused, and so does a small one that ends up alone in its bucket."""
+    alone_from = threshold if key_limit is None else min(threshold, key_limit)
     buckets: List[Bucket] = []
     open_by_dtype = {}
     for entry, values in items:
         dtype = entry.dtype
         nbytes = math.prod(entry.shape) * dtype.itemsize
-        if threshold <= 0 or nbytes >= threshold:
+        if threshold <= 0 or nbytes >= alone_from:
             alone = Bucket(dtype, fused=False)
             alone.add(entry, values)
             buckets.append(alone)

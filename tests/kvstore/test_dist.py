@@ -62,7 +62,9 @@ def _have_update_ops():
 
 @needs_mpiexec
 @pytest.mark.parametrize("workers,fusion_env", [
-    (2, {}),  # default: every key fused into one buffer, updater written against the engine contract
+    # default: the small keys fused into one buffer, the 256 KB key alone (EMBER_KVSTORE_FUSION_KEY_LIMIT);
+    # updater written against the engine contract
+    (2, {}),
     # mixed fused/unfused + chunked, and a push without updater before the updater is set
     (3, {"EMBER_KVSTORE_FUSION_THRESHOLD": "200", "EMBER_KVSTORE_CHUNK_BYTES": "4096", "KV_TEST_PREPUSH": "1"}),
     pytest.param(2, {"KV_TEST_OPTIMIZER": "1", "EMBER_KVSTORE_FUSION_THRESHOLD": "0"},

@@ -24,6 +24,16 @@ def test_small_keys_share_buffers_up_to_the_threshold_and_large_ones_go_alone():
     assert buckets[3].dtype == np.float64
 
 
+def test_keys_at_the_key_limit_go_alone_even_under_the_threshold():
+    items = [(entry(0, (10,)), "v0"), (entry(1, (16,)), "v1"), (entry(2, (15,)), "v2"), (entry(3, (5,)), "v3")]
+    buckets = fusion.plan(items, threshold=1000, key_limit=64)  # 64 bytes: 16 float32
+    layout = [([e.key for e, _ in b.items], b.fused) for b in buckets]
+    assert layout == [([0, 2, 3], True), ([1], False)]
+    assert buckets[0].offsets == [0, 10, 25]
+    # without a key limit the threshold alone decides
+    assert [len(b.items) for b in fusion.plan(items, threshold=1000)] == [4]
+
+
 def test_zero_threshold_disables_fusion():
     items = [(entry(k, (3,)), None) for k in range(4)]
     assert [b.fused for b in fusion.plan(items, 0)] == [False] * 4
@@ -83,4 +93,14 @@ def test_window_setting(monkeypatch):
         config.settings()
     monkeypatch.setenv("EMBER_KVSTORE_WINDOW", "two")
     with pytest.raises(KVStoreError, match="EMBER_KVSTORE_WINDOW='two'"):
+        config.settings()
+
+
+def test_fusion_key_limit_setting(monkeypatch):
+    monkeypatch.delenv("EMBER_KVSTORE_FUSION_KEY_LIMIT", raising=False)
+    assert config.settings().fusion_key_limit == 128 << 10
+    monkeypatch.setenv("EMBER_KVSTORE_FUSION_KEY_LIMIT", "4096")
+    assert config.settings().fusion_key_limit == 4096
+    monkeypatch.setenv("EMBER_KVSTORE_FUSION_KEY_LIMIT", "lots")
+    with pytest.raises(KVStoreError, match="EMBER_KVSTORE_FUSION_KEY_LIMIT='lots'"):
         config.settings()
