@@ -22,7 +22,7 @@ typedef int (*test4_fn)(int *, int *, void *);
 typedef int (*iallreduce8_fn)(const void *, void *, int, intptr_t, intptr_t, intptr_t, intptr_t *);
 typedef int (*test8_fn)(intptr_t *, int *, void *);
 
-enum { ITEM_ISSUED, ITEM_READY, ITEM_INPUT_FAILED, ITEM_NO_OP };
+enum { ITEM_ISSUED, ITEM_READY, ITEM_INPUT_FAILED };
 
 typedef struct coll_item {
     ember_coll *owner;
@@ -143,15 +143,17 @@ static int post_ready(ember_coll *c, double *last_progress) {
     int changed = 0;
     while (c->post_seq < c->issued) {
         coll_item *it = c->ring[c->post_seq % c->cap];
-        if (it->settled || it->state == ITEM_NO_OP) {
+        if (it->settled) {
             c->post_seq++;
             changed = 1;
             continue;
         }
         if (it->state == ITEM_ISSUED) break;
         if (c->failed) {
-            int eid = ask(c, it->name, EMBER_COLL_STOPPED, 0);
-            it->err = eid > 0 ? eid : EMBER_ERR_CANCELLED;
+            if (it->state != ITEM_INPUT_FAILED) { /* (a failed input keeps its own error) */
+                int eid = ask(c, it->name, EMBER_COLL_STOPPED, 0);
+                it->err = eid > 0 ? eid : EMBER_ERR_CANCELLED;
+            }
             it->settled = 1;
             continue;
         }
@@ -189,14 +191,12 @@ static int finish_settled(ember_coll *c) {
         int64_t seq = atomic_load(&c->finished);
         if (seq >= c->post_seq) break;
         coll_item *it = c->ring[seq % c->cap];
-        if (!(it->settled || it->state == ITEM_NO_OP)) break;
+        if (!it->settled) break;
         c->ring[seq % c->cap] = NULL;
         pthread_mutex_unlock(&c->mu);
-        if (it->op) {
-            if (it->err == 0 && it->state == ITEM_READY && it->copy_to)
-                memcpy(it->copy_to, it->recv, (size_t)(it->count * it->elem_size));
-            ember_complete(it->op, it->err);
-        }
+        if (it->err == 0 && it->state == ITEM_READY && it->copy_to)
+            memcpy(it->copy_to, it->recv, (size_t)(it->count * it->elem_size));
+        ember_complete(it->op, it->err);
         free(it);
         pthread_mutex_lock(&c->mu);
         atomic_store(&c->finished, seq + 1);
@@ -373,18 +373,10 @@ int64_t ember_coll_allreduce(ember_coll *c, const void *send, void *recv, int64_
     int64_t seq = c->issued++;
     c->ring[seq % c->cap] = it;
     pthread_mutex_unlock(&c->mu);
-    /* outside the mutex: the op may start at once, in this thread */
-    int rc = ember_push(c->eng, coll_op, it, reads, nread, writes, nwrite, 0, priority, EMBER_PROP_ASYNC,
-                        name, EMBER_FLAG_ON_ERROR, NULL);
-    if (rc < 0) {
-        /* the slot is taken: leave it empty so the calls after it still run (every rank gets the
-         * same refusal, since it comes from the arguments) */
-        pthread_mutex_lock(&c->mu);
-        it->state = ITEM_NO_OP;
-        if (c->idle) pthread_cond_signal(&c->wake);
-        pthread_mutex_unlock(&c->mu);
-        return -3;
-    }
+    /* Outside the mutex: the op may start at once, in this thread.  The push cannot be refused:
+     * the engine only refuses bad queue ids and negative counts, checked above. */
+    (void)ember_push(c->eng, coll_op, it, reads, nread, writes, nwrite, 0, priority, EMBER_PROP_ASYNC,
+                     name, EMBER_FLAG_ON_ERROR, NULL);
     return seq;
 }
 
@@ -420,6 +412,7 @@ int ember_coll_stop(ember_coll *c, int timeout_ms) {
 
 void ember_coll_destroy(ember_coll *c) {
     if (!c) return;
+    ember_coll_stop(c, -1); /* (returns at once after a successful stop) */
     pthread_join(c->thread, NULL);
     pthread_cond_destroy(&c->exited_cv);
     pthread_cond_destroy(&c->wake);

@@ -59,8 +59,9 @@ ember_coll *ember_coll_create(ember_engine *e, const ember_mpi_fns *mpi, int win
 /* Issues an allreduce (sum) of `count` elements of `dtype` (elem_size bytes each) from `send`
  * (NULL: in place in `recv`) into `recv`, then, if copy_to is not NULL, copies the result into
  * copy_to; as an engine op reading `reads` and writing `writes`.  The buffers must stay valid
- * until ember_coll_finished() passes the returned sequence number.  Returns that number (>= 0),
- * or -1 after ember_coll_stop, -2 on bad arguments, -3 if the engine refused the op. */
+ * until ember_coll_finished() passes the returned sequence number (for good, once a call failed:
+ * requests in flight are abandoned then, not cancelled).  Returns that number (>= 0), or -1 after
+ * ember_coll_stop, -2 on bad arguments. */
 int64_t ember_coll_allreduce(ember_coll *c, const void *send, void *recv, int64_t count, intptr_t dtype,
                              int elem_size, void *copy_to, ember_var *const *reads, int nread,
                              ember_var *const *writes, int nwrite, int priority, const char *name);
@@ -72,8 +73,9 @@ int ember_coll_max_in_flight(ember_coll *c);
 
 /* Takes no new calls; waits up to timeout_ms (< 0: for ever) for every issued call to finish
  * and the thread to exit.  0: done, ember_coll_destroy may follow; -1: calls are still
- * outstanding (an op never became ready), the thread exits once they finish; do not destroy. */
+ * outstanding (an op never became ready), the thread exits once they finish. */
 int ember_coll_stop(ember_coll *c, int timeout_ms);
+/* Stops (waiting for ever if need be) and frees the queue. */
 void ember_coll_destroy(ember_coll *c);
 
 #endif

@@ -456,9 +456,16 @@ static void execute(ember_engine *e, ember_opr *op) {
         return;
     }
     if (atomic_load(&e->cancelled) && !(op->flags & OPF_NOSKIP)) {
-        op->err = err_new(EMBER_ERR_CANCELLED);
-        complete(e, op);
-        return;
+        if (!(op->flags & EMBER_FLAG_ON_ERROR)) {
+            op->err = err_new(EMBER_ERR_CANCELLED);
+            complete(e, op);
+            return;
+        }
+        /* an ON_ERROR op still runs, told its input failed, so it can release what waits on it */
+        if (!op->err) {
+            op->err = err_new(EMBER_ERR_CANCELLED);
+            op->inherited = 1;
+        }
     }
     if (atomic_load_explicit(&e->profiling, memory_order_relaxed)) op->t_start = ember_now_ns();
     int rc = op->fn ? op->fn(op->ctx, op) : 0;

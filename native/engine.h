@@ -45,8 +45,9 @@ enum { EMBER_POLICY_PRIORITY = 0, EMBER_POLICY_FIFO = 1, EMBER_POLICY_LIFO = 2,
 #define EMBER_SKIPPED 2       /* ember_push result: ready at push but skipped, inheriting an input's error */
 #define EMBER_FLAG_NOW 4      /* with EMBER_FLAG_CALLER: if not ready at push, queue nothing and return EMBER_NOT_READY */
 #define EMBER_NOT_READY 3     /* ember_push result for EMBER_FLAG_NOW: nothing was pushed */
-#define EMBER_FLAG_ON_ERROR 8 /* run fn even when an input carries an error (ember_op_input_failed says so);
-                                 the op still ends with that error, whatever fn returns */
+#define EMBER_FLAG_ON_ERROR 8 /* run fn even when an input carries an error or the engine cancels the op
+                                 (ember_op_input_failed says so); the op still ends with that error
+                                 (EMBER_ERR_CANCELLED when cancelled), whatever fn returns */
 
 /* Engine lifetime.  naive != 0: every op runs synchronously inside ember_push. */
 ember_engine *ember_engine_create(int naive, int cpu_threads, int copy_threads);
@@ -74,7 +75,8 @@ int ember_push(ember_engine *e, ember_fn fn, void *ctx,
                int queue, int priority, int prop, const char *name, int flags,
                ember_opr **run_here);
 void ember_complete(ember_opr *op, int err);
-/* Whether a running op inherited an error from an input (only EMBER_FLAG_ON_ERROR ops run then). */
+/* Whether a running op inherited an error from an input or was cancelled (only EMBER_FLAG_ON_ERROR
+ * ops run then). */
 int ember_op_input_failed(const ember_opr *op);
 
 /* Idle inline execution: when nothing at all is pending and no variable holds an

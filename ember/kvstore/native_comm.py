@@ -29,6 +29,7 @@ from . import jobdir, mpienv
 from .errors import KVStoreCommError, KVStoreError, KVStoreTimeoutError
 
 CHECK_EVERY = 0.2  # seconds between looks for a failed peer while a request is pending
+_allreduce, _finished, _from_buffer, _NULL = lib.ember_coll_allreduce, lib.ember_coll_finished, ffi.from_buffer, ffi.NULL
 
 
 def _entry_points():
@@ -100,6 +101,7 @@ class NativeAllreduce:
 
     def __init__(self, MPI, comm, settings):
         iallreduce, test = _entry_points()
+        self._c = None
         self._MPI, self._comm = MPI, comm
         self._timeout = settings.timeout
         self._failure: Optional[str] = None
@@ -136,18 +138,20 @@ class NativeAllreduce:
         """Sum `send` (None: `recv` in place) over the workers into `recv`, then copy it into `copy_to`
         if given, as an engine op reading `reads` and writing `writes`.  The arrays must be
         C-contiguous host arrays of one serves()'d dtype; `keep` holds their owners until it is done."""
-        finished = lib.ember_coll_finished(self._c)
         kept = self._kept
-        while kept and kept[0][0] < finished:
-            kept.popleft()
+        # after a failure, abandoned requests may still write into their buffers: keep them all
+        if kept and self._failure is None and kept[0][0] < _finished(self._c):
+            finished = _finished(self._c)
+            while kept and kept[0][0] < finished:
+                kept.popleft()
         r, w = engine.core.op_handles(reads, writes)
-        seq = lib.ember_coll_allreduce(
-            self._c, ffi.from_buffer(send) if send is not None else ffi.NULL, ffi.from_buffer(recv), recv.size,
-            self._dtype(recv.dtype), recv.itemsize, ffi.from_buffer(copy_to) if copy_to is not None else ffi.NULL,
-            r, len(r), w, len(w), priority, engine.core.op_name(name))
+        seq = _allreduce(self._c, _NULL if send is None else _from_buffer(send), _from_buffer(recv), recv.size,
+                         self._types.get(recv.dtype) or self._dtype(recv.dtype), recv.itemsize,
+                         _NULL if copy_to is None else _from_buffer(copy_to),
+                         r, len(r), w, len(w), priority, engine.core.op_name(name))
         if seq < 0:
             raise KVStoreError(f"{_what(name)}: " + ("this kvstore was closed; create a new one" if seq == -1
-                                                      else f"the native queue refused the call (code {seq})"))
+                                                      else f"bad arguments for the native queue (code {seq})"))
         kept.append((seq, keep))
 
     @property
@@ -164,7 +168,8 @@ class NativeAllreduce:
             return False
         lib.ember_coll_destroy(self._c)
         self._c = None
-        self._kept.clear()
+        if self._failure is None:
+            self._kept.clear()
         return True
 
     # ----------------------------------------------------------------- failures (from the C thread)
