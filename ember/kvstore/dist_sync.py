@@ -168,11 +168,16 @@ class DistSyncKVStore(_DistBase):
                       name="kvstore_init_bcast")
 
     # ----------------------------------------------------------------- push
-    @staticmethod
-    def _check_summable(checked) -> None:
+    def _check_summable(self, checked) -> None:
+        """Raise before any communication for dtypes MPI cannot sum (a failed collective would stop
+        the store for good)."""
         for dt in {e.dtype for e, _ in checked}:
             if dt == np.float16:
                 raise KVStoreError("dist kvstores cannot sum float16 over MPI; push float32 values")
+            if dt.kind == "b" or dt.char not in self._MPI._typedict:
+                keys = [e.key for e, _ in checked if e.dtype == dt]
+                raise KVStoreError(f"dist kvstores cannot sum {dt} over MPI (MPI_SUM takes integer, float and "
+                                   f"complex types); key(s) {describe(keys)} were initialized with {dt}")
 
     def push(self, key, value, priority: int = 0) -> None:
         """Push value(s) into key(s): summed over local devices, then allreduced over the workers."""
@@ -198,8 +203,8 @@ class DistSyncKVStore(_DistBase):
         if out is not None:
             self._check_like(entry, out, "pull output", check_dtype=False)
         # host arrays only (subclasses and GPU arrays take the general path)
-        if (entry.dtype == np.float16 or type(entry.data) is not ndarray or type(v) is not ndarray
-                or (out is not None and type(out._data) is not ndarray)):
+        if (entry.dtype == np.float16 or entry.dtype.kind == "b" or type(entry.data) is not ndarray
+                or type(v) is not ndarray or (out is not None and type(out._data) is not ndarray)):
             return None
         return entry
 

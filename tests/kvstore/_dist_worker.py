@@ -144,6 +144,16 @@ def run_pushpull(nd, kv, rank, out_dir):
     grads = [nd.array(gradient(k, rank, 2)) for k in keys]
     kv.pushpull(keys, grads, out=again)
     saved.update({f"updated_{k}": o.asnumpy() for k, o in zip(keys, again)})
+    # a dtype MPI cannot sum is refused at the call, and the store keeps working
+    kv.init("flags", nd.array(np.ones(3), dtype="bool"))
+    try:
+        kv.pushpull("flags", nd.array(np.ones(3), dtype="bool"))
+        saved["bool_error"] = np.array("")
+    except KVStoreError as e:
+        saved["bool_error"] = np.array(str(e))
+    after = nd.zeros(SHAPES[keys[0]])
+    kv.pushpull(keys[0], nd.array(np.ones(SHAPES[keys[0]])), out=after)
+    saved["after_bool"] = after.asnumpy()
     kv.barrier()
     saved["max_in_flight"] = np.array(kv._comm._max_in_flight)
     # -1: the store runs without the native queue (EMBER_KVSTORE_NATIVE=0)

@@ -118,6 +118,9 @@ def _check_pushpull_results(tmp_path, workers):
                                    ("updated", sums[1] - ref.LR * sums[2])]:
                 np.testing.assert_allclose(got[f"{name}_{key}"], expected, rtol=1e-5, atol=1e-5,
                                            err_msg=f"{name} of key {key} on rank {r}")
+        assert "cannot sum bool over MPI" in str(got["bool_error"]) and "'flags'" in str(got["bool_error"])
+        first = list(ref.SHAPES)[0]  # pushed after the refusal, through the updater: weight - LR * sum
+        np.testing.assert_allclose(got["after_bool"], got[f"updated_{first}"] - ref.LR * workers, rtol=1e-5, atol=1e-5)
     return [np.load(tmp_path / f"rank{r}.npz") for r in range(workers)]
 
 
