@@ -128,6 +128,7 @@ class DistSyncKVStore(_DistBase):
         if self._native is None:
             native_mpi_comm.Free()
         self._native_mpi_comm = native_mpi_comm if self._native is not None else None
+        self._native_calls = {}  # key -> (value, out, store, prepared call): see _direct_native
 
     def close(self) -> None:
         if self._native is not None:
@@ -136,6 +137,7 @@ class DistSyncKVStore(_DistBase):
                 raise KVStoreCommError(f"kvstore close: communication issued earlier did not finish within "
                                        f"{wait:g}s (an op whose inputs never became ready?)")
             self._native = None
+            self._native_calls.clear()
             self._native_mpi_comm.Free()
         super().close()
 
@@ -185,7 +187,32 @@ class DistSyncKVStore(_DistBase):
         if target is not None:  # one key, one array: straight to the per-key op
             self._direct(target, value, None, priority)
             return
+        targets = self._lone_keys(key, value)
+        if targets is not None:
+            for entry, v in zip(targets, value):
+                self._direct(entry, v, None, priority)
+            return
         self._push_entries(self._check_push(key, value), priority)
+
+    def _lone_keys(self, keys, values, outs=None):
+        """_lone_key for a list call (on the native path) whose keys are distinct and all too large
+        to be fused, so planning would send each alone anyway: the checked entries, or None for
+        the general path.  Everything is checked before anything is issued."""
+        if (self._native is None or self._updater is not None or not isinstance(keys, (list, tuple))
+                or not isinstance(values, (list, tuple)) or len(values) != len(keys)
+                or (outs is not None and (not isinstance(outs, (list, tuple)) or len(outs) != len(keys)))):
+            return None
+        settings = self._settings
+        alone_from = min(settings.fusion_threshold, settings.fusion_key_limit)
+        entries = []
+        for i, (k, v) in enumerate(zip(keys, values)):
+            entry = self._lone_key(k, v, None if outs is None else outs[i])
+            if entry is None or (settings.fusion_threshold > 0 and entry.data.nbytes < alone_from):
+                return None
+            entries.append(entry)
+        if len({e.key for e in entries}) != len(entries):
+            return None  # a repeated key: its values are summed first
+        return entries
 
     def _lone_key(self, key, value, out=None):
         """The entry of a call with one key and one host array (and one output), checked, when it
@@ -227,6 +254,12 @@ class DistSyncKVStore(_DistBase):
         target = self._lone_key(key, value, out if out is not None else value)
         if target is not None:  # one key, one array each (Gluon's per-parameter calls): no planning
             self._direct(target, value, value if out is None else out, priority)
+            return
+        outs = value if out is None else out
+        targets = self._lone_keys(key, value, outs)
+        if targets is not None:
+            for entry, v, o in zip(targets, value, outs):
+                self._direct(entry, v, o, priority)
             return
         checked = self._check_push(key, value)
         pulls = self._check_pull(key, value if out is None else out)
@@ -307,8 +340,16 @@ class DistSyncKVStore(_DistBase):
 
     def _direct_native(self, entry: Entry, value, out, priority: int) -> bool:
         """`_direct` on the native queue: True if done, False when the arrays are not plain
-        C-contiguous host arrays of one dtype MPI sums (then the Python path does it)."""
-        store, v = entry.data, value._data
+        C-contiguous host arrays of one dtype MPI sums (then the Python path does it).
+
+        Training pushes the same arrays into a key every step, so the prepared call is kept per
+        key and reused while the value, the output and the key's storage are the same objects."""
+        store = entry.data
+        cached = self._native_calls.get(entry.key)
+        if cached is not None and cached[0] is value and cached[1] is out and cached[2] is store:
+            self._native.issue(cached[3], COMM_PRIORITY + priority)
+            return True
+        v = value._data
         if not (_plain_host(store) and _plain_host(v) and v.dtype == store.dtype and self._native.serves(v.dtype)):
             return False
         if out is None:  # push: MPI reads the value, the sum lands in the store
@@ -322,8 +363,9 @@ class DistSyncKVStore(_DistBase):
             reads = [value.var] if value.var is not out.var else []
             writes, keep = [out.var, entry.var], (value, out, store)
         verb = "push" if out is None else "pushpull"
-        self._native.allreduce(send, recv, copy_to, reads, writes, COMM_PRIORITY + priority,
-                               f"kvstore_{verb}[{entry.key!r}]", keep)
+        call = self._native.prepare(send, recv, copy_to, reads, writes, f"kvstore_{verb}[{entry.key!r}]", keep)
+        self._native_calls[entry.key] = (value, out, store, call)
+        self._native.issue(call, COMM_PRIORITY + priority)
         return True
 
     def _push_bucket(self, bucket: fusion.Bucket, priority: int, outs=None) -> None:

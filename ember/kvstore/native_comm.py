@@ -132,23 +132,29 @@ class NativeAllreduce:
         """Whether MPI can sum this dtype here (float16 and others without an MPI type cannot)."""
         return dtype != np.float16 and self._dtype(dtype) is not False
 
-    def allreduce(self, send: Optional[np.ndarray], recv: np.ndarray, copy_to: Optional[np.ndarray],
-                  reads: Sequence[engine.Var], writes: Sequence[engine.Var], priority: int, name: str,
-                  keep: tuple) -> None:
-        """Sum `send` (None: `recv` in place) over the workers into `recv`, then copy it into `copy_to`
-        if given, as an engine op reading `reads` and writing `writes`.  The arrays must be
-        C-contiguous host arrays of one serves()'d dtype; `keep` holds their owners until it is done."""
+    def prepare(self, send: Optional[np.ndarray], recv: np.ndarray, copy_to: Optional[np.ndarray],
+                reads: Sequence[engine.Var], writes: Sequence[engine.Var], name: str, keep: tuple) -> tuple:
+        """A call that sums `send` (None: `recv` in place) over the workers into `recv`, then copies
+        it into `copy_to` if given, as an engine op reading `reads` and writing `writes`; run it
+        with issue(), as often as wanted.  The arrays must be C-contiguous host arrays of one
+        serves()'d dtype; `keep` holds their owners (the call holds them, and each issued call
+        holds them until it is done)."""
+        r, w = engine.core.op_handles(reads, writes)
+        return (_NULL if send is None else _from_buffer(send), _from_buffer(recv), recv.size,
+                self._dtype(recv.dtype), recv.itemsize, _NULL if copy_to is None else _from_buffer(copy_to),
+                ffi.new("ember_var *[]", r) if r else _NULL, len(r), ffi.new("ember_var *[]", w), len(w),
+                engine.core.op_name(name), name, keep)
+
+    def issue(self, call: tuple, priority: int) -> None:
+        """Issue a prepare()d call: it takes the next place in this queue's order."""
         kept = self._kept
         # after a failure, abandoned requests may still write into their buffers: keep them all
         if kept and self._failure is None and kept[0][0] < _finished(self._c):
             finished = _finished(self._c)
             while kept and kept[0][0] < finished:
                 kept.popleft()
-        r, w = engine.core.op_handles(reads, writes)
-        seq = _allreduce(self._c, _NULL if send is None else _from_buffer(send), _from_buffer(recv), recv.size,
-                         self._types.get(recv.dtype) or self._dtype(recv.dtype), recv.itemsize,
-                         _NULL if copy_to is None else _from_buffer(copy_to),
-                         r, len(r), w, len(w), priority, engine.core.op_name(name))
+        send, recv, count, dtype, itemsize, copy_to, r, nr, w, nw, cname, name, keep = call
+        seq = _allreduce(self._c, send, recv, count, dtype, itemsize, copy_to, r, nr, w, nw, priority, cname)
         if seq < 0:
             raise KVStoreError(f"{_what(name)}: " + ("this kvstore was closed; create a new one" if seq == -1
                                                       else f"bad arguments for the native queue (code {seq})"))
