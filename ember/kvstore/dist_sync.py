@@ -24,6 +24,7 @@ from .local import Entry, KVStore, _unique_vars
 
 
 COMM_PRIORITY = 1 << 20  # added to the priority of communication ops (see _DistBase._push_op)
+MEMO_CALLS = 8  # list calls remembered for replay (see DistSyncKVStore._replayed)
 
 
 class _DistBase(KVStore):
@@ -129,6 +130,7 @@ class DistSyncKVStore(_DistBase):
             native_mpi_comm.Free()
         self._native_mpi_comm = native_mpi_comm if self._native is not None else None
         self._native_calls = {}  # key -> (value, out, store, prepared call): see _direct_native
+        self._memo = {}  # (kind, keys, outs is None) -> a list call's arrays and steps: see _replayed
 
     def close(self) -> None:
         if self._native is not None:
@@ -139,6 +141,7 @@ class DistSyncKVStore(_DistBase):
             self._native = None
             self._native_calls.clear()
             self._native_mpi_comm.Free()
+        self._memo.clear()
         super().close()
 
     # ----------------------------------------------------------------- init
@@ -192,7 +195,37 @@ class DistSyncKVStore(_DistBase):
             for entry, v in zip(targets, value):
                 self._direct(entry, v, None, priority)
             return
-        self._push_entries(self._check_push(key, value), priority)
+        if self._replayed("push", key, value, None, priority):
+            return
+        steps = self._push_entries(self._check_push(key, value), priority)
+        self._remember("push", key, value, None, steps)
+
+    def _replayed(self, kind: str, keys, values, outs, priority: int) -> bool:
+        """Repeat the remembered steps of an earlier list call with the same keys and the very same
+        value (and output) arrays: training makes the same calls with the same gradient arrays
+        every step, and those arrays' shapes and dtypes cannot have changed, so the checks and
+        the fusion plan would come out the same."""
+        if self._updater is not None or not isinstance(keys, (list, tuple)):
+            return False
+        try:
+            memo = self._memo.get((kind, tuple(keys), outs is None))
+        except TypeError:  # an unhashable key: the checks name it
+            return False
+        if (memo is None or not _same_objects(values, memo[0])
+                or (outs is not None and not _same_objects(outs, memo[1]))):
+            return False
+        for step in memo[2]:
+            step(priority)
+        return True
+
+    def _remember(self, kind: str, keys, values, outs, steps) -> None:
+        """Keep a list call's steps for _replayed (calls with one plain NDArray per key, no updater;
+        the last MEMO_CALLS different calls)."""
+        if (self._updater is None and isinstance(keys, (list, tuple)) and _flat_arrays(values)
+                and (outs is None or _flat_arrays(outs))):
+            if len(self._memo) >= MEMO_CALLS:
+                self._memo.pop(next(iter(self._memo)))
+            self._memo[(kind, tuple(keys), outs is None)] = (list(values), None if outs is None else list(outs), steps)
 
     def _lone_keys(self, keys, values, outs=None):
         """_lone_key for a list call (on the native path) whose keys are distinct and all too large
@@ -235,14 +268,19 @@ class DistSyncKVStore(_DistBase):
             return None
         return entry
 
-    def _push_entries(self, checked, priority: int) -> None:
+    def _push_entries(self, checked, priority: int) -> list:
+        """Issue a checked push; returns its steps (functions of the priority) for _replayed."""
         self._check_summable(checked)
+        steps = []
         for bucket in fusion.plan(checked, self._settings.fusion_threshold, self._settings.fusion_key_limit):
             entry, vals = bucket.items[0]
             if self._direct_serves(bucket):
-                self._direct(entry, vals[0], None, priority)
+                steps.append(functools.partial(self._direct, entry, vals[0], None))
             else:
-                self._push_bucket(bucket, priority)
+                steps.append(functools.partial(self._issue_bucket, self._prepare_bucket(bucket)))
+        for step in steps:
+            step(priority)
+        return steps
 
     def pushpull(self, key, value, out=None, priority: int = 0) -> None:
         """push(key, value) then pull(key, out); `out=None` pulls back into `value`.
@@ -261,24 +299,31 @@ class DistSyncKVStore(_DistBase):
             for entry, v, o in zip(targets, value, outs):
                 self._direct(entry, v, o, priority)
             return
+        if self._replayed("pushpull", key, value, out, priority):
+            return
         checked = self._check_push(key, value)
-        pulls = self._check_pull(key, value if out is None else out)
+        pulls = self._check_pull(key, outs)
         self._check_summable(checked)
-        outs_of = dict((entry.key, outs) for entry, outs in pulls)
-        rest = []
+        outs_of = dict((entry.key, key_outs) for entry, key_outs in pulls)
+        steps, rest = [], []
         for bucket in fusion.plan(checked, self._settings.fusion_threshold, self._settings.fusion_key_limit):
             entry, vals = bucket.items[0]
-            outs = outs_of[entry.key]
+            key_outs = outs_of[entry.key]
             host = not arrays.is_gpu_array(entry.data)
-            if self._direct_serves(bucket) and len(outs) == 1 and not arrays.is_gpu_array(outs[0]._data):
-                self._direct(entry, vals[0], outs[0], priority)
+            if self._direct_serves(bucket) and len(key_outs) == 1 and not arrays.is_gpu_array(key_outs[0]._data):
+                steps.append(functools.partial(self._direct, entry, vals[0], key_outs[0]))
             elif self._updater is None and host:
                 # the bucket's op copies the result out as well: no separate pull op per key
-                self._push_bucket(bucket, priority, outs=[outs_of[e.key] for e, _ in bucket.items])
+                prepared = self._prepare_bucket(bucket, outs=[outs_of[e.key] for e, _ in bucket.items])
+                steps.append(functools.partial(self._issue_bucket, prepared))
             else:  # the pull must see the updater's result: ordinary pull ops after the updates
-                self._push_bucket(bucket, priority)
+                steps.append(functools.partial(self._issue_bucket, self._prepare_bucket(bucket)))
                 rest.extend((e, outs_of[e.key]) for e, _ in bucket.items)
-        self._pull_entries(rest, priority)
+        if rest:
+            steps.append(functools.partial(self._pull_entries, rest))
+        for step in steps:
+            step(priority)
+        self._remember("pushpull", key, value, out, steps)
 
     def _direct_serves(self, bucket: fusion.Bucket) -> bool:
         """Whether `_direct` can do a planned bucket: one unfused host key with one value, no updater."""
@@ -371,7 +416,12 @@ class DistSyncKVStore(_DistBase):
     def _push_bucket(self, bucket: fusion.Bucket, priority: int, outs=None) -> None:
         """One allreduce op for a bucket; with `outs` (a list of outputs per key, host store, no
         updater) the op also copies each key's result into its outputs once the allreduce is done."""
-        seq = self._comm.reserve()
+        self._issue_bucket(self._prepare_bucket(bucket, outs), priority)
+
+    def _prepare_bucket(self, bucket: fusion.Bucket, outs=None) -> tuple:
+        """Everything about a bucket's push that does not change between identical calls:
+        (the keys' views into the fusion buffer, the op as a function of its sequence number, the
+        op's reads, writes and name, whether the updater runs).  See _issue_bucket."""
         use_updater = self._updater is not None
         for entry, _ in bucket.items:
             if use_updater:
@@ -379,6 +429,7 @@ class DistSyncKVStore(_DistBase):
         on_gpu = arrays.is_gpu_array(bucket.items[0][0].data)
         mark = fusion.fingerprint(bucket.signature(), bucket.dtype) if bucket.fused or on_gpu else None
         flat = None
+        homes = []  # (entry, attribute, view): re-homed at every issue (another call may have moved them)
         if bucket.fused and not on_gpu:
             # The keys' targets become views of the fusion buffer: the allreduce result lands in the
             # store (or merge buffers) with no unpacking copy.  Ops bind arrays when issued, so
@@ -386,21 +437,28 @@ class DistSyncKVStore(_DistBase):
             flat = self._buffer(bucket, mark is not None, use_updater)
             for (entry, _), off in zip(bucket.items, bucket.offsets):
                 view = flat[off:off + math.prod(entry.shape)].reshape(entry.shape)
-                if use_updater:
-                    entry.merge_data = view
-                else:
-                    entry.data = view
+                homes.append((entry, "merge_data" if use_updater else "data", view))
+                setattr(entry, homes[-1][1], view)
         elif on_gpu:
             flat = self._buffer(bucket, mark is not None, use_updater)  # host staging buffer for MPI
         targets = [(entry, entry.merge_data if use_updater else entry.data,
                     entry.merge_var if use_updater else entry.var) for entry, _ in bucket.items]
         keys = [e.key for e, _ in bucket.items]
         what = _What("push", keys)
+        # Packing one host value per key, contiguous and of the buffer's dtype (the common case), is
+        # one numpy call over views made now: the values are the same arrays at every issue.
+        packed = None
+        if flat is not None and not on_gpu and all(
+                len(vals) == 1 and _plain_host(vals[0]._data) and vals[0]._data.dtype == bucket.dtype
+                for _, vals in bucket.items):
+            packed = [vals[0]._data.reshape(-1) for _, vals in bucket.items]
 
-        def op(done):
+        def op(seq, done):
             try:
                 source = None
-                if on_gpu:
+                if packed is not None:
+                    np.concatenate(packed, out=flat[:bucket.size])
+                elif on_gpu:
                     for (entry, vals), off in zip(bucket.items, bucket.offsets):
                         n = math.prod(entry.shape)
                         arrays.sum_into(flat[off:off + n].reshape(entry.shape), [v._data for v in vals])
@@ -425,10 +483,17 @@ class DistSyncKVStore(_DistBase):
             writes += _unique_vars([o for os_ in outs for o in os_])
             written = {id(v) for v in writes}
             reads = [v for v in reads if id(v) not in written]  # pulled back into a pushed value
-        self._push_op(seq, op, read=reads, write=writes, priority=priority,
-                      name=f"kvstore_allreduce{describe(keys, 3)}")
+        return homes, op, reads, writes, f"kvstore_allreduce{describe(keys, 3)}", use_updater, bucket.items
+
+    def _issue_bucket(self, prepared: tuple, priority: int) -> None:
+        """Push the op of a _prepare_bucket()ed bucket, taking the next communication slot."""
+        homes, op, reads, writes, name, use_updater, items = prepared
+        for entry, attribute, view in homes:
+            setattr(entry, attribute, view)
+        seq = self._comm.reserve()
+        self._push_op(seq, functools.partial(op, seq), read=reads, write=writes, priority=priority, name=name)
         if use_updater:
-            for entry, _ in bucket.items:
+            for entry, _ in items:
                 self._updater(entry.key, entry.merged_nd(), entry.stored_nd())
 
     def _buffer(self, bucket: fusion.Bucket, with_mark: bool, for_merge: bool) -> np.ndarray:
@@ -482,6 +547,15 @@ def _allreduce_posts(comm, MPI, source, result, chunk_bytes: int) -> list:
     results = fusion.chunks(result, chunk_bytes)
     sources = fusion.chunks(source, chunk_bytes) if source is not None else [MPI.IN_PLACE] * len(results)
     return [functools.partial(comm.Iallreduce, s, r, op=MPI.SUM) for s, r in zip(sources, results)]
+
+
+def _same_objects(a, b) -> bool:
+    return isinstance(a, (list, tuple)) and len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def _flat_arrays(values) -> bool:
+    """A list of NDArrays, one per key (not lists of per-device values)."""
+    return isinstance(values, (list, tuple)) and all(_is_array(v) for v in values)
 
 
 def _plain_host(x) -> bool:

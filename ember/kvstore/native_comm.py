@@ -29,7 +29,8 @@ from . import jobdir, mpienv
 from .errors import KVStoreCommError, KVStoreError, KVStoreTimeoutError
 
 CHECK_EVERY = 0.2  # seconds between looks for a failed peer while a request is pending
-_allreduce, _finished, _from_buffer, _NULL = lib.ember_coll_allreduce, lib.ember_coll_finished, ffi.from_buffer, ffi.NULL
+_allreduce, _finished = lib.ember_coll_allreduce, lib.ember_coll_finished
+_from_buffer, _NULL = ffi.from_buffer, ffi.NULL
 
 
 def _entry_points():

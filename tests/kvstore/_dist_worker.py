@@ -161,6 +161,38 @@ def run_pushpull(nd, kv, rank, out_dir):
     np.savez(os.path.join(out_dir, f"rank{rank}.npz"), **saved)
 
 
+def run_replay(nd, kv, rank, out_dir):
+    """The same list calls with the same arrays, step after step (they are replayed from memory),
+    refilled in place, with another call re-homing some keys into a different fusion buffer in
+    between: every result must still be the sum of the arrays' current values."""
+    keys = list(SHAPES)
+    kv.init(keys, [nd.zeros(SHAPES[k]) for k in keys])
+    vals = [nd.zeros(SHAPES[k]) for k in keys]
+    outs = [nd.zeros(SHAPES[k]) for k in keys]
+    hits = []
+    replayed = kv._replayed
+
+    def counting(*args):
+        hits.append(replayed(*args))
+        return hits[-1]
+    kv._replayed = counting
+    saved = {}
+    for step in range(3):
+        for k, v in zip(keys, vals):
+            v[:] = nd.array(gradient(k, rank, step))
+        if step == 1:  # keys 1 and 2 move into another fusion buffer, holding other sums
+            kv.push(keys[1:3], [nd.array(np.full(SHAPES[k], 1.0)) for k in keys[1:3]])
+        kv.push(keys, vals)
+        kv.pull(keys, out=outs)
+        saved.update({f"push{step}_{k}": o.asnumpy() for k, o in zip(keys, outs)})
+        kv.pushpull(keys, vals, out=outs)
+        saved.update({f"out{step}_{k}": o.asnumpy() for k, o in zip(keys, outs)})
+        kv.pushpull(keys, vals)
+        saved.update({f"inplace{step}_{k}": v.asnumpy() for k, v in zip(keys, vals)})
+    saved["replays"] = np.array(sum(hits))
+    np.savez(os.path.join(out_dir, f"rank{rank}.npz"), **saved)
+
+
 def os_threads(settle: float = 0.0):
     """Threads of this process, C threads included (the native queue's thread is not a Python one);
     the fewest seen over `settle` seconds (a joined thread may take a moment to leave the list)."""
@@ -269,6 +301,8 @@ def main():
             run_close(nd, kv, rank, out_dir)
         elif scenario == "bad_value":
             run_bad_value(nd, kv, rank, out_dir)
+        elif scenario == "replay":
+            run_replay(nd, kv, rank, out_dir)
         elif scenario == "mismatch":
             kv.init(0, nd.zeros((2, 3) if rank == 0 else (3, 2)))
         elif scenario == "diverge":  # same shapes, different keys in one fused push

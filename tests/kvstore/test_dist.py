@@ -157,6 +157,26 @@ def test_native_queue_and_python_path_give_identical_results(tmp_path):
 
 
 @needs_mpiexec
+@pytest.mark.parametrize("threshold", ["0", "67108864"])  # per key (native) / small keys fused
+def test_repeated_list_calls_with_the_same_arrays_give_current_sums(tmp_path, threshold):
+    workers = 2
+    rc, out = run_job(tmp_path, workers, "replay", env={"EMBER_KVSTORE_FUSION_THRESHOLD": threshold})
+    assert rc == 0, out[-3000:]
+    ref = _worker_module()
+    for r in range(workers):
+        got = np.load(tmp_path / f"rank{r}.npz")
+        # fused: steps 1 and 2 replay push, pushpull(out=...) and pushpull(); unfused calls of
+        # distinct keys go key by key (each key's prepared call is kept instead)
+        assert int(got["replays"]) == (6 if threshold != "0" else 0)
+        for step in range(3):
+            for key in ref.SHAPES:
+                expected = sum(ref.gradient(key, w, step) for w in range(workers))
+                for name in ("push", "out", "inplace"):
+                    np.testing.assert_allclose(got[f"{name}{step}_{key}"], expected, rtol=1e-5, atol=1e-5,
+                                               err_msg=f"{name} of key {key} at step {step} on rank {r}")
+
+
+@needs_mpiexec
 def test_a_failed_value_fails_its_push_and_later_ones_without_hanging(tmp_path):
     started = time.monotonic()
     rc, out = run_job(tmp_path, 2, "bad_value", env={"EMBER_KVSTORE_TIMEOUT": "60"}, limit=90)
