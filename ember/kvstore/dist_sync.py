@@ -477,21 +477,53 @@ class DistSyncKVStore(_DistBase):
             self._comm.submit(seq, self._allreduce(source, result, on_gpu, bucket, targets, mark, what, outs),
                               done)
 
-        reads = _unique_vars([v for _, vals in bucket.items for v in vals])
-        writes = [t[2] for t in targets]
-        if outs is not None:
-            writes += _unique_vars([o for os_ in outs for o in os_])
-            written = {id(v) for v in writes}
-            reads = [v for v in reads if id(v) not in written]  # pulled back into a pushed value
-        return homes, op, reads, writes, f"kvstore_allreduce{describe(keys, 3)}", use_updater, bucket.items
+        values_read = _unique_vars([v for _, vals in bucket.items for v in vals])
+        target_vars = [t[2] for t in targets]
+        out_vars = _unique_vars([o for os_ in outs for o in os_]) if outs is not None else []
+        written = {id(v) for v in target_vars + out_vars}
+        reads = [v for v in values_read if id(v) not in written]  # pulled back into a pushed value
+        name = f"kvstore_allreduce{describe(keys, 3)}"
+        if self._native is not None and flat is not None and not on_gpu and self._native.serves(bucket.dtype):
+            issue = self._native_bucket(flat, packed, bucket, targets, mark, what, outs, values_read, out_vars, name)
+        else:
+            def issue(priority):
+                seq = self._comm.reserve()
+                self._push_op(seq, functools.partial(op, seq), read=reads, write=target_vars + out_vars,
+                              priority=priority, name=name)
+        return homes, issue, use_updater, bucket.items
+
+    def _native_bucket(self, flat, packed, bucket, targets, mark, what, outs, values_read, out_vars, name):
+        """A fused host bucket on the native queue: a pack op, the allreduce of the whole fusion
+        buffer in place, then an op that checks the layout fingerprint and copies the outputs.
+        Returns the function of the priority that pushes the three."""
+        target_vars = [t[2] for t in targets]
+
+        def pack():
+            if packed is not None:
+                np.concatenate(packed, out=flat[:bucket.size])
+            else:
+                for (_, vals), (_, target, _) in zip(bucket.items, targets):
+                    arrays.sum_into(target, [v._data for v in vals])
+            if mark is not None:
+                flat[-1] = mark
+
+        def finish():
+            self._finish_bucket(flat, mark, what, False, bucket, targets, outs)
+        call = self._native.prepare(None, flat, None, [], target_vars, name, (flat,))
+
+        def issue(priority):
+            priority += COMM_PRIORITY
+            engine.push(pack, read=values_read, write=target_vars, priority=priority, name=name + ":pack")
+            self._native.issue(call, priority)
+            engine.push(finish, write=target_vars + out_vars, priority=priority, name=name + ":finish")
+        return issue
 
     def _issue_bucket(self, prepared: tuple, priority: int) -> None:
-        """Push the op of a _prepare_bucket()ed bucket, taking the next communication slot."""
-        homes, op, reads, writes, name, use_updater, items = prepared
+        """Push the ops of a _prepare_bucket()ed bucket, taking the next communication slot."""
+        homes, issue, use_updater, items = prepared
         for entry, attribute, view in homes:
             setattr(entry, attribute, view)
-        seq = self._comm.reserve()
-        self._push_op(seq, functools.partial(op, seq), read=reads, write=writes, priority=priority, name=name)
+        issue(priority)
         if use_updater:
             for entry, _ in items:
                 self._updater(entry.key, entry.merged_nd(), entry.stored_nd())
@@ -514,18 +546,28 @@ class DistSyncKVStore(_DistBase):
             return _allreduce_posts(self._workers, MPI, source, flat, chunk)
 
         def finish():
-            if mark is not None and flat[-1] != mark * self.num_workers:
-                raise KVStoreCommError(f"{what}: workers pushed different keys or shapes in the same "
-                                       f"kvstore call; every worker must push the same keys in the same order")
-            if staged:  # GPU targets: copy the host result back to the device
-                for (entry, target, _), off in zip(targets, bucket.offsets):
-                    n = math.prod(entry.shape)
-                    arrays.copy_into(target, flat[off:off + n].reshape(entry.shape))
-            if outs is not None:
-                for (_, target, _), key_outs in zip(targets, outs):
-                    for o in key_outs:
-                        arrays.copy_into(o._data, target)
+            self._finish_bucket(flat, mark, what, staged, bucket, targets, outs)
         return Nonblocking(start, finish, what)
+
+    def _finish_bucket(self, flat, mark, what, staged, bucket, targets, outs) -> None:
+        """After a bucket's allreduce: check the layout fingerprint, copy GPU targets back from the
+        host staging buffer, copy the results into the outputs."""
+        if mark is not None and flat[-1] != mark * self.num_workers:
+            raise KVStoreCommError(f"{what}: workers pushed different keys or shapes in the same "
+                                   f"kvstore call; every worker must push the same keys in the same order")
+        if staged:  # GPU targets: copy the host result back to the device
+            for (entry, target, _), off in zip(targets, bucket.offsets):
+                n = math.prod(entry.shape)
+                arrays.copy_into(target, flat[off:off + n].reshape(entry.shape))
+        if outs is not None:
+            if not staged and all(type(o._data) is np.ndarray for key_outs in outs for o in key_outs):
+                for (_, target, _), key_outs in zip(targets, outs):  # host arrays: no device checks per key
+                    for o in key_outs:
+                        np.copyto(o._data, target)
+                return
+            for (_, target, _), key_outs in zip(targets, outs):
+                for o in key_outs:
+                    arrays.copy_into(o._data, target)
 
 
 class _What:
