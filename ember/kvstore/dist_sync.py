@@ -190,14 +190,15 @@ class DistSyncKVStore(_DistBase):
         if target is not None:  # one key, one array: straight to the per-key op
             self._direct(target, value, None, priority)
             return
-        targets = self._lone_keys(key, value)
-        if targets is not None:
-            for entry, v in zip(targets, value):
-                self._direct(entry, v, None, priority)
-            return
         if self._replayed("push", key, value, None, priority):
             return
-        steps = self._push_entries(self._check_push(key, value), priority)
+        targets = self._lone_keys(key, value)
+        if targets is not None:
+            steps = [functools.partial(self._direct, entry, v, None) for entry, v in zip(targets, value)]
+            for step in steps:
+                step(priority)
+        else:
+            steps = self._push_entries(self._check_push(key, value), priority)
         self._remember("push", key, value, None, steps)
 
     def _replayed(self, kind: str, keys, values, outs, priority: int) -> bool:
@@ -293,13 +294,15 @@ class DistSyncKVStore(_DistBase):
         if target is not None:  # one key, one array each (Gluon's per-parameter calls): no planning
             self._direct(target, value, value if out is None else out, priority)
             return
+        if self._replayed("pushpull", key, value, out, priority):
+            return
         outs = value if out is None else out
         targets = self._lone_keys(key, value, outs)
         if targets is not None:
-            for entry, v, o in zip(targets, value, outs):
-                self._direct(entry, v, o, priority)
-            return
-        if self._replayed("pushpull", key, value, out, priority):
+            steps = [functools.partial(self._direct, entry, v, o) for entry, v, o in zip(targets, value, outs)]
+            for step in steps:
+                step(priority)
+            self._remember("pushpull", key, value, out, steps)
             return
         checked = self._check_push(key, value)
         pulls = self._check_pull(key, outs)

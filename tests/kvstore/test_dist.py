@@ -165,9 +165,7 @@ def test_repeated_list_calls_with_the_same_arrays_give_current_sums(tmp_path, th
     ref = _worker_module()
     for r in range(workers):
         got = np.load(tmp_path / f"rank{r}.npz")
-        # fused: steps 1 and 2 replay push, pushpull(out=...) and pushpull(); unfused calls of
-        # distinct keys go key by key (each key's prepared call is kept instead)
-        assert int(got["replays"]) == (6 if threshold != "0" else 0)
+        assert int(got["replays"]) == 6  # steps 1 and 2 replay push, pushpull(out=...) and pushpull()
         for step in range(3):
             for key in ref.SHAPES:
                 expected = sum(ref.gradient(key, w, step) for w in range(workers))
