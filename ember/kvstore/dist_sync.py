@@ -2,10 +2,10 @@
 devices, then allreduced over MPI (fused/chunked, see fusion.py), so every worker holds the same
 values after each push and runs the same updater on the same gradient.  Pulls are local copies.
 
-Two communication paths, each on a communicator of its own: unfused keys with one host value
-and no updater go to the native queue (native_comm.py: one C call per push, no GIL after it);
-everything else (fused buckets, updaters, GPU staging, init, barriers) runs on the Python
-communication thread (comm.py)."""
+Two communication paths, each on a communicator of its own: unfused keys with one host value and
+no updater, and fused host buckets, go to the native queue (native_comm.py: a C thread posts the
+allreduces, no GIL); the rest (updater pushes of unfused keys, GPU staging, init, layout checks,
+barriers) runs on the Python communication thread (comm.py)."""
 from __future__ import annotations
 
 import functools
@@ -72,12 +72,16 @@ class _DistBase(KVStore):
         push/pull/barrier calls on the store raise KVStoreError."""
         if self._comm_freed:
             return
-        wait = mpienv.startup_timeout() + self._settings.timeout
-        if not self._comm.stop(timeout=wait):
-            raise KVStoreCommError(f"kvstore close: communication issued earlier did not finish within "
-                                   f"{wait:g}s (an op whose inputs never became ready?)")
+        self._stop_path(self._comm.stop)
         self._comm_freed = True
         self._workers.Free()
+
+    def _stop_path(self, stop) -> None:
+        """Call one communication path's stop(timeout=...); raise if what it was given did not finish."""
+        wait = mpienv.startup_timeout() + self._settings.timeout
+        if not stop(timeout=wait):
+            raise KVStoreCommError(f"kvstore close: communication issued earlier did not finish within "
+                                   f"{wait:g}s (an op whose inputs never became ready?)")
 
     def _poll(self, reqs, what: str) -> None:
         mpienv.poll(self._MPI, reqs, self._settings.timeout, what)
@@ -133,11 +137,9 @@ class DistSyncKVStore(_DistBase):
         self._memo = {}  # (kind, keys, outs is None) -> a list call's arrays and steps: see _replayed
 
     def close(self) -> None:
+        """As _DistBase.close, for both communication paths."""
         if self._native is not None:
-            wait = mpienv.startup_timeout() + self._settings.timeout
-            if not self._native.stop(timeout=wait):
-                raise KVStoreCommError(f"kvstore close: communication issued earlier did not finish within "
-                                       f"{wait:g}s (an op whose inputs never became ready?)")
+            self._stop_path(self._native.stop)
             self._native = None
             self._native_calls.clear()
             self._native_mpi_comm.Free()
@@ -226,7 +228,8 @@ class DistSyncKVStore(_DistBase):
                 and (outs is None or _flat_arrays(outs))):
             if len(self._memo) >= MEMO_CALLS:
                 self._memo.pop(next(iter(self._memo)))
-            self._memo[(kind, tuple(keys), outs is None)] = (list(values), None if outs is None else list(outs), steps)
+            kept_outs = None if outs is None else list(outs)
+            self._memo[(kind, tuple(keys), outs is None)] = (list(values), kept_outs, steps)
 
     def _lone_keys(self, keys, values, outs=None):
         """_lone_key for a list call (on the native path) whose keys are distinct and all too large
@@ -423,8 +426,8 @@ class DistSyncKVStore(_DistBase):
 
     def _prepare_bucket(self, bucket: fusion.Bucket, outs=None) -> tuple:
         """Everything about a bucket's push that does not change between identical calls:
-        (the keys' views into the fusion buffer, the op as a function of its sequence number, the
-        op's reads, writes and name, whether the updater runs).  See _issue_bucket."""
+        (the keys' views into the fusion buffer, a function of the priority that pushes the
+        bucket's ops, whether the updater runs, the bucket's items).  See _issue_bucket."""
         use_updater = self._updater is not None
         for entry, _ in bucket.items:
             if use_updater:

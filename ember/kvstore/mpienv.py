@@ -115,7 +115,7 @@ class MPIEnv:
         if self.workers is None:
             group = self.world.Get_group().Incl(self.worker_ranks)
             self.workers = with_timeout(lambda: self.world.Create_group(group),
-                                         startup_timeout(), "creating the worker communicator")
+                                        startup_timeout(), "creating the worker communicator")
         return self.workers
 
     def store_comm(self):

@@ -1,9 +1,10 @@
-"""Per-key allreduces on the native collective queue (native/collectives.h), without the GIL.
+"""dist_sync allreduces on the native collective queue (native/collectives.h), without the GIL.
 
 An unfused dist_sync push runs once per key per step, so what it costs in Python adds up over a
 model's parameters (and, since each allreduce synchronises the ranks, over the ranks too).  On
 this path a push is one C call: it takes the call's place in the communication order and pushes
 its engine op; a C thread posts the allreduces in that order, tests them and completes the ops.
+Fused buckets use it too, for the allreduce of their fusion buffer.
 Python is entered again only when something fails (to build the error) or while a request has
 been pending for a long time (to look for a dead peer).
 
@@ -29,6 +30,7 @@ from . import jobdir, mpienv
 from .errors import KVStoreCommError, KVStoreError, KVStoreTimeoutError
 
 CHECK_EVERY = 0.2  # seconds between looks for a failed peer while a request is pending
+_live = set()  # callback handles of the queues not destroyed yet
 _allreduce, _finished = lib.ember_coll_allreduce, lib.ember_coll_finished
 _from_buffer, _NULL = ffi.from_buffer, ffi.NULL
 
@@ -83,9 +85,12 @@ def _handle(value: int) -> int:
 
 
 def _what(name: str) -> str:
-    """'kvstore_push[3]' -> 'kvstore push of key 3' (error messages)."""
+    """'kvstore_push[3]' -> 'kvstore push of key 3', 'kvstore_allreduce[0, 1]' -> '... of keys 0, 1'
+    (error messages)."""
     m = re.fullmatch(r"kvstore_(\w+)\[(.*)\]", name)
-    return f"kvstore {m.group(1)} of key {m.group(2)}" if m else name
+    if m is None:
+        return name
+    return f"kvstore {m.group(1)} of key{'s' if ', ' in m.group(2) else ''} {m.group(2)}"
 
 
 @ffi.def_extern()
@@ -106,7 +111,10 @@ class NativeAllreduce:
         self._MPI, self._comm = MPI, comm
         self._timeout = settings.timeout
         self._failure: Optional[str] = None
-        self._self_handle = ffi.new_handle(self)  # kept: the C side holds the pointer
+        # The C thread calls back through this handle until the queue is destroyed, even if the
+        # store is dropped without close(): keep it alive until then.
+        self._self_handle = ffi.new_handle(self)
+        _live.add(self._self_handle)
         fns = ffi.new("ember_mpi_fns *")
         fns.iallreduce = ffi.cast("void *", iallreduce)
         fns.test = ffi.cast("void *", test)
@@ -118,7 +126,9 @@ class NativeAllreduce:
                                         mpienv.SPIN_SECONDS, settings.timeout, CHECK_EVERY,
                                         lib.ember_py_coll_check, self._self_handle)
         if self._c == ffi.NULL:
+            _live.discard(self._self_handle)
             raise KVStoreError("could not start the kvstore's native communication thread")
+        self._max_in_flight = 0
         self._types = {}
         self._kept = deque()  # (seq, objects the call's buffers belong to) until the call finished
 
@@ -164,7 +174,7 @@ class NativeAllreduce:
     @property
     def max_in_flight(self) -> int:
         """The most allreduce requests that were in flight at once."""
-        return lib.ember_coll_max_in_flight(self._c)
+        return lib.ember_coll_max_in_flight(self._c) if self._c is not None else self._max_in_flight
 
     def stop(self, timeout: float) -> bool:
         """Finish every call issued so far and stop the thread; False if calls were still
@@ -173,8 +183,10 @@ class NativeAllreduce:
             return True
         if lib.ember_coll_stop(self._c, int(timeout * 1000)) != 0:
             return False
+        self._max_in_flight = lib.ember_coll_max_in_flight(self._c)
         lib.ember_coll_destroy(self._c)
         self._c = None
+        _live.discard(self._self_handle)
         if self._failure is None:
             self._kept.clear()
         return True
