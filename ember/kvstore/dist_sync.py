@@ -16,7 +16,7 @@ from typing import Any, List, Tuple
 import numpy as np
 
 from .. import engine
-from . import arrays, config, fusion, mpienv, native_comm
+from . import arrays, config, fusion, mpienv, native_comm, reuse
 from .comm import Communicator, Nonblocking
 from .errors import KVStoreCommError, KVStoreError, KVStoreShapeError
 from .keys import _is_array, check_key, describe
@@ -24,7 +24,13 @@ from .local import Entry, KVStore, _unique_vars
 
 
 COMM_PRIORITY = 1 << 20  # added to the priority of communication ops (see _DistBase._push_op)
-MEMO_CALLS = 8  # list calls remembered for replay (see DistSyncKVStore._replayed)
+MEMO_CALLS = 4096  # calls remembered for replay (see DistSyncKVStore._replayed)
+NATIVE_CALLS = 1 << 16  # keys whose native call is kept (see DistSyncKVStore._direct_native)
+class _Outs:
+    """Separates a call's values from its outputs in the objects it is remembered by."""
+
+
+_OUTS = _Outs()
 
 
 class _DistBase(KVStore):
@@ -133,8 +139,8 @@ class DistSyncKVStore(_DistBase):
         if self._native is None:
             native_mpi_comm.Free()
         self._native_mpi_comm = native_mpi_comm if self._native is not None else None
-        self._native_calls = {}  # key -> (value, out, store, prepared call): see _direct_native
-        self._memo = {}  # (kind, keys, outs is None) -> a list call's arrays and steps: see _replayed
+        self._native_calls = reuse.SeenTwice(NATIVE_CALLS)  # key -> prepared call: see _direct_native
+        self._memo = reuse.SeenTwice(MEMO_CALLS)  # (kind, keys, outs given) -> a call's steps: see _replayed
 
     def close(self) -> None:
         """As _DistBase.close, for both communication paths."""
@@ -204,32 +210,29 @@ class DistSyncKVStore(_DistBase):
         self._remember("push", key, value, None, steps)
 
     def _replayed(self, kind: str, keys, values, outs, priority: int) -> bool:
-        """Repeat the remembered steps of an earlier list call with the same keys and the very same
-        value (and output) arrays: training makes the same calls with the same gradient arrays
-        every step, and those arrays' shapes and dtypes cannot have changed, so the checks and
-        the fusion plan would come out the same."""
-        if self._updater is not None or not isinstance(keys, (list, tuple)):
-            return False
+        """Repeat the remembered steps of an earlier call with the same keys, the very same value
+        (and output) arrays and the same updater: training makes the same calls with the same
+        gradient arrays every step, and those arrays' shapes and dtypes cannot have changed, so
+        the checks and the fusion plan would come out the same."""
         try:
-            memo = self._memo.get((kind, tuple(keys), outs is None))
+            steps = self._memo.get(_memo_key(kind, keys, outs), self._memo_objects(values, outs))
         except TypeError:  # an unhashable key: the checks name it
             return False
-        if (memo is None or not _same_objects(values, memo[0])
-                or (outs is not None and not _same_objects(outs, memo[1]))):
+        if steps is None:
             return False
-        for step in memo[2]:
+        for step in steps:
             step(priority)
         return True
 
     def _remember(self, kind: str, keys, values, outs, steps) -> None:
-        """Keep a list call's steps for _replayed (calls with one plain NDArray per key, no updater;
-        the last MEMO_CALLS different calls)."""
-        if (self._updater is None and isinstance(keys, (list, tuple)) and _flat_arrays(values)
-                and (outs is None or _flat_arrays(outs))):
-            if len(self._memo) >= MEMO_CALLS:
-                self._memo.pop(next(iter(self._memo)))
-            kept_outs = None if outs is None else list(outs)
-            self._memo[(kind, tuple(keys), outs is None)] = (list(values), kept_outs, steps)
+        """Offer a call's steps for _replayed (calls whose values and outputs are plain NDArrays;
+        kept from the second call with the same arrays, see reuse.py)."""
+        if _flat_arrays(_as_list(values)) and (outs is None or _flat_arrays(_as_list(outs))):
+            self._memo.offer(_memo_key(kind, keys, outs), self._memo_objects(values, outs), steps)
+
+    def _memo_objects(self, values, outs) -> tuple:
+        """The objects a remembered call must be made with again: its arrays and the updater."""
+        return (*_as_list(values), _OUTS, *(_as_list(outs) or ()), self._updater)
 
     def _lone_keys(self, keys, values, outs=None):
         """_lone_key for a list call (on the native path) whose keys are distinct and all too large
@@ -394,11 +397,12 @@ class DistSyncKVStore(_DistBase):
         C-contiguous host arrays of one dtype MPI sums (then the Python path does it).
 
         Training pushes the same arrays into a key every step, so the prepared call is kept per
-        key and reused while the value, the output and the key's storage are the same objects."""
+        key and reused while the value, the output and the key's storage are the same objects
+        (from the second such call: see reuse.py)."""
         store = entry.data
-        cached = self._native_calls.get(entry.key)
-        if cached is not None and cached[0] is value and cached[1] is out and cached[2] is store:
-            self._native.issue(cached[3], COMM_PRIORITY + priority)
+        call = self._native_calls.get(entry.key, (value, out, store))
+        if call is not None:
+            self._native.issue(call, COMM_PRIORITY + priority)
             return True
         v = value._data
         if not (_plain_host(store) and _plain_host(v) and v.dtype == store.dtype and self._native.serves(v.dtype)):
@@ -415,7 +419,7 @@ class DistSyncKVStore(_DistBase):
             writes, keep = [out.var, entry.var], (value, out, store)
         verb = "push" if out is None else "pushpull"
         call = self._native.prepare(send, recv, copy_to, reads, writes, f"kvstore_{verb}[{entry.key!r}]", keep)
-        self._native_calls[entry.key] = (value, out, store, call)
+        self._native_calls.offer(entry.key, (value, out, store), call)
         self._native.issue(call, COMM_PRIORITY + priority)
         return True
 
@@ -489,7 +493,8 @@ class DistSyncKVStore(_DistBase):
         written = {id(v) for v in target_vars + out_vars}
         reads = [v for v in values_read if id(v) not in written]  # pulled back into a pushed value
         name = f"kvstore_allreduce{describe(keys, 3)}"
-        if self._native is not None and flat is not None and not on_gpu and self._native.serves(bucket.dtype):
+        if (self._native is not None and not on_gpu and self._native.serves(bucket.dtype)
+                and (flat is not None or _plain_host(targets[0][1]))):
             issue = self._native_bucket(flat, packed, bucket, targets, mark, what, outs, values_read, out_vars, name)
         else:
             def issue(priority):
@@ -499,29 +504,42 @@ class DistSyncKVStore(_DistBase):
         return homes, issue, use_updater, bucket.items
 
     def _native_bucket(self, flat, packed, bucket, targets, mark, what, outs, values_read, out_vars, name):
-        """A fused host bucket on the native queue: a pack op, the allreduce of the whole fusion
-        buffer in place, then an op that checks the layout fingerprint and copies the outputs.
-        Returns the function of the priority that pushes the three."""
+        """A host bucket on the native queue: a pack op (the values summed or copied into the fusion
+        buffer, or into an unfused key's target), the allreduce of that buffer in place, then an op
+        that checks the layout fingerprint and copies the outputs.  An unfused key with one plain
+        value needs neither pack nor (without outputs) finish: the allreduce reads the value.
+        Returns the function of the priority that pushes the ops."""
         target_vars = [t[2] for t in targets]
+        vals = bucket.items[0][1]
+        if flat is None and len(vals) == 1 and _plain_host(vals[0]._data) and vals[0]._data.dtype == bucket.dtype:
+            source = vals[0]._data  # (an unfused key has no fingerprint)
+            call = self._native.prepare(source, targets[0][1], None, values_read, target_vars, name,
+                                        (vals[0], targets[0][1]))
+        else:
+            source = None
+            buffer = flat if flat is not None else targets[0][1]
+            call = self._native.prepare(None, buffer, None, [], target_vars, name, (buffer,))
 
         def pack():
             if packed is not None:
                 np.concatenate(packed, out=flat[:bucket.size])
             else:
-                for (_, vals), (_, target, _) in zip(bucket.items, targets):
-                    arrays.sum_into(target, [v._data for v in vals])
+                for (_, key_vals), (_, target, _) in zip(bucket.items, targets):
+                    arrays.sum_into(target, [v._data for v in key_vals])
             if mark is not None:
                 flat[-1] = mark
 
         def finish():
             self._finish_bucket(flat, mark, what, False, bucket, targets, outs)
-        call = self._native.prepare(None, flat, None, [], target_vars, name, (flat,))
+        needs_finish = mark is not None or outs is not None
 
         def issue(priority):
             priority += COMM_PRIORITY
-            engine.push(pack, read=values_read, write=target_vars, priority=priority, name=name + ":pack")
+            if source is None:
+                engine.push(pack, read=values_read, write=target_vars, priority=priority, name=name + ":pack")
             self._native.issue(call, priority)
-            engine.push(finish, write=target_vars + out_vars, priority=priority, name=name + ":finish")
+            if needs_finish:
+                engine.push(finish, write=target_vars + out_vars, priority=priority, name=name + ":finish")
         return issue
 
     def _issue_bucket(self, prepared: tuple, priority: int) -> None:
@@ -597,8 +615,16 @@ def _allreduce_posts(comm, MPI, source, result, chunk_bytes: int) -> list:
     return [functools.partial(comm.Iallreduce, s, r, op=MPI.SUM) for s, r in zip(sources, results)]
 
 
-def _same_objects(a, b) -> bool:
-    return isinstance(a, (list, tuple)) and len(a) == len(b) and all(x is y for x, y in zip(a, b))
+def _memo_key(kind: str, keys, outs) -> tuple:
+    """What a remembered call is found by (a dict lookup with it raises TypeError for unhashable keys)."""
+    return kind, tuple(keys) if isinstance(keys, (list, tuple)) else ("one key", keys), outs is None
+
+
+def _as_list(values):
+    """A call's values (or outputs) as one flat list: a single array becomes [array]."""
+    if values is None or isinstance(values, list):
+        return values
+    return list(values) if isinstance(values, tuple) else [values]
 
 
 def _flat_arrays(values) -> bool:

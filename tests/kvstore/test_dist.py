@@ -90,9 +90,11 @@ def test_dist_sync_workers_match_single_process_sgd_on_summed_gradient(tmp_path,
 
 
 @needs_mpiexec
-def test_window_sizes_give_identical_results(tmp_path):
+@pytest.mark.parametrize("native", ["1", "0"])  # the native queue / the Python communication thread
+def test_window_sizes_give_identical_results(tmp_path, native):
     # small chunks: every push is many collectives, so window 3 really has 3 in flight
-    env = {"EMBER_KVSTORE_FUSION_THRESHOLD": "200", "EMBER_KVSTORE_CHUNK_BYTES": "4096"}
+    env = {"EMBER_KVSTORE_FUSION_THRESHOLD": "200", "EMBER_KVSTORE_CHUNK_BYTES": "4096",
+           "EMBER_KVSTORE_NATIVE": native}
     results = {}
     for window in (1, 3):
         out = tmp_path / f"w{window}"
@@ -165,8 +167,8 @@ def test_repeated_list_calls_with_the_same_arrays_give_current_sums(tmp_path, th
     ref = _worker_module()
     for r in range(workers):
         got = np.load(tmp_path / f"rank{r}.npz")
-        assert int(got["replays"]) == 6  # steps 1 and 2 replay push, pushpull(out=...) and pushpull()
-        for step in range(3):
+        assert int(got["replays"]) == 6  # steps 2 and 3 replay push, pushpull(out=...) and pushpull()
+        for step in range(4):
             for key in ref.SHAPES:
                 expected = sum(ref.gradient(key, w, step) for w in range(workers))
                 for name in ("push", "out", "inplace"):
