@@ -2,10 +2,10 @@
 devices, then allreduced over MPI (fused/chunked, see fusion.py), so every worker holds the same
 values after each push and runs the same updater on the same gradient.  Pulls are local copies.
 
-Two communication paths, each on a communicator of its own: unfused keys with one host value and
-no updater, and fused host buckets, go to the native queue (native_comm.py: a C thread posts the
-allreduces, no GIL); the rest (updater pushes of unfused keys, GPU staging, init, layout checks,
-barriers) runs on the Python communication thread (comm.py)."""
+Two communication paths, each on a communicator of its own: the allreduces of host pushes go to
+the native queue (native_comm.py: a C thread posts them, no GIL); GPU staging, init, layout checks
+and barriers run on the Python communication thread (comm.py), which also takes everything when the
+native queue cannot be used."""
 from __future__ import annotations
 
 import functools
