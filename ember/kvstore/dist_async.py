@@ -19,7 +19,7 @@ from ..base import FormatError
 from ..optimizer import state_file
 from . import arrays, jobdir, mpienv
 from .dist_sync import _DistBase, _raiser
-from .errors import KVStoreCommError, KVStoreError, KVStoreTimeoutError
+from .errors import KVStoreError, KVStoreTimeoutError
 from .keys import stable_hash
 from .local import Entry, _unique_vars
 
@@ -51,11 +51,11 @@ class DistAsyncKVStore(_DistBase):
                 msg = world.improbe(source=source, tag=mpienv.TAG_REPLY)
             except MPI.Exception as e:
                 mpienv.mark_failed()
-                raise KVStoreCommError(f"{what}: MPI error: {e.Get_error_string()}") from None
+                raise mpienv.mpi_failed(what, e.Get_error_string()) from None
             reason = jobdir.peer_failure()
             if reason is not None:
                 mpienv.mark_failed()
-                raise KVStoreCommError(f"{what}: another process of the job failed ({reason}); stopping")
+                raise mpienv.peer_failed(what, reason)
             if msg is not None:
                 reply = msg.recv()
                 if reply[0] == "error":

@@ -243,11 +243,11 @@ class DistSyncKVStore(_DistBase):
                 or (outs is not None and (not isinstance(outs, (list, tuple)) or len(outs) != len(keys)))):
             return None
         settings = self._settings
-        alone_from = min(settings.fusion_threshold, settings.fusion_key_limit)
         entries = []
         for i, (k, v) in enumerate(zip(keys, values)):
             entry = self._lone_key(k, v, None if outs is None else outs[i])
-            if entry is None or (settings.fusion_threshold > 0 and entry.data.nbytes < alone_from):
+            if entry is None or not fusion.goes_alone(entry.data.nbytes, settings.fusion_threshold,
+                                                      settings.fusion_key_limit):
                 return None
             entries.append(entry)
         if len({e.key for e in entries}) != len(entries):
@@ -354,22 +354,16 @@ class DistSyncKVStore(_DistBase):
 
         def op(done):
             try:
-                v = value._data
+                buffers = _direct_buffers(store, value._data, None if out is None else out._data)
                 land = None  # where the store copies the result from, after the allreduce
-                if out is None:
-                    if type(v) is np.ndarray and v.flags.c_contiguous:
-                        result, source = store.reshape(-1), v.reshape(-1)
-                    else:
-                        arrays.copy_into(store, v)
-                        result, source = store.reshape(-1), None
-                else:
-                    o = out._data
-                    if (_plain_host(v) and _plain_host(o) and o.dtype == store.dtype
-                            and (o is v or not np.may_share_memory(o, v))):
-                        result, source, land = o.reshape(-1), (None if o is v else v.reshape(-1)), o
-                    else:  # strided, aliased or converting output: reduce in the store, copy out
-                        arrays.copy_into(store, v)
-                        result, source = store.reshape(-1), None
+                if buffers is not None:
+                    send, recv = buffers
+                    result, source = recv.reshape(-1), None if send is None else send.reshape(-1)
+                    if out is not None:
+                        land = recv
+                else:  # strided value, or strided, aliased or converting output: reduce in the store
+                    arrays.copy_into(store, value._data)
+                    result, source = store.reshape(-1), None
             except BaseException as e:
                 self._comm.submit(seq, _raiser(e), done)
                 return
@@ -384,11 +378,7 @@ class DistSyncKVStore(_DistBase):
                     arrays.copy_into(out._data, store)
             self._comm.submit(seq, Nonblocking(start, finish, _What(verb, [entry.key])), done)
 
-        if out is None:
-            reads, writes = [value.var], [entry.var]
-        else:
-            reads = [value.var] if value.var is not out.var else []
-            writes = [out.var, entry.var]
+        reads, writes = _direct_vars(entry, value, out)
         self._push_op(seq, op, read=reads, write=writes, priority=priority,
                       name=f"kvstore_{verb}[{entry.key!r}]")
 
@@ -405,28 +395,19 @@ class DistSyncKVStore(_DistBase):
             self._native.issue(call, COMM_PRIORITY + priority)
             return True
         v = value._data
-        if not (_plain_host(store) and _plain_host(v) and v.dtype == store.dtype and self._native.serves(v.dtype)):
+        buffers = _direct_buffers(store, v, None if out is None else out._data)
+        if (buffers is None or not _plain_host(store) or v.dtype != store.dtype
+                or not self._native.serves(v.dtype)):
             return False
-        if out is None:  # push: MPI reads the value, the sum lands in the store
-            send, recv, copy_to = v, store, None
-            reads, writes, keep = [value.var], [entry.var], (value, store)
-        else:
-            o = out._data
-            if not (_plain_host(o) and o.dtype == store.dtype and (o is v or not np.may_share_memory(o, v))):
-                return False
-            send, recv, copy_to = (None if o is v else v), o, store
-            reads = [value.var] if value.var is not out.var else []
-            writes, keep = [out.var, entry.var], (value, out, store)
+        send, recv = buffers
+        # push: the sum lands in the store; pushpull: in the output, then the store copies it
+        copy_to, keep = (None, (value, store)) if out is None else (store, (value, out, store))
+        reads, writes = _direct_vars(entry, value, out)
         verb = "push" if out is None else "pushpull"
         call = self._native.prepare(send, recv, copy_to, reads, writes, f"kvstore_{verb}[{entry.key!r}]", keep)
         self._native_calls.offer(entry.key, (value, out, store), call)
         self._native.issue(call, COMM_PRIORITY + priority)
         return True
-
-    def _push_bucket(self, bucket: fusion.Bucket, priority: int, outs=None) -> None:
-        """One allreduce op for a bucket; with `outs` (a list of outputs per key, host store, no
-        updater) the op also copies each key's result into its outputs once the allreduce is done."""
-        self._issue_bucket(self._prepare_bucket(bucket, outs), priority)
 
     def _prepare_bucket(self, bucket: fusion.Bucket, outs=None) -> tuple:
         """Everything about a bucket's push that does not change between identical calls:
@@ -462,65 +443,15 @@ class DistSyncKVStore(_DistBase):
                 len(vals) == 1 and _plain_host(vals[0]._data) and vals[0]._data.dtype == bucket.dtype
                 for _, vals in bucket.items):
             packed = [vals[0]._data.reshape(-1) for _, vals in bucket.items]
-
-        def op(seq, done):
-            try:
-                source = None
-                if packed is not None:
-                    np.concatenate(packed, out=flat[:bucket.size])
-                elif on_gpu:
-                    for (entry, vals), off in zip(bucket.items, bucket.offsets):
-                        n = math.prod(entry.shape)
-                        arrays.sum_into(flat[off:off + n].reshape(entry.shape), [v._data for v in vals])
-                elif flat is None and len(bucket.items[0][1]) == 1 and _plain_host(bucket.items[0][1][0]._data):
-                    # one value of an unfused key: MPI reads it directly, no copy into the store first
-                    source = bucket.items[0][1][0]._data.reshape(-1)
-                else:
-                    for (entry, vals), (_, target, _) in zip(bucket.items, targets):
-                        arrays.sum_into(target, [v._data for v in vals])
-                if mark is not None:
-                    flat[-1] = mark
-                result = flat if flat is not None else targets[0][1].reshape(-1)
-            except BaseException as e:
-                self._comm.submit(seq, _raiser(e), done)
-                return
-            self._comm.submit(seq, self._allreduce(source, result, on_gpu, bucket, targets, mark, what, outs),
-                              done)
-
-        values_read = _unique_vars([v for _, vals in bucket.items for v in vals])
-        target_vars = [t[2] for t in targets]
-        out_vars = _unique_vars([o for os_ in outs for o in os_]) if outs is not None else []
-        written = {id(v) for v in target_vars + out_vars}
-        reads = [v for v in values_read if id(v) not in written]  # pulled back into a pushed value
-        name = f"kvstore_allreduce{describe(keys, 3)}"
-        if (self._native is not None and not on_gpu and self._native.serves(bucket.dtype)
-                and (flat is not None or _plain_host(targets[0][1]))):
-            issue = self._native_bucket(flat, packed, bucket, targets, mark, what, outs, values_read, out_vars, name)
-        else:
-            def issue(priority):
-                seq = self._comm.reserve()
-                self._push_op(seq, functools.partial(op, seq), read=reads, write=target_vars + out_vars,
-                              priority=priority, name=name)
-        return homes, issue, use_updater, bucket.items
-
-    def _native_bucket(self, flat, packed, bucket, targets, mark, what, outs, values_read, out_vars, name):
-        """A host bucket on the native queue: a pack op (the values summed or copied into the fusion
-        buffer, or into an unfused key's target), the allreduce of that buffer in place, then an op
-        that checks the layout fingerprint and copies the outputs.  An unfused key with one plain
-        value needs neither pack nor (without outputs) finish: the allreduce reads the value.
-        Returns the function of the priority that pushes the ops."""
-        target_vars = [t[2] for t in targets]
+        # One plain value of an unfused host key: MPI reads it directly, no copy into the store first.
         vals = bucket.items[0][1]
-        if flat is None and len(vals) == 1 and _plain_host(vals[0]._data) and vals[0]._data.dtype == bucket.dtype:
-            source = vals[0]._data  # (an unfused key has no fingerprint)
-            call = self._native.prepare(source, targets[0][1], None, values_read, target_vars, name,
-                                        (vals[0], targets[0][1]))
-        else:
-            source = None
-            buffer = flat if flat is not None else targets[0][1]
-            call = self._native.prepare(None, buffer, None, [], target_vars, name, (buffer,))
+        source = None
+        if flat is None and not on_gpu and len(vals) == 1 and _plain_host(vals[0]._data) \
+                and vals[0]._data.dtype == bucket.dtype:
+            source = vals[0]._data
 
-        def pack():
+        def fill_host():
+            """Sum (or copy) the values into the host targets, then write the fingerprint."""
             if packed is not None:
                 np.concatenate(packed, out=flat[:bucket.size])
             else:
@@ -529,6 +460,57 @@ class DistSyncKVStore(_DistBase):
             if mark is not None:
                 flat[-1] = mark
 
+        values_read = _unique_vars([v for _, vals in bucket.items for v in vals])
+        target_vars = [t[2] for t in targets]
+        out_vars = _unique_vars([o for os_ in outs for o in os_]) if outs is not None else []
+        name = f"kvstore_allreduce{describe(keys, 3)}"
+        if (self._native is not None and not on_gpu and self._native.serves(bucket.dtype)
+                and (flat is not None or _plain_host(targets[0][1]))):
+            issue = self._native_bucket(flat, fill_host, source, bucket, targets, mark, what, outs, values_read,
+                                        out_vars, name)
+            return homes, issue, use_updater, bucket.items
+
+        def op(seq, done):
+            try:
+                if on_gpu:
+                    for (entry, key_vals), off in zip(bucket.items, bucket.offsets):
+                        n = math.prod(entry.shape)
+                        arrays.sum_into(flat[off:off + n].reshape(entry.shape), [v._data for v in key_vals])
+                    flat[-1] = mark
+                elif source is None:
+                    fill_host()
+                result = flat if flat is not None else targets[0][1].reshape(-1)
+            except BaseException as e:
+                self._comm.submit(seq, _raiser(e), done)
+                return
+            flat_source = None if source is None else source.reshape(-1)
+            self._comm.submit(seq, self._allreduce(flat_source, result, on_gpu, bucket, targets, mark, what, outs),
+                              done)
+
+        written = {id(v) for v in target_vars + out_vars}
+        reads = [v for v in values_read if id(v) not in written]  # pulled back into a pushed value
+
+        def issue(priority):
+            seq = self._comm.reserve()
+            self._push_op(seq, functools.partial(op, seq), read=reads, write=target_vars + out_vars,
+                          priority=priority, name=name)
+        return homes, issue, use_updater, bucket.items
+
+    def _native_bucket(self, flat, fill_host, source, bucket, targets, mark, what, outs, values_read, out_vars,
+                       name):
+        """A host bucket on the native queue: `fill_host` as an op (the values summed or copied into
+        the fusion buffer, or into an unfused key's target), the allreduce of that buffer in place,
+        then an op that checks the layout fingerprint and copies the outputs.  With `source` (one
+        plain value of an unfused key) the allreduce reads the value: no fill, and no finish
+        without outputs.  Returns the function of the priority that pushes the ops."""
+        target_vars = [t[2] for t in targets]
+        if source is not None:  # (an unfused key has no fingerprint)
+            call = self._native.prepare(source, targets[0][1], None, values_read, target_vars, name,
+                                        (bucket.items[0][1][0], targets[0][1]))
+        else:
+            buffer = flat if flat is not None else targets[0][1]
+            call = self._native.prepare(None, buffer, None, [], target_vars, name, (buffer,))
+
         def finish():
             self._finish_bucket(flat, mark, what, False, bucket, targets, outs)
         needs_finish = mark is not None or outs is not None
@@ -536,7 +518,7 @@ class DistSyncKVStore(_DistBase):
         def issue(priority):
             priority += COMM_PRIORITY
             if source is None:
-                engine.push(pack, read=values_read, write=target_vars, priority=priority, name=name + ":pack")
+                engine.push(fill_host, read=values_read, write=target_vars, priority=priority, name=name + ":pack")
             self._native.issue(call, priority)
             if needs_finish:
                 engine.push(finish, write=target_vars + out_vars, priority=priority, name=name + ":finish")
@@ -584,11 +566,6 @@ class DistSyncKVStore(_DistBase):
                 n = math.prod(entry.shape)
                 arrays.copy_into(target, flat[off:off + n].reshape(entry.shape))
         if outs is not None:
-            if not staged and all(type(o._data) is np.ndarray for key_outs in outs for o in key_outs):
-                for (_, target, _), key_outs in zip(targets, outs):  # host arrays: no device checks per key
-                    for o in key_outs:
-                        np.copyto(o._data, target)
-                return
             for (_, target, _), key_outs in zip(targets, outs):
                 for o in key_outs:
                     arrays.copy_into(o._data, target)
@@ -613,6 +590,25 @@ def _allreduce_posts(comm, MPI, source, result, chunk_bytes: int) -> list:
     results = fusion.chunks(result, chunk_bytes)
     sources = fusion.chunks(source, chunk_bytes) if source is not None else [MPI.IN_PLACE] * len(results)
     return [functools.partial(comm.Iallreduce, s, r, op=MPI.SUM) for s, r in zip(sources, results)]
+
+
+def _direct_buffers(store, v, o):
+    """(send, recv) of a direct call's allreduce when no copy is needed first, else None.
+
+    Push (`o` None): the value is sent, the store receives.  Pushpull: into the output, in place
+    (send None) when it is the value; not for a strided, aliased or dtype-converting output."""
+    if o is None:
+        return (v, store) if _plain_host(v) else None
+    if _plain_host(v) and _plain_host(o) and o.dtype == store.dtype and (o is v or not np.may_share_memory(o, v)):
+        return (None if o is v else v), o
+    return None
+
+
+def _direct_vars(entry: Entry, value, out):
+    """(reads, writes) of a direct call's op: pushpull writes its output, read too when it is not the value."""
+    if out is None:
+        return [value.var], [entry.var]
+    return ([value.var] if value.var is not out.var else []), [out.var, entry.var]
 
 
 def _memo_key(kind: str, keys, outs) -> tuple:

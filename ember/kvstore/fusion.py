@@ -39,13 +39,12 @@ def plan(items: Sequence[Tuple[Any, Any]], threshold: int, key_limit: Optional[i
     """Split (entry, values) pairs into buckets: entries under `threshold` bytes (and under
     `key_limit` bytes, when given) share buckets of at most `threshold` bytes (one open bucket per
     dtype); larger ones go alone, unfused, and so does a small one that ends up alone in its bucket."""
-    alone_from = threshold if key_limit is None else min(threshold, key_limit)
     buckets: List[Bucket] = []
     open_by_dtype = {}
     for entry, values in items:
         dtype = entry.dtype
         nbytes = math.prod(entry.shape) * dtype.itemsize
-        if threshold <= 0 or nbytes >= alone_from:
+        if goes_alone(nbytes, threshold, key_limit):
             alone = Bucket(dtype, fused=False)
             alone.add(entry, values)
             buckets.append(alone)
@@ -63,6 +62,11 @@ def plan(items: Sequence[Tuple[Any, Any]], threshold: int, key_limit: Optional[i
         if len(bucket.items) == 1:
             bucket.fused = False
     return buckets
+
+
+def goes_alone(nbytes: int, threshold: int, key_limit: Optional[int] = None) -> bool:
+    """Whether a key of `nbytes` is reduced alone, never fused, whatever else is in its call."""
+    return threshold <= 0 or nbytes >= threshold or (key_limit is not None and nbytes >= key_limit)
 
 
 def chunks(flat: np.ndarray, chunk_bytes: int) -> List[np.ndarray]:

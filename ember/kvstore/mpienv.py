@@ -182,6 +182,22 @@ def with_timeout(fn, timeout: float, what: str):
 _yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 
 
+def peer_failed(what: str, reason: str) -> KVStoreCommError:
+    """The error of a wait that found another process of the job dead (its job-directory notice)."""
+    return KVStoreCommError(f"{what}: another process of the job failed ({reason}); stopping")
+
+
+def no_progress(what: str, timeout: float) -> KVStoreTimeoutError:
+    """The error of a wait that saw no progress for `timeout` seconds."""
+    return KVStoreTimeoutError(f"{what}: no progress for {timeout:g}s (EMBER_KVSTORE_TIMEOUT); "
+                               f"another worker or server probably died or stopped calling the kvstore")
+
+
+def mpi_failed(what: str, message: str) -> KVStoreCommError:
+    """The error of an MPI call that returned an error code."""
+    return KVStoreCommError(f"{what}: MPI error: {message}")
+
+
 def poll(MPI, reqs, timeout: float, what: str) -> None:
     """Wait for MPI requests without holding the GIL for long; raise after `timeout` s of waiting."""
     start = time.monotonic()
@@ -192,7 +208,7 @@ def poll(MPI, reqs, timeout: float, what: str) -> None:
             reason = jobdir.peer_failure()
             if reason is not None:
                 mark_failed()
-                raise KVStoreCommError(f"{what}: another process of the job failed ({reason}); stopping")
+                raise peer_failed(what, reason)
             spins += 1
             # MPICH advances nonblocking collectives only inside MPI calls, so keep testing
             # (yielding the GIL between tests) for a while before backing off to short sleeps.
@@ -201,13 +217,11 @@ def poll(MPI, reqs, timeout: float, what: str) -> None:
             else:
                 if time.monotonic() > deadline:
                     mark_failed()
-                    raise KVStoreTimeoutError(
-                        f"{what}: no progress for {timeout:g}s (EMBER_KVSTORE_TIMEOUT); "
-                        f"another worker or server probably died or stopped calling the kvstore")
+                    raise no_progress(what, timeout)
                 time.sleep(min(1e-3, 1e-6 * (spins >> 6)))
     except MPI.Exception as e:
         mark_failed()
-        raise KVStoreCommError(f"{what}: MPI error: {e.Get_error_string()}") from None
+        raise mpi_failed(what, e.Get_error_string()) from None
 
 
 def get() -> MPIEnv:

@@ -27,7 +27,7 @@ import numpy as np
 from .. import engine
 from ..engine._native import ffi, lib
 from . import jobdir, mpienv
-from .errors import KVStoreCommError, KVStoreError, KVStoreTimeoutError
+from .errors import KVStoreCommError, KVStoreError
 
 CHECK_EVERY = 0.2  # seconds between looks for a failed peer while a request is pending
 _live = set()  # callback handles of the queues not destroyed yet
@@ -197,12 +197,11 @@ class NativeAllreduce:
             reason = jobdir.peer_failure()
             if reason is None:
                 return 0
-            exc = KVStoreCommError(f"{what}: another process of the job failed ({reason}); stopping")
+            exc = mpienv.peer_failed(what, reason)
         elif why == lib.EMBER_COLL_TIMEOUT:
-            exc = KVStoreTimeoutError(f"{what}: no progress for {self._timeout:g}s (EMBER_KVSTORE_TIMEOUT); "
-                                      f"another worker or server probably died or stopped calling the kvstore")
+            exc = mpienv.no_progress(what, self._timeout)
         elif why == lib.EMBER_COLL_MPI_ERROR:
-            exc = KVStoreCommError(f"{what}: MPI error: {self._MPI.Get_error_string(code)}")
+            exc = mpienv.mpi_failed(what, self._MPI.Get_error_string(code))
         elif why == lib.EMBER_COLL_INPUT_FAILED:
             mpienv.mark_failed()
             self._failure = self._failure or (f"the value pushed in the {what} failed on this worker, so its "
