@@ -64,6 +64,11 @@ typedef struct equeue {
     ember_opr **heap;
     int size, cap;
     int nthreads, running, stop, idle;
+    /* A stop that could not drain detaches its workers; a later start makes a new generation, and
+     * the detached ones leave as soon as their op returns. alive counts both, so destroy can wait
+     * until no thread touches the queue. */
+    int generation, alive;
+    pthread_cond_t gone;
     atomic_int hint;  /* == size, readable without the lock (spinning workers) */
     atomic_int stale; /* keys of queued ops changed (critical-path policy): rebuild before the next pop */
     pthread_t *threads;
@@ -561,17 +566,21 @@ static void *worker_main(void *arg) {
     equeue *q = arg;
     ember_engine *e = q->eng;
     tl_worker = atomic_fetch_add(&e->next_worker, 1);
+    pthread_mutex_lock(&q->mu);
+    int generation = q->generation;
+    pthread_mutex_unlock(&q->mu);
     for (;;) {
         /* Spin a little (yielding) before sleeping: a futex wake per op costs more than the op. */
         for (int spin = 0; spin < SPIN_YIELDS && atomic_load_explicit(&q->hint, memory_order_relaxed) == 0; spin++)
             sched_yield();
         pthread_mutex_lock(&q->mu);
-        while (q->size == 0 && !q->stop) {
+        while (q->size == 0 && !q->stop && q->generation == generation) {
             q->idle++;
             pthread_cond_wait(&q->cv, &q->mu);
             q->idle--;
         }
-        if (q->size == 0) {
+        if (q->size == 0 || q->generation != generation) {
+            if (--q->alive == 0) pthread_cond_broadcast(&q->gone);
             pthread_mutex_unlock(&q->mu);
             break;
         }
@@ -598,6 +607,9 @@ static void queue_start(equeue *q) {
     pthread_mutex_lock(&q->mu);
     q->stop = 0;
     q->running = q->nthreads;
+    q->generation++;
+    q->alive += q->nthreads;
+    pthread_cond_broadcast(&q->cv); /* detached workers of the last generation leave */
     pthread_mutex_unlock(&q->mu);
     for (int i = 0; i < q->nthreads; i++) pthread_create(&q->threads[i], NULL, worker_main, q);
 }
@@ -612,6 +624,10 @@ static void queue_stop(equeue *q, int join) {
         if (join) pthread_join(q->threads[i], NULL);
         else pthread_detach(q->threads[i]);
     }
+    if (!join) return;
+    pthread_mutex_lock(&q->mu); /* workers detached by an earlier stop may still be leaving */
+    while (q->alive > 0) pthread_cond_wait(&q->gone, &q->mu);
+    pthread_mutex_unlock(&q->mu);
 }
 
 int ember_queue_add(ember_engine *e, int nthreads) {
@@ -620,6 +636,7 @@ int ember_queue_add(ember_engine *e, int nthreads) {
     if (!q) abort();
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->cv, NULL);
+    pthread_cond_init(&q->gone, NULL);
     q->nthreads = nthreads < 1 ? 1 : nthreads;
     q->threads = calloc((size_t)q->nthreads, sizeof(pthread_t));
     q->eng = e;
@@ -869,6 +886,7 @@ void ember_engine_destroy(ember_engine *e) {
         equeue *q = e->queues[i];
         pthread_mutex_destroy(&q->mu);
         pthread_cond_destroy(&q->cv);
+        pthread_cond_destroy(&q->gone);
         free(q->heap);
         free(q->threads);
         free(q);
