@@ -1,7 +1,7 @@
 """ember's dependency engine (native C core, called through cffi).
 
     Var(name=None)                        an engine variable (any resource); .wait(), .delete()
-    push(fn, read, write, priority=0, device=None, name=None, prop='normal', inline=False)
+    push(fn, read, write, priority=0, device=None, name=None, prop='normal', inline=False, on_error=False)
     push_native(c_fn, ctx, read, write, ...)   a C kernel, run without the GIL
     run_if_idle(fn, name, writes_on_error)      run a tiny op now if nothing is pending
     wait(var), wait_all(timeout=None)

@@ -82,6 +82,7 @@ _cast = ffi.cast
 _trampoline = None  # set below, after the callback is defined
 _RUN_IN_CALLER = lib.EMBER_RUN_IN_CALLER
 _FLAG_CALLER = lib.EMBER_FLAG_CALLER
+_FLAG_ON_ERROR = lib.EMBER_FLAG_ON_ERROR
 _SKIPPED = lib.EMBER_SKIPPED
 _PENDING = lib.EMBER_PENDING
 _REQUEUE = lib.EMBER_REQUEUE
@@ -158,6 +159,12 @@ class _Done:
             raise EngineError(f"completion of async op '{self._name}' called twice")
         lib.ember_complete(op, _errors.register(exc, self._name) if exc is not None else 0)
 
+    @property
+    def input_failed(self) -> bool:
+        """Whether the op runs although an input failed or the engine cancelled it (only ops
+        pushed with on_error=True run then); it ends with that error whatever done() is given."""
+        return self._op is not None and bool(lib.ember_op_input_failed(self._op))
+
 
 def _run(fn, prop, name, op):
     """Run a Python op body; returns 0, an error id, or EMBER_PENDING (async)."""
@@ -229,14 +236,18 @@ def _handles(vars_: Iterable[Var], what: str):
 
 
 def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), priority: int = 0,
-         device=None, name: Optional[str] = None, prop: str = "normal", inline: bool = False) -> None:
+         device=None, name: Optional[str] = None, prop: str = "normal", inline: bool = False,
+         on_error: bool = False) -> None:
     """Schedule `fn` after the ops it depends on through `read` and `write`.
 
     fn() runs on a worker of the device's queue (or, with inline=True, in this
     thread when everything it needs is ready now).  prop='async': fn(done) is
     called and must call done() or done(exc) later, from any thread.
     prop='copy' runs on the copy queue.  An exception raised by fn is recorded
-    on every var in `write` and re-raised by wait()/wait_all().
+    on every var in `write` and re-raised by wait()/wait_all().  An op whose input
+    failed is skipped (its writes inherit the error), unless on_error=True (async
+    ops only): then it still runs, `done.input_failed` is true, and it must still
+    call done(), e.g. to release an ordered resource that later ops wait for.
     """
     bulk = getattr(_tls, "bulk", None)
     if inline and bulk is None and prop == "normal" and _inline_begin(_E):
@@ -244,12 +255,15 @@ def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), prio
         return
     if prop not in PROPS:
         raise ValueError(f"push: prop must be one of {sorted(PROPS)}, got {prop!r}")
+    if on_error and prop != "async":
+        raise ValueError(f"push: on_error=True needs prop='async' (the op learns of the failure "
+                         f"through done.input_failed), got prop={prop!r}")
     if bulk is not None and prop == "normal" and priority == 0:
         bulk.add(fn, read, write, name)
         return
     if bulk is not None:
         bulk.flush()
-    _push_now(fn, read, write, priority, device, name, prop, inline)
+    _push_now(fn, read, write, priority, device, name, prop, inline, _FLAG_ON_ERROR if on_error else 0)
 
 
 def _run_idle_inline(fn, read, write, name):
@@ -364,7 +378,7 @@ def _run_here_slot():
         return run_here
 
 
-def _push_now(fn, read, write, priority, device, name, prop, inline):
+def _push_now(fn, read, write, priority, device, name, prop, inline, flags=0):
     reads, writes = op_handles(read, write)
     hid = next(_op_ids)
     _pyops[hid] = (fn, prop, name)
@@ -375,7 +389,7 @@ def _push_now(fn, read, write, priority, device, name, prop, inline):
                queue, priority, PROPS[prop], cname,
                # an async op ready at push starts in this thread anyway: run it here, without
                # the C-to-Python callback the engine would otherwise make
-               _FLAG_CALLER if inline or prop == "async" else 0, run_here)
+               (_FLAG_CALLER if inline or prop == "async" else 0) | flags, run_here)
     if rc == _RUN_IN_CALLER:
         del _pyops[hid]
         op = run_here[0]

@@ -168,8 +168,8 @@ class DistAsyncKVStore(_DistBase):
                     return
                 self._comm.submit(seq, lambda: self._send(server, ("push", entry.key, total),
                                                           f"kvstore push of {entry.key!r}"), done)
-            self._push_op(seq, op, read=_unique_vars(vals), write=[entry.var], priority=priority,
-                          name=f"kvstore_push_async[{entry.key!r}]")
+            self._push_op(seq, op, f"kvstore push of {entry.key!r}", read=_unique_vars(vals), write=[entry.var],
+                          priority=priority, name=f"kvstore_push_async[{entry.key!r}]")
 
     def _pull_entries(self, checked, priority: int) -> None:
         for entry, outs in checked:
@@ -184,5 +184,14 @@ class DistAsyncKVStore(_DistBase):
                     for o in outs:
                         arrays.copy_into(o._data, reply[2].reshape(entry.shape))
                 self._comm.submit(seq, task, done)
-            self._push_op(seq, op, read=[entry.var], write=_unique_vars(outs), priority=priority,
-                          name=f"kvstore_pull_async[{entry.key!r}]")
+            self._push_op(seq, op, f"kvstore pull of {entry.key!r}", read=[entry.var], write=_unique_vars(outs),
+                          priority=priority, name=f"kvstore_pull_async[{entry.key!r}]")
+
+    def _input_failed(self, seq: int, what, done) -> None:
+        """A push or pull whose input failed is skipped (its outputs keep that error); with no
+        collectives to match, the store goes on and the key's next push clears the error."""
+        self._comm.submit(seq, _nothing, lambda exc: done())
+
+
+def _nothing() -> None:
+    """The communication task of a skipped call: its slot is used, nothing is sent."""

@@ -58,19 +58,32 @@ class _DistBase(KVStore):
     def num_workers(self) -> int:
         return self._workers.Get_size()
 
-    def _push_op(self, seq: int, op, priority: int = 0, **kwargs) -> None:
-        """engine.push an async op that owns communication slot `seq`; if the engine refuses it, the
-        slot is failed so later communication does not wait for it forever.
+    def _push_op(self, seq: int, op, what, priority: int = 0, **kwargs) -> None:
+        """engine.push an async op that owns communication slot `seq` (`what` names it in errors);
+        if the engine refuses it, the slot is failed so later communication does not wait for it
+        forever.  The op runs even when one of its inputs failed (on_error): then the slot goes to
+        `_input_failed` instead of `op`, for the same reason.
 
         Communication ops only copy and post requests, so they are lifted above every compute op
         (as MXNet runs kvstore ops on its prioritized queue): a finished gradient starts its
         transfer at once instead of queueing behind the rest of backward.  Their order among
         themselves still follows the caller's priorities."""
+        def body(done):
+            if done.input_failed:
+                self._input_failed(seq, what, done)
+            else:
+                op(done)
         try:
-            engine.push(op, prop="async", priority=COMM_PRIORITY + priority, **kwargs)
+            engine.push(body, prop="async", priority=COMM_PRIORITY + priority, on_error=True, **kwargs)
         except BaseException as e:
             self._comm.submit(seq, _raiser(e), lambda exc: None)
             raise
+
+    def _input_failed(self, seq: int, what, done) -> None:
+        """Slot `seq`'s op runs with a failed input (its outputs keep that error).  This rank's
+        collectives can no longer match the other workers', so communication stops: later calls
+        fail at once and the peers get the failure notice, as on the native queue."""
+        self._comm.submit(seq, _raiser(mpienv.input_failed(str(what))), lambda exc: done())
 
     def close(self) -> None:
         """Finish this store's communication, then release its communication thread and its MPI
@@ -177,8 +190,8 @@ class DistSyncKVStore(_DistBase):
                     if h is not data:
                         arrays.copy_into(data, h)
             self._comm.submit(seq, bcast, done)
-        self._push_op(seq, op, read=_unique_vars([s for _, s in entries]), write=[e.var for e, _ in entries],
-                      name="kvstore_init_bcast")
+        self._push_op(seq, op, _What("init", [e.key for e, _ in entries]), read=_unique_vars([s for _, s in entries]),
+                      write=[e.var for e, _ in entries], name="kvstore_init_bcast")
 
     # ----------------------------------------------------------------- push
     def _check_summable(self, checked) -> None:
@@ -379,7 +392,7 @@ class DistSyncKVStore(_DistBase):
             self._comm.submit(seq, Nonblocking(start, finish, _What(verb, [entry.key])), done)
 
         reads, writes = _direct_vars(entry, value, out)
-        self._push_op(seq, op, read=reads, write=writes, priority=priority,
+        self._push_op(seq, op, _What(verb, [entry.key]), read=reads, write=writes, priority=priority,
                       name=f"kvstore_{verb}[{entry.key!r}]")
 
     def _direct_native(self, entry: Entry, value, out, priority: int) -> bool:
@@ -492,7 +505,7 @@ class DistSyncKVStore(_DistBase):
 
         def issue(priority):
             seq = self._comm.reserve()
-            self._push_op(seq, functools.partial(op, seq), read=reads, write=target_vars + out_vars,
+            self._push_op(seq, functools.partial(op, seq), what, read=reads, write=target_vars + out_vars,
                           priority=priority, name=name)
         return homes, issue, use_updater, bucket.items
 
@@ -580,7 +593,8 @@ class _What:
         self.verb, self.keys = verb, keys
 
     def __str__(self) -> str:
-        return f"kvstore {self.verb} of {describe(self.keys)}"
+        # the native queue's form (native_comm._what), so both paths' errors read alike
+        return f"kvstore {self.verb} of key{'s' if len(self.keys) > 1 else ''} {describe(self.keys)[1:-1]}"
 
 
 def _allreduce_posts(comm, MPI, source, result, chunk_bytes: int) -> list:

@@ -198,6 +198,12 @@ def mpi_failed(what: str, message: str) -> KVStoreCommError:
     return KVStoreCommError(f"{what}: MPI error: {message}")
 
 
+def input_failed(what: str) -> KVStoreCommError:
+    """The failure of a collective call whose value failed on this worker (it cannot take part)."""
+    return KVStoreCommError(f"the value pushed in the {what} failed on this worker, so its allreduces "
+                            f"can no longer match the other workers'")
+
+
 def poll(MPI, reqs, timeout: float, what: str) -> None:
     """Wait for MPI requests without holding the GIL for long; raise after `timeout` s of waiting."""
     start = time.monotonic()

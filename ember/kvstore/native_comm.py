@@ -204,8 +204,7 @@ class NativeAllreduce:
             exc = mpienv.mpi_failed(what, self._MPI.Get_error_string(code))
         elif why == lib.EMBER_COLL_INPUT_FAILED:
             mpienv.mark_failed()
-            self._failure = self._failure or (f"the value pushed in the {what} failed on this worker, so its "
-                                              f"allreduces can no longer match the other workers'")
+            self._failure = self._failure or str(mpienv.input_failed(what))
             return 0
         else:
             exc = KVStoreCommError(f"{what}: kvstore communication stopped after an earlier failure"

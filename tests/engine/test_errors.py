@@ -110,6 +110,35 @@ def test_async_done_twice_is_an_error():
         box[0]()
 
 
+@pytest.mark.parametrize("engine_type", ["ThreadedEngine", "NaiveEngine"])
+def test_on_error_async_op_runs_after_a_failed_input_and_keeps_its_error(engine_type):
+    previous = engine.engine_type()
+    engine.set_engine_type(engine_type)
+    try:
+        a, b, c, d = engine.Var(), engine.Var(), engine.Var(), engine.Var()
+        seen = []
+
+        def release(done):  # e.g. frees an ordered slot that later ops wait for
+            seen.append(done.input_failed)
+            done()
+        engine.push(fail(CustomError("gradient failed")), write=[a], name="root")
+        engine.push(release, read=[a], write=[b], prop="async", on_error=True, name="release")
+        engine.push(lambda done: seen.append("plain ran"), read=[a], write=[c], prop="async")
+        engine.push(release, read=[c], write=[d], prop="async", on_error=True, name="release_inherited")
+        with pytest.raises(CustomError, match="gradient failed"):
+            b.wait()  # done() with no error still leaves the input's error on the output
+        with pytest.raises(CustomError):
+            d.wait()  # the plain async op was skipped; the error passed through c to d
+        assert seen == [True, True]
+        with pytest.raises(CustomError):
+            engine.wait_all()
+        engine.push(release, write=[a], prop="async", on_error=True)
+        a.wait()
+        assert seen[-1] is False
+    finally:
+        engine.set_engine_type(previous)
+
+
 def test_error_in_bulk_fails_the_group_only():
     v, w = engine.Var(), engine.Var()
     with engine.bulk(4):
@@ -129,6 +158,8 @@ def test_bad_arguments_are_clear_errors():
         engine.push(lambda: None, write=[object()])
     with pytest.raises(ValueError, match="prop"):
         engine.push(lambda: None, write=[v], prop="weird")
+    with pytest.raises(ValueError, match="on_error=True needs prop='async'"):
+        engine.push(lambda: None, write=[v], on_error=True)
     with pytest.raises(ValueError, match="policy"):
         engine.set_policy("random_walk")
     with pytest.raises(ValueError, match="engine type"):

@@ -83,11 +83,26 @@ def run_async(nd, kv, rank, steps, out_dir):
         import _dist_worker  # by module name, so the servers can unpickle it (PYTHONPATH has this dir)
         kv.set_updater(_dist_worker.async_sgd)
     w = nd.zeros((10,))
+    fail_step = int(os.environ.get("KV_TEST_FAIL_STEP", "-1")) if rank == 1 else -1
     for step in range(steps):
         kv.pull("w", out=w)
         wv = w.asnumpy()
-        grad = X.T @ (X @ wv - y) / len(X) / kv.num_workers
-        kv.push("w", nd.array(grad))
+        grad = nd.array(X.T @ (X @ wv - y) / len(X) / kv.num_workers)
+        if step == fail_step:
+            # A gradient that failed: its push is skipped and the pull after it raises its error;
+            # a fresh push clears the key and training goes on (no hang, nothing else lost).
+            def broken():
+                raise ValueError("the gradient of 'w' could not be computed")
+            engine.push(broken, write=[grad.var], name="broken_gradient")
+            kv.push("w", grad)
+            kv.pull("w", out=w)
+            try:
+                w.asnumpy()
+            except ValueError as e:
+                with open(os.path.join(out_dir, "async_failed.txt"), "w") as f:
+                    f.write(f"{type(e).__name__}: {e}")
+            grad = nd.zeros((10,))
+        kv.push("w", grad)
     kv.pull("w", out=w)
     final = w.asnumpy()
     if os.environ.get("KV_TEST_OPTIMIZER") == "1":  # optimizer states live on the servers

@@ -177,9 +177,11 @@ def test_repeated_list_calls_with_the_same_arrays_give_current_sums(tmp_path, th
 
 
 @needs_mpiexec
-def test_a_failed_value_fails_its_push_and_later_ones_without_hanging(tmp_path):
+@pytest.mark.parametrize("native", ["1", "0"], ids=["native_queue", "python_thread"])
+def test_a_failed_value_fails_its_push_and_later_ones_without_hanging(tmp_path, native):
     started = time.monotonic()
-    rc, out = run_job(tmp_path, 2, "bad_value", env={"EMBER_KVSTORE_TIMEOUT": "60"}, limit=90)
+    rc, out = run_job(tmp_path, 2, "bad_value", env={"EMBER_KVSTORE_TIMEOUT": "60", "EMBER_KVSTORE_NATIVE": native},
+                      limit=90)
     assert rc != 0
     assert time.monotonic() - started < 50, "a rank waited for the timeout instead of the failure notice"
     assert "ValueError: the gradient of key 0 could not be computed" in out, out[-3000:]
@@ -269,6 +271,17 @@ def test_dist_async_regression_converges(tmp_path, env):
         # plain SGD on a well-conditioned least-squares problem: far below the initial error
         initial_error = np.abs(res["w_true"]).max()
         assert np.abs(res["w"] - res["w_true"]).max() < 0.05 * initial_error, (res["w"], res["w_true"])
+
+
+@needs_mpiexec
+def test_dist_async_push_of_a_failed_value_is_skipped_and_training_goes_on(tmp_path):
+    rc, out = run_job(tmp_path, 2, "async", steps=50, servers=1, env={"KV_TEST_FAIL_STEP": "5"})
+    assert rc == 0, out[-3000:]
+    failed = (tmp_path / "async_failed.txt").read_text()
+    assert "ValueError: the gradient of 'w' could not be computed" in failed, failed
+    for r in range(2):
+        res = np.load(tmp_path / f"rank{r}.npz")
+        assert np.abs(res["w"] - res["w_true"]).max() < 0.05 * np.abs(res["w_true"]).max(), (res["w"], res["w_true"])
 
 
 @needs_mpiexec
