@@ -879,6 +879,17 @@ void ember_engine_start(ember_engine *e) {
         if (e->queues[i]->running == 0) queue_start(e->queues[i]);
 }
 
+void ember_engine_start_in_child(ember_engine *e) {
+    for (int i = 0; i < e->nqueues; i++) {
+        equeue *q = e->queues[i];
+        pthread_mutex_lock(&q->mu);
+        q->alive = 0; /* else a later joining stop would wait for threads that only the parent has */
+        q->idle = 0;
+        pthread_mutex_unlock(&q->mu);
+    }
+    ember_engine_start(e);
+}
+
 void ember_engine_destroy(ember_engine *e) {
     int drained = ember_engine_stop(e, -1) == 0;
     if (!drained) return; /* a stuck op still references the engine: leak rather than crash */

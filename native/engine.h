@@ -54,6 +54,8 @@ ember_engine *ember_engine_create(int naive, int cpu_threads, int copy_threads);
 void ember_engine_destroy(ember_engine *e); /* finishes pending ops, joins workers */
 int ember_engine_stop(ember_engine *e, int timeout_ms); /* drain (cancel what is left after timeout), join; 0 = drained */
 void ember_engine_start(ember_engine *e);  /* restart workers after stop (fork) */
+void ember_engine_start_in_child(ember_engine *e); /* the same in a fork()ed child, where no worker of
+                                                      the parent exists (not even one a stop left behind) */
 void ember_engine_set_naive(ember_engine *e, int naive);
 int ember_engine_is_naive(ember_engine *e);
 /* Device queues: 0 = cpu, 1 = copy; more (gpu i) are added on demand. */

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NVARS 50
 #define MAXIO 6
@@ -220,6 +222,38 @@ static int check_restart(void) {
     return bad;
 }
 
+/* fork() right after a stop that could not drain: the child has none of the parent's workers, not
+ * even the detached one, so start_in_child forgets them; a later joining stop must not wait for
+ * them (alarm() turns such a hang into a failure). */
+static int check_fork_after_stuck_stop(void) {
+    ember_engine *e = ember_engine_create(0, 2, 1);
+    ember_var *v = ember_var_new(e), *w = ember_var_new(e);
+    atomic_store(&release_flag, 0);
+    ember_push(e, blocked_op, NULL, NULL, 0, &v, 1, 0, 0, 0, "blocked", 0, NULL);
+    int bad = ember_engine_stop(e, 5) == 0;
+    atomic_store(&release_flag, 1);
+    ember_wait_var(e, v); /* the detached worker finished its op and is (probably) still leaving */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20);
+        ember_engine_start_in_child(e);
+        uint64_t vals[NVARS] = {0};
+        task t = {.id = 11, .nw = 1, .w = {2}, .vals = vals};
+        ember_push(e, run_task, &t, NULL, 0, &w, 1, 0, 0, 0, "child", 0, NULL);
+        int ok = ember_wait_var(e, w) == 0 && vals[2] != 0 && ember_engine_stop(e, -1) == 0;
+        _exit(ok ? 0 : 3);
+    }
+    ember_engine_start(e);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) bad = 1;
+    ember_var_delete(e, v);
+    ember_var_delete(e, w);
+    ember_engine_destroy(e);
+    if (bad) fprintf(stderr, "restart in a forked child after a stop that could not drain failed\n");
+    return bad;
+}
+
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 20000;
     int bad = 0;
@@ -232,6 +266,7 @@ int main(int argc, char **argv) {
     bad |= check_async(0);
     bad |= check_async(1);
     bad |= check_restart();
+    bad |= check_fork_after_stuck_stop();
     double ns = 0;
     {
         ember_engine *e = ember_engine_create(0, 2, 1);

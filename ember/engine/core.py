@@ -593,10 +593,15 @@ def _before_fork():
     lib.ember_engine_stop(_E, int(float(os.environ.get("EMBER_SHUTDOWN_TIMEOUT", "30")) * 1000))
 
 
-def _after_fork():
+def _after_fork_in_parent():
     lib.ember_engine_start(_E)
+
+
+def _after_fork_in_child():
+    lib.ember_engine_start_in_child(_E)
 
 
 atexit.register(_shutdown)
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
