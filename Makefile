@@ -8,7 +8,7 @@ CFLAGS_NATIVE := -std=c11 -O1 -g -Wall -Wextra -Werror -pthread -Inative
 .PHONY: install demo engine-demo test test-python memcheck bench clean
 
 $(STAMP): setup.cfg setup.py pyproject.toml native/engine.c native/engine.h native/collectives.c native/collectives.h \
-          native/build_engine.py
+          native/host_copy.c native/host_copy.h native/build_engine.py
 	$(PIP) install -q -e '.[test,dist,demo]'
 	@touch $(STAMP)
 
@@ -32,12 +32,12 @@ ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer
 VALGRIND := valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect -q
 memcheck:
 	@mkdir -p build
-	$(CC) $(CFLAGS_NATIVE) $(ASAN) native/engine.c native/stress_test.c -o build/stress_asan
+	$(CC) $(CFLAGS_NATIVE) $(ASAN) native/engine.c native/host_copy.c native/stress_test.c -o build/stress_asan
 	ASAN_OPTIONS=detect_leaks=1 ./build/stress_asan 20000
 	$(CC) $(CFLAGS_NATIVE) $(ASAN) native/engine.c native/collectives.c native/collectives_test.c \
 	    -o build/collectives_asan
 	ASAN_OPTIONS=detect_leaks=1 ./build/collectives_asan 3000
-	$(CC) $(CFLAGS_NATIVE) native/engine.c native/stress_test.c -o build/stress_plain
+	$(CC) $(CFLAGS_NATIVE) native/engine.c native/host_copy.c native/stress_test.c -o build/stress_plain
 	$(CC) $(CFLAGS_NATIVE) native/engine.c native/collectives.c native/collectives_test.c -o build/collectives_plain
 	@if command -v valgrind >/dev/null; then \
 	    $(VALGRIND) ./build/stress_plain 3000 && $(VALGRIND) ./build/collectives_plain 500; \

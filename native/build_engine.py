@@ -30,15 +30,15 @@ extern "Python" int64_t ember_py_policy_key(const char *name, int priority, uint
 extern "Python" int ember_py_coll_check(void *ctx, const char *name, int why, int code);
 """
 
-CDEF = (cdef_from_header(os.path.join(HERE, "engine.h")) + cdef_from_header(os.path.join(HERE, "collectives.h"))
+CDEF = ("".join(cdef_from_header(os.path.join(HERE, name)) for name in ("engine.h", "collectives.h", "host_copy.h"))
         + PYTHON_CALLBACKS)
 
 ffibuilder = FFI()
 ffibuilder.cdef(CDEF)
 ffibuilder.set_source(
     "ember.engine._native",
-    '#include "engine.h"\n#include "collectives.h"',
-    sources=[os.path.relpath(os.path.join(HERE, name)) for name in ("engine.c", "collectives.c")],
+    '#include "engine.h"\n#include "collectives.h"\n#include "host_copy.h"',
+    sources=[os.path.relpath(os.path.join(HERE, name)) for name in ("engine.c", "collectives.c", "host_copy.c")],
     include_dirs=[os.path.relpath(HERE)],
     extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra"],
     libraries=["pthread"],

@@ -6,9 +6,11 @@
  * errors and recovery, ops run by their pusher (EMBER_FLAG_CALLER|NOW), async
  * completion from another thread, variable deletion
  * with pending ops, a stop that cannot drain followed by a restart and destroy,
+ * host copies (ready at push, made ready by a worker, after a failed input),
  * every policy and both engine types.  Usage: stress_test [nops]
  */
 #include "engine.h"
+#include "host_copy.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -254,6 +256,61 @@ static int check_fork_after_stuck_stop(void) {
     return bad;
 }
 
+typedef struct {
+    unsigned char *buf;
+    int value;
+} fill_args;
+
+/* Fills a buffer after a short nap, so the copies pushed behind it are made ready by this worker. */
+static int fill_op(void *ctx, ember_opr *op) {
+    (void)op;
+    fill_args *f = ctx;
+    struct timespec nap = {0, 100000};
+    nanosleep(&nap, NULL);
+    memset(f->buf, f->value, 4096);
+    return f->value == 0xEE ? 7 : 0; /* 0xEE: this fill fails */
+}
+
+static int check_host_copy(int naive) {
+    enum { N = 4096, ROUNDS = 200 };
+    ember_engine *e = ember_engine_create(naive, 2, 1);
+    ember_var *sv = ember_var_new(e), *dv = ember_var_new(e), *ev = ember_var_new(e);
+    static unsigned char src[N], dst[N], dst2[N];
+    int64_t before = ember_host_copies_done();
+    int bad = 0;
+    fill_args fills[ROUNDS];
+    for (int i = 0; i < ROUNDS; i++) { /* fill, then copy: each copy sees its own fill */
+        fills[i].buf = src;
+        fills[i].value = 1 + i % 200;
+        ember_push(e, fill_op, &fills[i], NULL, 0, &sv, 1, 0, 0, EMBER_PROP_NORMAL, "fill", 0, NULL);
+        if (ember_push_host_copy(e, src, dst, N, sv, dv, 0, "copy") != 0) bad = 1;
+        ember_push_host_copy(e, dst, dst2, N, dv, ev, 0, "copy2");
+        if (ember_wait_var(e, ev) != 0 || dst2[0] != fills[i].value || dst2[N - 1] != fills[i].value) bad = 1;
+    }
+    /* ready at push: runs before the call returns */
+    memset(src, 0x42, N);
+    if (ember_push_host_copy(e, src, dst, N, sv, dv, 0, "copy_now") != 0 || (!naive && dst[7] != 0x42)) bad = 1;
+    ember_wait_var(e, dv);
+    if (dst[7] != 0x42) bad = 1;
+    /* a failed input: nothing copied, the output keeps the error, the copy still counts */
+    fill_args failing = {src, 0xEE};
+    ember_push(e, fill_op, &failing, NULL, 0, &sv, 1, 0, 0, EMBER_PROP_NORMAL, "fill_fails", 0, NULL);
+    memset(dst, 0x11, N);
+    ember_push_host_copy(e, src, dst, N, sv, dv, 0, "copy_failed");
+    if (ember_wait_var(e, dv) == 0 || dst[0] != 0x11) bad = 1;
+    ember_wait_all(e, -1);
+    if (ember_host_copies_done() - before != 2 * ROUNDS + 2) bad = 1;
+    if (ember_push_host_copy(e, src, dst, N, sv, sv, 0, "same") != -100 ||
+        ember_push_host_copy(e, NULL, dst, N, sv, dv, 0, "null") != -100)
+        bad = 1;
+    ember_var_delete(e, sv);
+    ember_var_delete(e, dv);
+    ember_var_delete(e, ev);
+    ember_engine_destroy(e);
+    if (bad) fprintf(stderr, "host copies failed (naive %d)\n", naive);
+    return bad;
+}
+
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 20000;
     int bad = 0;
@@ -267,6 +324,8 @@ int main(int argc, char **argv) {
     bad |= check_async(1);
     bad |= check_restart();
     bad |= check_fork_after_stuck_stop();
+    bad |= check_host_copy(0);
+    bad |= check_host_copy(1);
     double ns = 0;
     {
         ember_engine *e = ember_engine_create(0, 2, 1);

@@ -13,7 +13,7 @@ import numpy as np
 from .. import engine
 from ..base import FormatError
 from ..context import Context, cpu
-from . import arrays
+from . import arrays, native_pull
 from .errors import KVStoreError, KVStoreShapeError
 from .keys import Key, group
 
@@ -184,11 +184,16 @@ class KVStore:
 
     def _pull_entries(self, checked, priority: int) -> None:
         for entry, outs in checked:
+            name = f"kvstore_pull[{entry.key!r}]"
+            outs = native_pull.pull(entry.data, entry.var, outs, priority, name)  # plain host outputs
+            if not outs:
+                continue
+
             def copy_out(src=entry.data, outs=outs):
                 for o in outs:
                     arrays.copy_into(o._data, src)
             engine.push(copy_out, read=[entry.var], write=_unique_vars(outs), priority=priority,
-                        device=entry.ctx, name=f"kvstore_pull[{entry.key!r}]")
+                        device=entry.ctx, name=name)
 
     def pushpull(self, key, value, out=None, priority: int = 0) -> None:
         """push(key, value) then pull(key, out); `out=None` pulls back into `value`."""
