@@ -129,7 +129,7 @@ class Var:
         if bulk_threads:
             # This thread's open bulk group may hold ops on this variable that are not pushed
             # yet (a temporary array dying inside `with bulk():`): push them first.
-            _flush_bulk()
+            flush_bulk()
         h, self._h = self._h, None
         if h is not None:
             lib.ember_var_delete(_E, h)
@@ -406,6 +406,7 @@ def _push_now(fn, read, write, priority, device, name, prop, inline, flags=0):
 def push_native(fn_ptr, ctx=None, read: Iterable[Var] = (), write: Iterable[Var] = (), priority: int = 0,
                 device=None, name: Optional[str] = None, inline: bool = False) -> None:
     """Push a C kernel (an `int (*)(void *ctx, ember_opr *op)` cdata); it runs without the GIL."""
+    flush_bulk()
     reads = _handles(read, "read")
     writes = _handles(write, "write")
     rc = _push(_E, fn_ptr, ctx if ctx is not None else _NULL, reads, len(reads), writes, len(writes),
@@ -415,7 +416,10 @@ def push_native(fn_ptr, ctx=None, read: Iterable[Var] = (), write: Iterable[Var]
         raise EngineError(f"push of native op '{name}' rejected by the engine (code {rc})")
 
 
-def _flush_bulk():
+def flush_bulk() -> None:
+    """Push this thread's open bulk group now.  Code that pushes ops from C (push_native, the
+    kvstore's native queue and copies) calls it first: those pushes bypass the group, so ops it
+    still holds would otherwise be ordered after them."""
     bulk = getattr(_tls, "bulk", None)
     if bulk is not None:
         bulk.flush()
@@ -423,7 +427,7 @@ def _flush_bulk():
 
 def wait(var: Var) -> None:
     """Block until `var` has no pending write; raise the error recorded on it, if any."""
-    _flush_bulk()
+    flush_bulk()
     var._check()
     eid = lib.ember_wait_var(_E, var._h)
     if eid:
@@ -435,7 +439,7 @@ def wait_all(timeout: Optional[float] = None) -> None:
 
     With a timeout (seconds), raise TimeoutError if ops are still pending then.
     """
-    _flush_bulk()
+    flush_bulk()
     eid = lib.ember_wait_all(_E, -1 if timeout is None else int(timeout * 1000))
     if eid == -1:
         raise TimeoutError(f"engine still has {stats()['pending']} pending ops after {timeout} s")
@@ -583,13 +587,13 @@ def native_engine():
 
 def _shutdown():
     timeout = float(os.environ.get("EMBER_SHUTDOWN_TIMEOUT", "30"))
-    _flush_bulk()
+    flush_bulk()
     # After stop, pushes run synchronously in the caller, so late garbage collection still works.
     lib.ember_engine_stop(_E, int(timeout * 1000))
 
 
 def _before_fork():
-    _flush_bulk()
+    flush_bulk()
     lib.ember_engine_stop(_E, int(float(os.environ.get("EMBER_SHUTDOWN_TIMEOUT", "30")) * 1000))
 
 

@@ -33,6 +33,7 @@ CHECK_EVERY = 0.2  # seconds between looks for a failed peer while a request is 
 _live = set()  # callback handles of the queues not destroyed yet
 _allreduce, _finished = lib.ember_coll_allreduce, lib.ember_coll_finished
 _from_buffer, _NULL = ffi.from_buffer, ffi.NULL
+_flush_bulk = engine.core.flush_bulk
 
 
 def _entry_points():
@@ -158,6 +159,7 @@ class NativeAllreduce:
 
     def issue(self, call: tuple, priority: int) -> None:
         """Issue a prepare()d call: it takes the next place in this queue's order."""
+        _flush_bulk()  # the value may come from an op still held by this thread's bulk group
         kept = self._kept
         # after a failure, abandoned requests may still write into their buffers: keep them all
         if kept and self._failure is None and kept[0][0] < _finished(self._c):

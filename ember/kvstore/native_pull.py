@@ -33,6 +33,7 @@ def pull(src: Any, src_var: core.Var, outs: Sequence[Any], priority: int, name: 
     global _issued
     if type(src) is not np.ndarray or not src.flags.c_contiguous:
         return list(outs)
+    core.flush_bulk()  # the store's last write may still sit in this thread's bulk group
     rest = []
     with _lock:
         if _kept and lib.ember_host_copies_done() == _issued:

@@ -271,6 +271,26 @@ def run_bad_value(nd, kv, rank, out_dir):
         out.asnumpy()
 
 
+def run_bulk(nd, kv, rank, out_dir):
+    """Values computed, pushed and pulled inside an engine bulk group: the native allreduce and the
+    native pull must see the ops the group still holds (per key, fused, and pushpull)."""
+    kv.init([0, 1, 2], [nd.zeros((1000,)), nd.zeros((8,)), nd.zeros((8,))])
+    outs = {}
+    with engine.bulk(64):
+        big = nd.ones((1000,)) * (rank + 1)
+        kv.push(0, big)  # alone: the native per-key path
+        outs[0] = nd.zeros((1000,))
+        kv.pull(0, out=outs[0])
+        small = [nd.ones((8,)) * (rank + 1), nd.ones((8,)) * (rank + 10)]
+        kv.push([1, 2], small)  # fused
+        outs[1], outs[2] = nd.zeros((8,)), nd.zeros((8,))
+        kv.pull([1, 2], out=[outs[1], outs[2]])
+        value = nd.ones((1000,)) * (rank + 100)
+        kv.pushpull(0, value)
+    np.savez(os.path.join(out_dir, f"rank{rank}.npz"), **{f"k{k}": o.asnumpy() for k, o in outs.items()},
+             pushpull=value.asnumpy())
+
+
 def main():
     scenario, out_dir = sys.argv[1], sys.argv[2]
     steps = int(sys.argv[3]) if len(sys.argv) > 3 else 5
@@ -320,6 +340,8 @@ def main():
             run_bad_value(nd, kv, rank, out_dir)
         elif scenario == "replay":
             run_replay(nd, kv, rank, out_dir)
+        elif scenario == "bulk":
+            run_bulk(nd, kv, rank, out_dir)
         elif scenario == "mismatch":
             kv.init(0, nd.zeros((2, 3) if rank == 0 else (3, 2)))
         elif scenario == "diverge":  # same shapes, different keys in one fused push

@@ -193,6 +193,19 @@ def test_a_failed_value_fails_its_push_and_later_ones_without_hanging(tmp_path, 
 
 
 @needs_mpiexec
+def test_calls_inside_an_engine_bulk_group_see_the_ops_it_holds(tmp_path):
+    workers = 2
+    rc, out = run_job(tmp_path, workers, "bulk")
+    assert rc == 0, out[-3000:]
+    for r in range(workers):
+        got = np.load(tmp_path / f"rank{r}.npz")
+        np.testing.assert_array_equal(got["k0"], np.full(1000, sum(w + 1.0 for w in range(workers))))
+        np.testing.assert_array_equal(got["k1"], np.full(8, sum(w + 1.0 for w in range(workers))))
+        np.testing.assert_array_equal(got["k2"], np.full(8, sum(w + 10.0 for w in range(workers))))
+        np.testing.assert_array_equal(got["pushpull"], np.full(1000, sum(w + 100.0 for w in range(workers))))
+
+
+@needs_mpiexec
 def test_close_finishes_pending_work_and_releases_thread_and_communicator(tmp_path):
     workers = 2
     rc, out = run_job(tmp_path, workers, "close")

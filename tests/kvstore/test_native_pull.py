@@ -45,6 +45,18 @@ def test_pull_waits_for_the_push_before_it_and_sees_its_sum(nd):
     np.testing.assert_array_equal(out.asnumpy(), np.full(1000, 6.0))
 
 
+def test_pull_inside_a_bulk_group_sees_the_push_the_group_holds(nd):
+    kv = create("local")
+    kv.init(0, nd.zeros((4,)))
+    engine.wait_all()
+    out = nd.zeros((4,))
+    with engine.bulk(16):
+        value = nd.ones((4,)) * 3
+        kv.push(0, value)  # a Python op the group holds until it is flushed
+        kv.pull(0, out=out)
+    np.testing.assert_array_equal(out.asnumpy(), np.full(4, 3.0))
+
+
 def test_a_failed_push_fails_the_pull_and_the_output_is_untouched(nd):
     kv = create("local")
     kv.init(1, nd.zeros((8,)))
