@@ -23,6 +23,16 @@ def directory() -> Optional[str]:
     return path if path and os.path.isdir(path) else None
 
 
+def launcher_rank() -> str:
+    """This process's rank as the MPI launcher set it before MPI starts (MPICH's hydra: PMI_RANK;
+    Open MPI: OMPI_COMM_WORLD_RANK; PMIx launchers: PMIX_RANK), or '?'."""
+    for name in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        value = os.environ.get(name)
+        if value is not None:
+            return value
+    return "?"
+
+
 def report_failure(rank: str, reason: str) -> None:
     """Record that `rank` failed (called by the supervisor after its command ended badly)."""
     path = directory()
@@ -44,7 +54,7 @@ def peer_failure(my_rank: Optional[str] = None, every: float = 0.2) -> Optional[
     path = directory()
     if path is None:
         return None
-    mine = my_rank if my_rank is not None else os.environ.get("PMI_RANK")
+    mine = my_rank if my_rank is not None else launcher_rank()
     try:
         names = [n for n in os.listdir(path) if n.startswith("failed.") and n != f"failed.{mine}"]
         # the first failure is the cause; later ones are ranks that stopped because of it
@@ -92,4 +102,4 @@ def start_init_watchdog() -> Optional[subprocess.Popen]:
     if path is None:
         return None
     return subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(os.getpid()), path,
-                             os.environ.get("PMI_RANK", "?")])
+                             launcher_rank()])

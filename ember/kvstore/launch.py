@@ -34,7 +34,7 @@ def find_mpiexec(explicit: Optional[str] = None) -> str:
 
 
 def is_open_mpi(mpiexec: str) -> bool:
-    """Open MPI needs other flags (-x for env, --allow-run-as-root) than MPICH's hydra."""
+    """Open MPI needs other flags (-x for env, --allow-run-as-root, --oversubscribe) than MPICH's hydra."""
     try:
         out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
@@ -66,6 +66,8 @@ def build_command(mpiexec: str, workers: int, servers: int, command: List[str],
             cmd.append("--allow-run-as-root")  # Open MPI refuses root without it
         if hostfile:
             cmd += ["--hostfile", hostfile]
+        else:  # one machine: run -n processes even past its cores, as MPICH does (Open MPI refuses)
+            cmd.append("--oversubscribe")
     else:
         cmd.append("-disable-auto-cleanup")  # survivors report a dead peer themselves
         if hostfile:

@@ -47,7 +47,7 @@ def run(argv: List[str]) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, forward)
     code = child.wait()
-    rank = os.environ.get("PMI_RANK", "?")
+    rank = jobdir.launcher_rank()
     if code < 0:
         reason = f"rank {rank} ({argv[0]}) was killed by {signal.Signals(-code).name}"
         print(f"ember.kvstore.supervise: {reason}", file=sys.stderr, flush=True)

@@ -12,7 +12,7 @@ import numpy as np
 
 import ember
 from ember import engine
-from ember.kvstore import KVStoreError, create
+from ember.kvstore import KVStoreError, create, jobdir
 
 SHAPES = {"small_a": (3, 4), "small_b": (7,), 3: (5, 5), "big": (64, 1000)}
 LR = 0.05
@@ -295,7 +295,7 @@ def main():
     scenario, out_dir = sys.argv[1], sys.argv[2]
     steps = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     nd = ember.nd
-    if scenario == "die_before_init" and os.environ.get("PMI_RANK") == "1":
+    if scenario == "die_before_init" and jobdir.launcher_rank() == "1":
         os._exit(7)  # a rank that fails before MPI starts (bad import, missing file...)
     try:
         if scenario == "die_before_init":
@@ -363,7 +363,7 @@ def main():
             raise SystemExit(f"unknown scenario {scenario}")
     except KVStoreError as e:
         message = f"EMBER-KV-ERROR {type(e).__name__}: {e}"
-        with open(os.path.join(out_dir, f"error{os.environ.get('PMI_RANK', '0')}.txt"), "w") as f:
+        with open(os.path.join(out_dir, f"error{jobdir.launcher_rank()}.txt"), "w") as f:
             f.write(message)
         print(message, flush=True)
         sys.exit(3)

@@ -344,6 +344,19 @@ def test_dist_async_workers_exit_with_an_error_when_the_server_dies(tmp_path):
         assert "KVStoreCommError" in text and "rank 2 (" in text and "killed by SIGKILL" in text, text
 
 
+def test_launcher_rank_is_read_from_mpich_open_mpi_or_pmix_variables(monkeypatch):
+    from ember.kvstore import jobdir
+    for name in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    assert jobdir.launcher_rank() == "?"
+    monkeypatch.setenv("PMIX_RANK", "3")
+    assert jobdir.launcher_rank() == "3"
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "2")  # Open MPI sets both: same value in practice
+    assert jobdir.launcher_rank() == "2"
+    monkeypatch.setenv("PMI_RANK", "1")
+    assert jobdir.launcher_rank() == "1"
+
+
 def test_launcher_builds_one_mpmd_job_with_roles():
     cmd = launch.build_command("/usr/bin/mpiexec", 3, 2, ["python", "train.py", "--lr", "0.1"],
                                {"EMBER_KVSTORE_TIMEOUT": "7"})
@@ -357,6 +370,8 @@ def test_launcher_builds_one_mpmd_job_with_roles():
         assert "-env EMBER_KVSTORE_TIMEOUT 7" in part and "ember.kvstore.supervise" in part
     ompi = launch.build_command("mpirun", 1, 0, ["python", "t.py"], {}, openmpi=True)
     assert "-x" in ompi and "DMLC_ROLE=worker" in ompi and ":" not in ompi
+    assert "--oversubscribe" in ompi  # 3 workers on 2 cores run, as with MPICH
+    assert "--oversubscribe" not in launch.build_command("mpirun", 1, 0, ["python"], {}, hostfile="h", openmpi=True)
     with pytest.raises(SystemExit, match="no command"):
         launch.build_command("mpiexec", 2, 0, [], {})
     with pytest.raises(SystemExit, match="-n must be at least 1"):
