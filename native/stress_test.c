@@ -9,6 +9,7 @@
  * host copies (ready at push, made ready by a worker, after a failed input),
  * every policy and both engine types.  Usage: stress_test [nops]
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep, fork, alarm, waitpid under -std=c11 */
 #include "engine.h"
 #include "host_copy.h"
 
