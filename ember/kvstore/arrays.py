@@ -14,6 +14,11 @@ def is_gpu_array(x: Any) -> bool:
     return type(x).__module__.startswith("cupy")
 
 
+def plain_host(x: Any) -> bool:
+    """A C-contiguous host (numpy) array: one flat buffer that C code (MPI, memcpy) can use as is."""
+    return isinstance(x, np.ndarray) and x.flags.c_contiguous
+
+
 def context_of(arr: Any) -> Context:
     """The device of an NDArray (`context`, MXNet's name, or `ctx`)."""
     ctx = getattr(arr, "context", None) or getattr(arr, "ctx", None)

@@ -409,7 +409,7 @@ class DistSyncKVStore(_DistBase):
             return True
         v = value._data
         buffers = _direct_buffers(store, v, None if out is None else out._data)
-        if (buffers is None or not _plain_host(store) or v.dtype != store.dtype
+        if (buffers is None or not arrays.plain_host(store) or v.dtype != store.dtype
                 or not self._native.serves(v.dtype)):
             return False
         send, recv = buffers
@@ -453,13 +453,13 @@ class DistSyncKVStore(_DistBase):
         # one numpy call over views made now: the values are the same arrays at every issue.
         packed = None
         if flat is not None and not on_gpu and all(
-                len(vals) == 1 and _plain_host(vals[0]._data) and vals[0]._data.dtype == bucket.dtype
+                len(vals) == 1 and arrays.plain_host(vals[0]._data) and vals[0]._data.dtype == bucket.dtype
                 for _, vals in bucket.items):
             packed = [vals[0]._data.reshape(-1) for _, vals in bucket.items]
         # One plain value of an unfused host key: MPI reads it directly, no copy into the store first.
         vals = bucket.items[0][1]
         source = None
-        if flat is None and not on_gpu and len(vals) == 1 and _plain_host(vals[0]._data) \
+        if flat is None and not on_gpu and len(vals) == 1 and arrays.plain_host(vals[0]._data) \
                 and vals[0]._data.dtype == bucket.dtype:
             source = vals[0]._data
 
@@ -478,7 +478,7 @@ class DistSyncKVStore(_DistBase):
         out_vars = _unique_vars([o for os_ in outs for o in os_]) if outs is not None else []
         name = f"kvstore_allreduce{describe(keys, 3)}"
         if (self._native is not None and not on_gpu and self._native.serves(bucket.dtype)
-                and (flat is not None or _plain_host(targets[0][1]))):
+                and (flat is not None or arrays.plain_host(targets[0][1]))):
             issue = self._native_bucket(flat, fill_host, source, bucket, targets, mark, what, outs, values_read,
                                         out_vars, name)
             return homes, issue, use_updater, bucket.items
@@ -612,8 +612,9 @@ def _direct_buffers(store, v, o):
     Push (`o` None): the value is sent, the store receives.  Pushpull: into the output, in place
     (send None) when it is the value; not for a strided, aliased or dtype-converting output."""
     if o is None:
-        return (v, store) if _plain_host(v) else None
-    if _plain_host(v) and _plain_host(o) and o.dtype == store.dtype and (o is v or not np.may_share_memory(o, v)):
+        return (v, store) if arrays.plain_host(v) else None
+    if (arrays.plain_host(v) and arrays.plain_host(o) and o.dtype == store.dtype
+            and (o is v or not np.may_share_memory(o, v))):
         return (None if o is v else v), o
     return None
 
@@ -640,10 +641,6 @@ def _as_list(values):
 def _flat_arrays(values) -> bool:
     """A list of NDArrays, one per key (not lists of per-device values)."""
     return isinstance(values, (list, tuple)) and all(_is_array(v) for v in values)
-
-
-def _plain_host(x) -> bool:
-    return isinstance(x, np.ndarray) and x.flags.c_contiguous
 
 
 def _raiser(exc: BaseException):

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..engine import core
 from ..engine._native import ffi, lib
+from . import arrays
 
 KEEP_LIMIT = 1 << 14
 
@@ -31,7 +32,7 @@ def pull(src: Any, src_var: core.Var, outs: Sequence[Any], priority: int, name: 
     C-contiguous host array of its dtype (not `src` itself), each as a native engine op; return
     the outputs left for the caller to copy (GPU, strided, converting, or over the keep limit)."""
     global _issued
-    if type(src) is not np.ndarray or not src.flags.c_contiguous:
+    if not arrays.plain_host(src):
         return list(outs)
     core.flush_bulk()  # the store's last write may still sit in this thread's bulk group
     rest = []
@@ -40,9 +41,9 @@ def pull(src: Any, src_var: core.Var, outs: Sequence[Any], priority: int, name: 
             _kept.clear()
         for o in outs:
             dst = o._data
-            if (type(dst) is not np.ndarray or dst.dtype != src.dtype or not dst.flags.c_contiguous
-                    or not dst.flags.writeable or dst.size != src.size or o.var is src_var
-                    or len(_kept) >= KEEP_LIMIT or np.may_share_memory(dst, src)):
+            if (not arrays.plain_host(dst) or dst.dtype != src.dtype or not dst.flags.writeable
+                    or dst.size != src.size or o.var is src_var or len(_kept) >= KEEP_LIMIT
+                    or np.may_share_memory(dst, src)):
                 rest.append(o)
                 continue
             reads, writes = core.op_handles([src_var], [o.var])
