@@ -34,13 +34,18 @@ def set_training(flag: bool) -> bool:
 
 
 class Leaf:
-    """An autograd variable: where its gradient goes and how (write/add/null)."""
+    """An autograd variable: where its gradient goes and how (write/add/null).
 
-    __slots__ = ("grad", "grad_req")
+    fresh_grad: backward wrote the gradient since the flag was last cleared (MXNet's
+    fresh_out_grad, which gluon.Trainer reads to find stale gradients and clears after updating).
+    """
+
+    __slots__ = ("grad", "grad_req", "fresh_grad")
 
     def __init__(self, grad, grad_req: str):
         self.grad = grad
         self.grad_req = grad_req
+        self.fresh_grad = False
 
 
 class Node:

@@ -144,6 +144,7 @@ def backward(heads, head_grads=None, retain_graph: bool = False, train_mode: boo
             leaf.grad += g.detach()
         else:
             g.detach().copyto(leaf.grad)
+        leaf.fresh_grad = True
 
 
 def _collect_leaves(head: NDArray, out: Dict) -> None:

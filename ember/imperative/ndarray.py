@@ -95,6 +95,22 @@ class NDArray:
         leaf = self._ag
         return leaf.grad if isinstance(leaf, autograd_state.Leaf) else None
 
+    @property
+    def _fresh_grad(self) -> bool:
+        """Whether backward wrote this variable's gradient since the flag was cleared (MXNet's
+        gradient state; gluon.Trainer reads it to detect stale gradients)."""
+        leaf = self._ag
+        return isinstance(leaf, autograd_state.Leaf) and leaf.fresh_grad
+
+    @_fresh_grad.setter
+    def _fresh_grad(self, state: bool) -> None:
+        leaf = self._ag
+        if not isinstance(leaf, autograd_state.Leaf):
+            from ..base import EmberError
+            raise EmberError("NDArray has not been marked as a variable and does not have gradient "
+                             "state: call attach_grad() first")
+        leaf.fresh_grad = bool(state)
+
     # -- synchronisation and reading --------------------------------------------------
     def wait_to_read(self) -> None:
         """Block until every pending write to this array is done; re-raise its error."""
