@@ -436,22 +436,46 @@ def make_op_function(op_name: str):
     return op_function
 
 
+def _split_positional(opdef: _ops.OpDef, args: Sequence, op_attrs: dict) -> List[Any]:
+    """MXNet's generated signature: leading Symbols (or None for an input left out) are inputs,
+    further positional values are attributes in declaration order; returns the inputs."""
+    args = list(args)
+    for i, a in enumerate(args):  # variadic ops also take their inputs as one list: Concat([a, b])
+        if isinstance(a, (list, tuple)) and a and all(isinstance(x, Symbol) for x in a):
+            args = args[:i] + list(a) + args[i + 1:]
+            break
+    n = 0
+    while n < len(args) and (isinstance(args[n], Symbol) or (args[n] is None and not opdef.key_var_num_args)):
+        n += 1
+    inputs, rest = args[:n], args[n:]
+    if rest:
+        free = [k for k in opdef.attrs if k not in op_attrs and k != opdef.key_var_num_args]
+        if len(rest) > len(free):
+            bad = rest[len(free)]
+            raise TypeError(f"{opdef.name}: positional argument {n + len(free)} must be a Symbol, got "
+                            f"{type(bad).__name__} {bad!r} (every attribute is taken: {list(opdef.attrs)})")
+        for key, value in zip(free, rest):
+            if isinstance(value, Symbol):
+                raise TypeError(f"{opdef.name}: positional argument for attribute '{key}' is a Symbol; "
+                                "inputs come before attributes")
+            if value is not None:
+                op_attrs[key] = value
+    return inputs
+
+
 def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] = None,
            attr: Optional[dict] = None, hint: Optional[str] = None) -> Symbol:
-    """Build one operator node from positional/keyword symbols and attribute keywords."""
+    """Build one operator node from positional/keyword symbols and attributes (MXNet's calling convention)."""
     kwargs.pop("out", None)
     if kwargs:
         sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
         op_attrs = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol) and v is not None}
     else:  # the gradient pass makes thousands of attribute-less nodes
         sym_kwargs, op_attrs = {}, {}
-    for i, a in enumerate(args):
-        if not isinstance(a, Symbol):
-            if isinstance(a, (list, tuple)) and all(isinstance(x, Symbol) for x in a):
-                args = list(args[:i]) + list(a) + list(args[i + 1:])
-                break
-            raise TypeError(f"{opdef.name}: positional argument {i} must be a Symbol, got {type(a).__name__}"
-                            " (pass attributes by keyword)")
+    if args and not all(type(a) is Symbol for a in args):
+        args = _split_positional(opdef, args, op_attrs)
+    # NNVM's hidden keys given as keywords (lr_mult=2, ctx_group='dev1') are node attributes, not op parameters
+    hidden = {k: op_attrs.pop(k) for k in HIDDEN_KEYS if k in op_attrs and k not in opdef.attrs}
     if opdef.key_var_num_args and opdef.key_var_num_args not in op_attrs and opdef.key_var_num_args in opdef.attrs:
         op_attrs[opdef.key_var_num_args] = len(args) + len(sym_kwargs)
     try:
@@ -463,13 +487,14 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
     node_name = manager.get(name, hint or opdef.name.lower())
     input_names = opdef.input_names(parsed)
     aux_names = opdef.aux_names(parsed)
-    if len(args) > len(input_names) + len(aux_names):
+    all_names = input_names + aux_names
+    if len(args) > len(all_names) and any(a is not None for a in args[len(all_names):]):
         raise OperatorError(f"{opdef.name} '{node_name}': {len(args)} positional inputs given, "
                             f"it takes {len(input_names)} ({', '.join(input_names)})")
     slots: Dict[str, Entry] = {}
-    all_names = input_names + aux_names
     for n, a in zip(all_names, args):
-        slots[n] = _single_entry(a, opdef.name, n)
+        if a is not None:
+            slots[n] = _single_entry(a, opdef.name, n)
     for k, v in sym_kwargs.items():
         if k not in all_names:
             raise OperatorError(f"{opdef.name} '{node_name}': unknown input '{k}' (inputs: {all_names})")
@@ -479,6 +504,8 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
     scope_attrs = AttrScope.current().get(attr)
     user_attrs = hide_keys({k: (v if isinstance(v, str) else str(v)) for k, v in scope_attrs.items()}) \
         if scope_attrs else {}
+    if hidden:
+        user_attrs.update(hide_keys({k: (v if isinstance(v, str) else str(v)) for k, v in hidden.items()}))
     for k, v in op_attrs.items():
         if k.startswith("__") and k.endswith("__"):
             user_attrs[k] = v if isinstance(v, str) else str(v)
@@ -486,9 +513,10 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
     entries = []
     for n in all_names:
         if n not in slots:
-            # MXNet names missing inputs '<node>_<input>' and gives them the node's attributes.
+            # MXNet names missing inputs '<node>_<input>' and gives them the node's attributes
+            # (parameters and user attributes: lr_mult on a layer reaches its weight and bias).
             var_attrs = {k: format_attr_value(opdef, k, v) for k, v in op_only.items()}
-            var_attrs.update(hide_keys(AttrScope.current().get(None)))
+            var_attrs.update(user_attrs)
             slots[n] = (Node(None, f"{node_name}_{n}", user_attrs=var_attrs), 0)
         entries.append(slots[n])
     node = Node(opdef, node_name, op_only, entries, user_attrs)
