@@ -1,5 +1,6 @@
-"""`mx.gluon`: just enough to load exported models (SymbolBlock.imports)."""
+"""`mx.gluon`: blocks, parameters, layers, losses and the Trainer (MXNet 1.9.1's Gluon API)."""
 from . import nn  # noqa: F401
 from . import utils  # noqa: F401
-from .block import SymbolBlock  # noqa: F401
-from .parameter import Parameter, ParameterDict, ParameterError  # noqa: F401
+from .block import Block, HybridBlock, SymbolBlock  # noqa: F401
+from .parameter import (Constant, DeferredInitializationError, Parameter, ParameterDict,  # noqa: F401
+                        ParameterError)

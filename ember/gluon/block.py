@@ -1,97 +1,748 @@
-"""SymbolBlock: a callable block that runs a loaded symbol on NDArrays (inference)."""
+"""Gluon blocks (MXNet 1.9.1's `mx.gluon.Block`, `HybridBlock`, `SymbolBlock`).
+
+A `Block` is imperative Python code over NDArrays with named, nested parameters.  A
+`HybridBlock` writes its computation once as `hybrid_forward(F, x, ...)`: with `F = mx.nd` it
+runs op by op (debuggable); after `hybridize()` it is traced once with `F = mx.sym` and the
+graph runs on ember's executor (passes, memory plan, engine) through `CachedGraph`.
+"""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+import re
+import threading
+import warnings
+from collections import OrderedDict, defaultdict
+from typing import Callable, Dict, List, Optional, Sequence
 
+import numpy as np
+
+from .. import initializer
+from .. import ndarray as nd_mod
 from .. import symbol as sym_mod
 from ..base import EmberError
-from ..context import Context
 from ..imperative.ndarray import NDArray
-from ..model import load_symbol
-from .parameter import Parameter, ParameterDict
+from ..symbolic.naming import NameManager, Prefix
+from ..symbolic.symbol import Symbol
+from .cached_graph import CachedGraph
+from .parameter import (DeferredInitializationError, Parameter, ParameterDict, ParameterMismatchError,
+                        mx_real_t)
+from .utils import HookHandle, _brief_print_list, _indent
 
 
-class SymbolBlock:
-    """Wrap `outputs` (a Symbol) with its `inputs` (Symbols or names); the other arguments and
-    auxiliary states become parameters.  Calling the block binds an executor per input shape
-    (cached) and returns the outputs as NDArrays (one, or a list for several outputs).
-    """
+class HybridizeError(EmberError, ValueError):
+    """A block could not be traced into a graph, or was called in a way its cached graph cannot serve."""
 
-    def __init__(self, outputs, inputs, params: Optional[ParameterDict] = None):
-        if isinstance(outputs, (list, tuple)):
-            outputs = sym_mod.Group(list(outputs)) if len(outputs) > 1 else outputs[0]
-        self._symbol = outputs
-        if not isinstance(inputs, (list, tuple)):
-            inputs = [inputs]
-        self._input_names: List[str] = [i if isinstance(i, str) else i.name for i in inputs]
-        args = outputs.list_arguments()
-        missing = [n for n in self._input_names if n not in args]
-        if missing:
-            raise EmberError(f"SymbolBlock: inputs {missing} are not arguments of the symbol ({args})")
-        self._params = ParameterDict()
-        for name in args:
-            if name not in self._input_names:
-                self._params[name] = (params or {}).get(name) or Parameter(name)
-        for name in outputs.list_auxiliary_states():
-            self._params[name] = (params or {}).get(name) or Parameter(name)
-        self._aux_names = set(outputs.list_auxiliary_states())
-        self._executors: Dict[Tuple, object] = {}
+
+class _BlockScope:
+    """The scope `with block.name_scope():` opens: children made inside get prefixes under the block."""
+
+    _current = threading.local()
+
+    def __init__(self, block: "Block"):
+        self._block = block
+        self._counter: Dict[str, int] = {}
+        self._old_scope = None
+        self._name_scope = None
 
     @staticmethod
-    def imports(symbol_file: str, input_names: Union[str, Sequence[str]], param_file: Optional[str] = None,
-                ctx: Optional[Context] = None, allow_missing: bool = False,
-                ignore_extra: bool = False) -> "SymbolBlock":
-        """A SymbolBlock from an exported `*-symbol.json` and (optionally) its `*.params`."""
-        symbol = load_symbol(symbol_file)
-        if isinstance(input_names, str):
-            input_names = [input_names]
-        block = SymbolBlock(symbol, list(input_names))
-        if param_file is not None:
-            block.collect_params().load(param_file, ctx, allow_missing=allow_missing, ignore_extra=ignore_extra)
-        return block
+    def create(prefix: Optional[str], params: Optional[ParameterDict], hint: str):
+        """The prefix and parameter dict of a new block (MXNet's naming: 'dense0_', 'model_conv1_')."""
+        current = getattr(_BlockScope._current, "value", None)
+        if current is None:
+            if prefix is None:
+                prefix = NameManager.current().get(None, hint) + "_"
+            params = ParameterDict(prefix) if params is None else ParameterDict(params.prefix, params)
+            return prefix, params
+        if prefix is None:
+            count = current._counter.get(hint, 0)
+            prefix = f"{hint}{count}_"
+            current._counter[hint] = count + 1
+        if params is None:
+            parent = current._block.params
+            params = ParameterDict(parent.prefix + prefix, parent._shared)
+        else:
+            params = ParameterDict(params.prefix, params)
+        return current._block.prefix + prefix, params
 
-    def collect_params(self) -> ParameterDict:
-        """The block's parameters (arguments other than the inputs, and auxiliary states)."""
-        return self._params
+    def __enter__(self):
+        if self._block._empty_prefix:
+            return self
+        self._old_scope = getattr(_BlockScope._current, "value", None)
+        _BlockScope._current.value = self
+        self._name_scope = Prefix(self._block.prefix)
+        self._name_scope.__enter__()
+        return self
 
-    def load_parameters(self, filename: str, ctx: Optional[Context] = None, allow_missing: bool = False,
-                        ignore_extra: bool = False) -> None:
-        """Set the parameters from an mx.nd.save file."""
-        self._params.load(filename, ctx, allow_missing=allow_missing, ignore_extra=ignore_extra)
+    def __exit__(self, *exc):
+        if self._block._empty_prefix:
+            return
+        self._name_scope.__exit__(*exc)
+        self._name_scope = None
+        _BlockScope._current.value = self._old_scope
 
-    def _executor(self, inputs: Sequence[NDArray]):
-        ctx = inputs[0].context
-        key = (str(ctx),) + tuple((tuple(x.shape), str(x.dtype)) for x in inputs)
-        ex = self._executors.get(key)
-        if ex is None:
-            args = {n: x for n, x in zip(self._input_names, inputs)}
-            aux = {}
-            for name, param in self._params.items():
-                (aux if name in self._aux_names else args)[name] = param.data(ctx)
-            # copy the inputs: later calls write new inputs into the bound arrays
-            args.update({n: x.copy() for n, x in zip(self._input_names, inputs)})
-            ex = self._symbol.bind(ctx, args, aux_states=aux, grad_req="null")
-            self._executors[key] = ex
-        return ex
 
-    def forward(self, *inputs: NDArray):
-        """Run the symbol on the inputs; returns an NDArray or a list of them."""
-        if len(inputs) != len(self._input_names):
-            raise TypeError(f"SymbolBlock expects {len(self._input_names)} inputs ({self._input_names}), "
-                            f"got {len(inputs)}")
-        for name, x in zip(self._input_names, inputs):
-            if not isinstance(x, NDArray):
-                raise TypeError(f"SymbolBlock input '{name}' must be an NDArray, got {type(x).__name__}")
-        ex = self._executor(inputs)
-        outs = ex.forward(is_train=False, **dict(zip(self._input_names, inputs)))
-        # the executor reuses its output arrays on the next call: hand out copies
-        outs = [o.copy() for o in outs]
-        return outs[0] if len(outs) == 1 else outs
+# -- nested inputs and outputs --------------------------------------------------------------
+def _flatten(args, what: str):
+    """Flat list of arrays/symbols/None and a format that `_regroup` rebuilds the nesting from."""
+    if isinstance(args, NDArray):
+        return [args], 0
+    if isinstance(args, Symbol):
+        n = len(args.list_outputs())
+        return [args], (n if n > 1 else 0)
+    if args is None:
+        return [None], -1
+    if not isinstance(args, (list, tuple)):
+        raise HybridizeError(f"When hybridized, the {what} of a HybridBlock must be (nested) lists of Symbol or "
+                             f"NDArray, but got {args!r} of type {type(args).__name__}")
+    flat, fmts = [], []
+    for a in args:
+        f, fmt = _flatten(a, what)
+        flat.extend(f)
+        fmts.append(fmt)
+    return flat, fmts
 
-    __call__ = forward
 
-    def hybridize(self, *args, **kwargs) -> None:
-        """No-op: a SymbolBlock always runs its graph."""
+def _regroup(args, fmt):
+    def merge(args, fmt):
+        if isinstance(fmt, int):
+            if fmt == 0:
+                return args[0], args[1:]
+            if fmt == -1:
+                if args[0] is not None:
+                    raise HybridizeError("a HybridBlock hybridized with None for an input was called with a value "
+                                         "there")
+                return None, args[1:]
+            return args[:fmt], args[fmt:]
+        ret = []
+        for f in fmt:
+            r, args = merge(args, f)
+            ret.append(r)
+        return ret, args
+    return merge(args, fmt)[0]
+
+
+def _input_kinds(args):
+    """(has a Symbol, has an NDArray, contexts of the NDArrays, first context) over nested args."""
+    flat, _ = _flatten(args, "input")
+    has_sym = any(isinstance(a, Symbol) for a in flat)
+    arrays = [a for a in flat if isinstance(a, NDArray)]
+    ctxs = {a.context for a in arrays}
+    return has_sym, bool(arrays), ctxs, (arrays[0].context if arrays else None)
+
+
+class Block:
+    """Base class of every layer and model: parameters, children, hooks, save/load (MXNet's gluon.Block).
+
+    Subclasses create children and parameters in `__init__` (inside `with self.name_scope():`
+    for MXNet's names) and define `forward(*args)`.
+    """
+
+    def __init__(self, prefix: Optional[str] = None, params: Optional[ParameterDict] = None):
+        self._empty_prefix = prefix == ""
+        self._prefix, self._params = _BlockScope.create(prefix, params, self._alias())
+        self._name = self._prefix[:-1] if self._prefix.endswith("_") else self._prefix
+        self._scope = _BlockScope(self)
+        self._children: "OrderedDict[str, Block]" = OrderedDict()
+        self._reg_params: Dict[str, Parameter] = {}
+        self._forward_hooks: "OrderedDict[int, Callable]" = OrderedDict()
+        self._forward_pre_hooks: "OrderedDict[int, Callable]" = OrderedDict()
 
     def __repr__(self) -> str:
-        return f"SymbolBlock(inputs={self._input_names}, outputs={self._symbol.list_outputs()})"
+        mods = "\n".join(f"  ({key}): {_indent(repr(block), 2)}"
+                         for key, block in self.__dict__.items() if isinstance(block, Block))
+        return f"{type(self).__name__}(\n{mods}\n)"
+
+    def __setattr__(self, name: str, value) -> None:
+        if hasattr(self, name):
+            existing = getattr(self, name)
+            if isinstance(existing, (Parameter, Block)) and not isinstance(value, type(existing)):
+                raise TypeError(f"Changing attribute type for {name} from {type(existing)} to {type(value)} "
+                                "is not allowed.")
+        if isinstance(value, Block):
+            self.register_child(value, name)
+        elif isinstance(value, Parameter):
+            if name in self._reg_params:
+                raise ParameterMismatchError(
+                    f"Overriding Parameter attribute {name} is not allowed. If you want to share parameters "
+                    "between blocks, please set 'params' at Block construction instead.")
+            self._reg_params[name] = value
+        super().__setattr__(name, value)
+
+    def _alias(self) -> str:
+        return type(self).__name__.lower()
+
+    @property
+    def prefix(self) -> str:
+        """The prefix of this block's names ('dense0_')."""
+        return self._prefix
+
+    @property
+    def name(self) -> str:
+        """The block's name: its prefix without the trailing '_'."""
+        return self._name
+
+    def name_scope(self) -> _BlockScope:
+        """`with self.name_scope():` makes children and symbol names under this block's prefix."""
+        return self._scope
+
+    @property
+    def params(self) -> ParameterDict:
+        """This block's own parameters (children's not included: see collect_params)."""
+        return self._params
+
+    def collect_params(self, select: Optional[str] = None) -> ParameterDict:
+        """This block's and its children's parameters, optionally those whose names match regex `select`."""
+        self._check_container_with_block()
+        ret = ParameterDict(self._params.prefix)
+        if not select:
+            ret.update(self.params)
+        else:
+            pattern = re.compile(select)
+            ret.update({n: p for n, p in self.params.items() if pattern.match(n)})
+        for child in self._children.values():
+            ret.update(child.collect_params(select=select))
+        return ret
+
+    def _check_container_with_block(self) -> None:
+        children = set(self._children.values())
+
+        def hides_block(data) -> bool:
+            if isinstance(data, (list, tuple)):
+                return any(hides_block(d) for d in data)
+            if isinstance(data, dict):
+                return any(hides_block(d) for d in data.values())
+            return isinstance(data, Block) and data not in children
+
+        for k, v in self.__dict__.items():
+            if isinstance(v, (list, tuple, dict)) and not (k.startswith("__") or k == "_children") and hides_block(v):
+                warnings.warn(f'"{type(self).__name__}.{k}" is an unregistered container with Blocks. Note that '
+                              "Blocks inside the list, tuple or dict will not be registered automatically. Make "
+                              "sure to register them using register_child() or switching to "
+                              "nn.Sequential/nn.HybridSequential instead. ", stacklevel=3)
+
+    def _collect_params_with_prefix(self, prefix: str = "") -> Dict[str, Parameter]:
+        """Parameters keyed by their structural names ('0.weight', 'features.3.bias')."""
+        if prefix:
+            prefix += "."
+        ret = {prefix + key: val for key, val in self._reg_params.items()}
+        for name, child in self._children.items():
+            ret.update(child._collect_params_with_prefix(prefix + name))
+        return ret
+
+    # -- parameters on disk ------------------------------------------------------------------
+    def save_parameters(self, filename: str, deduplicate: bool = False) -> None:
+        """Save the parameters under their structural names (MXNet's .params format)."""
+        params = self._collect_params_with_prefix()
+        if deduplicate:
+            reverse = {v: k for k, v in params.items()}
+            params = {k: v for v, k in reverse.items()}
+        nd_mod.save(filename, {key: val._reduce() for key, val in params.items()})
+
+    def save_params(self, filename: str) -> None:
+        """[Deprecated] Save with full parameter names; use save_parameters."""
+        warnings.warn("save_params is deprecated. Please use save_parameters. Note that if you want load from "
+                      "SymbolBlock later, please use export instead.")
+        self.collect_params().save(filename, strip_prefix=self.prefix)
+
+    def load_parameters(self, filename: str, ctx=None, allow_missing: bool = False, ignore_extra: bool = False,
+                        cast_dtype: bool = False, dtype_source: str = "current") -> None:
+        """Load parameters saved by `save_parameters` (or, with full names, by `save_params`/export).
+
+        Every name, shape and dtype is checked before any value changes, so a failed load
+        leaves the current values as they were.
+        """
+        loaded = nd_mod.load(filename)
+        if not isinstance(loaded, dict):
+            raise ParameterMismatchError(f"{filename}: expected named arrays, found an unnamed list")
+        params = self._collect_params_with_prefix()
+        if not loaded and not params:
+            return
+        if not any("." in k for k in loaded):
+            # names without structure: a file of full names (save_params, export)
+            self.collect_params().load_dict(loaded, ctx, allow_missing, ignore_extra, self.prefix, filename,
+                                            cast_dtype, dtype_source)
+            return
+        if not allow_missing:
+            names_of = defaultdict(list)
+            for k, v in params.items():
+                names_of[v].append(k)
+            for name, param in params.items():
+                if not any(p in loaded for p in names_of[param]):
+                    raise ParameterMismatchError(
+                        f"Parameter '{name}' is missing in file '{filename}', which contains parameters: "
+                        f"{_brief_print_list(loaded.keys())}. Set allow_missing=True to ignore missing parameters.")
+        for name, value in loaded.items():
+            if name not in params:
+                if not ignore_extra:
+                    raise ParameterMismatchError(
+                        f"Parameter '{name}' loaded from file '{filename}' is not present in ParameterDict, which "
+                        f"contains parameters {_brief_print_list(params.keys())}. Set ignore_extra=True to ignore. ")
+                continue
+            params[name]._check_loadable(value, cast_dtype, dtype_source)
+        for name, value in loaded.items():
+            if name in params:
+                params[name]._load_init(value, ctx, cast_dtype=cast_dtype, dtype_source=dtype_source)
+
+    def load_params(self, filename: str, ctx=None, allow_missing: bool = False, ignore_extra: bool = False) -> None:
+        """[Deprecated] Use load_parameters."""
+        warnings.warn("load_params is deprecated. Please use load_parameters.")
+        self.load_parameters(filename, ctx, allow_missing, ignore_extra)
+
+    # -- structure ----------------------------------------------------------------------------
+    def register_child(self, block: "Block", name: Optional[str] = None) -> None:
+        """Make `block` a child (attributes that are Blocks are registered automatically)."""
+        if name is None:
+            name = str(len(self._children))
+        self._children[name] = block
+
+    def register_forward_pre_hook(self, hook: Callable) -> HookHandle:
+        """Call `hook(block, inputs)` before each forward; returns a handle that detaches it."""
+        handle = HookHandle()
+        handle.attach(self._forward_pre_hooks, hook)
+        return handle
+
+    def register_forward_hook(self, hook: Callable) -> HookHandle:
+        """Call `hook(block, inputs, outputs)` after each forward; returns a handle that detaches it."""
+        handle = HookHandle()
+        handle.attach(self._forward_hooks, hook)
+        return handle
+
+    def apply(self, fn: Callable[["Block"], None]) -> "Block":
+        """Call `fn` on every child (recursively), then on this block."""
+        for child in self._children.values():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def initialize(self, init=None, ctx=None, verbose: bool = False, force_reinit: bool = False) -> None:
+        """Initialize this block's and its children's parameters (`collect_params().initialize`)."""
+        self.collect_params().initialize(init if init is not None else initializer.Uniform(), ctx, verbose,
+                                         force_reinit)
+
+    def hybridize(self, active: bool = True, **kwargs) -> None:
+        """Hybridize the HybridBlocks among the children (a plain Block itself stays imperative)."""
+        for child in self._children.values():
+            child.hybridize(active, **kwargs)
+
+    def cast(self, dtype) -> None:
+        """Cast every parameter (children's included) to `dtype`."""
+        for child in self._children.values():
+            child.cast(dtype)
+        for param in self.params.values():
+            param.cast(dtype)
+
+    def zero_grad(self) -> None:
+        """Set the gradients of every parameter to 0."""
+        self.collect_params().zero_grad()
+
+    def reset_ctx(self, ctx) -> None:
+        """Move every parameter to `ctx`."""
+        self.collect_params().reset_ctx(ctx)
+
+    # -- running ------------------------------------------------------------------------------
+    def __call__(self, *args):
+        for hook in list(self._forward_pre_hooks.values()):
+            hook(self, args)
+        out = self.forward(*args)
+        for hook in list(self._forward_hooks.values()):
+            hook(self, args, out)
+        return out
+
+    def forward(self, *args):
+        """The computation on NDArrays; subclasses define it."""
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def summary(self, *inputs) -> None:
+        """Print each layer's output shape and parameter count for one forward of `inputs`."""
+        summary: "OrderedDict[str, dict]" = OrderedDict()
+        seen = set()
+        hooks = []
+
+        def shape_str(args) -> str:
+            def walk(a):
+                if isinstance(a, (list, tuple)):
+                    return [walk(x) for x in a]
+                return a.shape if isinstance(a, NDArray) else a
+            shapes = walk(args)
+            return str(shapes)[1:-1] if isinstance(shapes, list) else str(shapes)
+
+        def register(block: Block) -> None:
+            if isinstance(block, HybridBlock) and block._active:
+                raise HybridizeError(f'"{block.name}" must not be hybridized to print summary.')
+
+            def hook(block, _, outputs):
+                key = f"{type(block).__name__}-{len(summary)}"
+                entry = summary[key] = {"output_shape": shape_str(outputs), "trainable": 0, "shared": 0}
+                n = 0
+                for p in block.params.values():
+                    size = int(np.prod(p.data().shape))
+                    n += size
+                    entry["trainable"] += 0 if p.grad_req == "null" else size
+                    if p in seen:
+                        entry["shared"] += size
+                    else:
+                        seen.add(p)
+                entry["n_params"] = n
+            from .nn.basic_layers import HybridSequential, Sequential
+            if not isinstance(block, (Sequential, HybridSequential)):
+                hooks.append(block.register_forward_hook(hook))
+
+        summary["Input"] = {"output_shape": shape_str(list(inputs) if len(inputs) > 1 else inputs[0]),
+                            "n_params": 0, "trainable": 0, "shared": 0}
+        try:
+            self.apply(register)
+            self(*inputs)
+            line = "{:>20}  {:>42} {:>15}"
+            print("-" * 80)
+            print(line.format("Layer (type)", "Output Shape", "Param #"))
+            print("=" * 80)
+            total = trainable = shared = 0
+            for layer, e in summary.items():
+                print(line.format(layer, str(e["output_shape"]), e["n_params"]))
+                total += e["n_params"]
+                trainable += e["trainable"]
+                shared += e["shared"]
+            print("=" * 80)
+            print("Parameters in forward computation graph, duplicate included")
+            print("   Total params: " + str(total))
+            print("   Trainable params: " + str(trainable))
+            print("   Non-trainable params: " + str(total - trainable))
+            print("Shared params in forward computation graph: " + str(shared))
+            print("Unique parameters in model: " + str(total - shared))
+            print("-" * 80)
+        finally:
+            for h in hooks:
+                h.detach()
+
+
+class HybridBlock(Block):
+    """A block written as `hybrid_forward(F, x, *args, **params)`, runnable imperatively or as a graph.
+
+    `hybridize()` makes later calls trace the block once per input signature into a symbol
+    and run it on ember's executor; under `autograd.record()` each such call is one taped
+    node whose backward is the planned gradient graph.
+    """
+
+    def __init__(self, prefix: Optional[str] = None, params: Optional[ParameterDict] = None):
+        super().__init__(prefix=prefix, params=params)
+        self._cached_graph: tuple = ()
+        self._cached_op: Optional[CachedGraph] = None
+        self._out_format = None
+        self._in_format = None
+        self._active = False
+        self._flags: List[tuple] = []
+
+    def __setattr__(self, name: str, value) -> None:
+        super().__setattr__(name, value)
+        if isinstance(value, HybridBlock):
+            self._clear_cached_op()
+
+    def register_child(self, block: Block, name: Optional[str] = None) -> None:
+        if not isinstance(block, HybridBlock):
+            raise HybridizeError(f"Children of HybridBlock must also be HybridBlock, but {block} has type "
+                                 f"{type(block)}. If you are using Sequential, please try HybridSequential instead.")
+        super().register_child(block, name)
+        self._clear_cached_op()
+
+    def hybridize(self, active: bool = True, backend=None, clear: bool = True, static_alloc: bool = False,
+                  static_shape: bool = False, inline_limit: int = 2, forward_bulk_size=None,
+                  backward_bulk_size=None, **kwargs) -> None:
+        """Run later calls as a cached graph (`active=False` goes back to op-by-op execution).
+
+        ember keeps each input signature's planned executor in every mode, which is what
+        MXNet's static_alloc/static_shape buy; the flags are accepted for compatibility.
+        """
+        if backend is not None:
+            raise HybridizeError(f"hybridize: ember has no graph backend '{backend}' (partitioning backends are "
+                                 "an MXNet extension library feature)")
+        self._active = active
+        self._flags = [("static_alloc", static_alloc), ("static_shape", static_shape), ("inline_limit", inline_limit)]
+        if clear:
+            self._clear_cached_op()
+        if active and (self._forward_hooks or self._forward_pre_hooks):
+            warnings.warn(f'"{self}" is being hybridized while still having forward hook/pre-hook. If "{self}" is a '
+                          "child of HybridBlock, the hooks will not take effect.")
+        super().hybridize(active, static_alloc=static_alloc, static_shape=static_shape, inline_limit=inline_limit,
+                          forward_bulk_size=forward_bulk_size, backward_bulk_size=backward_bulk_size)
+
+    def cast(self, dtype) -> None:
+        self._clear_cached_op()
+        super().cast(dtype)
+
+    def _clear_cached_op(self) -> None:
+        self._cached_graph = ()
+        self._cached_op = None
+
+    # -- tracing ------------------------------------------------------------------------------
+    def _get_graph(self, *args):
+        """(input variables, output symbol) of this block traced with F = mx.sym (cached)."""
+        if not self._cached_graph:
+            flat, self._in_format = _flatten(args, "input")
+            real = sum(a is not None for a in flat)
+            if real == 0:
+                raise HybridizeError(f"HybridBlock '{self.name}': all inputs are None; nothing to trace")
+            inputs, sym_inputs, cnt = [], [], 0
+            for a in flat:
+                if a is None:
+                    inputs.append(None)
+                    continue
+                v = sym_mod.var(f"data{cnt}" if real > 1 else "data")
+                cnt += 1
+                inputs.append(v)
+                sym_inputs.append(v)
+            grouped = _regroup(inputs, self._in_format)
+            params = {k: p.var() for k, p in self._reg_params.items()}
+            try:
+                with self.name_scope():
+                    out = self.hybrid_forward(sym_mod, *(grouped if isinstance(grouped, list) else [grouped]),
+                                              **params)
+            except HybridizeError:
+                raise
+            except Exception as e:
+                raise HybridizeError(f"HybridBlock '{self.name}' ({type(self).__name__}) could not be traced into a "
+                                     f"graph: {type(e).__name__}: {e}. hybrid_forward must only use F.* operators "
+                                     "on its inputs (no Python control flow on array values, no .asnumpy()).") from e
+            out, self._out_format = _flatten(out, "output")
+            self._cached_graph = sym_inputs, (sym_mod.Group(out) if len(out) > 1 else out[0])
+        return self._cached_graph
+
+    def _infer_attrs(self, infer_fn: str, attr: str, *args) -> None:
+        inputs, out = self._get_graph(*args)
+        flat = [a for a in _flatten(args, "input")[0] if a is not None]
+        known = {i.name: getattr(a, attr) for i, a in zip(inputs, flat)}
+        arg_attrs, _, aux_attrs = getattr(out, infer_fn)(**known)
+        if arg_attrs is None:
+            raise HybridizeError(f"HybridBlock '{self.name}': cannot infer the {attr}s of its parameters from "
+                                 f"inputs {known}")
+        found = dict(zip(out.list_arguments(), arg_attrs))
+        found.update(zip(out.list_auxiliary_states(), aux_attrs))
+        for p in self.collect_params().values():
+            if p.name in found and found[p.name] is not None:
+                setattr(p, attr, found[p.name])
+
+    def infer_shape(self, *args) -> None:
+        """Fill in the parameters' unknown dimensions from the shapes of `args`."""
+        self._infer_attrs("infer_shape_partial", "shape", *args)
+
+    def infer_type(self, *args) -> None:
+        """Set the parameters' dtypes from the dtypes of `args`."""
+        self._infer_attrs("infer_type", "dtype", *args)
+
+    def _deferred_infer_shape(self, *args) -> None:
+        try:
+            self.infer_shape(*args)
+        except Exception as e:
+            raise ValueError(f"Deferred initialization failed because shape cannot be inferred. {e}") from e
+
+    # -- running ------------------------------------------------------------------------------
+    def _build_cache(self, *args) -> None:
+        data, out = self._get_graph(*args)
+        data_names = [d.name for d in data]
+        params = {p.name: p for p in self.collect_params().values()}
+        graph_inputs = out.list_inputs()
+        unknown = [n for n in graph_inputs if n not in params and n not in data_names]
+        if unknown:
+            raise HybridizeError(f"Unknown input to HybridBlock '{self.name}': {_brief_print_list(unknown)}")
+        unused = [f"{i}-th" for i, n in enumerate(data_names) if n not in graph_inputs]
+        if unused:
+            warnings.warn(f"The {', '.join(unused)} input to HybridBlock is not used by any computation. "
+                          "Is this intended?", stacklevel=4)
+        unused_params = [n for n in params if n not in graph_inputs]
+        if unused_params:
+            warnings.warn(f"Parameter {', '.join(unused_params)} is not used by any computation. Is this intended?",
+                          stacklevel=4)
+        flat = [a for a in _flatten(args, "input")[0] if a is not None]
+        try:
+            for n in graph_inputs:
+                if n in params:
+                    params[n].data(flat[0].context)
+        except DeferredInitializationError:
+            self._deferred_infer_shape(*args)
+            for n in graph_inputs:
+                if n in params:
+                    params[n]._finish_deferred_init()
+        self._cached_op = CachedGraph(out, data_names, {n: params[n] for n in graph_inputs if n in params},
+                                      block_name=self.name)
+
+    def _call_cached_op(self, *args):
+        if self._cached_op is None:
+            self._build_cache(*args)
+        flat, fmt = _flatten(args, "input")
+        if fmt != self._in_format:
+            raise HybridizeError(f"The argument structure of HybridBlock '{self.name}' does not match the cached "
+                                 f"version: it was hybridized with input format {self._in_format}, called with "
+                                 f"{fmt}. Call hybridize() again to trace it anew.")
+        inputs = [a for a in flat if a is not None]
+        out = self._cached_op(inputs)
+        return _regroup(out, self._out_format)
+
+    def forward(self, x, *args):
+        """Run `hybrid_forward` on NDArrays (op by op, or as the cached graph once hybridized) or Symbols."""
+        has_sym, has_nd, ctxs, first_ctx = _input_kinds([x] + list(args))
+        if has_sym and has_nd:
+            raise HybridizeError("In HybridBlock, we do not support mixed NDArrays and Symbols types for the "
+                                 "input. Please check the type of the args.")
+        if not has_sym and not has_nd:
+            raise HybridizeError("In HybridBlock, there must be one NDArray or one Symbol in the input. Please "
+                                 "check the type of the args.")
+        if has_nd:
+            if self._active:
+                if len(ctxs) > 1:
+                    raise HybridizeError(f"HybridBlock '{self.name}': inputs on several contexts {sorted(map(str, ctxs))}; "
+                                         "a hybridized block takes its inputs on one context")
+                with first_ctx:
+                    return self._call_cached_op(x, *args)
+            with first_ctx:
+                try:
+                    params = {k: v.data(first_ctx) for k, v in self._reg_params.items()}
+                except DeferredInitializationError:
+                    self._deferred_infer_shape(x, *args)
+                    for v in self.params.values():
+                        v._finish_deferred_init()
+                    params = {k: v.data(first_ctx) for k, v in self._reg_params.items()}
+                return self.hybrid_forward(nd_mod, x, *args, **params)
+        params = {k: v.var() for k, v in self._reg_params.items()}
+        with self.name_scope():
+            return self.hybrid_forward(sym_mod, x, *args, **params)
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        """The computation, written with `F` (mx.nd or mx.sym); subclasses define it."""
+        raise NotImplementedError(f"{type(self).__name__} must define hybrid_forward()")
+
+    # -- export -------------------------------------------------------------------------------
+    def export(self, path: str, epoch: int = 0, remove_amp_cast: bool = True):
+        """Write `path-symbol.json` and `path-%04d.params` (MXNet's files for SymbolBlock.imports / load_checkpoint)."""
+        if not self._cached_graph:
+            raise HybridizeError("Please first call block.hybridize() and then run forward with this block at least "
+                                 "once before calling export.")
+        sym = self._cached_graph[1]
+        sym.save(f"{path}-symbol.json")
+        arg_names = set(sym.list_arguments())
+        aux_names = set(sym.list_auxiliary_states())
+        arg_dict = {}
+        for name, param in self.collect_params().items():
+            if name in arg_names:
+                arg_dict[f"arg:{name}"] = param._reduce()
+            elif name in aux_names:
+                arg_dict[f"aux:{name}"] = param._reduce()
+            else:
+                warnings.warn(f'Parameter "{name}" is not found in the graph. ', stacklevel=3)
+        params_file = f"{path}-{epoch:04d}.params"
+        nd_mod.save(params_file, arg_dict)
+        return f"{path}-symbol.json", params_file
+
+    def memory_plan(self) -> str:
+        """The memory plan of the hybridized graph's last bound executor (after one call)."""
+        if self._cached_op is None or self._cached_op.memory_plan() is None:
+            raise HybridizeError(f"HybridBlock '{self.name}' has no cached graph yet: hybridize() it and call it once")
+        return self._cached_op.memory_plan()
+
+
+def _common_prefix(names: Sequence[str]) -> str:
+    if not names:
+        return ""
+    prefix = names[0]
+    for name in names:
+        i = 0
+        while i < len(prefix) and i < len(name) and prefix[i] == name[i]:
+            i += 1
+        prefix = prefix[:i]
+    return prefix
+
+
+class SymbolBlock(HybridBlock):
+    """A block made from a symbol: `inputs` are its data, every other argument and aux state a parameter.
+
+    Loaded with `SymbolBlock.imports` from files `HybridBlock.export` (or MXNet) wrote; it is a
+    HybridBlock, so it trains (gradients flow into its parameters) and nests in other blocks.
+    """
+
+    @staticmethod
+    def imports(symbol_file: str, input_names, param_file: Optional[str] = None, ctx=None,
+                allow_missing: bool = False, ignore_extra: bool = False) -> "SymbolBlock":
+        """A SymbolBlock from an exported `*-symbol.json` and (optionally) its `*.params`."""
+        sym = sym_mod.load(symbol_file)
+        if isinstance(input_names, str):
+            input_names = [input_names]
+        inputs = [sym_mod.var(n) for n in input_names]
+        ret = SymbolBlock(sym, inputs)
+        if param_file is not None:
+            ret.collect_params().load(param_file, ctx, allow_missing, ignore_extra, cast_dtype=True,
+                                      dtype_source="saved")
+        return ret
+
+    def __init__(self, outputs, inputs, params: Optional[ParameterDict] = None):
+        super().__init__(prefix=None, params=None)
+        self._prefix = ""
+        self._params = ParameterDict("", params)
+        if isinstance(inputs, Symbol) and len(inputs.list_outputs()) == 1:
+            inputs = [inputs]
+        if isinstance(outputs, (list, tuple)) and len(outputs) == 1:
+            outputs = outputs[0]
+        syms, self._in_format = _flatten(inputs, "input")
+        out, self._out_format = _flatten(outputs, "output")
+        input_names = set()
+        for s in syms:
+            if not isinstance(s, Symbol):
+                raise TypeError(f"SymbolBlock inputs must be Symbols, got {type(s).__name__}")
+            if len(s.get_internals().list_outputs()) != 1:
+                raise HybridizeError(f"Input symbols must be variable, but {s} is an output of operators")
+            input_names.add(s.name)
+        out = sym_mod.Group(out) if len(out) > 1 else out[0]
+        args = out.list_arguments()
+        missing = sorted(n for n in input_names if n not in out.list_inputs())
+        if missing:
+            raise HybridizeError(f"SymbolBlock: inputs {missing} are not arguments of the symbol "
+                                 f"(its arguments: {_brief_print_list(args)})")
+        for name in args:
+            if name not in input_names:
+                self.params.get(name, allow_deferred_init=True, dtype=mx_real_t)
+        for name in out.list_auxiliary_states():
+            if name not in input_names:
+                self.params.get(name, grad_req="null", allow_deferred_init=True, dtype=mx_real_t)
+        self._cached_graph = syms, out
+        cut = len(_common_prefix(list(self._params.keys())))
+        self._reg_params = {key[cut:]: val for key, val in self._params.items()}
+
+    def __repr__(self) -> str:
+        syms, out = self._cached_graph
+        return f"{type(self).__name__}(\n{out} : {len(syms)} -> {len(out.list_outputs())}\n)"
+
+    def forward(self, x, *args):
+        if isinstance(x, NDArray):
+            with x.context:
+                return self._call_cached_op(x, *args)
+        if not isinstance(x, Symbol):
+            raise TypeError(f"SymbolBlock requires the first argument to forward be either Symbol or NDArray, "
+                            f"but got {type(x).__name__}")
+        flat, fmt = _flatten([x] + list(args), "input")
+        if fmt != self._in_format:
+            raise HybridizeError(f"SymbolBlock: invalid input format {fmt}, expected {self._in_format}")
+        syms, out = self._cached_graph
+        composed = out(**{s.name: v for s, v in zip(syms, flat)})
+        outs = [composed[i] for i in range(len(composed.list_outputs()))]
+        return _regroup(outs, self._out_format)
+
+    def _clear_cached_op(self) -> None:
+        graph = self._cached_graph
+        super()._clear_cached_op()
+        self._cached_graph = graph
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError("SymbolBlock runs its symbol; it has no hybrid_forward")
+
+    def cast(self, dtype) -> None:
+        self._clear_cached_op()
+        super().cast(dtype)
+        if np.dtype(dtype).name == "float16":
+            # batch-norm statistics and scales stay float32, as MXNet keeps them
+            inputs = self._cached_graph[1].get_internals().list_inputs()
+            for stat, rest in (("running_var", ("running_mean", "gamma", "beta")),
+                               ("moving_var", ("moving_mean", "gamma", "beta"))):
+                for n in inputs:
+                    if n.endswith(stat):
+                        base = n[:-len(stat)]
+                        sibs = [base + t for t in rest]
+                        if all(s in inputs for s in sibs):
+                            for s in [n] + sibs:
+                                if s in self.params:
+                                    self.params[s].cast("float32")

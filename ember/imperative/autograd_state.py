@@ -55,7 +55,8 @@ class Node:
     (which point back at this node) and the node form no reference cycle.
     """
 
-    __slots__ = ("opdef", "attrs", "inputs", "outputs", "is_train", "freed")
+    # __weakref__: a hybridized block's executor stays reserved while its recorded node lives
+    __slots__ = ("opdef", "attrs", "inputs", "outputs", "is_train", "freed", "__weakref__")
 
     def __init__(self, opdef, attrs, inputs, outputs, is_train):
         self.opdef = opdef

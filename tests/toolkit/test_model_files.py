@@ -113,15 +113,15 @@ def test_symbolblock_errors(tmp_path):
     with pytest.raises(mx.EmberError, match="not arguments"):
         SymbolBlock.imports(sym_file, ["image"])
     block = SymbolBlock.imports(sym_file, "data")
-    with pytest.raises(mx.gluon.ParameterError, match="has no data"):
+    with pytest.raises(RuntimeError, match="has not been initialized"):
         block(mx.nd.zeros((1, 3, 32, 32)))
-    with pytest.raises(TypeError, match="must be an NDArray"):
+    with pytest.raises(TypeError, match="either Symbol or NDArray"):
         SymbolBlock.imports(sym_file, "data", _prefix("mobilenet0.25") + "-0000.params")(np.zeros((1, 3, 32, 32)))
     extra = str(tmp_path / "extra.params")
     saved = mx.nd.load(_prefix("mobilenet0.25") + "-0000.params")
     saved["arg:unused_weight"] = mx.nd.zeros((1,))
     mx.nd.save(extra, saved)
-    with pytest.raises(mx.gluon.ParameterError, match="unused_weight"):
+    with pytest.raises(AssertionError, match="unused_weight"):
         SymbolBlock.imports(sym_file, "data", extra)
     SymbolBlock.imports(sym_file, "data", extra, ignore_extra=True)
     truncated = str(tmp_path / "truncated.params")

@@ -1,0 +1,141 @@
+"""A hybridized block's graph run on ember's executor (what MXNet calls a CachedOp).
+
+The traced symbol is bound once per input signature (context, input shapes and dtypes, and
+which inputs need gradients): `Executor` runs the graph passes and the memory planner at
+bind time, and every later call with that signature only copies the inputs in and pushes the
+planned nodes to the engine.  Parameters are bound by reference, so optimizer updates made
+between calls are ordered with the next forward by the engine, without waits.
+
+Under `autograd.record()` a call is taped as ONE node whose gradient runs the executor's
+planned backward graph.  An executor whose forward state is still needed by such a node
+(until its backward ran, or the node died) is not reused: a call made meanwhile (a block
+applied twice in one step, validation between forward and backward) takes another one.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .. import ndarray as nd
+from ..imperative import autograd_state as _ag
+from ..imperative.ndarray import NDArray
+from ..ops.registry import OpDef
+
+
+class _Slot:
+    """One bound executor and the recorded node (if any) that still needs its forward state."""
+
+    __slots__ = ("executor", "param_arrays", "node_ref")
+
+    def __init__(self, executor, param_arrays: List[NDArray]):
+        self.executor = executor
+        self.param_arrays = param_arrays
+        self.node_ref = None
+
+    def is_free(self) -> bool:
+        if self.node_ref is None:
+            return True
+        node = self.node_ref()
+        return node is None or node.freed
+
+
+class CachedGraph:
+    """Runs `symbol` on NDArrays: inputs named `data_names` (in call order), the other arguments
+    and auxiliary states taken from `params` (name -> gluon Parameter)."""
+
+    def __init__(self, symbol, data_names: Sequence[str], params: Dict[str, object], block_name: str = ""):
+        self.symbol = symbol
+        self._arg_names = symbol.list_arguments()
+        self._aux_names = symbol.list_auxiliary_states()
+        graph_inputs = set(self._arg_names) | set(self._aux_names)
+        self._data_names = list(data_names)
+        self._used_data = [n in graph_inputs for n in self._data_names]
+        self._param_names = [n for n in self._arg_names + self._aux_names if n not in set(self._data_names)]
+        missing = [n for n in self._param_names if n not in params]
+        if missing:
+            raise ValueError(f"HybridBlock '{block_name}': unknown inputs {missing} in the traced graph "
+                             "(neither block inputs nor parameters)")
+        self._params = [params[n] for n in self._param_names]
+        self._block_name = block_name
+        self._slots: Dict[Tuple, List[_Slot]] = {}
+
+    @property
+    def param_names(self) -> List[str]:
+        """Names of the graph inputs that are parameters, in the order the executor binds them."""
+        return list(self._param_names)
+
+    def executors(self) -> List[object]:
+        """Every executor bound so far (for memory plans and debugging)."""
+        return [s.executor for slots in self._slots.values() for s in slots]
+
+    # -- one call ---------------------------------------------------------------------------
+    def __call__(self, inputs: Sequence[NDArray]) -> List[NDArray]:
+        ctx = inputs[0].context
+        param_arrays = [p.data(ctx) for p in self._params]
+        grad_names: Tuple[str, ...] = ()
+        if _ag.is_recording():
+            grad_names = tuple(n for n, x, used in zip(self._data_names, inputs, self._used_data)
+                               if used and x._ag is not None)
+            grad_names += tuple(n for n, a in zip(self._param_names, param_arrays)
+                                if a._ag is not None and n in self._arg_names)
+        key = (ctx, tuple((tuple(x.shape), x.dtype) for x in inputs), grad_names)
+        slot = self._take_slot(key, ctx, inputs, param_arrays, grad_names)
+        ex = slot.executor
+        args = ex.arg_dict
+        for name, x, used in zip(self._data_names, inputs, self._used_data):
+            if used:
+                args[name][:] = x
+        outs = [o.copy() for o in ex.forward(is_train=_ag.is_training())]
+        if grad_names:
+            self._record(slot, inputs, param_arrays, outs, grad_names)
+        return outs
+
+    def _take_slot(self, key, ctx, inputs, param_arrays, grad_names) -> _Slot:
+        slots = self._slots.setdefault(key, [])
+        for slot in slots:
+            if slot.is_free():
+                if all(a is b for a, b in zip(slot.param_arrays, param_arrays)):
+                    return slot
+                # a parameter got new arrays (initialize(force_reinit), cast, reset_ctx): rebind
+                slots.remove(slot)
+                break
+        slot = _Slot(self._bind(ctx, inputs, param_arrays, grad_names), param_arrays)
+        slots.append(slot)
+        return slot
+
+    def _bind(self, ctx, inputs, param_arrays, grad_names):
+        args, aux = {}, {}
+        for name, x, used in zip(self._data_names, inputs, self._used_data):
+            if used:
+                args[name] = nd.empty(x.shape, ctx=ctx, dtype=x.dtype)
+        for name, arr in zip(self._param_names, param_arrays):
+            (aux if name in set(self._aux_names) else args)[name] = arr
+        grads = {n: nd.zeros(args[n].shape, ctx=ctx, dtype=args[n].dtype) for n in grad_names}
+        reqs = {n: ("write" if n in grads else "null") for n in self._arg_names}
+        return self.symbol.bind(ctx, args, args_grad=grads or None, grad_req=reqs, aux_states=aux)
+
+    def _record(self, slot: _Slot, inputs, param_arrays, outs: List[NDArray], grad_names) -> None:
+        ex = slot.executor
+        names = [n for n in self._data_names] + list(self._param_names)
+        wanted = set(grad_names)
+
+        def gradient(F, attrs, ins, outputs, out_grads):
+            ex.backward(out_grads=list(out_grads), is_train=True)
+            grads = ex.grad_dict
+            # the executor reuses its gradient buffers on the next backward: hand out copies
+            return [grads[n].copy() if n in wanted else None for n in names]
+
+        opdef = OpDef(name=f"_CachedOp:{self._block_name}", inputs=names,
+                      outputs=[f"out{i}" for i in range(len(outs))], gradient=gradient)
+        node = _ag.Node(opdef, {}, list(inputs) + list(param_arrays), [(o._data, o._chunk) for o in outs],
+                        _ag.is_training())
+        for i, o in enumerate(outs):
+            o._ag = _ag.Entry(node, i)
+        slot.node_ref = weakref.ref(node)
+
+    def memory_plan(self) -> Optional[str]:
+        """The memory plan of the most recently bound executor (its `debug_str`), if any."""
+        for slots in reversed(list(self._slots.values())):
+            if slots:
+                return slots[-1].executor.debug_str()
+        return None
