@@ -97,13 +97,67 @@ def _grad_req_dict(grad_req, names: Sequence[str]) -> Dict[str, str]:
     return {n: ("write" if r == "inplace" else r) for n, r in reqs.items()}
 
 
+class _MonitorName(str):
+    """A monitor callback's name: a str that also answers MXNet's bytes `.decode()` (py_str)."""
+
+    __slots__ = ()
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return str(self)
+
+
+class SharedPool:
+    """Storage blocks shared by executors made from one another (`reshape`, `shared_exec`: buckets).
+
+    Executors sharing a pool reuse each other's bytes for their intermediates, as MXNet's shared
+    memory pool does, so they must not run at the same time.  The engine still orders them: every
+    executor registers the vars of its segments (with their byte ranges) here, and each later
+    executor adds every registered var overlapping a tensor's bytes to that tensor's vars, so its
+    ops wait for the other executors' ops on those bytes and theirs wait for its ops in turn.
+    """
+
+    def __init__(self):
+        self.blocks: List[object] = []
+        self._vars: List[List[tuple]] = []   # per block: (lo, hi, var, weakref to the owner)
+
+    def take(self, sizes: Sequence[int], xp) -> List[int]:
+        """A pool block for each planned block size: the smallest free one that fits, else a new one."""
+        used, out = set(), [0] * len(sizes)
+        for b in sorted(range(len(sizes)), key=lambda i: -int(sizes[i])):
+            need = max(int(sizes[b]), 1)
+            fits = [i for i, blk in enumerate(self.blocks) if i not in used and blk.size >= need]
+            if fits:
+                pick = min(fits, key=lambda i: self.blocks[i].size)
+            else:
+                self.blocks.append(xp.empty(need, dtype=np.uint8))
+                self._vars.append([])
+                pick = len(self.blocks) - 1
+            used.add(pick)
+            out[b] = pick
+        return out
+
+    def overlapping(self, block: int, lo: int, hi: int, owner) -> List[object]:
+        """Vars of other executors' tensors on bytes [lo, hi) of `block`."""
+        return [v for a, b, v, ref in self._vars[block] if a < hi and lo < b and ref() is not owner
+                and ref() is not None]
+
+    def register(self, block: int, lo: int, hi: int, var, owner) -> None:
+        import weakref
+        entries = self._vars[block]
+        if len(entries) > 64:  # forget executors that are gone
+            entries[:] = [e for e in entries if e[3]() is not None]
+        entries.append((lo, hi, var, weakref.ref(owner)))
+
+
 class _Storage:
     """Blocks of the memory plan, their segment vars, and one view per planned entry."""
 
-    def __init__(self, g: GraphState, ctx: Context, xp):
+    def __init__(self, g: GraphState, ctx: Context, xp, pool: Optional[SharedPool] = None):
         plan = g.plan
         pl = plan.placement
-        self.blocks = [xp.empty(max(int(s), 1), dtype=np.uint8) for s in pl.block_sizes]
+        self.pool = pool if pool is not None else SharedPool()
+        where = self.pool.take(pl.block_sizes, xp)   # planned block -> pool block
+        self.blocks = [self.pool.blocks[where[b]] for b in range(len(pl.block_sizes))]
         ngroups = len(plan.sizes)
         per_block: Dict[int, List[int]] = {}
         for gid in range(ngroups):
@@ -125,6 +179,7 @@ class _Storage:
         # A forward output is handed out as one NDArray, guarded by one var: that var joins every
         # group whose bytes overlap the output's, so reuse of those bytes waits for the output's readers.
         self.head_var: Dict[int, object] = {}
+        head_ranges = []
         for node, i in g.heads:
             gid = plan.group_of.get((id(node), i))
             if gid is None or gid in self.head_var:
@@ -132,9 +187,19 @@ class _Storage:
             var = engine.Var(f"exec:output:{node.name}")
             self.head_var[gid] = var
             b, lo, hi = pl.block[gid], pl.offset[gid], pl.offset[gid] + plan.sizes[gid]
+            head_ranges.append((b, lo, hi, var))
             for other in range(ngroups):
                 if pl.block[other] == b and pl.offset[other] < hi and lo < pl.offset[other] + plan.sizes[other]:
                     self.group_vars[other].append(var)
+        # Other executors on the same pool: their vars on the same bytes order them with ours.
+        for gid in range(ngroups):
+            b, lo = pl.block[gid], pl.offset[gid]
+            self.group_vars[gid].extend(self.pool.overlapping(where[b], lo, lo + plan.sizes[gid], self))
+        for b, (bounds, vars_) in seg_vars.items():
+            for i, v in enumerate(vars_):
+                self.pool.register(where[b], bounds[i], bounds[i + 1], v, self)
+        for b, lo, hi, var in head_ranges:
+            self.pool.register(where[b], lo, hi, var, self)
         self.views: Dict[tuple, object] = {}
         self.vars: Dict[tuple, List[object]] = {}
         for key, gid in plan.group_of.items():
@@ -150,7 +215,8 @@ class Executor:
     """A symbol bound to arrays on one device; forward/backward push the graph's nodes to the engine."""
 
     def __init__(self, symbol, ctx: Optional[Context], args, args_grad=None, grad_req="write",
-                 aux_states=None, plan_method: str = "best"):
+                 aux_states=None, plan_method: str = "best", group2ctx=None,
+                 shared_pool: Optional[SharedPool] = None):
         from ..imperative.ndarray import NDArray
         self._symbol = symbol
         self._ctx = ctx if ctx is not None else current_context()
@@ -191,7 +257,8 @@ class Executor:
             if n.op is None and n.name in shapes and g.shapes[(id(n), 0)] != shapes[n.name]:
                 raise ShapeError(f"bind: array for '{n.name}' has shape {shapes[n.name]}, "
                                  f"the graph needs {g.shapes[(id(n), 0)]}")
-        self._storage = _Storage(g, self._ctx, self._xp)
+        self._storage = _Storage(g, self._ctx, self._xp, shared_pool)
+        self._group2ctx = dict(group2ctx) if group2ctx else None
         nd = _nd()
         self._head_grads = [nd.ones(g.shapes[(id(v), 0)], ctx=self._ctx, dtype=g.dtypes[(id(v), 0)])
                             for v in g.head_grad_vars]
@@ -326,7 +393,7 @@ class Executor:
             dst[:] = v
         self._is_train = bool(is_train)
         if self._monitor is not None:
-            self._run_monitored_forward()
+            self._run_monitored(0, self._graph.num_forward, self._is_train)
         else:
             self._push_segments(self._fwd_segments, self._is_train)
         return self.outputs
@@ -357,7 +424,10 @@ class Executor:
             for dst in self._head_grads:
                 dst[:] = 1
             self._custom_head_grads = False
-        self._push_segments(self._bwd_segments, is_train)
+        if self._monitor is not None:
+            self._run_monitored(g.num_forward, len(g.nodes), is_train)
+        else:
+            self._push_segments(self._bwd_segments, is_train)
         self._push_gradient_results()
 
     def _push_gradient_results(self) -> None:
@@ -430,82 +500,118 @@ class Executor:
                 dst[:] = value
 
     def set_monitor_callback(self, callback, monitor_all: bool = False) -> None:
-        """After each forward, call callback(entry name, NDArray copy) for every operator output
-        (and, with monitor_all, every input of an operator).  The copies are engine ops, so the
-        values are those of this forward whatever the later reuse of the planned bytes."""
+        """Call callback(name, array) for every operator output of each forward and backward
+        (with monitor_all, also every input of an operator), as MXNet's executor does.
+
+        Names follow MXNet: '<node>_output' (every output, hidden ones too), and with monitor_all
+        an input is reported as the variable's own name (when it is one) then '<node>_<input>'.
+        The name is a str that also has MXNet's bytes `.decode()`, so `py_str(name)` works; the
+        array is a read-only NDArray copy (MXNet passes a handle to wrap), taken by an engine op
+        right after its node, so it holds this run's values whatever later reuses the bytes."""
         if callback is not None and not callable(callback):
             raise TypeError("monitor callback must be callable")
         self._monitor = callback
         self._monitor_all = bool(monitor_all)
 
-    def _run_monitored_forward(self) -> None:
-        """Forward one node per engine op, each followed by copies of what the monitor sees.
+    def _run_monitored(self, lo: int, hi: int, is_train: bool) -> None:
+        """Run nodes lo..hi-1 one engine op each, each followed by copies of what the monitor sees.
 
         The copies read the entry's vars right after its node, before any later node may reuse
         (or overwrite in place) the same bytes, so the callback gets this node's values."""
         nd = _nd()
         g, st = self._graph, self._storage
-        seen = set()
-        for step, n in enumerate(g.nodes[:g.num_forward]):
+        for step in range(lo, hi):
+            n = g.nodes[step]
             if n.op is None:
                 continue
-            entries = [(n, i) for i in range(n.num_visible_outputs())]
             if self._monitor_all:
-                entries = list(n.inputs[:n.num_inputs()]) + entries
-            pre = [e for e in entries if e[0] is not n]
-            post = [e for e in entries if e[0] is n]
-            self._monitor_copies(pre, seen, nd, st)
-            self._push_segments([[self._runners[step]]], self._is_train)
-            self._monitor_copies(post, seen, nd, st)
+                names = n.op.input_names(n.parsed_attrs) + n.op.aux_names(n.parsed_attrs)
+                for pos, (c, i) in enumerate(n.inputs):
+                    copy = self._monitor_copy(c, i, nd, st)
+                    if copy is None:
+                        continue
+                    if c.op is None:
+                        self._monitor(_MonitorName(c.name), copy)
+                    slot = names[pos] if pos < len(names) else f"input{pos}"
+                    self._monitor(_MonitorName(f"{n.name}_{slot}"), copy)
+            self._push_segments([[self._runners[step]]], is_train)
+            for i in range(n.num_outputs()):
+                copy = self._monitor_copy(n, i, nd, st)
+                if copy is not None:
+                    self._monitor(_MonitorName(n.output_name(i)), copy)
 
-    def _monitor_copies(self, entries, seen, nd, st) -> None:
-        for c, i in entries:
-            key = (id(c), i)
-            if key in seen:
-                continue
-            seen.add(key)
-            if c.op is None:
-                arr = self._var_arrays.get(id(c))
-                if arr is not None:
-                    self._monitor(c.name, arr.copy())
-                continue
-            if key not in st.views:
-                continue
-            view = st.views[key]
-            out = nd.empty(view.shape, ctx=self._ctx, dtype=view.dtype)
+    def _monitor_copy(self, c, i, nd, st):
+        """An NDArray copy of entry (c, i) pushed now (None if the entry has no storage)."""
+        key = (id(c), i)
+        if c.op is None:
+            arr = self._var_arrays.get(id(c))
+            return arr.copy() if arr is not None else None
+        if key in st.views:
+            view, reads = st.views[key], list(st.vars[key])
+        elif key in self._grad_target:
+            arr = self._grad_target[key]
+            return arr.copy()
+        else:
+            return None
+        out = nd.empty(view.shape, ctx=self._ctx, dtype=view.dtype)
 
-            def fn(out=out, view=view):
-                out._data[...] = view
-            engine.push(fn, read=list(st.vars[key]), write=[out.var], device=self._ctx, name=f"monitor:{c.name}")
-            self._monitor(c.output_name(i), out)
+        def fn(out=out, view=view):
+            out._data[...] = view
+        engine.push(fn, read=reads, write=[out.var], device=self._ctx, name=f"monitor:{c.name}")
+        return out
 
     def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False, **kwargs) -> "Executor":
-        """A new executor for new input shapes, sharing every array whose shape is unchanged."""
-        arg_shapes, _, aux_shapes = self._symbol.infer_shape(**kwargs)
-        if arg_shapes is None:
-            raise ShapeError(f"reshape: cannot infer every shape from {kwargs}")
+        """A new executor for new input shapes that shares memory with this one (MXNet's semantics).
+
+        Arrays whose shape is unchanged are shared; a smaller array is a view of the first
+        elements of the old one (a smaller batch writes into this executor's arrays); a larger one
+        is allocated anew, only with allow_up_sizing.  Shapes of arguments not named in kwargs may
+        change only with partial_shaping.  The intermediates reuse this executor's storage, so the
+        two must not run at the same time (the engine orders them if they do)."""
         nd = _nd()
-        new_args, new_grads, new_aux = {}, {}, {}
-        for name, shape, old in zip(self._arg_names, arg_shapes, self.arg_arrays):
-            gold = self.grad_dict.get(name)
-            if tuple(shape) == tuple(old.shape):
-                new_args[name] = old
-                if gold is not None:
-                    new_grads[name] = gold
-                continue
-            if name not in kwargs and not partial_shaping:
-                raise ShapeError(f"reshape: shape of '{name}' changes from {tuple(old.shape)} to {tuple(shape)}; "
-                                 "pass partial_shaping=True to allow it")
-            if int(np.prod(shape)) > int(np.prod(old.shape)) and not allow_up_sizing:
-                raise ShapeError(f"reshape: '{name}' grows from {tuple(old.shape)} to {tuple(shape)}; "
-                                 "pass allow_up_sizing=True to allow it")
-            new_args[name] = nd.zeros(shape, ctx=self._ctx, dtype=old.dtype)
-            if gold is not None:
-                new_grads[name] = nd.zeros(shape, ctx=self._ctx, dtype=gold.dtype)
-        for name, shape, old in zip(self._aux_names, aux_shapes, self.aux_arrays):
-            new_aux[name] = old if tuple(shape) == tuple(old.shape) else nd.zeros(shape, ctx=self._ctx, dtype=old.dtype)
-        return Executor(self._symbol, self._ctx, new_args, new_grads or None,
-                        {n: r for n, r in self._grad_req.items()}, new_aux)
+        inputs = set(self._symbol.list_inputs())
+        given = {k: tuple(int(d) for d in v) for k, v in kwargs.items()
+                 if isinstance(v, tuple) and k in inputs}  # MXNet ignores other names and values
+        arg_shapes, _, aux_shapes = self._symbol.infer_shape(**given)
+        if arg_shapes is None:
+            raise ShapeError(f"reshape: cannot infer every shape from {given}")
+
+        def adapt(name, old, shape, what):
+            shape = tuple(shape)
+            if shape == tuple(old.shape):
+                return old
+            if not (partial_shaping or name in given):
+                raise ShapeError(f"reshape: shape of unspecified {what} '{name}' changed from {tuple(old.shape)} "
+                                 f"to {shape}; this can keep the new executor from sharing parameters with the "
+                                 "old one. If this is intended, set partial_shaping=True")
+            size = int(np.prod(shape, dtype=np.int64))
+            if size > old.size:
+                if not allow_up_sizing:
+                    raise ShapeError(f"reshape: new shape {shape} of {what} '{name}' is larger than the original "
+                                     f"{tuple(old.shape)}; making a big executor and then down sizing it is more "
+                                     "efficient than the reverse. If you really want to up size, set "
+                                     "allow_up_sizing=True to enable allocation of new arrays")
+                return nd.zeros(shape, ctx=old.context, dtype=old.dtype)
+            return old.reshape(-1)[0:size].reshape(shape)  # a view: same storage and engine var
+
+        new_args, new_grads = [], []
+        for name, shape, old, gold in zip(self._arg_names, arg_shapes, self.arg_arrays, self.grad_arrays):
+            new_args.append(adapt(name, old, shape, "argument"))
+            new_grads.append(adapt(name, gold, shape, "argument") if gold is not None else None)
+        new_aux = [adapt(name, old, shape, "auxiliary state")
+                   for name, shape, old in zip(self._aux_names, aux_shapes, self.aux_arrays)]
+        grads = new_grads if any(gr is not None for gr in new_grads) else None
+        exe = Executor(self._symbol, self._ctx, new_args, grads, dict(self._grad_req), new_aux,
+                       group2ctx=self._group2ctx, shared_pool=self._storage.pool)
+        if self._monitor is not None:
+            exe.set_monitor_callback(self._monitor, self._monitor_all)
+        return exe
+
+    def get_optimized_symbol(self):
+        """The symbol this executor runs.  ember's passes plan memory and order nodes without
+        rewriting the forward graph (no operator fusion), so it is a copy of the bound symbol."""
+        import copy
+        return copy.deepcopy(self._symbol)
 
     # -- memory plan ----------------------------------------------------------------------
     def memory_stats(self) -> dict:
@@ -551,32 +657,93 @@ class Executor:
         return "\n".join(lines) + "\n"
 
 
-def simple_bind(symbol, ctx, grad_req="write", type_dict=None, shared_exec=None, **shapes) -> Executor:
-    """Allocate argument, gradient and aux arrays from the given input shapes, then bind."""
+def _arg_contexts(symbol, ctx: Context, group2ctx) -> Dict[str, Context]:
+    """The context of each input: its '__ctx_group__' mapped through group2ctx, else ctx."""
+    if not group2ctx:
+        return {}
+    attrs = symbol.attr_dict()
+    out = {}
+    for name in symbol.list_inputs():
+        group = attrs.get(name, {}).get("__ctx_group__")
+        if group is not None and group in group2ctx:
+            dev = group2ctx[group]
+            if not isinstance(dev, Context):
+                raise TypeError(f"simple_bind: group2ctx['{group}'] must be a Context, got {type(dev).__name__}")
+            out[name] = dev
+    return out
+
+
+def simple_bind(symbol, ctx, grad_req="write", type_dict=None, shared_exec=None, shared_arg_names=None,
+                shared_buffer=None, group2ctx=None, **shapes) -> Executor:
+    """Allocate argument, gradient and aux arrays from the given input shapes, then bind.
+
+    As MXNet: keywords that name no input are ignored; arguments in shared_arg_names take
+    shared_exec's arrays (same shape and dtype required); other arguments are taken from
+    shared_buffer (name -> NDArray, filled with what is allocated here) as views when the buffer
+    holds enough elements; aux states are shared_exec's when their shapes agree; the executor's
+    intermediates reuse shared_exec's storage.  group2ctx places each ctx_group's variables."""
     nd = _nd()
     ctx = ctx if ctx is not None else current_context()
+    inputs = set(symbol.list_inputs())
+    shapes = {k: v for k, v in shapes.items() if k in inputs}
     arg_shapes, _, aux_shapes = symbol.infer_shape(**shapes)
     if arg_shapes is None:
         partial, _, _ = symbol.infer_shape_partial(**shapes)
         missing = [n for n, s in zip(symbol.list_arguments(), partial) if not s or 0 in s]
-        raise ShapeError(f"simple_bind: cannot infer the shapes of {missing}; give them as keyword shapes")
-    arg_types, _, aux_types = symbol.infer_type(**(type_dict or {}))
+        shown = missing[:10] + (["..."] if len(missing) > 10 else [])
+        raise ShapeError(f"simple_bind: cannot infer the shapes of {shown}; give them as keyword shapes")
+    types = {k: v for k, v in (type_dict or {}).items() if k in inputs}
+    arg_types, _, aux_types = symbol.infer_type(**types)
     if arg_types is None:
         arg_types = [np.float32] * len(arg_shapes)
         aux_types = [np.float32] * len(aux_shapes)
     names = symbol.list_arguments()
     reqs = _grad_req_dict(grad_req, names)
-    shared_args = shared_exec.arg_dict if shared_exec is not None else {}
-    shared_grads = shared_exec.grad_dict if shared_exec is not None else {}
-    shared_aux = shared_exec.aux_dict if shared_exec is not None else {}
+    shared_names = set(shared_arg_names or ())
+    where = _arg_contexts(symbol, ctx, group2ctx)
 
-    def get(pool, name, shape, dtype):
-        old = pool.get(name)
-        if old is not None and tuple(old.shape) == tuple(shape) and np.dtype(old.dtype) == np.dtype(dtype):
-            return old
-        return nd.zeros(shape, ctx=ctx, dtype=dtype)
-    args = [get(shared_args, n, s, t) for n, s, t in zip(names, arg_shapes, arg_types)]
-    grads = [get(shared_grads, n, s, t) if reqs[n] != "null" else None
-             for n, s, t in zip(names, arg_shapes, arg_types)]
-    aux = [get(shared_aux, n, s, t) for n, s, t in zip(symbol.list_auxiliary_states(), aux_shapes, aux_types)]
-    return Executor(symbol, ctx, args, grads, reqs, aux)
+    def fresh(name, shape, dtype):
+        return nd.zeros(shape, ctx=where.get(name, ctx), dtype=dtype)
+
+    def from_shared_exec(pool, name, shape, dtype, what):
+        old = pool[name]
+        if tuple(old.shape) != tuple(shape) or np.dtype(old.dtype) != np.dtype(dtype):
+            raise ShapeError(f"simple_bind: shared {what} '{name}' of shared_exec has shape {tuple(old.shape)} "
+                             f"and dtype {np.dtype(old.dtype).name}, this executor needs {tuple(shape)} "
+                             f"{np.dtype(dtype).name}")
+        return old
+
+    def from_buffer(key, name, shape, dtype):
+        if shared_buffer is None:
+            return fresh(name, shape, dtype)
+        size = int(np.prod(shape, dtype=np.int64))
+        old = shared_buffer.get(key)
+        if old is not None and np.dtype(old.dtype) == np.dtype(dtype) and old.size >= size:
+            return old.reshape(-1)[0:size].reshape(shape)
+        arr = fresh(name, shape, dtype)
+        shared_buffer[key] = arr
+        return arr
+
+    args, grads = [], []
+    for n, shape, dtype in zip(names, arg_shapes, arg_types):
+        want_grad = reqs[n] != "null"
+        if n in shared_names:
+            if shared_exec is not None and n in shared_exec.arg_dict:
+                args.append(from_shared_exec(shared_exec.arg_dict, n, shape, dtype, "argument"))
+                grads.append(from_shared_exec(shared_exec.grad_dict, n, shape, dtype, "gradient")
+                             if want_grad and n in shared_exec.grad_dict else
+                             (fresh(n, shape, dtype) if want_grad else None))
+            else:
+                args.append(fresh(n, shape, dtype))
+                grads.append(fresh(n, shape, dtype) if want_grad else None)
+        else:
+            args.append(from_buffer(n, n, shape, dtype))
+            grads.append(from_buffer("grad of " + n, n, shape, dtype) if want_grad else None)
+    aux = []
+    shared_aux = shared_exec.aux_dict if shared_exec is not None else {}
+    for n, shape, dtype in zip(symbol.list_auxiliary_states(), aux_shapes, aux_types):
+        old = shared_aux.get(n)
+        same = old is not None and tuple(old.shape) == tuple(shape) and np.dtype(old.dtype) == np.dtype(dtype)
+        aux.append(old if same else fresh(n, shape, dtype))
+    pool = shared_exec._storage.pool if shared_exec is not None else None
+    return Executor(symbol, ctx, args, grads, reqs, aux, group2ctx=group2ctx, shared_pool=pool)

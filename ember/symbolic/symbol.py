@@ -269,13 +269,16 @@ class Symbol:
                     shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
         """Allocate arguments, gradients and aux states from shapes and bind (see Executor)."""
         from .executor import simple_bind
-        return simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict, shared_exec=shared_exec, **kwargs)
+        return simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict, shared_exec=shared_exec,
+                           shared_arg_names=shared_arg_names, shared_buffer=shared_buffer, group2ctx=group2ctx,
+                           **kwargs)
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
              shared_exec=None):
         """An Executor over caller-given argument / gradient / aux arrays."""
         from .executor import Executor
-        return Executor(self, ctx, args, args_grad, grad_req, aux_states)
+        pool = shared_exec._storage.pool if shared_exec is not None else None
+        return Executor(self, ctx, args, args_grad, grad_req, aux_states, group2ctx=group2ctx, shared_pool=pool)
 
     def eval(self, ctx=None, **kwargs):
         """Bind to the given arrays and run forward once; returns the outputs."""
