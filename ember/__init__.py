@@ -24,6 +24,8 @@ from . import viz  # noqa: F401,E402
 from . import optimizer, lr_scheduler, initializer, io, metric, model, callback, module, gluon  # noqa: F401,E402
 from . import initializer as init  # noqa: F401,E402
 from . import module as mod  # noqa: F401,E402
+from . import monitor, operator  # noqa: F401,E402
+from . import monitor as mon  # noqa: F401,E402
 
 # Last, once every module (and the BLAS libraries they load) is imported: EMBER_BLAS_THREADS.
 engine.blas.configure()

@@ -1,12 +1,16 @@
 """Errors and small helpers shared by every ember component."""
 from __future__ import annotations
 
+import numpy as _np
+
 
 class EmberError(Exception):
     """Base class of every error ember raises itself (MXNet's MXNetError)."""
 
 
 MXNetError = EmberError  # MXNet code catches mx.base.MXNetError
+
+mx_real_t = _np.float32  # MXNet's default real type (mx.base.mx_real_t)
 
 
 class EngineError(EmberError):
