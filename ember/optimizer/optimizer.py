@@ -50,7 +50,9 @@ class Optimizer:
         self.wd = wd
         self.begin_num_update = begin_num_update
         self.num_update = begin_num_update
-        self._index_update_count: Dict[Any, int] = {}
+        # update counts per device (see _set_current_context); _index_update_count is the current one's
+        self._all_index_update_counts: Dict[int, Dict[Any, int]] = {0: {}}
+        self._index_update_count: Dict[Any, int] = self._all_index_update_counts[0]
         self.clip_gradient = clip_gradient
         if multi_precision:
             raise OptimizerError("multi_precision=True is not supported by ember's optimizers")
@@ -152,6 +154,13 @@ class Optimizer:
                 if name in attr and "__wd_mult__" in attr[name]:
                     self.wd_mult[name] = float(attr[name]["__wd_mult__"])
         self.wd_mult.update(args_wd_mult)
+
+    def _set_current_context(self, device_id: int) -> None:
+        """Count updates of the device `device_id` from now on (MXNet 1.9.1): when each device
+        updates its own copy of a weight, every copy sees the same step number, not a count
+        bumped once per device."""
+        counts = self.__dict__.setdefault("_all_index_update_counts", {0: self._index_update_count})
+        self._index_update_count = counts.setdefault(device_id, {})
 
     def _update_count(self, index) -> None:
         indices = index if isinstance(index, (list, tuple)) else [index]

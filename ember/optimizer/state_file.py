@@ -163,10 +163,15 @@ def dumps(states: Dict[Any, Any], optimizer=None) -> bytes:
 
 
 def loads(data) -> Tuple[Dict[Any, Any], Optional[Any]]:
-    """(states by index, optimizer or None) from bytes written by `dumps`; FormatError if malformed."""
+    """(states by index, optimizer or None) from bytes written by `dumps`, or by MXNet 1.9.1
+    (its pickled states, read without running code: ember.optimizer.mxnet_states); FormatError
+    if malformed."""
     from ..imperative import serialization
+    from . import mxnet_states
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"optimizer states must be bytes, got {type(data).__name__}")
+    if mxnet_states.is_mxnet_pickle(data):
+        return mxnet_states.loads(data)
     try:
         arrays = serialization.loads(data)
     except FormatError as e:

@@ -33,6 +33,8 @@ class Updater:
                                  f"and {len(weights)} weights")
         else:
             indices, grads, weights = [index], [grad], [weight]
+        if weights and isinstance(weights[0], NDArray):
+            self.optimizer._set_current_context(weights[0].context.device_id)
         for idx, g, w in zip(indices, grads, weights):
             if isinstance(idx, bytes):
                 idx = idx.decode()
