@@ -379,6 +379,7 @@ def _run_here_slot():
 
 
 def _push_now(fn, read, write, priority, device, name, prop, inline, flags=0):
+    inline = inline or getattr(_tls, "in_caller", False)
     reads, writes = op_handles(read, write)
     hid = next(_op_ids)
     _pyops[hid] = (fn, prop, name)
@@ -401,6 +402,22 @@ def _push_now(fn, read, write, priority, device, name, prop, inline, flags=0):
     elif rc < 0:
         _pyops.pop(hid, None)
         raise EngineError(f"push of '{name}' rejected by the engine (code {rc})")
+
+
+@contextlib.contextmanager
+def ops_in_caller():
+    """Within the block, every op this thread pushes runs at once, in this thread, when its inputs
+    are ready (as small inline ops do), however large it is and however busy the engine.
+
+    For code that pushes ops from inside an op (a Python custom operator's forward, see
+    ember/ops/custom.py): its ops, on variables nothing else holds, finish before it returns
+    without needing a worker, so waiting for them inside the op cannot deadlock."""
+    prev = getattr(_tls, "in_caller", False)
+    _tls.in_caller = True
+    try:
+        yield
+    finally:
+        _tls.in_caller = prev
 
 
 def push_native(fn_ptr, ctx=None, read: Iterable[Var] = (), write: Iterable[Var] = (), priority: int = 0,
