@@ -19,8 +19,13 @@ from ..initializer import Uniform
 from ..model import BatchEndParam
 
 
-class ModuleError(EmberError):
-    """A module was used out of order (forward before bind, update before init_optimizer, ...)."""
+class ModuleError(EmberError, RuntimeError):
+    """A module was used out of order (forward before bind, update before init_optimizer, ...) or
+    given incomplete parameters (a RuntimeError, as MXNet raises)."""
+
+
+class ParamsError(ModuleError, ValueError):
+    """Parameters the module does not have were given (a ValueError, as MXNet raises)."""
 
 
 def _as_list(obj) -> list:

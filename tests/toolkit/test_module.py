@@ -156,8 +156,8 @@ def test_errors():
         mod.forward(mx.io.DataBatch([mx.nd.zeros((2, 4))]))
     with pytest.raises(ModuleError, match="not arguments"):
         mx.mod.Module(sym, data_names=["image"])
-    with pytest.raises(ModuleError, match="one device"):
-        mx.mod.Module(sym, context=[mx.cpu(0), mx.cpu(1)])
+    with pytest.raises(ModuleError, match="work_load_list"):  # several contexts are fine (data parallel)
+        mx.mod.Module(sym, context=[mx.cpu(0), mx.cpu(1)], work_load_list=[1])
     mod.bind([("data", (2, 4))], [("softmax_label", (2,))])
     with pytest.raises(ModuleError, match="init_params"):
         mod.init_optimizer()
