@@ -63,3 +63,106 @@ def get_operator_arguments(op_name: str) -> OperatorArguments:
         names.append(key)
         types.append(_attr_type(spec))
     return OperatorArguments(len(names), names, types)
+
+
+# -- custom operators in Python (MXNet's CustomOp / CustomOpProp / register) ------------------
+# The mechanism is the registry op `Custom` (ember/ops/custom.py); this section is MXNet's API.
+
+def _assign(dst, req: str, src) -> None:
+    if req == "null":
+        return
+    if req in ("write", "inplace"):
+        dst[:] = src
+    elif req == "add":
+        dst[:] += src
+    else:
+        raise ValueError(f"assign: req must be 'null', 'write', 'inplace' or 'add', got {req!r}")
+
+
+class CustomOp:
+    """Base class of an operator's computation in Python: override `forward` and `backward`.
+
+    Both receive NDArrays and write their results into `out_data` / `in_grad`, honouring `req`
+    ('write', 'inplace', 'add' or 'null'); `self.assign(dst, req, src)` does exactly that.
+    """
+
+    def __init__(self):
+        pass
+
+    def forward(self, is_train: bool, req: List[str], in_data, out_data, aux) -> None:
+        """Compute out_data from in_data (and aux states, which it may update)."""
+
+    def backward(self, req: List[str], out_grad, in_data, out_data, in_grad, aux) -> None:
+        """Compute in_grad from out_grad (and whatever declare_backward_dependency kept)."""
+
+    def assign(self, dst, req: str, src) -> None:
+        """Write `src` into `dst` as `req` says: 'write'/'inplace' copy, 'add' accumulates, 'null' skips."""
+        _assign(dst, req, src)
+
+
+class CustomOpProp:
+    """Base class of an operator's properties: names, shape/dtype inference, backward
+    dependencies, and `create_operator` (the CustomOp doing the work).
+
+    Register a subclass with `@mx.operator.register(name)`; `Custom(..., op_type=name, **kwargs)`
+    then builds it with `kwargs` (as strings).  need_top_grad: whether backward reads the
+    output gradients (the default declare_backward_dependency keeps them only then).
+    """
+
+    def __init__(self, need_top_grad: bool = True):
+        self.need_top_grad_ = need_top_grad
+
+    def infer_shape(self, in_shape):
+        """(input shapes, output shapes[, aux shapes]); default: every output like input 0."""
+        return in_shape, (in_shape[0],) * len(self.list_outputs()), ()
+
+    def infer_type(self, in_type):
+        """(input dtypes, output dtypes[, aux dtypes]); default: everything like input 0."""
+        return in_type, [in_type[0]] * len(self.list_outputs()), [in_type[0]] * len(self.list_auxiliary_states())
+
+    def infer_storage_type(self, in_stype):
+        """Storage types: ember arrays are dense ('default') only."""
+        for i, stype in enumerate(in_stype):
+            if stype != "default":
+                raise ValueError(f"infer_storage_type: input {i} has storage type '{stype}'; only 'default' "
+                                 "(dense) arrays are supported")
+        return in_stype, ["default"] * len(self.list_outputs()), ["default"] * len(self.list_auxiliary_states())
+
+    def infer_storage_type_backward(self, ograd_stype, in_stype, out_stype, igrad_stype, aux_stype):
+        """Storage types of backward: all dense."""
+        lists = [ograd_stype, in_stype, out_stype, igrad_stype, aux_stype]
+        return tuple(["default"] * len(x) for x in lists)
+
+    def list_outputs(self) -> List[str]:
+        """Output names (default ['output'])."""
+        return ["output"]
+
+    def list_arguments(self) -> List[str]:
+        """Input names (default ['data'])."""
+        return ["data"]
+
+    def list_auxiliary_states(self) -> List[str]:
+        """Auxiliary state names (default none)."""
+        return []
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data) -> List[int]:
+        """Ids of what backward reads: out_grad (if need_top_grad), in_data and out_data."""
+        deps = list(out_grad) if self.need_top_grad_ else []
+        return deps + list(in_data) + list(out_data)
+
+    def create_operator(self, ctx, in_shapes, in_dtypes) -> CustomOp:
+        """The CustomOp for these input shapes and dtypes (MXNet dtype codes) on `ctx`."""
+        return CustomOp()
+
+
+def register(reg_name: str):
+    """Class decorator: register a CustomOpProp subclass as custom operator `reg_name`."""
+    from .ops import custom as _custom
+
+    def do_register(prop_cls):
+        _custom.register_prop(reg_name, prop_cls)
+        return prop_cls
+    return do_register
+
+
+register("custom_op")(CustomOpProp)
