@@ -486,6 +486,7 @@ class Executor:
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params: bool = False) -> None:
         """Copy values into the bound argument / aux arrays (unknown names are errors unless allowed)."""
+        from ..imperative.ndarray import NDArray
         for src, dst_dict, what in ((arg_params, self.arg_dict, "argument"), (aux_params or {}, self.aux_dict, "aux state")):
             for name, value in src.items():
                 if name not in dst_dict:
@@ -497,7 +498,13 @@ class Executor:
                 if tuple(value.shape) != tuple(dst.shape):
                     raise ShapeError(f"copy_params_from: '{name}' has shape {tuple(value.shape)}, "
                                      f"the executor's array has {tuple(dst.shape)}")
-                dst[:] = value
+                if not isinstance(value, NDArray):
+                    value = _nd().array(value, dtype=dst.dtype)
+                if value is dst:
+                    continue
+                if np.dtype(value.dtype) != np.dtype(dst.dtype):
+                    value = value.astype(dst.dtype)  # MXNet casts to the executor's dtype
+                value.copyto(dst)  # across devices too (cpu(0) -> cpu(1))
 
     def set_monitor_callback(self, callback, monitor_all: bool = False) -> None:
         """Call callback(name, array) for every operator output of each forward and backward
