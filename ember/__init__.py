@@ -24,6 +24,7 @@ from . import viz  # noqa: F401,E402
 from . import optimizer, lr_scheduler, initializer, io, metric, model, callback, module, gluon  # noqa: F401,E402
 from . import initializer as init  # noqa: F401,E402
 from . import module as mod  # noqa: F401,E402
+from . import test_utils  # noqa: F401,E402  (mx.test_utils, as MXNet users' test suites import it)
 from . import rnn  # noqa: F401,E402  (legacy symbolic RNN cells: mx.rnn)
 from . import monitor, operator  # noqa: F401,E402
 from . import monitor as mon  # noqa: F401,E402
