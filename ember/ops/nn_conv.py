@@ -1,11 +1,12 @@
-"""Convolution and Deconvolution (1-D and 2-D, NCW/NCHW) through im2col + one GEMM per group.
+"""Convolution and Deconvolution (1-D, 2-D and 3-D; NCW/NCHW/NCDHW) through im2col + one GEMM per group.
 
 The column matrix is built from a strided window view (no Python loop over pixels);
 the data gradient scatters columns back with one vectorised add per kernel position
 (kh*kw iterations); depthwise convolutions use one multiply-add per kernel position.
 Kernels work on a channel-first internal copy, CNHW or batch-last CHWN, whichever makes the
 window copies cheaper for the layer (`choose_layout`).  1-D convolutions run as 2-D ones with
-a height of 1.
+a height of 1; 3-D ones as one 2-D convolution per kernel depth tap, with the output depths folded
+into the batch (`conv3d_*`).
 """
 from __future__ import annotations
 
@@ -187,6 +188,80 @@ def conv_backward_weight(xp, x, dy, geo: Geometry, out) -> None:
                     if out.flags.c_contiguous else out[g * fg:(g + 1) * fg])
 
 
+# -- 3-D: one batched 2-D convolution per kernel depth tap ------------------------------------
+class DepthGeometry(NamedTuple):
+    """The depth axis of a 3-D convolution (the H, W axes are a 2-D Geometry)."""
+
+    kernel: int
+    stride: int
+    dilate: int
+    pad_before: int
+    pad_after: int     # negative: rows cropped (a deconvolution's adj)
+
+    def taps(self, out_depth: int):
+        """(i, slice of the depth-padded input seen by kernel depth i at every output depth)."""
+        for i in range(self.kernel):
+            start = i * self.dilate
+            yield i, slice(start, start + self.stride * (out_depth - 1) + 1, self.stride)
+
+
+def _depth_padded(xp, x, dg: DepthGeometry):
+    """x (N, C, D, H, W) zero-padded (or cropped) along D."""
+    d = x.shape[2] + min(dg.pad_after, 0)
+    out = xp.zeros(x.shape[:2] + (dg.pad_before + d + max(dg.pad_after, 0),) + x.shape[3:], dtype=x.dtype)
+    out[:, :, dg.pad_before:dg.pad_before + d] = x[:, :, :d]
+    return out
+
+
+def _fold(a):
+    """(N, C, D, H, W) -> (N*D, C, H, W): the depths become batch entries of a 2-D convolution."""
+    n, c, d, h, w = a.shape
+    return a.transpose(0, 2, 1, 3, 4).reshape(n * d, c, h, w)
+
+
+def _unfold(a, n: int):
+    """(N*D, C, H, W) -> an (N, C, D, H, W) view."""
+    return a.reshape((n, -1) + a.shape[1:]).transpose(0, 2, 1, 3, 4)
+
+
+def conv3d_forward(xp, x, w, dg: DepthGeometry, geo: Geometry, out) -> None:
+    """out (N, F, OD, OH, OW) = conv(x (N, C, D, H, W), w (F, C/g, kd, kh, kw)), no bias."""
+    n, od = x.shape[0], out.shape[2]
+    xpad = _depth_padded(xp, x, dg)
+    acc = None
+    for i, sl in dg.taps(od):
+        res = xp.empty((n * od, w.shape[0]) + out.shape[3:], dtype=out.dtype)
+        conv_forward(xp, _fold(xpad[:, :, sl]), w[:, :, i], geo, res)
+        if acc is None:
+            acc = res
+        else:
+            acc += res
+    out[...] = _unfold(acc, n)
+
+
+def conv3d_backward_data(xp, dy, w, dg: DepthGeometry, geo: Geometry, x_shape, out) -> None:
+    """out (= x_shape) = gradient of conv3d w.r.t. its input, given dy (N, F, OD, OH, OW)."""
+    n, c, d = x_shape[:3]
+    od = dy.shape[2]
+    depth = max(d + dg.pad_before + dg.pad_after, dg.pad_before + d,
+                (od - 1) * dg.stride + (dg.kernel - 1) * dg.dilate + 1)
+    canvas = xp.zeros((n, c, depth) + tuple(x_shape[3:]), dtype=out.dtype)
+    dyf = _fold(dy)
+    for i, sl in dg.taps(od):
+        res = xp.empty((n * od, c) + tuple(x_shape[3:]), dtype=out.dtype)
+        conv_backward_data(xp, dyf, w[:, :, i], geo, res.shape, res)
+        canvas[:, :, sl] += _unfold(res, n)
+    out[...] = canvas[:, :, dg.pad_before:dg.pad_before + d]
+
+
+def conv3d_backward_weight(xp, x, dy, dg: DepthGeometry, geo: Geometry, out) -> None:
+    """out (F, C/g, kd, kh, kw) = gradient of conv3d w.r.t. its weight."""
+    xpad = _depth_padded(xp, x, dg)
+    dyf = _fold(dy)
+    for i, sl in dg.taps(dy.shape[2]):
+        conv_backward_weight(xp, _fold(xpad[:, :, sl]), dyf, geo, out[:, :, i])
+
+
 # -- attributes and geometry --------------------------------------------------------
 def _common_attrs(no_bias_default: bool, workspace: int):
     return {
@@ -210,15 +285,19 @@ _DECONV_ATTRS = dict(_common_attrs(True, 512),
                      target_shape=Attr("shape", (), doc="output spatial shape; overrides pad and adj"))
 
 
+_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+_SPATIAL_NAMES = {1: "W", 2: "H, W", 3: "D, H, W"}
+
+
 def _params(op: str, attrs: dict):
     """Validated (kernel, stride, dilate, pad) as 2-D tuples and the spatial rank."""
     kernel = attrs["kernel"]
     nd = len(kernel)
-    if nd not in (1, 2):
-        raise OperatorError(f"{op}: only 1-D and 2-D kernels are supported, got kernel={tuple(kernel)}")
-    if attrs["layout"] not in (None, "NCW", "NCHW") or (attrs["layout"] and len(attrs["layout"]) != nd + 2):
+    if nd not in (1, 2, 3):
+        raise OperatorError(f"{op}: only 1-D, 2-D and 3-D kernels are supported, got kernel={tuple(kernel)}")
+    if attrs["layout"] not in (None, _LAYOUTS[nd]):
         raise OperatorError(f"{op}: layout {attrs['layout']} is not supported for a {nd}-D kernel "
-                            f"(use {'NCW' if nd == 1 else 'NCHW'})")
+                            f"(use {_LAYOUTS[nd]})")
     kernel = spatial(op, "kernel", kernel, nd, 1)
     stride = spatial(op, "stride", attrs["stride"], nd, 1)
     dilate = spatial(op, "dilate", attrs["dilate"], nd, 1)
@@ -236,15 +315,28 @@ def _params(op: str, attrs: dict):
 
 def _check_data(op, dshape, nd):
     if len(dshape) != nd + 2:
-        raise ShapeError(f"{op}: data must be {nd + 2}-D (N, C, {'W' if nd == 1 else 'H, W'}) "
+        raise ShapeError(f"{op}: data must be {nd + 2}-D (N, C, {_SPATIAL_NAMES[nd]}) "
                          f"for a {nd}-D kernel, got shape {tuple(dshape)}")
 
 
+def _split_depth(kernel, stride, dilate, pad, after, groups):
+    """(DepthGeometry or None, the 2-D Geometry of the last two axes) for 1-, 2- or 3-D tuples."""
+    if len(kernel) < 3:
+        return None, Geometry(_to2d(kernel, 1), _to2d(stride, 1), _to2d(dilate, 1), _to2d(pad, 0),
+                              _to2d(after, 0), groups)
+    depth = DepthGeometry(kernel[0], stride[0], dilate[0], pad[0], after[0])
+    return depth, Geometry(kernel[1:], stride[1:], dilate[1:], pad[1:], after[1:], groups)
+
+
 def conv_geometry(attrs: dict) -> Geometry:
-    """The Geometry of a Convolution with these (parsed) attributes."""
+    """The Geometry of a 1-D/2-D Convolution with these (parsed) attributes."""
+    return conv_geometries(attrs)[1]
+
+
+def conv_geometries(attrs: dict):
+    """(DepthGeometry or None for 1-D/2-D, Geometry of the last two spatial axes) of a Convolution."""
     kernel, stride, dilate, pad, _ = _params("Convolution", attrs)
-    return Geometry(_to2d(kernel, 1), _to2d(stride, 1), _to2d(dilate, 1), _to2d(pad, 0), _to2d(pad, 0),
-                    attrs["num_group"])
+    return _split_depth(kernel, stride, dilate, pad, pad, attrs["num_group"])
 
 
 def deconv_pad_adj(attrs: dict, in_spatial) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
@@ -270,7 +362,14 @@ def deconv_pad_adj(attrs: dict, in_spatial) -> Tuple[Tuple[int, ...], Tuple[int,
 
 
 def deconv_geometry(attrs: dict, in_spatial) -> Tuple[Geometry, Tuple[int, ...]]:
-    """(the Geometry of the equivalent convolution run backwards, the output spatial shape)."""
+    """(the Geometry of the equivalent convolution run backwards, the output spatial shape); 1-D/2-D."""
+    depth, geo, out = deconv_geometries(attrs, in_spatial)
+    return geo, out
+
+
+def deconv_geometries(attrs: dict, in_spatial):
+    """(DepthGeometry or None, Geometry of the last two axes, output spatial shape) of a Deconvolution,
+    as the convolution it is the data gradient of."""
     kernel, stride, dilate, _, nd = _params("Deconvolution", attrs)
     pad, adj = deconv_pad_adj(attrs, in_spatial)
     out = tuple(s * (n - 1) + d * (k - 1) + 1 - 2 * p + a
@@ -278,9 +377,8 @@ def deconv_geometry(attrs: dict, in_spatial) -> Tuple[Geometry, Tuple[int, ...]]
     if any(o <= 0 for o in out):
         raise ShapeError(f"Deconvolution: output spatial shape {out} is not positive")
     after = tuple(p - a for p, a in zip(pad, adj))
-    geo = Geometry(_to2d(kernel, 1), _to2d(stride, 1), _to2d(dilate, 1), _to2d(pad, 0), _to2d(after, 0),
-                   attrs["num_group"])
-    return geo, out
+    depth, geo = _split_depth(kernel, stride, dilate, pad, after, attrs["num_group"])
+    return depth, geo, out
 
 
 def _as4d(x):
@@ -328,10 +426,12 @@ def _bias_view(b, ndim):
 @float32_on_cpu
 def _conv_forward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
-    geo = conv_geometry(attrs)
+    depth, geo = conv_geometries(attrs)
     out = outputs[0]
-    out4 = _as4d(out)
-    conv_forward(xp, _as4d(inputs[0]), _as4d(inputs[1]), geo, out4)
+    if depth is not None:
+        conv3d_forward(xp, inputs[0], inputs[1], depth, geo, out)
+    else:
+        conv_forward(xp, _as4d(inputs[0]), _as4d(inputs[1]), geo, _as4d(out))
     if not attrs["no_bias"]:
         out += _bias_view(inputs[2], out.ndim)
 
@@ -340,10 +440,14 @@ def _conv_forward(ctx, attrs, inputs, outputs, aux):
 def _conv_backward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     dy, x, w = inputs
-    geo = conv_geometry(attrs)
-    dy4, x4 = _as4d(dy), _as4d(x)
-    conv_backward_data(xp, dy4, _as4d(w), geo, x4.shape, _as4d(outputs[0]))
-    conv_backward_weight(xp, x4, dy4, geo, _as4d(outputs[1]))
+    depth, geo = conv_geometries(attrs)
+    if depth is not None:
+        conv3d_backward_data(xp, dy, w, depth, geo, x.shape, outputs[0])
+        conv3d_backward_weight(xp, x, dy, depth, geo, outputs[1])
+    else:
+        dy4, x4 = _as4d(dy), _as4d(x)
+        conv_backward_data(xp, dy4, _as4d(w), geo, x4.shape, _as4d(outputs[0]))
+        conv_backward_weight(xp, x4, dy4, geo, _as4d(outputs[1]))
     if not attrs["no_bias"]:
         outputs[2][...] = dy.sum(axis=tuple(a for a in range(dy.ndim) if a != 1))
 
@@ -366,7 +470,7 @@ register(OpDef(
     infer_shape=_conv_shape, infer_type=_float_types("Convolution"), kernels={"any": _conv_forward},
     gradient=backward_via("_backward_Convolution", lambda a, i, o, g: [g[0], i[0], i[1]],
                           lambda a: [True, True] + ([] if a["no_bias"] else [True])),
-    doc="1-D/2-D convolution (NCW/NCHW) with stride, pad, dilate and groups, via im2col + GEMM."))
+    doc="1-D/2-D/3-D convolution (NCW/NCHW/NCDHW) with stride, pad, dilate and groups, via im2col + GEMM."))
 register(OpDef(
     name="_backward_Convolution", attrs=_CONV_ATTRS, inputs=["out_grad", "data", "weight"],
     outputs=_grad_outputs, infer_shape=_backward_shape, kernels={"any": _conv_backward},
@@ -394,10 +498,13 @@ def _deconv_shape(attrs, in_shapes):
 @float32_on_cpu
 def _deconv_forward(ctx, attrs, inputs, outputs, aux):
     x = inputs[0]
-    geo, _ = deconv_geometry(attrs, x.shape[2:])
+    depth, geo, _ = deconv_geometries(attrs, x.shape[2:])
     out = outputs[0]
     # a deconvolution is the data gradient of the convolution mapping its output back to its input
-    conv_backward_data(ctx.xp, _as4d(x), _as4d(inputs[1]), geo, _as4d(out).shape, _as4d(out))
+    if depth is not None:
+        conv3d_backward_data(ctx.xp, x, inputs[1], depth, geo, out.shape, out)
+    else:
+        conv_backward_data(ctx.xp, _as4d(x), _as4d(inputs[1]), geo, _as4d(out).shape, _as4d(out))
     if not attrs["no_bias"]:
         out += _bias_view(inputs[2], out.ndim)
 
@@ -405,9 +512,13 @@ def _deconv_forward(ctx, attrs, inputs, outputs, aux):
 @float32_on_cpu
 def _deconv_backward(ctx, attrs, inputs, outputs, aux):
     dy, x, w = inputs
-    geo, _ = deconv_geometry(attrs, x.shape[2:])
-    conv_forward(ctx.xp, _as4d(dy), _as4d(w), geo, _as4d(outputs[0]))
-    conv_backward_weight(ctx.xp, _as4d(dy), _as4d(x), geo, _as4d(outputs[1]))
+    depth, geo, _ = deconv_geometries(attrs, x.shape[2:])
+    if depth is not None:
+        conv3d_forward(ctx.xp, dy, w, depth, geo, outputs[0])
+        conv3d_backward_weight(ctx.xp, dy, x, depth, geo, outputs[1])
+    else:
+        conv_forward(ctx.xp, _as4d(dy), _as4d(w), geo, _as4d(outputs[0]))
+        conv_backward_weight(ctx.xp, _as4d(dy), _as4d(x), geo, _as4d(outputs[1]))
     if not attrs["no_bias"]:
         outputs[2][...] = dy.sum(axis=tuple(a for a in range(dy.ndim) if a != 1))
 
@@ -417,7 +528,7 @@ register(OpDef(
     infer_shape=_deconv_shape, infer_type=_float_types("Deconvolution"), kernels={"any": _deconv_forward},
     gradient=backward_via("_backward_Deconvolution", lambda a, i, o, g: [g[0], i[0], i[1]],
                           lambda a: [True, True] + ([] if a["no_bias"] else [True])),
-    doc="1-D/2-D transposed convolution (weight (C, num_filter/num_group, *kernel)); adj and target_shape."))
+    doc="1-D/2-D/3-D transposed convolution (weight (C, num_filter/num_group, *kernel)); adj and target_shape."))
 register(OpDef(
     name="_backward_Deconvolution", attrs=_DECONV_ATTRS, inputs=["out_grad", "data", "weight"],
     outputs=_grad_outputs, infer_shape=_backward_shape, kernels={"any": _deconv_backward},

@@ -1,10 +1,11 @@
-"""Pooling (max, avg, sum, lp; 1-D and 2-D; valid/full conventions; global pooling).
+"""Pooling (max, avg, sum, lp; 1-D, 2-D and 3-D; valid/full conventions; global pooling).
 
-Each kernel runs as one vectorised operation per kernel position (kh*kw of them)
+Each kernel runs as one vectorised operation per kernel position (prod(kernel) of them)
 over strided slices of the padded input, never a loop over output pixels.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from typing import NamedTuple, Tuple
 
@@ -31,21 +32,25 @@ _ATTRS = {
 
 
 class PoolGeometry(NamedTuple):
-    """Window geometry of one pooling call, as 2-D tuples (1-D pools have height 1)."""
+    """Window geometry of one pooling call, one entry per spatial axis (1, 2 or 3 of them)."""
 
-    kernel: Tuple[int, int]
-    stride: Tuple[int, int]
-    pad: Tuple[int, int]
-    extra: Tuple[int, int]      # zero/-inf rows and columns added on the far side by 'full'
-    out: Tuple[int, int]
+    kernel: Tuple[int, ...]
+    stride: Tuple[int, ...]
+    pad: Tuple[int, ...]
+    extra: Tuple[int, ...]      # zero/-inf entries added on the far side by 'full'
+    out: Tuple[int, ...]
+
+
+_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 
 
 def _params(attrs, in_spatial):
     nd = len(in_spatial)
-    if nd not in (1, 2):
-        raise ShapeError(f"Pooling: only 1-D and 2-D pooling are supported; data has {nd} spatial axes")
-    if attrs["layout"] not in (None, "NCW", "NCHW") or (attrs["layout"] and len(attrs["layout"]) != nd + 2):
-        raise OperatorError(f"Pooling: layout {attrs['layout']} is not supported (use NCW or NCHW)")
+    if nd not in (1, 2, 3):
+        raise ShapeError(f"Pooling: only 1-D, 2-D and 3-D pooling are supported; data has {nd} spatial axes")
+    if attrs["layout"] not in (None, _LAYOUTS[nd]):
+        raise OperatorError(f"Pooling: layout {attrs['layout']} is not supported for {nd + 2}-D data "
+                            f"(use {_LAYOUTS[nd]})")
     if attrs["pooling_convention"] == "same":
         raise OperatorError("Pooling: pooling_convention='same' is not supported (use 'valid' or 'full')")
     if attrs["pool_type"] == "lp" and attrs["p_value"] not in (1, 2, 3):
@@ -77,9 +82,7 @@ def geometry(attrs, in_spatial) -> PoolGeometry:
         o = (math.ceil(span / s) if full else span // s) + 1
         out.append(o)
         extra.append(max(0, (o - 1) * s + k - (n + 2 * p)))
-    two = (lambda t, fill: t if len(t) == 2 else (fill,) + tuple(t))
-    return PoolGeometry(two(kernel, 1), two(stride, 1), two(pad, 0), two(tuple(extra), 0),
-                        two(tuple(out), 1)), tuple(out)
+    return PoolGeometry(kernel, stride, pad, tuple(extra), tuple(out)), tuple(out)
 
 
 def _infer_shape(attrs, in_shapes):
@@ -87,50 +90,43 @@ def _infer_shape(attrs, in_shapes):
     if not known(d):
         return in_shapes, [None]
     d = tuple(d)
-    if len(d) not in (3, 4):
-        raise ShapeError(f"Pooling: data must be 3-D (N, C, W) or 4-D (N, C, H, W), got shape {d}")
+    if len(d) not in (3, 4, 5):
+        raise ShapeError(f"Pooling: data must be 3-D (N, C, W), 4-D (N, C, H, W) or 5-D (N, C, D, H, W), "
+                         f"got shape {d}")
     _, out = geometry(attrs, d[2:])
     return [d], [d[:2] + out]
 
 
-def _as4d(x):
-    """(N, C, W) as a (N, C, 1, W) view; indexing (not reshape) keeps writes landing in x's buffer."""
-    return x if x.ndim == 4 else x[:, :, None, :]
-
-
 def _padded(xp, x, geo, value):
-    (pt, pl), (et, el) = geo.pad, geo.extra
-    if not (pt or pl or et or el):
+    if not any(geo.pad) and not any(geo.extra):
         return x
-    return xp.pad(x, [(0, 0), (0, 0), (pt, pt + et), (pl, pl + el)], constant_values=value)
+    return xp.pad(x, [(0, 0), (0, 0)] + [(p, p + e) for p, e in zip(geo.pad, geo.extra)],
+                  constant_values=value)
 
 
 def _slices(geo):
-    """(i, j, index) for every kernel position; index selects that tap for every output pixel."""
-    (kh, kw), (sh, sw), (oh, ow) = geo.kernel, geo.stride, geo.out
-    for i in range(kh):
-        for j in range(kw):
-            yield (slice(None), slice(None), slice(i, i + sh * (oh - 1) + 1, sh), slice(j, j + sw * (ow - 1) + 1, sw))
+    """One index per kernel position; it selects that tap for every output pixel."""
+    for taps in itertools.product(*(range(k) for k in geo.kernel)):
+        yield (slice(None), slice(None)) + tuple(slice(i, i + s * (o - 1) + 1, s)
+                                                 for i, s, o in zip(taps, geo.stride, geo.out))
 
 
-def _divisor(xp, attrs, geo, in_hw, dtype):
+def _divisor(xp, attrs, geo, in_sizes, dtype):
     """avg pooling divisor per output pixel (separable: product of per-axis window counts)."""
     include = parse_optional_bool("Pooling", "count_include_pad", attrs["count_include_pad"])
     include = True if include is None else include
-    counts = []
-    for n, k, s, p, o in zip(in_hw, geo.kernel, geo.stride, geo.pad, geo.out):
+    div = np.ones((), dtype=np.int64)
+    for n, k, s, p, o in zip(in_sizes, geo.kernel, geo.stride, geo.pad, geo.out):
         start = np.arange(o) * s - p
         lo, hi = (-p, n + p) if include else (0, n)
-        counts.append(np.minimum(start + k, hi) - np.maximum(start, lo))
-    div = np.outer(counts[0], counts[1]).astype(dtype)
-    return xp.asarray(np.maximum(div, 1))
+        div = np.multiply.outer(div, np.minimum(start + k, hi) - np.maximum(start, lo))
+    return xp.asarray(np.maximum(div, 1).astype(dtype))
 
 
 def _forward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
-    x = _as4d(inputs[0])
-    out = _as4d(outputs[0])
-    geo, _ = geometry(attrs, inputs[0].shape[2:])
+    x, out = inputs[0], outputs[0]
+    geo, _ = geometry(attrs, x.shape[2:])
     kind = attrs["pool_type"]
     if kind == "max":
         xpad = _padded(xp, x, geo, -np.inf)
@@ -153,13 +149,11 @@ def _forward(ctx, attrs, inputs, outputs, aux):
 
 def _backward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
-    dy, x, y = (_as4d(a) for a in inputs)
-    dx = _as4d(outputs[0])
-    geo, _ = geometry(attrs, inputs[1].shape[2:])
-    (pt, pl) = geo.pad
-    h, w = x.shape[2:]
+    dy, x, y = inputs
+    dx = outputs[0]
+    geo, _ = geometry(attrs, x.shape[2:])
     kind = attrs["pool_type"]
-    canvas = xp.zeros((x.shape[0], x.shape[1], h + 2 * pt + geo.extra[0], w + 2 * pl + geo.extra[1]),
+    canvas = xp.zeros(x.shape[:2] + tuple(n + 2 * p + e for n, p, e in zip(x.shape[2:], geo.pad, geo.extra)),
                       dtype=dx.dtype)
     if kind == "max":
         xpad = _padded(xp, x, geo, -np.inf)
@@ -182,7 +176,7 @@ def _backward(ctx, attrs, inputs, outputs, aux):
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ratio = xp.where(y != 0, xpad[idx] ** (p - 1) / y ** (p - 1), 0)
                 canvas[idx] += g * ratio
-    dx[...] = canvas[:, :, pt:pt + h, pl:pl + w]
+    dx[...] = canvas[(slice(None), slice(None)) + tuple(slice(p, p + n) for p, n in zip(geo.pad, x.shape[2:]))]
 
 
 register(OpDef(
@@ -190,7 +184,7 @@ register(OpDef(
     infer_shape=_infer_shape, infer_type=lambda a, d: float_types("Pooling", a, d, 1)[:2],
     kernels={"any": _forward},
     gradient=backward_via("_backward_Pooling", lambda a, i, o, g: [g[0], i[0], o[0]], lambda a: [True]),
-    doc="1-D/2-D max, avg, sum or lp pooling with stride, pad, global_pool and valid/full conventions."))
+    doc="1-D/2-D/3-D max, avg, sum or lp pooling with stride, pad, global_pool and valid/full conventions."))
 _bwd = register(OpDef(
     name="_backward_Pooling", attrs=_ATTRS, inputs=["out_grad", "data", "output"], outputs=["data_grad"],
     infer_shape=lambda a, s: (s, [s[1]]), kernels={"any": _backward}, doc="Gradient of Pooling."))

@@ -124,7 +124,7 @@ def test_infer_shape_fills_weight():
     (dict(kernel=(3, 3), num_filter=4), (2, 3, 5), ShapeError, "4-D"),
     (dict(kernel=(3, 3), num_filter=4, num_group=2), (2, 3, 5, 5), ShapeError, "divisible by num_group"),
     (dict(kernel=(7, 7), num_filter=4), (2, 3, 5, 5), ShapeError, "does not fit"),
-    (dict(kernel=(3, 3, 3), num_filter=4), (2, 3, 5, 5, 5), OperatorError, "1-D and 2-D"),
+    (dict(kernel=(3, 3, 3, 3), num_filter=4), (2, 3, 5, 5, 5, 5), OperatorError, "1-D, 2-D and 3-D"),
     (dict(kernel=(3, 3), num_filter=4, stride=(0, 1)), (2, 3, 5, 5), OperatorError, "stride"),
     (dict(kernel=(3, 3), num_filter=4, pad=(1,)), (2, 3, 5, 5), OperatorError, "pad"),
     (dict(kernel=(3, 3), num_filter=4, layout="NHWC"), (2, 3, 5, 5), OperatorError, "layout"),

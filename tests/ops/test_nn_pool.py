@@ -98,7 +98,7 @@ def test_max_gradient_goes_to_first_maximum():
     (dict(kernel=(9, 9)), (2, 3, 5, 5), ShapeError, "larger than the padded input"),
     (dict(kernel=(2, 2), stride=(0, 1)), (2, 3, 5, 5), OperatorError, "stride"),
     (dict(kernel=(2, 2), pooling_convention="same"), (2, 3, 5, 5), OperatorError, "same"),
-    (dict(kernel=(2, 2, 2)), (2, 3, 5, 5, 5), ShapeError, "3-D .* or 4-D"),
+    (dict(kernel=(2, 2, 2, 2)), (2, 3, 5, 5, 5, 5), ShapeError, "3-D .* or 5-D"),
     (dict(kernel=(2, 2), pool_type="lp"), (2, 3, 5, 5), OperatorError, "p_value"),
 ])
 def test_errors(attrs, shape, err, msg):
