@@ -685,7 +685,7 @@ def simple_bind(symbol, ctx, grad_req="write", type_dict=None, shared_exec=None,
     """Allocate argument, gradient and aux arrays from the given input shapes, then bind.
 
     As MXNet: keywords that name no input are ignored; arguments in shared_arg_names take
-    shared_exec's arrays (same shape and dtype required); other arguments are taken from
+    shared_exec's arrays (new ones when shape or dtype differ); other arguments are taken from
     shared_buffer (name -> NDArray, filled with what is allocated here) as views when the buffer
     holds enough elements; aux states are shared_exec's when their shapes agree; the executor's
     intermediates reuse shared_exec's storage.  group2ctx places each ctx_group's variables."""
@@ -712,13 +712,11 @@ def simple_bind(symbol, ctx, grad_req="write", type_dict=None, shared_exec=None,
     def fresh(name, shape, dtype):
         return nd.zeros(shape, ctx=where.get(name, ctx), dtype=dtype)
 
-    def from_shared_exec(pool, name, shape, dtype, what):
-        old = pool[name]
-        if tuple(old.shape) != tuple(shape) or np.dtype(old.dtype) != np.dtype(dtype):
-            raise ShapeError(f"simple_bind: shared {what} '{name}' of shared_exec has shape {tuple(old.shape)} "
-                             f"and dtype {np.dtype(old.dtype).name}, this executor needs {tuple(shape)} "
-                             f"{np.dtype(dtype).name}")
-        return old
+    def from_shared_exec(pool, name, shape, dtype):
+        old = pool.get(name)
+        if old is not None and tuple(old.shape) == tuple(shape) and np.dtype(old.dtype) == np.dtype(dtype):
+            return old
+        return fresh(name, shape, dtype)  # MXNet allocates anew when the shared array does not fit
 
     def from_buffer(key, name, shape, dtype):
         if shared_buffer is None:
@@ -734,15 +732,12 @@ def simple_bind(symbol, ctx, grad_req="write", type_dict=None, shared_exec=None,
     args, grads = [], []
     for n, shape, dtype in zip(names, arg_shapes, arg_types):
         want_grad = reqs[n] != "null"
-        if n in shared_names:
-            if shared_exec is not None and n in shared_exec.arg_dict:
-                args.append(from_shared_exec(shared_exec.arg_dict, n, shape, dtype, "argument"))
-                grads.append(from_shared_exec(shared_exec.grad_dict, n, shape, dtype, "gradient")
-                             if want_grad and n in shared_exec.grad_dict else
-                             (fresh(n, shape, dtype) if want_grad else None))
-            else:
-                args.append(fresh(n, shape, dtype))
-                grads.append(fresh(n, shape, dtype) if want_grad else None)
+        if n in shared_names and shared_exec is not None:
+            args.append(from_shared_exec(shared_exec.arg_dict, n, shape, dtype))
+            grads.append(from_shared_exec(shared_exec.grad_dict, n, shape, dtype) if want_grad else None)
+        elif n in shared_names:
+            args.append(fresh(n, shape, dtype))
+            grads.append(fresh(n, shape, dtype) if want_grad else None)
         else:
             args.append(from_buffer(n, n, shape, dtype))
             grads.append(from_buffer("grad of " + n, n, shape, dtype) if want_grad else None)

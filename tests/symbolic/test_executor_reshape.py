@@ -1,0 +1,137 @@
+"""Executor.reshape with MXNet 1.9.1's semantics, shared storage pools, simple_bind sharing
+(shared_arg_names, shared_buffer, shared_exec), group2ctx and get_optimized_symbol."""
+import numpy as np
+import pytest
+
+import ember as mx
+from ember.base import MXNetError
+
+
+def _fc_exe(batch=5, grad_req="null"):
+    x = mx.sym.Variable("x")
+    y = mx.sym.FullyConnected(x, num_hidden=4, name="fc")
+    exe = y.simple_bind(mx.cpu(), x=(batch, 4), grad_req=grad_req)
+    exe.arg_dict["x"][:] = 1
+    exe.arg_dict["fc_weight"][:] = mx.nd.ones((4, 4))
+    exe.arg_dict["fc_bias"][:] = 0
+    return exe
+
+
+def test_smaller_batch_writes_into_the_old_arrays():
+    exe = _fc_exe()
+    small = exe.reshape(x=(3, 4))
+    assert small.arg_dict["fc_weight"] is exe.arg_dict["fc_weight"]
+    assert small.arg_dict["x"].shape == (3, 4)
+    small.arg_dict["x"][:] = 2  # a view of the first 12 elements of the old data array
+    np.testing.assert_array_equal(exe.arg_dict["x"].asnumpy()[:3], np.full((3, 4), 2.0))
+    np.testing.assert_array_equal(exe.arg_dict["x"].asnumpy()[3:], np.ones((2, 4)))
+    small.forward()
+    np.testing.assert_array_equal(small.outputs[0].asnumpy(), np.full((3, 4), 8.0))
+    # the outputs share the old executor's storage, as in MXNet
+    np.testing.assert_array_equal(exe.outputs[0].asnumpy()[:3], np.full((3, 4), 8.0))
+    exe.forward()
+    np.testing.assert_array_equal(exe.outputs[0].asnumpy(), [[8.0] * 4] * 3 + [[4.0] * 4] * 2)
+
+
+def test_up_sizing_and_partial_shaping_rules():
+    exe = _fc_exe()
+    with pytest.raises(MXNetError, match="allow_up_sizing"):
+        exe.reshape(x=(6, 4))
+    big = exe.reshape(allow_up_sizing=True, x=(6, 4))
+    big.arg_dict["x"][:] = 0  # a new array: the old data is untouched
+    np.testing.assert_array_equal(exe.arg_dict["x"].asnumpy(), np.ones((5, 4)))
+    assert big.arg_dict["fc_weight"] is exe.arg_dict["fc_weight"]
+    big.arg_dict["x"][:] = 1
+    np.testing.assert_array_equal(big.forward()[0].asnumpy(), np.full((6, 4), 4.0))
+    # changing the feature size changes the (unnamed) weight: needs partial_shaping
+    with pytest.raises(MXNetError, match="partial_shaping"):
+        exe.reshape(x=(5, 2))
+    part = exe.reshape(x=(5, 2), partial_shaping=True)
+    assert part.arg_dict["fc_weight"].shape == (4, 2)
+    # names that are no input and non-tuple values are ignored, as MXNet does
+    same = exe.reshape(x=(5, 4), not_an_input=(3,), fc_bias=[1])
+    assert same.arg_dict["x"] is exe.arg_dict["x"]
+
+
+def test_reshape_keeps_gradients_and_monitor():
+    exe = _fc_exe(grad_req="write")
+    names = []
+    exe.set_monitor_callback(lambda n, a: names.append(str(n)))
+    small = exe.reshape(x=(2, 4))
+    assert small.grad_dict["fc_weight"] is exe.grad_dict["fc_weight"]
+    assert small.grad_dict["x"].shape == (2, 4)
+    small.forward(is_train=True)
+    small.backward(mx.nd.ones((2, 4)))
+    np.testing.assert_array_equal(small.grad_dict["fc_bias"].asnumpy(), np.full(4, 2.0))
+    np.testing.assert_array_equal(small.grad_dict["fc_weight"].asnumpy(), np.full((4, 4), 2.0))
+    assert "fc_output" in names
+
+
+def test_executors_on_one_pool_are_ordered():
+    """Two executors on one storage pool, used alternately without waits, give each its own results."""
+    x = mx.sym.var("x")
+    y = mx.sym.sqrt(mx.sym.exp(mx.sym.relu(x) * 2) + 1)
+    big = y.simple_bind(mx.cpu(), x=(256,), grad_req="null")
+    small = big.reshape(x=(100,))
+    other = y.simple_bind(mx.cpu(), x=(256,), grad_req="null", shared_exec=big)  # shares the pool too
+    rng = np.random.RandomState(0)
+    want = lambda v: np.sqrt(np.exp(np.maximum(v, 0) * 2) + 1)  # noqa: E731
+    for _ in range(5):
+        a, b = rng.uniform(-1, 1, 256).astype(np.float32), rng.uniform(-1, 1, 256).astype(np.float32)
+        out_b = big.forward(x=mx.nd.array(a))[0]
+        got_b = out_b.asnumpy()
+        out_o = other.forward(x=mx.nd.array(b))[0]
+        np.testing.assert_allclose(got_b, want(a), rtol=1e-5)
+        np.testing.assert_allclose(out_o.asnumpy(), want(b), rtol=1e-5)
+        small.arg_dict["x"][:] = a[:100]
+        np.testing.assert_allclose(small.forward()[0].asnumpy(), want(a[:100]), rtol=1e-5)
+
+
+def test_simple_bind_sharing():
+    data = mx.sym.var("data")
+    net = mx.sym.FullyConnected(data, num_hidden=3, name="fc")
+    net = mx.sym.SoftmaxOutput(net, name="softmax")
+    buffer = {}
+    e1 = net.simple_bind(mx.cpu(), data=(4, 5), shared_buffer=buffer, shared_arg_names=["fc_weight", "fc_bias"])
+    # inputs and their gradients go to the buffer (MXNet's keys), parameters do not
+    assert sorted(buffer) == ["data", "grad of data", "grad of softmax_label", "softmax_label"]
+    assert buffer["data"] is e1.arg_dict["data"]
+    e2 = net.simple_bind(mx.cpu(), data=(2, 5), shared_buffer=buffer, shared_exec=e1,
+                         shared_arg_names=["fc_weight", "fc_bias"])
+    assert e2.arg_dict["fc_weight"] is e1.arg_dict["fc_weight"]
+    assert e2.grad_dict["fc_weight"] is e1.grad_dict["fc_weight"]
+    e2.arg_dict["data"][:] = 7  # a view of the buffer's (4, 5) array
+    np.testing.assert_array_equal(e1.arg_dict["data"].asnumpy()[:2], np.full((2, 5), 7.0))
+    e2.grad_dict["data"][:] = 3
+    np.testing.assert_array_equal(e1.grad_dict["data"].asnumpy()[:2], np.full((2, 5), 3.0))
+    # without shared_arg_names the parameters are not shared (MXNet)
+    e3 = net.simple_bind(mx.cpu(), data=(4, 5), shared_exec=e1)
+    assert e3.arg_dict["fc_weight"] is not e1.arg_dict["fc_weight"]
+    # a shared argument of another shape gets its own array (MXNet does not raise)
+    e4 = mx.sym.FullyConnected(data, num_hidden=2, name="fc").simple_bind(
+        mx.cpu(), data=(4, 5), shared_exec=e1, shared_arg_names=["fc_weight"])
+    assert e4.arg_dict["fc_weight"].shape == (2, 5) and e1.arg_dict["fc_weight"].shape == (3, 5)
+
+
+def test_group2ctx_places_variables():
+    with mx.AttrScope(ctx_group="dev1"):
+        a = mx.sym.var("a") * 2
+    with mx.AttrScope(ctx_group="dev2"):
+        c = a + mx.sym.var("b")
+    exe = c.simple_bind(mx.cpu(0), a=(2, 3), b=(2, 3), group2ctx={"dev1": mx.cpu(1), "dev2": mx.cpu(2)})
+    assert exe.arg_dict["a"].context == mx.cpu(1) and exe.grad_dict["b"].context == mx.cpu(2)
+    exe.arg_dict["a"][:] = 1
+    exe.arg_dict["b"][:] = 5
+    np.testing.assert_array_equal(exe.forward(is_train=True)[0].asnumpy(), np.full((2, 3), 7.0))
+    exe.backward(mx.nd.ones((2, 3)))
+    np.testing.assert_array_equal(exe.grad_dict["a"].asnumpy(), np.full((2, 3), 2.0))
+
+
+def test_get_optimized_symbol():
+    x = mx.sym.var("x")
+    y = mx.sym.FullyConnected(mx.sym.relu(x), num_hidden=2, name="fc")
+    exe = y.simple_bind(mx.cpu(), x=(3, 4))
+    opt = exe.get_optimized_symbol()
+    assert isinstance(opt, mx.sym.Symbol) and opt is not y
+    assert opt.list_arguments() == y.list_arguments() and opt.list_outputs() == y.list_outputs()
+    assert opt.tojson() == y.tojson()
