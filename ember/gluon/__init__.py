@@ -5,3 +5,4 @@ from . import utils  # noqa: F401
 from .block import Block, HybridBlock, SymbolBlock  # noqa: F401
 from .parameter import (Constant, DeferredInitializationError, Parameter, ParameterDict,  # noqa: F401
                         ParameterError)
+from .trainer import Trainer  # noqa: F401
