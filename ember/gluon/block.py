@@ -120,9 +120,26 @@ def _regroup(args, fmt):
     return merge(args, fmt)[0]
 
 
+def _leaves(args):
+    if isinstance(args, (list, tuple)):
+        for a in args:
+            yield from _leaves(a)
+    else:
+        yield args
+
+
+def _same_but_trailing_none(fmt, cached) -> bool:
+    """Whether two top-level input formats differ only by trailing None inputs (MXNet accepts that)."""
+    if not isinstance(fmt, list) or not isinstance(cached, list):
+        return False
+    short, long_ = (fmt, cached) if len(fmt) < len(cached) else (cached, fmt)
+    return len(short) != len(long_) and long_[:len(short)] == short and all(f == -1 for f in long_[len(short):])
+
+
 def _input_kinds(args):
-    """(has a Symbol, has an NDArray, contexts of the NDArrays, first context) over nested args."""
-    flat, _ = _flatten(args, "input")
+    """(has a Symbol, has an NDArray, contexts of the NDArrays, first context) over nested args
+    (other values, such as Python scalars, are allowed here: only hybridized calls refuse them)."""
+    flat = list(_leaves(args))
     has_sym = any(isinstance(a, Symbol) for a in flat)
     arrays = [a for a in flat if isinstance(a, NDArray)]
     ctxs = {a.context for a in arrays}
@@ -567,7 +584,7 @@ class HybridBlock(Block):
         if self._cached_op is None:
             self._build_cache(*args)
         flat, fmt = _flatten(args, "input")
-        if fmt != self._in_format:
+        if fmt != self._in_format and not _same_but_trailing_none(fmt, self._in_format):
             raise HybridizeError(f"The argument structure of HybridBlock '{self.name}' does not match the cached "
                                  f"version: it was hybridized with input format {self._in_format}, called with "
                                  f"{fmt}. Call hybridize() again to trace it anew.")

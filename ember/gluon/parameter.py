@@ -176,11 +176,41 @@ class Parameter:
 
     def data(self, ctx: Optional[Context] = None) -> NDArray:
         """The value on `ctx` (the only one, or the current context's, when ctx is None)."""
+        if self._stype != "default":
+            raise UninitializedParameterError(
+                f"Cannot return a copy of Parameter '{self.name}' on ctx {ctx} via data() because its storage "
+                f"type is {self._stype}. Please use row_sparse_data() instead.")
         return self._check_and_get(self._data, ctx)
 
     def list_data(self) -> List[NDArray]:
         """The values on every context, in the order of `list_ctx()`."""
+        if self._stype != "default":
+            raise UninitializedParameterError(
+                f"Cannot return copies of Parameter '{self.name}' on all contexts via list_data() because its "
+                f"storage type is {self._stype}. Please use row_sparse_data() instead.")
         return self._check_and_get(self._data, list)
+
+    def row_sparse_data(self, row_id: NDArray):
+        """The rows `row_id` of a row_sparse parameter, on row_id's context (through its Trainer)."""
+        return self._get_row_sparse(row_id.context, row_id)
+
+    def list_row_sparse_data(self, row_id: NDArray):
+        """The rows `row_id` of a row_sparse parameter on every context."""
+        return self._get_row_sparse(list, row_id)
+
+    def _get_row_sparse(self, ctx, row_id):
+        if self._stype != "row_sparse":
+            raise UninitializedParameterError(
+                f"Cannot return a copy of Parameter {self.name} via row_sparse_data() because its storage type is "
+                f"{self._stype}. Please use data() instead.")
+        if not isinstance(row_id, NDArray):
+            raise TypeError(f"row_id must have NDArray type, but {type(row_id)} is given")
+        if self._trainer is None:
+            raise UninitializedParameterError(
+                f"Cannot get row_sparse data for Parameter '{self.name}' when no Trainer is created with it.")
+        results = self._check_and_get(self._data, ctx)
+        self._trainer._row_sparse_pull(self, results, row_id)
+        return results
 
     def grad(self, ctx: Optional[Context] = None) -> NDArray:
         """The gradient buffer on `ctx`."""
@@ -345,7 +375,7 @@ class Parameter:
 
     def _reduce(self) -> NDArray:
         """The value on cpu: the average of the copies when there are several."""
-        block = self.list_data()
+        block = self._check_and_get(self._data, list)
         if len(block) == 1:
             return block[0].copyto(cpu())
         total = block[0].copyto(cpu())
