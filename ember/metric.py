@@ -7,6 +7,8 @@ are read back to numpy, which waits on the engine for the producing ops.
 """
 from __future__ import annotations
 
+import json
+import math
 from collections import OrderedDict
 from typing import Callable, Dict, List, Optional, Tuple, Union
 
@@ -31,6 +33,16 @@ def register(klass: type) -> type:
     for alias in getattr(klass, "_aliases", ()):
         _REGISTRY[alias] = klass
     return klass
+
+
+def alias(*aliases: str) -> Callable[[type], type]:
+    """Class decorator: further names `create` accepts for a registered metric (MXNet's mx.metric.alias)."""
+    def decorate(klass: type) -> type:
+        klass._aliases = tuple(getattr(klass, "_aliases", ())) + tuple(a.lower() for a in aliases)
+        for name in aliases:
+            _REGISTRY[name.lower()] = klass
+        return klass
+    return decorate
 
 
 def _to_numpy(x) -> numpy.ndarray:
@@ -357,57 +369,219 @@ class Loss(EvalMetric):
 
 
 @register
-class F1(EvalMetric):
-    """Binary F1 of argmax predictions (label 1 is positive).
+class Torch(Loss):
+    """Loss metric named 'torch' (for Torch criterion outputs)."""
 
-    average='macro': F1 of each update() call, averaged over calls;
-    'micro': F1 of the counts accumulated over all calls.
-    """
+    def __init__(self, name: str = "torch", output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names)
 
-    def __init__(self, name: str = "f1", output_names=None, label_names=None, average: str = "macro"):
-        if average not in ("macro", "micro"):
-            raise MetricError(f"F1: average must be 'macro' or 'micro', got {average!r}")
-        self.average = average
-        super().__init__(name, output_names=output_names, label_names=label_names, has_global_stats=True)
+
+@register
+class Caffe(Loss):
+    """Loss metric named 'caffe' (for Caffe criterion outputs)."""
+
+    def __init__(self, name: str = "caffe", output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names)
+
+
+class _BinaryCounts:
+    """True/false positive/negative counts since reset_local (local) and since reset (global):
+    the sufficient statistics of F1 and MCC. Label 1 is the positive class; the predicted class is
+    the argmax over axis 1 of the prediction."""
+
+    _FIELDS = ("tp", "fp", "fn", "tn")
+
+    def __init__(self):
+        self.reset()
 
     def reset(self) -> None:
-        super().reset()
-        self._counts = numpy.zeros(3)  # tp, fp, fn since reset_local
-        self._global_counts = numpy.zeros(3)
+        self.local = numpy.zeros(4, numpy.int64)
+        self.total = numpy.zeros(4, numpy.int64)
 
     def reset_local(self) -> None:
-        super().reset_local()
-        self._counts = numpy.zeros(3)
+        self.local = numpy.zeros(4, numpy.int64)
+
+    def update(self, label, pred, metric: str) -> None:
+        label = _to_numpy(label).astype(numpy.int32).ravel()
+        pred = _to_numpy(pred)
+        if pred.ndim != 2 or pred.shape[0] != label.shape[0]:
+            raise MetricError(f"{metric}: predictions must be (batch, classes) matching {label.shape[0]} labels, "
+                              f"got shape {pred.shape}")
+        if numpy.unique(label).size > 2:
+            raise MetricError(f"{metric} currently only supports binary classification "
+                              f"(labels seen: {numpy.unique(label).tolist()})")
+        pred_pos, label_pos = pred.argmax(axis=1) == 1, label == 1
+        counts = numpy.array([(pred_pos & label_pos).sum(), (pred_pos & ~label_pos).sum(),
+                              (~pred_pos & label_pos).sum(), (~pred_pos & ~label_pos).sum()], numpy.int64)
+        self.local += counts
+        self.total += counts
 
     @staticmethod
-    def _fscore(tp: float, fp: float, fn: float) -> float:
+    def fscore(counts) -> float:
+        tp, fp, fn, _ = (float(c) for c in counts)
         precision = tp / (tp + fp) if tp + fp > 0 else 0.0
         recall = tp / (tp + fn) if tp + fn > 0 else 0.0
         return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
 
+    @staticmethod
+    def matthews(counts) -> float:
+        """MCC; factors of the denominator that are 0 count as 1 (so no division by zero), as in MXNet."""
+        tp, fp, fn, tn = (float(c) for c in counts)
+        if tp + fp + fn + tn == 0:
+            return 0.0
+        denom = 1.0
+        for term in (tp + fp, tp + fn, tn + fp, tn + fn):
+            if term != 0.0:
+                denom *= term
+        return (tp * tn - fp * fn) / math.sqrt(denom)
+
+
+class _BinaryMetric(EvalMetric):
+    """F1 / MCC over binary counts. average='macro': the score of each update() call, averaged over
+    calls; 'micro': the score of the counts since reset_local (get) or reset (get_global), weighted
+    by the number of instances, so num_inst counts instances as in MXNet."""
+
+    def __init__(self, name: str, output_names=None, label_names=None, average: str = "macro"):
+        if average not in ("macro", "micro"):
+            raise MetricError(f"{type(self).__name__}: average must be 'macro' or 'micro', got {average!r}")
+        self.average = average
+        self._counts = _BinaryCounts()
+        # `average` is part of the config (MXNet leaves it out, so its configs re-create 'macro')
+        super().__init__(name, average=average, output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+
+    def _score(self, counts) -> float:
+        raise NotImplementedError
+
     def update(self, labels, preds) -> None:
         labels, preds = check_label_shapes(labels, preds, True)
-        batch = numpy.zeros(3)
         for label, pred in zip(labels, preds):
-            label = _to_numpy(label).astype(numpy.int32).ravel()
-            pred = _to_numpy(pred)
-            if pred.ndim != 2 or pred.shape[0] != label.shape[0]:
-                raise MetricError(f"F1: predictions must be (batch, 2) matching {label.shape[0]} labels, "
-                                  f"got shape {pred.shape}")
-            if numpy.setdiff1d(numpy.unique(label), [0, 1]).size:
-                raise MetricError("F1 only supports binary classification (labels 0 and 1)")
-            pred_pos, label_pos = pred.argmax(axis=1) == 1, label == 1
-            batch += [(pred_pos & label_pos).sum(), (pred_pos & ~label_pos).sum(), (~pred_pos & label_pos).sum()]
+            self._counts.update(label, pred, type(self).__name__)
+        c = self._counts
         if self.average == "macro":
-            self._add(self._fscore(*batch), 1)
-            return
-        self._counts += batch
-        self._global_counts += batch
-        total, global_total = self._counts.sum(), self._global_counts.sum()
-        # micro: the metric is the F1 of the accumulated counts, stored as sum/num for get()
-        self.sum_metric, self.num_inst = self._fscore(*self._counts) * max(total, 1), max(total, 1)
-        self.global_sum_metric = self._fscore(*self._global_counts) * max(global_total, 1)
-        self.global_num_inst = max(global_total, 1)
+            self._add(self._score(c.local), 1)
+            c.reset()  # each call is scored on its own
+        else:
+            self.num_inst, self.global_num_inst = int(c.local.sum()), int(c.total.sum())
+            self.sum_metric = self._score(c.local) * self.num_inst
+            self.global_sum_metric = self._score(c.total) * self.global_num_inst
+
+    def reset(self) -> None:
+        super().reset()
+        self._counts.reset()
+
+    def reset_local(self) -> None:
+        super().reset_local()
+        self._counts.reset_local()
+
+
+@register
+class F1(_BinaryMetric):
+    """F1 = 2 precision recall / (precision + recall) of a binary classification (label 1 positive)."""
+
+    def __init__(self, name: str = "f1", output_names=None, label_names=None, average: str = "macro"):
+        super().__init__(name, output_names=output_names, label_names=label_names, average=average)
+
+    def _score(self, counts) -> float:
+        return _BinaryCounts.fscore(counts)
+
+
+@register
+class MCC(_BinaryMetric):
+    """Matthews correlation coefficient (tp tn - fp fn) / sqrt((tp+fp)(tp+fn)(tn+fp)(tn+fn)) of a
+    binary classification; zero factors of the denominator count as 1. See PCC for many classes."""
+
+    def __init__(self, name: str = "mcc", output_names=None, label_names=None, average: str = "macro"):
+        super().__init__(name, output_names=output_names, label_names=label_names, average=average)
+
+    def _score(self, counts) -> float:
+        return _BinaryCounts.matthews(counts)
+
+
+@register
+class PCC(EvalMetric):
+    """Multiclass Matthews correlation (Gorodkin's R_K) of a confusion matrix accumulated over
+    updates: (c n - sum_k p_k t_k) / sqrt((n^2 - sum_k p_k^2)(n^2 - sum_k t_k^2)) with c correct
+    predictions, n samples, p_k / t_k the predicted / true counts of class k; NaN when every
+    prediction or every label is one class. Equals MCC for two classes. Predictions are class
+    indices or scores (argmax over axis 1); the matrix grows with the classes seen."""
+
+    def __init__(self, name: str = "pcc", output_names=None, label_names=None, has_global_stats: bool = True):
+        self.k = 2
+        super().__init__(name, output_names=output_names, label_names=label_names,
+                         has_global_stats=has_global_stats)
+
+    def _grow(self, k: int) -> None:
+        pad = ((0, k - self.k), (0, k - self.k))
+        self.lcm, self.gcm = numpy.pad(self.lcm, pad), numpy.pad(self.gcm, pad)
+        self.k = k
+
+    @staticmethod
+    def _pcc(cm: numpy.ndarray) -> float:
+        n = cm.sum()
+        pred_counts, true_counts = cm.sum(axis=1), cm.sum(axis=0)
+        var_pred = n * n - (pred_counts ** 2).sum()
+        var_true = n * n - (true_counts ** 2).sum()
+        if var_pred == 0 or var_true == 0:
+            return float("nan")
+        cov = numpy.trace(cm) * n - (pred_counts * true_counts).sum()
+        return float(cov / math.sqrt(var_pred * var_true))
+
+    def update(self, labels, preds) -> None:
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            label, pred = _to_numpy(label), _to_numpy(pred)
+            pred = pred.argmax(axis=1) if pred.shape != label.shape else pred
+            label, pred = label.astype(numpy.int64).ravel(), pred.astype(numpy.int64).ravel()
+            if label.shape != pred.shape:
+                raise MetricError(f"PCC: {label.size} labels but {pred.size} predicted classes")
+            if label.size == 0:
+                continue
+            if min(label.min(), pred.min()) < 0:
+                raise MetricError("PCC: labels and predicted classes must be non-negative class indices")
+            k = int(max(label.max(), pred.max())) + 1
+            if k > self.k:
+                self._grow(k)
+            batch = numpy.zeros((self.k, self.k))
+            numpy.add.at(batch, (pred, label), 1)
+            self.lcm += batch
+            self.gcm += batch
+        self.num_inst += 1
+        self.global_num_inst += 1
+
+    # MXNet exposes the running values as sum_metric / global_sum_metric (value x count)
+    @property
+    def sum_metric(self) -> float:
+        return self._pcc(self.lcm) * self.num_inst
+
+    @sum_metric.setter
+    def sum_metric(self, _) -> None:
+        pass  # derived from the confusion matrix
+
+    @property
+    def global_sum_metric(self) -> float:
+        return self._pcc(self.gcm) * self.global_num_inst
+
+    @global_sum_metric.setter
+    def global_sum_metric(self, _) -> None:
+        pass
+
+    def get(self):
+        return (self.name, float("nan")) if self.num_inst == 0 else (self.name, self._pcc(self.lcm))
+
+    def get_global(self):
+        if not self._has_global_stats:
+            return self.get()
+        return (self.name, float("nan")) if self.global_num_inst == 0 else (self.name, self._pcc(self.gcm))
+
+    def reset(self) -> None:
+        self.global_num_inst = 0
+        self.gcm = numpy.zeros((self.k, self.k))
+        self.reset_local()
+
+    def reset_local(self) -> None:
+        self.num_inst = 0
+        self.lcm = numpy.zeros((self.k, self.k))
 
 
 @register
@@ -416,8 +590,8 @@ class Perplexity(EvalMetric):
 
     def __init__(self, ignore_label, axis: int = -1, name: str = "perplexity", output_names=None,
                  label_names=None):
-        super().__init__(name, ignore_label=ignore_label, output_names=output_names, label_names=label_names,
-                         has_global_stats=True)
+        super().__init__(name, ignore_label=ignore_label, axis=axis, output_names=output_names,
+                         label_names=label_names, has_global_stats=True)
         self.ignore_label = ignore_label
         self.axis = axis
 
@@ -433,62 +607,88 @@ class Perplexity(EvalMetric):
             if keep.any() and (index[keep].min() < 0 or index[keep].max() >= pred.shape[1]):
                 raise MetricError(f"Perplexity: labels must be class indices in [0, {pred.shape[1]})")
             prob = pred[numpy.arange(label.size)[keep], index[keep]]
-            self._add(float(-numpy.log(numpy.maximum(prob, 1e-10)).sum()), int(keep.sum()))
+            # kept in the predictions' precision (as MXNet's NDArray sum), not widened to a Python float
+            self._add(-numpy.log(numpy.maximum(prob, 1e-10)).sum(), int(keep.sum()))
 
+    # exp in the precision the sums were kept in (float32 predictions give a float32 value, as numpy would)
     def get(self):
-        name, value = super().get()
-        return name, float(numpy.exp(value)) if self.num_inst else value
+        if self.num_inst == 0:
+            return self.name, float("nan")
+        return self.name, numpy.exp(self.sum_metric / self.num_inst)
 
     def get_global(self):
-        name, value = super().get_global()
-        return name, float(numpy.exp(value)) if self.global_num_inst else value
+        if self.global_num_inst == 0:
+            return self.name, float("nan")
+        return self.name, numpy.exp(self.global_sum_metric / self.global_num_inst)
+
+
+class _Moments:
+    """Count, means, centred second moments and co-moment of (pred, label) pairs, merged batch by
+    batch with Chan et al.'s update (numerically stable, unlike raw power sums)."""
+
+    def __init__(self):
+        self.n, self.mean_p, self.mean_l, self.m2_p, self.m2_l, self.c_pl = 0, 0.0, 0.0, 0.0, 0.0, 0.0
+
+    def add(self, pred: numpy.ndarray, label: numpy.ndarray) -> None:
+        nb = pred.size
+        if nb == 0:
+            return
+        mp, ml = pred.mean(), label.mean()
+        dp, dl = pred - mp, label - ml
+        m2p, m2l, cpl = (dp * dp).sum(), (dl * dl).sum(), (dp * dl).sum()
+        n = self.n + nb
+        delta_p, delta_l = mp - self.mean_p, ml - self.mean_l
+        w = self.n * nb / n
+        self.m2_p += m2p + delta_p * delta_p * w
+        self.m2_l += m2l + delta_l * delta_l * w
+        self.c_pl += cpl + delta_p * delta_l * w
+        self.mean_p += delta_p * nb / n
+        self.mean_l += delta_l * nb / n
+        self.n = n
+
+    def correlation(self) -> float:
+        return float(self.c_pl / numpy.sqrt(self.m2_p * self.m2_l))
 
 
 @register
+@alias("pearsonr")
 class PearsonCorrelation(EvalMetric):
     """Pearson correlation of predictions and labels: per update() call averaged ('macro') or over
-    every value seen ('micro')."""
-    _aliases = ("pearsonr",)
+    every value since the last reset ('micro')."""
 
     def __init__(self, name: str = "pearsonr", output_names=None, label_names=None, average: str = "macro"):
         if average not in ("macro", "micro"):
             raise MetricError(f"PearsonCorrelation: average must be 'macro' or 'micro', got {average!r}")
         self.average = average
-        super().__init__(name, output_names=output_names, label_names=label_names, has_global_stats=True)
+        super().__init__(name, average=average, output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
 
     def reset(self) -> None:
         super().reset()
-        self._sums = numpy.zeros(6)  # n, sum p, sum l, sum p^2, sum l^2, sum p*l
+        self._moments = _Moments()
 
     def update(self, labels, preds) -> None:
         labels, preds = check_label_shapes(labels, preds, True)
         for label, pred in zip(labels, preds):
+            check_label_shapes(label, pred, shape=True)
             label = _to_numpy(label).astype(numpy.float64).ravel()
             pred = _to_numpy(pred).astype(numpy.float64).ravel()
-            if label.shape != pred.shape:
-                raise MetricError(f"PearsonCorrelation: {label.size} labels but {pred.size} predictions")
             if self.average == "macro":
-                self._add(float(numpy.corrcoef(pred, label)[0, 1]), 1)
+                self._add(numpy.corrcoef(pred, label)[0, 1], 1)
             else:
-                self._sums += [pred.size, pred.sum(), label.sum(), (pred * pred).sum(), (label * label).sum(),
-                               (pred * label).sum()]
+                self._moments.add(pred, label)
                 self.num_inst += 1
                 self.global_num_inst += 1
-
-    def _micro(self) -> float:
-        n, sp, sl, spp, sll, spl = self._sums
-        cov, var_p, var_l = spl - sp * sl / n, spp - sp * sp / n, sll - sl * sl / n
-        return float(cov / numpy.sqrt(var_p * var_l))
 
     def get(self):
         if self.average == "macro" or self.num_inst == 0:
             return super().get()
-        return self.name, self._micro()
+        return self.name, self._moments.correlation()
 
     def get_global(self):
         if self.average == "macro" or self.global_num_inst == 0:
             return super().get_global()
-        return self.name, self._micro()
+        return self.name, self._moments.correlation()
 
 
 @register
@@ -528,17 +728,45 @@ def np(numpy_feval: Callable, name: Optional[str] = None, allow_extra_outputs: b
     return CustomMetric(numpy_feval, name, allow_extra_outputs)
 
 
-def create(metric: Union[str, EvalMetric, Callable, list], *args, **kwargs) -> EvalMetric:
-    """A metric from a name ('acc', 'ce', 'mse', ...), an instance, a function, or a list of them."""
+def create(metric: Union[str, EvalMetric, Callable, list, dict, tuple], *args, **kwargs) -> EvalMetric:
+    """A metric from a name ('acc', 'ce', 'mse', ...; extra arguments go to its constructor), an
+    instance, a function (CustomMetric), a list (CompositeEvalMetric), a config dict
+    ({'metric': name, ...kwargs}, as get_config() returns), a (name, kwargs) pair, or the JSON of
+    a config or pair (json.dumps(metric.get_config()) round-trips)."""
     if isinstance(metric, EvalMetric):
+        if args or kwargs:
+            raise MetricError(f"create: {type(metric).__name__} is already a metric instance; "
+                              "constructor arguments are only taken with a name")
         return metric
     if isinstance(metric, list):
         composite = CompositeEvalMetric()
         for child in metric:
             composite.add(create(child, *args, **kwargs))
         return composite
+    if isinstance(metric, dict):
+        config = dict(metric, **kwargs)
+        if "metric" not in config:
+            raise MetricError(f"create: a metric config needs a 'metric' entry naming the metric, got {sorted(config)}")
+        return create(config.pop("metric"), *args, **config)
+    if isinstance(metric, tuple):
+        if len(metric) != 2 or not isinstance(metric[1], dict):
+            raise MetricError(f"create: a tuple must be (name, kwargs), got {metric!r}")
+        return create(metric[0], *args, **dict(metric[1], **kwargs))
     if isinstance(metric, str):
-        klass = _REGISTRY.get(metric.lower())
+        text = metric.strip()
+        if text.startswith(("[", "{")):
+            if args or kwargs:
+                raise MetricError("create: arguments cannot be combined with a JSON metric config")
+            try:
+                config = json.loads(text)
+            except ValueError as e:
+                raise MetricError(f"create: cannot parse metric config {metric!r}: {e}") from None
+            if isinstance(config, list):
+                if len(config) != 2 or not isinstance(config[1], dict):
+                    raise MetricError(f"create: a JSON list config must be [name, kwargs], got {metric!r}")
+                return create(config[0], **config[1])
+            return create(config)
+        klass = _REGISTRY.get(text.lower())
         if klass is None:
             raise MetricError(f"cannot find metric '{metric}'; registered: {sorted(_REGISTRY)}")
         return klass(*args, **kwargs)

@@ -144,7 +144,7 @@ def test_f1_macro_and_micro():
     all_p = np.concatenate([b[1] for b in batches]).argmax(1)
     assert micro.get()[1] == pytest.approx(_f1(all_l, all_p))
     with pytest.raises(metric.MetricError, match="binary"):
-        macro.update([nd.array([0, 2])], [nd.array(np.ones((2, 2)))])
+        macro.update([nd.array([0, 1, 2])], [nd.array(np.ones((3, 2)))])  # more than two classes, as MXNet
 
 
 def test_perplexity_with_ignore_label():
@@ -171,3 +171,117 @@ def test_pearson_macro_and_micro():
     all_l = np.concatenate([b[0] for b in batches])
     all_p = np.concatenate([b[1] for b in batches])
     assert micro.get()[1] == pytest.approx(np.corrcoef(all_p, all_l)[0, 1], rel=1e-5)
+
+
+def _counts(label, pred_label):
+    pos, lpos = pred_label == 1, label == 1
+    return [int(np.sum(pos & lpos)), int(np.sum(pos & ~lpos)), int(np.sum(~pos & lpos)), int(np.sum(~pos & ~lpos))]
+
+
+def _mcc(tp, fp, fn, tn):
+    den = np.prod([t for t in (tp + fp, tp + fn, tn + fp, tn + fn) if t]) if tp + fp + fn + tn else 1.0
+    return (tp * tn - fp * fn) / np.sqrt(den) if tp + fp + fn + tn else 0.0
+
+
+def test_micro_f1_counts_instances():
+    # MXNet's micro F1: num_inst is the number of samples (tn included); reset_local keeps the global counts
+    f1 = metric.create("f1", average="micro")
+    assert np.isnan(f1.get()[1])
+    f1.update([nd.array([1, 0]), nd.array([1, 0])], [nd.array([[0.1, 0.9], [0.5, 0.5]]),
+                                                    nd.array([[0.85, 0.15], [1.0, 0.0]])])
+    assert f1.num_inst == 4 and f1.get()[1] == pytest.approx(2 / 3)
+    f1.reset_local()
+    f1.update([nd.array([0, 1])], [nd.array([[0.6, 0.4], [0.2, 0.8]])])
+    assert f1.num_inst == 2 and f1.global_num_inst == 6
+    assert f1.get()[1] == pytest.approx(1.0)
+    assert f1.get_global()[1] == pytest.approx(2 * 2 / (2 * 2 + 1))
+    macro = metric.F1()
+    macro.update([nd.array([0, 0])], [nd.array([[0.9, 0.1], [0.8, 0.2]])])
+    assert macro.get()[1] == 0.0 and macro.num_inst == 1
+
+
+def test_mcc_macro_and_micro():
+    rs = np.random.RandomState(7)
+    batches = [(rs.randint(0, 2, n), rs.rand(n, 2)) for n in (11, 6, 9)]
+    macro, micro = metric.MCC(), metric.create("mcc", average="micro")
+    assert np.isnan(macro.get()[1]) and np.isnan(micro.get()[1])
+    for label, pred in batches:
+        macro.update([nd.array(label)], [nd.array(pred)])
+        micro.update([nd.array(label)], [nd.array(pred)])
+    per_batch = [_mcc(*_counts(l, p.argmax(1))) for l, p in batches]
+    assert macro.get()[1] == pytest.approx(np.mean(per_batch)) and macro.num_inst == 3
+    total = np.sum([_counts(l, p.argmax(1)) for l, p in batches], axis=0)
+    assert micro.get()[1] == pytest.approx(_mcc(*total)) and micro.num_inst == 26
+    # a constant prediction: the zero factors of the denominator count as 1
+    const = metric.MCC()
+    const.update([nd.array([0, 0])], [nd.array([[0.9, 0.1], [0.8, 0.2]])])
+    assert const.get()[1] == 0.0
+    with pytest.raises(metric.MetricError, match="binary"):
+        const.update([nd.array([0, 1, 2])], [nd.array(np.ones((3, 2)))])
+
+
+def _gorodkin(cm):
+    n, c = cm.sum(), np.trace(cm)
+    p, t = cm.sum(axis=1), cm.sum(axis=0)
+    return (c * n - (p * t).sum()) / np.sqrt((n * n - (p * p).sum()) * (n * n - (t * t).sum()))
+
+
+def test_pcc_multiclass_matches_the_confusion_matrix_formula():
+    rs = np.random.RandomState(8)
+    label = rs.randint(0, 4, 60)
+    scores = rs.rand(60, 4) + np.eye(4)[label] * 0.6
+    pcc = metric.create("pcc")
+    assert np.isnan(pcc.get()[1])
+    pcc.update([nd.array(label[:25]), nd.array(label[25:])], [nd.array(scores[:25]), nd.array(scores[25:])])
+    cm = np.zeros((4, 4))
+    np.add.at(cm, (scores.argmax(1), label), 1)
+    assert pcc.get()[1] == pytest.approx(_gorodkin(cm))
+    # class indices as predictions, one sample per update: the same value
+    one_by_one = metric.PCC()
+    for l, p in zip(label[::-1], scores.argmax(1)[::-1]):
+        one_by_one.update([nd.array([l])], [nd.array([p])])
+    assert one_by_one.get()[1] == pytest.approx(pcc.get()[1], rel=1e-12)
+    assert one_by_one.num_inst == 60 and one_by_one.sum_metric == pytest.approx(60 * pcc.get()[1])
+    # binary: equals MCC
+    lab2, sc2 = rs.randint(0, 2, 30), rs.rand(30, 2)
+    pcc2, mcc2 = metric.PCC(), metric.MCC()
+    pcc2.update([nd.array(lab2)], [nd.array(sc2)])
+    mcc2.update([nd.array(lab2)], [nd.array(sc2)])
+    assert pcc2.get()[1] == pytest.approx(mcc2.get()[1])
+    # local / global
+    pcc2.reset_local()
+    assert np.isnan(pcc2.get()[1]) and pcc2.get_global()[1] == pytest.approx(mcc2.get()[1])
+
+
+@pytest.mark.parametrize("name, kwargs", [("acc", {"axis": 0}), ("f1", {"average": "micro"}), ("mcc", {}),
+                                          ("perplexity", {"ignore_label": -1}), ("pearsonr", {}), ("pcc", {}),
+                                          ("nll_loss", {}), ("loss", {}), ("top_k_acc", {"top_k": 3})])
+def test_create_round_trips_get_config(name, kwargs):
+    import json
+    m = metric.create(name, **kwargs)
+    again = metric.create(json.dumps(m.get_config()))
+    assert type(again) is type(m) and again.name == m.name or name == "top_k_acc"
+    for key, value in kwargs.items():
+        assert again.get_config()[key] == value
+    assert type(metric.create(m.get_config())) is type(m)                       # a dict config
+    assert type(metric.create(json.dumps([name, kwargs]))) is type(m)           # '[name, kwargs]'
+    assert type(metric.create((name, kwargs))) is type(m)                       # (name, kwargs)
+
+
+def test_create_composite_from_config_and_other_forms():
+    import json
+    comp = metric.create(["acc", "f1"])
+    again = metric.create(json.dumps(comp.get_config()))
+    assert isinstance(again, metric.CompositeEvalMetric)
+    assert [type(m) for m in again.metrics] == [metric.Accuracy, metric.F1]
+    assert again.get_config() == comp.get_config()
+    m = metric.Accuracy()
+    assert metric.create(m) is m
+    with pytest.raises(metric.MetricError, match="already a metric"):
+        metric.create(m, axis=0)
+    assert isinstance(metric.create(lambda l, p: 0.0), metric.CustomMetric)
+    assert isinstance(metric.create("Torch"), metric.Loss) and metric.create("caffe").name == "caffe"
+    with pytest.raises(metric.MetricError, match="'metric' entry"):
+        metric.create({"name": "x"})
+    with pytest.raises(metric.MetricError, match="cannot parse"):
+        metric.create("{not json")
