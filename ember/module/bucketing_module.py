@@ -14,6 +14,7 @@ from typing import Callable, Dict, Optional
 
 from .. import model as model_mod
 from ..initializer import Uniform
+from ..symbolic.naming import NameManager
 from .base_module import BaseModule, ModuleError
 from .module import Module
 
@@ -48,7 +49,8 @@ class BucketingModule(BaseModule):
         self._pending_params = None
 
     def _call_sym_gen(self, key):
-        res = self._sym_gen(key)
+        with NameManager():  # a fresh counter per call, so every bucket names its nodes alike (MXNet)
+            res = self._sym_gen(key)
         if not (isinstance(res, tuple) and len(res) == 3):
             raise ModuleError(f"BucketingModule: sym_gen({key!r}) must return (symbol, data_names, label_names)")
         symbol, data_names, label_names = res

@@ -542,10 +542,38 @@ class Executor:
                     slot = names[pos] if pos < len(names) else f"input{pos}"
                     self._monitor(_MonitorName(f"{n.name}_{slot}"), copy)
             self._push_segments([[self._runners[step]]], is_train)
+            names = self._backward_names().get(id(n)) if step >= g.num_forward else None
             for i in range(n.num_outputs()):
                 copy = self._monitor_copy(n, i, nd, st)
                 if copy is not None:
-                    self._monitor(_MonitorName(n.output_name(i)), copy)
+                    self._monitor(_MonitorName(names[i] if names else n.output_name(i)), copy)
+
+    def _backward_names(self) -> Dict[int, List[str]]:
+        """MXNet's monitor names for backward outputs: '<forward node>_backward_output<i>' (no index
+        for a single output), when a forward node's gradient is one backward node, as MXNet's is.
+        The gradient pass names a node's backward nodes '<forward node>_...'; the longest forward
+        name that prefixes a backward node's name is its forward node."""
+        cached = getattr(self, "_bwd_names", None)
+        if cached is not None:
+            return cached
+        g = self._graph
+        fwd = {n.name for n in g.nodes[:g.num_forward] if n.op is not None}
+        owner: Dict[str, list] = {}
+        for n in g.nodes[g.num_forward:]:
+            if n.op is None:
+                continue
+            parts = n.name.split("_")
+            for cut in range(len(parts) - 1, 0, -1):
+                if "_".join(parts[:cut]) in fwd:
+                    owner.setdefault("_".join(parts[:cut]), []).append(n)
+                    break
+        self._bwd_names = {}
+        for fname, nodes in owner.items():
+            if len(nodes) == 1:
+                k = nodes[0].num_outputs()
+                self._bwd_names[id(nodes[0])] = ([f"{fname}_backward_output"] if k == 1 else
+                                                 [f"{fname}_backward_output{i}" for i in range(k)])
+        return self._bwd_names
 
     def _monitor_copy(self, c, i, nd, st):
         """An NDArray copy of entry (c, i) pushed now (None if the entry has no storage)."""
