@@ -100,7 +100,18 @@ def same_shape(op: str, n_out: int = 1, names: Sequence[str] = ()) -> Callable:
                     return [first] * len(in_shapes), [first] * n_out
         s = unify(op, in_shapes, names)
         return [s] * len(in_shapes), [s] * n_out
+
+    def backward(attrs, in_shapes, out_shapes):  # every input has the outputs' shape
+        s = unify(op, list(out_shapes) + list(in_shapes))
+        return [s] * len(in_shapes)
+    infer.backward = backward
     return infer
+
+
+def data_like_output(attrs, in_shapes, out_shapes):
+    """Backward shape inference of ops whose output 0 has the shape of input 0 (activations,
+    normalizations, softmax outputs): the data takes the output's shape."""
+    return [out_shapes[0] if out_shapes else None] + [None] * (len(in_shapes) - 1)
 
 
 def check_output(op: str, given, inferred: Shape, what: str = "output") -> Shape:
@@ -135,6 +146,11 @@ def same_type(op: str, n_out: int = 1, names: Sequence[str] = ()) -> Callable:
                 label = names[i] if i < len(names) else f"input {i}"
                 raise DTypeError(f"{op}: {label} has dtype {d.name} but the other inputs are {dt.name}")
         return [dt] * len(in_dtypes), [dt] * n_out
+
+    def backward(attrs, in_dtypes, out_dtypes):  # every input has the outputs' dtype
+        dt = next((d for d in out_dtypes if d is not None), None)
+        return [dt] * len(in_dtypes)
+    infer.backward = backward
     return infer
 
 

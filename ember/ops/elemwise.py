@@ -510,7 +510,7 @@ def _lhs_kernel(ctx, attrs, inputs, outputs, aux):
 
 
 register(OpDef(name="_identity_with_attr_like_rhs", inputs=["lhs", "rhs"], outputs=["output"],
-               infer_shape=lambda a, s: ([s[0], s[1]], [s[0]]), infer_type=lambda a, d: (list(d), [d[0]]),
-               kernels={"any": _lhs_kernel}, inplace=[(0, 0)],
+               infer_shape=same_shape("_identity_with_attr_like_rhs", names=("lhs", "rhs")),
+               infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _lhs_kernel}, inplace=[(0, 0)],
                gradient=lambda F, a, i, o, g: [F._copy(g[0]), None],
                doc="lhs unchanged (rhs only lends its attributes in MXNet's graph passes)."))

@@ -19,9 +19,11 @@ _CREATE = {
 def _shape_of(op: str):
     def infer(attrs, in_shapes):
         shape = attrs["shape"]
-        if any(d is None or d < 0 for d in shape):
-            raise ShapeError(f"{op}: shape {shape} must hold non-negative integers")
-        return [], [tuple(shape)]
+        if any(d is not None and d < -1 for d in shape):
+            raise ShapeError(f"{op}: shape {shape} must hold non-negative integers (0 or -1: unknown)")
+        # MXNet 1.x: 0 (and -1) is a dimension inference fills in from the rest of the graph
+        # (begin states zeros(shape=(0, H))); an imperative call cannot, and says so.
+        return [], [tuple(None if d in (0, -1) else d for d in shape)]
     return infer
 
 

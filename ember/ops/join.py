@@ -42,10 +42,32 @@ def _concat_infer(attrs, in_shapes):
         shapes = ", ".join(str(tuple(s)) for s in in_shapes if s is not None)
         raise ShapeError(f"Concat: inputs must match on every axis except dim={attrs['dim']}, got {shapes}") from None
     for s in in_shapes:
-        if s is None or s[ax] is None:
-            return in_shapes, [None]
+        if s is None or s[ax] is None:  # the concatenated axis stays unknown; the others are known
+            total = None
+            break
         total += s[ax]
-    return in_shapes, [tuple(total if i == ax else d for i, d in enumerate(common))]
+    return ([common if s is None else s for s in in_shapes],
+            [tuple(total if i == ax else d for i, d in enumerate(common))])
+
+
+def _concat_backward_infer(attrs, in_shapes, out_shapes):
+    """Inputs take the output's other axes; one input of unknown length along `dim` takes what is left."""
+    out = out_shapes[0]
+    if out is None:
+        return [None] * len(in_shapes)
+    ax = norm_axis("Concat", attrs["dim"], len(out), "dim")
+    res = [tuple(None if i == ax else d for i, d in enumerate(out)) if s is None else
+           tuple(o if i != ax and d is None else d for i, (d, o) in enumerate(zip(s, out)))
+           for s in in_shapes]
+    unknown = [k for k, s in enumerate(res) if s[ax] is None]
+    if len(unknown) == 1 and out[ax] is not None:
+        rest = out[ax] - sum(s[ax] for k, s in enumerate(res) if k != unknown[0])
+        if rest <= 0:
+            raise ShapeError(f"Concat: output length {out[ax]} along dim={attrs['dim']} leaves {rest} "
+                             f"for arg{unknown[0]} (inputs {[tuple(s) if s else None for s in in_shapes]})")
+        k = unknown[0]
+        res[k] = tuple(rest if i == ax else d for i, d in enumerate(res[k]))
+    return res
 
 
 def _concat(ctx, attrs, inputs, outputs, aux):
@@ -73,7 +95,8 @@ register(OpDef(name="_backward_Concat", attrs=_CONCAT_ATTRS,
                infer_type=lambda a, d: (list(d), [d[0]] * a["num_args"]),
                kernels={"any": _concat_backward}, doc="Gradient of Concat: ograd cut back into the inputs."))
 register(OpDef(name="Concat", aliases=["concat"], attrs=_CONCAT_ATTRS, inputs=_args, key_var_num_args="num_args",
-               infer_shape=_concat_infer, infer_type=same_type("Concat"), kernels={"any": _concat},
+               infer_shape=_concat_infer, infer_shape_backward=_concat_backward_infer,
+               infer_type=same_type("Concat"), kernels={"any": _concat},
                gradient=lambda F, a, i, o, g: list(F._backward_Concat(g[0], *i, **a)) if a["num_args"] > 1
                else [F._backward_Concat(g[0], *i, **a)],
                doc="Join the inputs along axis `dim`."))
@@ -137,6 +160,20 @@ def _split_infer(attrs, in_shapes):
     return in_shapes, [tuple(part)] * n
 
 
+def _split_backward_infer(attrs, in_shapes, out_shapes):
+    """The data shape that the (equal) output shapes imply."""
+    outs = [o for o in out_shapes if o is not None]
+    if not outs:
+        return [None]
+    part = unify("SliceChannel", outs)
+    n = attrs["num_outputs"]
+    if attrs["squeeze_axis"]:
+        ax = norm_axis("SliceChannel", attrs["axis"], len(part) + 1)
+        return [tuple(part[:ax]) + (n,) + tuple(part[ax:])]
+    ax = norm_axis("SliceChannel", attrs["axis"], len(part))
+    return [tuple(None if d is None else d * n if i == ax else d for i, d in enumerate(part))]
+
+
 def _split(ctx, attrs, inputs, outputs, aux):
     x = inputs[0]
     ax = attrs["axis"] % x.ndim
@@ -153,7 +190,8 @@ def _split_grad(F, attrs, inputs, outputs, out_grads):
 
 
 register(OpDef(name="SliceChannel", aliases=["split"], attrs=_SPLIT_ATTRS, outputs=_split_outputs,
-               infer_shape=_split_infer, infer_type=lambda a, d: (list(d), [d[0]] * a["num_outputs"]),
+               infer_shape=_split_infer, infer_shape_backward=_split_backward_infer,
+               infer_type=lambda a, d: (list(d), [d[0]] * a["num_outputs"]),
                kernels={"any": _split}, gradient=_split_grad,
                doc="Split into num_outputs equal parts along `axis` (dropping it with squeeze_axis)."))
 

@@ -5,6 +5,7 @@ from ..base import OperatorError, ShapeError
 from ._nn_util import (INV_SQRT_2PI, SQRT_2, backward_via, erf, float_types, known, merge, sigmoid,
                        softplus)
 from .registry import Attr, OpDef, register
+from ._common import data_like_output
 
 _ACT_TYPES = ("relu", "sigmoid", "tanh", "softrelu", "softsign")  # MXNet 1.9.1's choices
 
@@ -67,6 +68,7 @@ _ACT_ATTRS = {"act_type": Attr("str", choices=_ACT_TYPES, doc="activation functi
 
 register(OpDef(
     name="Activation", attrs=_ACT_ATTRS, inputs=["data"], outputs=["output"],
+    infer_shape_backward=data_like_output,
     infer_shape=_same_shape("Activation"), infer_type=_float_types_1("Activation"),
     kernels={"any": _activation}, inplace=[(0, 0)],
     gradient=backward_via("_backward_Activation", lambda a, i, o, g: [g[0], o[0]], lambda a: [True]),
@@ -219,7 +221,7 @@ def _leaky_backward_shape(attrs, in_shapes):
 register(OpDef(
     name="LeakyReLU", attrs=_LEAKY_ATTRS, inputs=_leaky_inputs, outputs=_leaky_outputs,
     num_visible_outputs=lambda a: len(_leaky_outputs(a)),  # MXNet returns rrelu's mask too
-    infer_shape=_leaky_infer_shape,
+    infer_shape_backward=data_like_output, infer_shape=_leaky_infer_shape,
     infer_type=lambda a, d: float_types("LeakyReLU", a, d, 2 if a["act_type"] == "rrelu" else 1)[:2],
     kernels={"any": _leaky}, resources=("rng",), inplace=[(0, 0)],
     gradient=backward_via("_backward_LeakyReLU", _leaky_backward_inputs,

@@ -419,6 +419,25 @@ def _conv_shape(attrs, in_shapes):
     return ins, [(d[0], f) + out_sp]
 
 
+def _conv_backward_infer(attrs, in_shapes, out_shapes):
+    """Data dimensions the output and weight determine (as MXNet: the batch always, a spatial size
+    where its stride is 1, the channels from the weight)."""
+    kernel, stride, dilate, pad, nd = _params("Convolution", attrs)
+    d, w, out = in_shapes[0], in_shapes[1], out_shapes[0]
+    d = list(d) if d is not None else [None] * (nd + 2)
+    if len(d) != nd + 2:
+        return [None] * len(in_shapes)
+    if out is not None and len(out) == nd + 2:
+        if d[0] is None:
+            d[0] = out[0]
+        for i in range(nd):
+            if d[2 + i] is None and out[2 + i] is not None and stride[i] == 1:
+                d[2 + i] = out[2 + i] - 2 * pad[i] + dilate[i] * (kernel[i] - 1)
+    if d[1] is None and w is not None and len(w) == nd + 2 and w[1] is not None:
+        d[1] = w[1] * attrs["num_group"]
+    return [tuple(d)] + [None] * (len(in_shapes) - 1)
+
+
 def _bias_view(b, ndim):
     return b.reshape((1, -1) + (1,) * (ndim - 2))
 
@@ -467,7 +486,8 @@ def _float_types(op):
 
 register(OpDef(
     name="Convolution", attrs=_CONV_ATTRS, inputs=_inputs, outputs=["output"],
-    infer_shape=_conv_shape, infer_type=_float_types("Convolution"), kernels={"any": _conv_forward},
+    infer_shape=_conv_shape, infer_shape_backward=_conv_backward_infer, infer_type=_float_types("Convolution"),
+    kernels={"any": _conv_forward},
     gradient=backward_via("_backward_Convolution", lambda a, i, o, g: [g[0], i[0], i[1]],
                           lambda a: [True, True] + ([] if a["no_bias"] else [True])),
     doc="1-D/2-D/3-D convolution (NCW/NCHW/NCDHW) with stride, pad, dilate and groups, via im2col + GEMM."))

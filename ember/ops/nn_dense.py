@@ -49,6 +49,29 @@ def _infer_shape(attrs, in_shapes):
     return ins, [oshape]
 
 
+def _infer_backward(attrs, in_shapes, out_shapes):
+    """Data dimensions that the output (rows) and the weight (input size) determine."""
+    d, w, out = in_shapes[0], in_shapes[1], out_shapes[0]
+    k = w[1] if w is not None and len(w) == 2 else None
+    if attrs["flatten"]:
+        if d is None:
+            return [None] * len(in_shapes)
+        d = list(d)
+        if out is not None and d[0] is None:
+            d[0] = out[0]
+        if len(d) == 2 and d[1] is None:
+            d[1] = k
+    else:
+        if d is None and out is None:
+            return [None] * len(in_shapes)
+        d = list(d) if d is not None else [None] * len(out)
+        if out is not None and len(out) == len(d):
+            d[:-1] = [a if a is not None else b for a, b in zip(d[:-1], out[:-1])]
+        if d[-1] is None:
+            d[-1] = k
+    return [tuple(d)] + [None] * (len(in_shapes) - 1)
+
+
 def _infer_type(attrs, in_dtypes):
     ins, outs, _ = float_types("FullyConnected", attrs, in_dtypes, 1)
     return ins, outs
@@ -89,7 +112,7 @@ def _backward_shape(attrs, in_shapes):
 
 register(OpDef(
     name="FullyConnected", attrs=_ATTRS, inputs=_inputs, outputs=["output"],
-    infer_shape=_infer_shape, infer_type=_infer_type, kernels={"any": _forward},
+    infer_shape=_infer_shape, infer_shape_backward=_infer_backward, infer_type=_infer_type, kernels={"any": _forward},
     gradient=backward_via("_backward_FullyConnected",
                           lambda a, i, o, g: [g[0], i[0], i[1]],
                           lambda a: [True, True] + ([] if a["no_bias"] else [True])),

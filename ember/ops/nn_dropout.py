@@ -6,6 +6,7 @@ import numpy as np
 from ..base import OperatorError
 from ._nn_util import backward_via, float_types, known
 from .registry import Attr, OpDef, register
+from ._common import data_like_output
 
 _ATTRS = {
     "p": Attr("float", 0.5, doc="fraction of the input dropped"),
@@ -67,6 +68,7 @@ def _backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(
     name="Dropout", attrs=_ATTRS, inputs=["data"], outputs=["output", "mask"],
     num_visible_outputs=lambda a: 1,
+    infer_shape_backward=data_like_output,
     infer_shape=_infer_shape, infer_type=lambda a, d: float_types("Dropout", a, d, 2)[:2],
     kernels={"any": _forward}, resources=("rng",), inplace=[(0, 0)],
     gradient=backward_via("_backward_Dropout", lambda a, i, o, g: [g[0], o[1]], lambda a: [True]),

@@ -6,6 +6,7 @@ import numpy as np
 from ..base import ShapeError
 from ._nn_util import backward_via, float_types, known, sigmoid
 from .registry import Attr, OpDef, register
+from ._common import data_like_output
 
 
 # -- regression outputs ---------------------------------------------------------------
@@ -99,6 +100,7 @@ def _make_loss_backward(ctx, attrs, inputs, outputs, aux):
 
 register(OpDef(
     name="MakeLoss", attrs=_ML_ATTRS, inputs=["data"], outputs=["output"], aliases=["make_loss"],
+    infer_shape_backward=data_like_output,
     infer_shape=_same, infer_type=lambda a, d: float_types("MakeLoss", a, d, 1)[:2],
     kernels={"any": _identity}, inplace=[(0, 0)],
     gradient=backward_via("_backward_MakeLoss", lambda a, i, o, g: [o[0]], lambda a: [True]),

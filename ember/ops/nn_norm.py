@@ -6,6 +6,7 @@ import numpy as np
 from ..base import OperatorError, ShapeError
 from ._nn_util import backward_via, known, merge
 from .registry import Attr, OpDef, register
+from ._common import data_like_output
 
 
 def _axis(op, axis, ndim):
@@ -133,6 +134,7 @@ def _bn_backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(
     name="BatchNorm", attrs=_BN_ATTRS, inputs=["data", "gamma", "beta"], outputs=["output", "mean", "var"],
     aux=["moving_mean", "moving_var"], num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1,
+    infer_shape_backward=data_like_output,
     infer_shape=_bn_shape, infer_type=_types("BatchNorm", 3, 2), kernels={"any": _bn_forward}, inplace=[(0, 0)],
     gradient=backward_via("_backward_BatchNorm", lambda a, i, o, g: [g[0], i[0], i[1], o[1], o[2]],
                           lambda a: [True, True, True]),
@@ -198,6 +200,7 @@ def _ln_backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(
     name="LayerNorm", attrs=_LN_ATTRS, inputs=["data", "gamma", "beta"], outputs=["output", "mean", "std"],
     num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1,
+    infer_shape_backward=data_like_output,
     infer_shape=_ln_shape, infer_type=_types("LayerNorm", 3), kernels={"any": _ln_forward}, inplace=[(0, 0)],
     gradient=backward_via("_backward_LayerNorm", lambda a, i, o, g: [g[0], i[0], i[1], o[1], o[2]],
                           lambda a: [True, True, True]),

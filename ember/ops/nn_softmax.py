@@ -6,6 +6,7 @@ import numpy as np
 from ..base import OperatorError, ShapeError
 from ._nn_util import backward_via, float_types, known, merge
 from .registry import Attr, OpDef, as_dtype, register
+from ._common import data_like_output
 
 
 def _norm_axis(op, axis, ndim):
@@ -111,6 +112,7 @@ def _make_sm_backward(log):
 def _register_softmax(name, log, doc):
     register(OpDef(
         name=name, attrs=_SM_ATTRS, inputs=["data"] if log else _sm_inputs, outputs=["output"],
+        infer_shape_backward=data_like_output,
         infer_shape=_sm_shape(name), infer_type=_sm_type(name), kernels={"any": _make_sm_kernel(log)},
         inplace=[(0, 0)],
         gradient=backward_via(f"_backward_{name}",
@@ -160,6 +162,7 @@ def _sa_shape(attrs, in_shapes):
 
 register(OpDef(
     name="SoftmaxActivation", attrs=_SA_ATTRS, inputs=["data"], outputs=["output"],
+    infer_shape_backward=data_like_output,
     infer_shape=_sa_shape, infer_type=lambda a, d: float_types("SoftmaxActivation", a, d, 1)[:2],
     kernels={"any": _sa_forward}, inplace=[(0, 0)],
     gradient=backward_via("_backward_SoftmaxActivation", lambda a, i, o, g: [g[0], o[0]], lambda a: [True]),
@@ -270,6 +273,7 @@ def _so_backward(ctx, attrs, inputs, outputs, aux):
 
 register(OpDef(
     name="SoftmaxOutput", attrs=_SO_ATTRS, inputs=["data", "label"], outputs=["output"], aliases=["Softmax"],
+    infer_shape_backward=data_like_output,
     infer_shape=_so_shape, infer_type=_so_type, kernels={"any": _so_forward}, inplace=[(0, 0)],
     gradient=backward_via("_backward_SoftmaxOutput",
                           lambda a, i, o, g: [o[0], i[1]] + ([g[0]] if a["out_grad"] else []),

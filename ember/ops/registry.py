@@ -191,6 +191,11 @@ class OpDef:
     aux: Names = ()
     infer_shape: Optional[Callable] = None
     infer_type: Optional[Callable] = None
+    # Backward inference (MXNet's FInferShape/FInferType see output values too): (attrs, in_values,
+    # out_values) -> input values implied by known outputs (None: nothing learned).  Defaults to the
+    # `.backward` of the infer function (same_shape / same_type provide one).
+    infer_shape_backward: Optional[Callable] = None
+    infer_type_backward: Optional[Callable] = None
     kernels: Dict[str, Callable] = field(default_factory=dict)
     gradient: Optional[Callable] = None
     inplace: Sequence[Tuple[int, int]] = ()
@@ -200,6 +205,12 @@ class OpDef:
     num_visible_outputs: Optional[Callable[[dict], int]] = None
     key_var_num_args: Optional[str] = None
     doc: str = ""
+
+    def __post_init__(self):
+        if self.infer_shape_backward is None:
+            self.infer_shape_backward = getattr(self.infer_shape, "backward", None)
+        if self.infer_type_backward is None:
+            self.infer_type_backward = getattr(self.infer_type, "backward", None)
 
     # -- attributes ---------------------------------------------------------
     def parse_attrs(self, given: Dict[str, Any]) -> Dict[str, Any]:
@@ -267,6 +278,35 @@ class OpDef:
         return ([known if d is None else d for d in in_dtypes],
                 [known] * len(self.output_names(attrs)),
                 [known] * len(self.aux_names(attrs)))
+
+    def inputs_from_outputs(self, kind: str, attrs: dict, ins: List, outs: List) -> Optional[List]:
+        """Input shapes ('shape') or dtypes ('dtype') that known outputs imply (backward inference);
+        None when nothing can be said.  Without a declared dtype rule, unknown input dtypes take an
+        output's dtype when the op's forward rule makes that output follow them."""
+        fn = self.infer_shape_backward if kind == "shape" else self.infer_type_backward
+        if fn is not None:
+            return list(fn(attrs, list(ins), list(outs)))
+        if kind == "dtype":
+            return self._dtypes_from_outputs(attrs, list(ins), list(outs))
+        return None
+
+    def _dtypes_from_outputs(self, attrs: dict, ins: List, outs: List) -> Optional[List]:
+        j = next((i for i, d in enumerate(outs) if d is not None), None)
+        if j is None or all(d is not None for d in ins):
+            return None
+        target = np.dtype(outs[j])
+        other = np.dtype(np.float64 if target != np.float64 else np.float32)
+        n = len(self.input_names(attrs))
+        got = []
+        for cand in (target, other):  # does output j follow the unknown inputs' dtype?
+            try:
+                res = self.dtypes(attrs, [cand if d is None else d for d in ins[:n]])[1]
+                got.append(np.dtype(res[j]) if res[j] is not None else None)
+            except Exception:  # noqa: BLE001 - the candidate is not accepted by the op
+                got.append(None)
+        if got[0] == target and got[1] != target:
+            return [target if d is None else None for d in ins]
+        return None
 
     # -- kernels --------------------------------------------------------------
     def kernel(self, device_type: str) -> Callable:

@@ -107,30 +107,24 @@ def _run(order: Sequence[Node], known: Dict[Key, object], kind: str) -> Dict[Key
                 if all(done(v, kind) for v in ins[:k]):
                     raise err_type(f"{kind} inference failed at node '{node.name}' ({node.op.name}) with input "
                                    f"{kind}s {_named(node, ins, kind)}: {type(e).__name__}: {e}") from None
-                continue
+                new_in, new_out, new_aux = (), (), None  # outputs may still tell something about inputs
             new_ins = list(new_in) + list(new_aux or []) if new_aux else new_in
-            complete = True
-            for j, key in enumerate(in_keys):
-                old = ins[j]
-                if j < len(new_ins) and new_ins[j] is not None:
-                    nv = _norm(new_ins[j], kind)
-                    if old is None or old != nv:
-                        child = node.inputs[j][0]
-                        values[key], ch = _merge(old, nv, node, f"input {j} ('{child.name}')", kind, err_type)
-                        changed |= ch
-                        old = values[key]
-                if complete and not done(old, kind):
-                    complete = False
-            for j, key in enumerate(out_keys):
-                old = get(key)
-                if j < len(new_out) and new_out[j] is not None:
-                    nv = _norm(new_out[j], kind)
-                    if old is None or old != nv:
-                        values[key], ch = _merge(old, nv, node, f"output {j}", kind, err_type)
-                        changed |= ch
-                        old = values[key]
-                if complete and not done(old, kind):
-                    complete = False
+            ch, complete_in = _merge_list(values, in_keys, new_ins, node, kind, err_type, True)
+            changed |= ch
+            ch, complete_out = _merge_list(values, out_keys, new_out, node, kind, err_type, False)
+            changed |= ch
+            if is_shape and not complete_out:
+                # an op whose inference needs whole shapes: learn what does not depend on unknown dims
+                probed = _probe(node, attrs, [get(key) for key in in_keys], k)
+                if probed is not None:
+                    ch, complete_in = _merge_list(values, in_keys, probed[0], node, kind, err_type, True)
+                    changed |= ch
+                    ch, complete_out = _merge_list(values, out_keys, probed[1], node, kind, err_type, False)
+                    changed |= ch
+            if not complete_in:  # backward inference: what the outputs known so far say about the inputs
+                changed |= _from_outputs(node, attrs, in_keys, out_keys, values, kind, err_type)
+                complete_in = all(done(get(key), kind) for key in in_keys)
+            complete = complete_in and complete_out
             if complete:
                 still.pop()  # nothing left to learn here (a later sweep would skip it anyway)
         # only nodes that were incomplete can still change; the next sweep goes the other way
@@ -138,6 +132,95 @@ def _run(order: Sequence[Node], known: Dict[Key, object], kind: str) -> Dict[Key
         if not pending or (not changed and sweep > 0):
             break
     return values
+
+
+def _merge_list(values, keys, new_vals, node: Node, kind: str, err_type, inputs: bool):
+    """Merge an op's inferred values for its inputs (or outputs) into `values`: (changed, all complete)."""
+    changed = False
+    complete = True
+    done = _complete if kind == "shape" else (lambda v, _k: v is not None)
+    for j, key in enumerate(keys):
+        old = values.get(key)
+        if j < len(new_vals) and new_vals[j] is not None:
+            nv = _norm(new_vals[j], kind)
+            if old is None or old != nv:
+                what = f"input {j} ('{node.inputs[j][0].name}')" if inputs else f"output {j}"
+                values[key], ch = _merge(old, nv, node, what, kind, err_type)
+                changed |= ch
+                old = values[key]
+        if complete and not done(old, kind):
+            complete = False
+    return changed, complete
+
+
+# Stand-ins for unknown dimensions when probing (highly divisible, so splits and reshapes accept them).
+_PROBES = (720720, 1441440)
+
+
+def _probe(node: Node, attrs, ins, k: int):
+    """Inference of an op whose shape function needs whole input shapes, from partially known ones.
+
+    Unknown dimensions are replaced by two different stand-in sizes in turn; a dimension of an input
+    or output that comes out the same both times does not depend on them and is known, the others
+    stay unknown.  None when there is nothing to probe or the op refuses a stand-in."""
+    if not any(v is not None and None in v for v in ins):
+        return None
+    runs = []
+    for p in _PROBES:
+        filled = [None if v is None else tuple(p if d is None else d for d in v) for v in ins]
+        try:
+            new_in, new_out, new_aux = node.op.shapes(attrs, filled[:k], filled[k:])
+        except Exception:  # noqa: BLE001 - the stand-in broke a constraint: learn nothing
+            return None
+        runs.append((list(new_in) + list(new_aux or []) if new_aux else list(new_in), list(new_out)))
+    (in1, out1), (in2, out2) = runs
+    return [_agree(a, b) for a, b in zip(in1, in2)], [_agree(a, b) for a, b in zip(out1, out2)]
+
+
+def _agree(a, b):
+    if a is None or b is None or len(a) != len(b):
+        return None
+    return tuple(x if x == y and x not in _PROBES else None for x, y in zip(a, b))
+
+
+def _from_outputs(node: Node, attrs, in_keys, out_keys, values, kind: str, err_type) -> bool:
+    """Merge into `values` the input values that node's known outputs imply; True if anything changed."""
+    outs = [values.get(key) for key in out_keys]
+    if all(v is None for v in outs):
+        return False
+    ins = [values.get(key) for key in in_keys]
+    try:
+        implied = node.op.inputs_from_outputs(kind, attrs, ins, outs)
+    except (ShapeError, DTypeError) as e:
+        raise err_type(f"{kind} inference failed at node '{node.name}' ({node.op.name}) with input {kind}s "
+                       f"{_named(node, ins, kind)} and output {kind}s {[_show(v, kind) for v in outs]}: {e}") from None
+    except OperatorError:
+        raise
+    except Exception:  # noqa: BLE001 - partial values the op's backward rule cannot use yet
+        return False
+    changed = False
+    for j, key in enumerate(in_keys):
+        if implied is None or j >= len(implied) or implied[j] is None:
+            continue
+        nv = _norm(implied[j], kind)
+        old = values.get(key)
+        if old is None or old != nv:
+            child = node.inputs[j][0]
+            values[key], ch = _merge(old, nv, node, f"input {j} ('{child.name}')", kind, err_type)
+            changed |= ch
+    return changed
+
+
+def unknown_dims_as_none(shape):
+    """MXNet 1.x's shape convention -> inference's: a 0 dimension is unknown (None); () is a fully unknown shape."""
+    if shape is None:
+        return None
+    shape = tuple(shape)
+    if not shape:
+        return None
+    if 0 in shape:
+        return tuple(None if d == 0 else d for d in shape)
+    return shape
 
 
 # shape as an op returned it -> the same shape as a tuple of Python ints (or None).  Ops return
@@ -171,7 +254,10 @@ def _show(v, kind):
 
 
 def infer_shapes(order: Sequence[Node], known: Dict[Key, tuple]) -> Dict[Key, tuple]:
-    """Every entry's shape that can be inferred from `known` (raises ShapeError on conflicts)."""
+    """Every entry's shape that can be inferred from `known` (raises ShapeError on conflicts).
+
+    A 0 dimension in `known` means unknown (MXNet 1.x); it is None in the result until inferred."""
+    known = {k: (unknown_dims_as_none(v) if v is not None and (0 in v or not v) else v) for k, v in known.items()}
     return _run(order, known, "shape")
 
 

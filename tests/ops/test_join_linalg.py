@@ -40,7 +40,7 @@ def test_concat_errors_and_names():
         infer("Concat", {"num_args": 2}, [(2, 3), (2, 3, 1)])
     with pytest.raises(DTypeError, match="Concat"):
         op.dtypes(op.parse_attrs({"num_args": 2}), [np.dtype("float32"), np.dtype("int32")])
-    assert infer("Concat", {"num_args": 2}, [(2, 3), None]) == [None]
+    assert infer("Concat", {"num_args": 2}, [(2, 3), None]) == [(2, None)]  # the concatenated axis is unknown
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2, -1])

@@ -183,7 +183,9 @@ def test_depth_space_roundtrip():
 
 def test_identity_like_rhs_and_copyto():
     x = rng.standard_normal((2, 2))
-    np.testing.assert_array_equal(run("_identity_with_attr_like_rhs", [x, np.zeros(3)]), x)
+    np.testing.assert_array_equal(run("_identity_with_attr_like_rhs", [x, np.zeros((2, 2))]), x)
+    with pytest.raises(ShapeError, match="shapes must be equal"):  # MXNet's ElemwiseShape<2, 1>
+        run("_identity_with_attr_like_rhs", [x, np.zeros(3)])
     assert ops.get("_copyto") is ops.get("_copy")
 
 
