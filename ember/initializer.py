@@ -197,12 +197,14 @@ class Constant(Initializer):
         arr[:] = value if np.isscalar(value) else np.broadcast_to(np.asarray(value, dtype=arr.dtype), arr.shape)
 
     def dumps(self) -> str:
+        # an array value becomes a nested list in the config itself (as MXNet does), so `_kwargs`
+        # is JSON-serializable after dumps() and create() rebuilds the same initializer from it
         value = self._kwargs["value"]
         if isinstance(value, NDArray):
             value = value.asnumpy()
-        if isinstance(value, np.ndarray):
-            value = value.tolist()
-        return json.dumps([type(self).__name__.lower(), {"value": value}])
+        if isinstance(value, (np.ndarray, np.generic)):
+            self._kwargs["value"] = value.tolist()
+        return json.dumps([type(self).__name__.lower(), self._kwargs])
 
 
 @register
@@ -274,6 +276,27 @@ class MSRAPrelu(Xavier):
     def __init__(self, factor_type: str = "avg", slope: float = 0.25):
         super().__init__("gaussian", factor_type, 2.0 / (1 + slope ** 2))
         self._kwargs = {"factor_type": factor_type, "slope": slope}
+
+
+@register
+class Bilinear(Initializer):
+    """Weights of a bilinear-interpolation upsampling kernel (for Deconvolution), per (out, in)
+    channel pair: w[y, x] = (1 - |x / f - c|) (1 - |y / f - c|) with f = ceil(width / 2),
+    c = (2f - 1 - f mod 2) / (2f)."""
+
+    def __init__(self):
+        super().__init__()
+
+    def _init_weight(self, name, arr):
+        shape = arr.shape
+        if len(shape) != 4:
+            raise InitializerError(f"Bilinear initializer needs a 4-D (out, in, height, width) weight, "
+                                   f"got shape {shape} for {name}")
+        f = np.ceil(shape[3] / 2.0)
+        c = (2 * f - 1 - f % 2) / (2.0 * f)
+        wx = 1 - np.abs(np.arange(shape[3]) / f - c)
+        wy = 1 - np.abs(np.arange(shape[2]) / f - c)
+        arr[:] = np.broadcast_to(np.outer(wy, wx).astype(np.float32), shape)
 
 
 class Mixed:

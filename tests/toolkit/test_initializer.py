@@ -125,3 +125,32 @@ def test_create_and_errors():
         _run(init.Xavier(), "v_weight", (5,))
     with pytest.raises(TypeError, match="must be an NDArray"):
         init.One()("a_weight", np.zeros(2))
+
+
+def test_constant_dumps_array_values_round_trip():
+    import json
+    import ember as mx
+    for value in (mx.nd.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])):
+        init = mx.init.Constant(value)
+        text = init.dumps()
+        # the config itself holds the nested list afterwards (MXNet's behaviour), so it serializes
+        assert text == json.dumps(["constant", init._kwargs])
+        assert json.loads(text) == ["constant", {"value": [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]}]
+        arr = mx.nd.zeros((2, 3))
+        mx.init.create(text)("w_weight", arr)
+        np.testing.assert_array_equal(arr.asnumpy(), [[1, 2, 3], [4, 5, 6]])
+    assert mx.init.Constant(1).dumps() == '["constant", {"value": 1}]'
+
+
+def test_bilinear_kernel():
+    import ember as mx
+    w = mx.nd.empty((2, 3, 4, 4))
+    mx.init.Bilinear()._init_weight("up_weight", w)
+    k = np.array([0.25, 0.75, 0.75, 0.25])
+    np.testing.assert_allclose(w.asnumpy(), np.broadcast_to(np.outer(k, k), (2, 3, 4, 4)))
+    w3 = mx.nd.empty((1, 1, 3, 3))  # odd size: f = 2, c = 0.75
+    mx.init.create("bilinear")._init_weight("up_weight", w3)
+    k3 = 1 - np.abs(np.arange(3) / 2.0 - 0.75)
+    np.testing.assert_allclose(w3.asnumpy()[0, 0], np.outer(k3, k3))
+    with pytest.raises(mx.init.InitializerError, match="4-D"):
+        mx.init.Bilinear()._init_weight("w", mx.nd.empty((3, 3)))
