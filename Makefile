@@ -5,7 +5,7 @@ STAMP := .make-installed
 CC ?= gcc
 CFLAGS_NATIVE := -std=c11 -O1 -g -Wall -Wextra -Werror -pthread -Inative
 
-.PHONY: install demo engine-demo test test-python memcheck bench clean
+.PHONY: install demo demo-module engine-demo test test-python memcheck bench clean
 
 $(STAMP): setup.cfg setup.py pyproject.toml native/engine.c native/engine.h native/collectives.c native/collectives.h \
           native/host_copy.c native/host_copy.h native/build_engine.py
@@ -15,6 +15,9 @@ $(STAMP): setup.cfg setup.py pyproject.toml native/engine.c native/engine.h nati
 install: $(STAMP)
 
 demo: install
+	$(PY) examples/train_digits_gluon.py
+
+demo-module: install
 	$(PY) examples/train_digits.py
 
 engine-demo: install

@@ -647,11 +647,15 @@ class HybridBlock(Block):
         nd_mod.save(params_file, arg_dict)
         return f"{path}-symbol.json", params_file
 
-    def memory_plan(self) -> str:
-        """The memory plan of the hybridized graph's last bound executor (after one call)."""
-        if self._cached_op is None or self._cached_op.memory_plan() is None:
-            raise HybridizeError(f"HybridBlock '{self.name}' has no cached graph yet: hybridize() it and call it once")
-        return self._cached_op.memory_plan()
+    def memory_plan(self, training: Optional[bool] = None) -> str:
+        """The memory plan of the hybridized graph's most recently bound executor (after one call);
+        `training=True`/`False` picks the latest one with/without the gradient graph."""
+        plan = None if self._cached_op is None else self._cached_op.memory_plan(training)
+        if plan is None:
+            raise HybridizeError(f"HybridBlock '{self.name}' has no cached graph yet"
+                                 f"{'' if training is None else ' for training' if training else ' for inference'}: "
+                                 "hybridize() it and call it once")
+        return plan
 
 
 def _common_prefix(names: Sequence[str]) -> str:

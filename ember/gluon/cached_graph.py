@@ -133,9 +133,10 @@ class CachedGraph:
             o._ag = _ag.Entry(node, i)
         slot.node_ref = weakref.ref(node)
 
-    def memory_plan(self) -> Optional[str]:
-        """The memory plan of the most recently bound executor (its `debug_str`), if any."""
-        for slots in reversed(list(self._slots.values())):
-            if slots:
+    def memory_plan(self, training: Optional[bool] = None) -> Optional[str]:
+        """The memory plan (`debug_str`) of the most recently bound executor, if any; `training`
+        True/False picks the latest one with/without gradient graph."""
+        for key, slots in reversed(list(self._slots.items())):
+            if slots and (training is None or bool(key[2]) == training):
                 return slots[-1].executor.debug_str()
         return None
