@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from .. import engine
-from ..base import ContextError, EmberError, ShapeError
+from ..base import ArgumentError, ContextError, EmberError, ShapeError, brief_names
 from ..context import Context, current_context
 from ..ops.registry import OpContext
 from .passes import GraphState, compile_graph, mirror_enabled
@@ -57,23 +57,23 @@ def bulk_size() -> int:
 def _as_list_or_dict(value, names: Sequence[str], what: str, required: bool) -> Dict[str, object]:
     if value is None:
         if required and names:
-            raise ValueError(f"bind: {what} are missing (need {list(names)})")
+            raise ArgumentError(f"bind: {what} are missing (need {brief_names(names)})")
         return {}
     if isinstance(value, dict):
         unknown = [k for k in value if k not in names]
         if unknown and what == "arguments":
-            raise ValueError(f"bind: unknown {what} {unknown} (expected {list(names)})")
+            raise ArgumentError(f"bind: unknown {what} {brief_names(unknown)} (expected {brief_names(names)})")
         out = {k: v for k, v in value.items() if k in names}
     elif isinstance(value, (list, tuple)):
         if len(value) != len(names):
-            raise ValueError(f"bind: {len(value)} {what} given, the symbol has {len(names)} ({list(names)})")
+            raise ArgumentError(f"bind: {len(value)} {what} given, the symbol has {len(names)} {brief_names(names)}")
         out = dict(zip(names, value))
     else:
         raise TypeError(f"bind: {what} must be a list or a dict, got {type(value).__name__}")
     if required:
         missing = [n for n in names if out.get(n) is None]
         if missing:
-            raise ValueError(f"bind: missing {what} {missing}")
+            raise ArgumentError(f"bind: missing {what} {brief_names(missing)}")
     return out
 
 
@@ -106,6 +106,10 @@ class _MonitorName(str):
         return str(self)
 
 
+def _align(n: int, to: int = 64) -> int:
+    return (n + to - 1) // to * to
+
+
 class SharedPool:
     """Storage blocks shared by executors made from one another (`reshape`, `shared_exec`: buckets).
 
@@ -120,20 +124,21 @@ class SharedPool:
         self.blocks: List[object] = []
         self._vars: List[List[tuple]] = []   # per block: (lo, hi, var, weakref to the owner)
 
-    def take(self, sizes: Sequence[int], xp) -> List[int]:
-        """A pool block for each planned block size: the smallest free one that fits, else a new one."""
-        used, out = set(), [0] * len(sizes)
+    def take(self, sizes: Sequence[int], xp) -> List[tuple]:
+        """(pool block, byte offset) for each planned block: packed into the pool's blocks (largest
+        first, into the first free range that fits), new pool blocks only for what does not fit."""
+        used = [0] * len(self.blocks)  # bytes of each pool block already given to this executor
+        out: List[tuple] = [(0, 0)] * len(sizes)
         for b in sorted(range(len(sizes)), key=lambda i: -int(sizes[i])):
-            need = max(int(sizes[b]), 1)
-            fits = [i for i, blk in enumerate(self.blocks) if i not in used and blk.size >= need]
-            if fits:
-                pick = min(fits, key=lambda i: self.blocks[i].size)
-            else:
+            need = _align(max(int(sizes[b]), 1))
+            pick = next((i for i, blk in enumerate(self.blocks) if blk.size - used[i] >= need), None)
+            if pick is None:
                 self.blocks.append(xp.empty(need, dtype=np.uint8))
                 self._vars.append([])
+                used.append(0)
                 pick = len(self.blocks) - 1
-            used.add(pick)
-            out[b] = pick
+            out[b] = (pick, used[pick])
+            used[pick] += need
         return out
 
     def overlapping(self, block: int, lo: int, hi: int, owner) -> List[object]:
@@ -156,8 +161,9 @@ class _Storage:
         plan = g.plan
         pl = plan.placement
         self.pool = pool if pool is not None else SharedPool()
-        where = self.pool.take(pl.block_sizes, xp)   # planned block -> pool block
-        self.blocks = [self.pool.blocks[where[b]] for b in range(len(pl.block_sizes))]
+        where = self.pool.take(pl.block_sizes, xp)   # planned block -> (pool block, byte offset)
+        self.blocks = [self.pool.blocks[pb][base:base + max(int(size), 1)]
+                       for (pb, base), size in zip(where, pl.block_sizes)]
         ngroups = len(plan.sizes)
         per_block: Dict[int, List[int]] = {}
         for gid in range(ngroups):
@@ -193,13 +199,15 @@ class _Storage:
                     self.group_vars[other].append(var)
         # Other executors on the same pool: their vars on the same bytes order them with ours.
         for gid in range(ngroups):
-            b, lo = pl.block[gid], pl.offset[gid]
-            self.group_vars[gid].extend(self.pool.overlapping(where[b], lo, lo + plan.sizes[gid], self))
+            (pb, base), lo = where[pl.block[gid]], pl.offset[gid]
+            self.group_vars[gid].extend(self.pool.overlapping(pb, base + lo, base + lo + plan.sizes[gid], self))
         for b, (bounds, vars_) in seg_vars.items():
+            pb, base = where[b]
             for i, v in enumerate(vars_):
-                self.pool.register(where[b], bounds[i], bounds[i + 1], v, self)
+                self.pool.register(pb, base + bounds[i], base + bounds[i + 1], v, self)
         for b, lo, hi, var in head_ranges:
-            self.pool.register(where[b], lo, hi, var, self)
+            pb, base = where[b]
+            self.pool.register(pb, base + lo, base + hi, var, self)
         self.views: Dict[tuple, object] = {}
         self.vars: Dict[tuple, List[object]] = {}
         for key, gid in plan.group_of.items():
@@ -385,7 +393,7 @@ class Executor:
         """Copy keyword arrays into the arguments, push every forward node; returns `outputs`."""
         for k, v in kwargs.items():
             if k not in self.arg_dict:
-                raise ValueError(f"forward: '{k}' is not an argument of the symbol ({self._arg_names})")
+                raise ArgumentError(f"forward: unknown argument '{k}' (arguments: {brief_names(self._arg_names)})")
             dst = self.arg_dict[k]
             if hasattr(v, "shape") and tuple(v.shape) != tuple(dst.shape):
                 raise ShapeError(f"forward: '{k}' has shape {tuple(v.shape)}, the executor was bound with "
