@@ -49,8 +49,10 @@ def register(klass: type) -> type:
     return klass
 
 
-def create(init: Union[str, "Initializer"], **kwargs) -> "Initializer":
-    """An initializer from an instance, a registered name, or the JSON `dumps()` writes."""
+def create(init: Union[str, "Initializer"], /, **kwargs) -> "Initializer":
+    """An initializer from an instance, a registered name, or the JSON `dumps()` writes.
+
+    `init` is positional-only: an initializer may itself take an `init` keyword (FusedRNN)."""
     if isinstance(init, Initializer):
         if kwargs:
             raise TypeError("create: keyword arguments are only allowed with an initializer name")
