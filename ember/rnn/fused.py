@@ -84,10 +84,19 @@ class FusedRNNCell(BaseRNNCell):
                              f"(needs {p})")
         return out
 
-    def _input_size(self, total: int) -> int:
+    def _packed_size(self, num_input: int) -> int:
         b, m, h = len(self._directions), self._num_gates, self._num_hidden
-        per_gate = total // (b * h * m)
-        return per_gate - (self._num_layers - 1) * (h + b * h + 2) - h - 2
+        return (num_input + h + 2) * h * m * b + (self._num_layers - 1) * m * h * (h + b * h + 2) * b
+
+    def _input_size(self, total: int) -> int:
+        """The input size a packed vector of `total` elements implies (ValueError if none fits)."""
+        b, m, h = len(self._directions), self._num_gates, self._num_hidden
+        num_input = total // (b * h * m) - (self._num_layers - 1) * (h + b * h + 2) - h - 2
+        if num_input <= 0 or self._packed_size(num_input) != total:
+            raise ValueError(f"FusedRNNCell: a parameter vector of size {total} does not fit {self._num_layers} "
+                             f"layer(s) of {self._mode} with {h} hidden units"
+                             + (" in both directions" if b == 2 else "") + " for any input size")
+        return num_input
 
     def unpack_weights(self, args):
         args = dict(args)
@@ -98,10 +107,10 @@ class FusedRNNCell(BaseRNNCell):
 
     def pack_weights(self, args):
         args = dict(args)
-        b, m, h = len(self._directions), self._num_gates, self._num_hidden
+        h = self._num_hidden
         first = args[f"{self._prefix}l0_i2h{self._gate_names[0]}_weight"]
         num_input = first.shape[1]
-        total = (num_input + h + 2) * h * m * b + (self._num_layers - 1) * m * h * (h + b * h + 2) * b
+        total = self._packed_size(num_input)
         arr = ndarray.zeros((total,), ctx=first.context, dtype=first.dtype)
         for name, piece in self._slice_weights(arr, num_input, h).items():
             piece[:] = args.pop(name)

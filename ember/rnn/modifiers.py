@@ -56,7 +56,10 @@ class ModifierCell(BaseRNNCell):
         return self.base_cell.state_info
 
     def begin_state(self, init_sym=symbol.zeros, **kwargs) -> List[Symbol]:
+        """The base cell's begin states (`func=` is accepted for `init_sym`, as other cells name it)."""
         self._check_unmodified()
+        if "func" in kwargs:
+            init_sym = kwargs.pop("func")
         self.base_cell._modified = False
         try:
             return self.base_cell.begin_state(init_sym, **kwargs)
