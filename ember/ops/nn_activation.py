@@ -226,6 +226,7 @@ register(OpDef(
     kernels={"any": _leaky}, resources=("rng",), inplace=[(0, 0)],
     gradient=backward_via("_backward_LeakyReLU", _leaky_backward_inputs,
                           lambda a: [True, True] if a["act_type"] == "prelu" else [True]),
+    input_var_attrs={"gamma": {"__init__": '["Constant", {"value": 0.25}]'}},  # MXNet's prelu default slope
     doc="Leaky rectifiers: leaky, elu, selu, gelu, prelu (learned gamma), rrelu (random slope when training)."))
 
 register(OpDef(

@@ -204,6 +204,9 @@ class OpDef:
     aliases: Sequence[str] = ()
     num_visible_outputs: Optional[Callable[[dict], int]] = None
     key_var_num_args: Optional[str] = None
+    # Attributes a variable composed into an input (by input name) gets unless it has them already:
+    # MXNet's FSetInputVarAttrOnCompose (prelu's gamma variable gets '__init__' Constant 0.25).
+    input_var_attrs: Dict[str, Dict[str, str]] = field(default_factory=dict)
     doc: str = ""
 
     def __post_init__(self):

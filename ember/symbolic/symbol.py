@@ -522,6 +522,9 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
             var_attrs.update(user_attrs)
             slots[n] = (Node(None, f"{node_name}_{n}", user_attrs=var_attrs), 0)
         entries.append(slots[n])
+        if n in opdef.input_var_attrs and slots[n][0].op is None:  # given or made, as MXNet's compose
+            for k, v in opdef.input_var_attrs[n].items():
+                slots[n][0].user_attrs.setdefault(k, v)
     node = Node(opdef, node_name, op_only, entries, user_attrs)
     node._parsed = parsed
     nvis = opdef.visible_outputs(parsed)

@@ -154,3 +154,24 @@ def test_bilinear_kernel():
     np.testing.assert_allclose(w3.asnumpy()[0, 0], np.outer(k3, k3))
     with pytest.raises(mx.init.InitializerError, match="4-D"):
         mx.init.Bilinear()._init_weight("w", mx.nd.empty((3, 3)))
+
+
+def test_prelu_gamma_starts_at_a_quarter():
+    # MXNet gives prelu's gamma variable '__init__' Constant(0.25) when composed, unless it has an init
+    data = mx.sym.Variable("data")
+    net = mx.sym.LeakyReLU(data=data, act_type="prelu")
+    assert json.loads(net.attr_dict()["leakyrelu0_gamma"]["__init__"]) == ["Constant", {"value": 0.25}]
+    mod = mx.mod.Module(net, label_names=None)
+    mod.bind(data_shapes=[("data", (4, 6))])
+    mod.init_params(initializer=mx.init.Xavier())
+    np.testing.assert_array_equal(mod.get_params()[0]["leakyrelu0_gamma"].asnumpy(), np.full(6, 0.25))
+    # a variable with its own init keeps it; a plain variable gets the 0.25 default too
+    own = mx.sym.LeakyReLU(data=data, gamma=mx.sym.Variable("g1", init=mx.init.One()), act_type="prelu")
+    assert own.attr_dict()["g1"]["__init__"] == mx.init.One().dumps()
+    plain = mx.sym.LeakyReLU(data=data, gamma=mx.sym.Variable("g2"), act_type="prelu")
+    assert "0.25" in plain.attr_dict()["g2"]["__init__"]
+    # BatchNorm's gamma (same name suffix) still starts at one; the attribute survives JSON
+    bn = mx.sym.BatchNorm(data, name="bn")
+    assert "__init__" not in bn.attr_dict().get("bn_gamma", {})
+    again = mx.sym.load_json(net.tojson())
+    assert again.attr_dict()["leakyrelu0_gamma"]["__init__"] == net.attr_dict()["leakyrelu0_gamma"]["__init__"]
