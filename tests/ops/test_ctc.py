@@ -24,15 +24,21 @@ def collapse(path, blank):
     return [k for k in merged if k != blank]
 
 
-def brute_force_nll(x, label, blank):
-    """-log sum over every length-T path that collapses to `label` of prod softmax(x)[t, path_t]; x is (T, C)."""
-    T, C = x.shape
-    p = np.exp(x - x.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
+def alignment_sum(p, label, blank):
+    """Sum over every length-T path over p's classes that collapses to `label` of prod p[t, path_t]."""
+    T, C = p.shape
     total = 0.0
     for path in itertools.product(range(C), repeat=T):
         if collapse(path, blank) == list(label):
             total += np.prod(p[np.arange(T), list(path)])
+    return total
+
+
+def brute_force_nll(x, label, blank):
+    """-log of the alignment sum of softmax(x) (x: (T, C) activations)."""
+    p = np.exp(x - x.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    total = alignment_sum(p, label, blank)
     return -np.log(total) if total > 0 else np.inf
 
 
@@ -101,6 +107,35 @@ def test_gradient_equals_finite_differences(case):
     if dl is not None:  # frames beyond a sequence's length get exactly 0
         for b, n in enumerate(dl):
             assert not np.any(g[0][n:, b])
+
+
+def test_frames_beyond_data_lengths_are_never_read():
+    """Padding frames may hold anything, NaN included: the loss and the other gradients are unchanged."""
+    ins = _inputs(6, 2, 4, [[1, 2, 0], [3, 3, 0]], [4, 6], None)
+    attrs = {"use_data_lengths": True}
+    padded = [x.copy() for x in ins]
+    padded[0][4:, 0] = np.nan
+    np.testing.assert_allclose(run("CTCLoss", padded, attrs), run("CTCLoss", ins, attrs), rtol=1e-12)
+    g_pad = grads("CTCLoss", padded, attrs, [np.ones(2)])[0]
+    g = grads("CTCLoss", ins, attrs, [np.ones(2)])[0]
+    assert not np.isnan(g_pad).any()
+    np.testing.assert_array_equal(g_pad[4:, 0], 0)
+    np.testing.assert_allclose(g_pad, g, rtol=1e-12, atol=1e-15)
+
+
+def test_many_classes():
+    """6000 classes: the loss still equals the alignment sum, labels far apart in the alphabet."""
+    T, N, C = 6, 2, 6000
+    x = rng.standard_normal((T, N, C)) * 3
+    label = np.array([[100, 2000, 5999, 0], [1000, 1000, 4000, 0]])
+    got = run("CTCLoss", [x, label], {})
+    p = np.exp(x - np.log(np.exp(x).sum(axis=2, keepdims=True)))
+    for b in range(N):
+        # paths through classes outside the label never collapse to it: sum over the blank and the used ones
+        used = [0] + sorted(set(label[b, :3].tolist()))
+        relabel = [used.index(k) for k in label[b, :3]]
+        want = -np.log(alignment_sum(p[:, b, used], relabel, 0))
+        np.testing.assert_allclose(got[b], want, rtol=1e-9)
 
 
 def test_gradient_is_softmax_minus_occupancy():
