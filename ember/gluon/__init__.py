@@ -1,5 +1,6 @@
 """`mx.gluon`: blocks, parameters, layers, losses and the Trainer (MXNet 1.9.1's Gluon API)."""
 from . import loss  # noqa: F401
+from . import contrib  # noqa: F401
 from . import nn  # noqa: F401
 from . import utils  # noqa: F401
 from .block import Block, HybridBlock, SymbolBlock  # noqa: F401

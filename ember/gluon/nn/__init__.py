@@ -1,2 +1,5 @@
-"""`mx.gluon.nn`: only SymbolBlock so far."""
-from ..block import SymbolBlock  # noqa: F401
+"""`mx.gluon.nn`: neural-network layers (MXNet 1.9.1's names), plus Block, HybridBlock and SymbolBlock."""
+from ..block import Block, HybridBlock, SymbolBlock  # noqa: F401
+from .activations import *  # noqa: F401,F403
+from .basic_layers import *  # noqa: F401,F403
+from .conv_layers import *  # noqa: F401,F403

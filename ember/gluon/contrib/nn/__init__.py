@@ -1,0 +1,3 @@
+"""`mx.gluon.contrib.nn`: Concurrent, HybridConcurrent, Identity, SyncBatchNorm, PixelShuffle1D/2D/3D."""
+from .basic_layers import *  # noqa: F401,F403
+from .basic_layers import __all__  # noqa: F401
