@@ -172,16 +172,22 @@ class Trainer:
         """Put the initialized parameters into the store (worker 0's values win, and every
         context starts from them); parameters still waiting for deferred init stay pending."""
         assert self._kv_initialized, "Cannot initialize parameters in KVStore when KVStore is not initialized."
-        pending, keys, values, outs = [], [], [], []
+        pending, keys, values, outs, sparse = [], [], [], [], []
         if self._kvstore is not None:
             for param in self._params_to_init:
                 if param._deferred_init:
                     pending.append(param)
                     continue
-                arrays = param.list_data()
-                keys.append(self._param2idx[param.name])
-                values.append(arrays[0])
-                outs.append(arrays)
+                arrays = param._check_and_get(param._data, list)
+                idx = self._param2idx[param.name]
+                if param._stype != "default":
+                    sparse.append((idx, arrays[0]))  # read back through row_sparse_data's pull
+                else:
+                    keys.append(idx)
+                    values.append(arrays[0])
+                    outs.append(arrays)
+            if sparse:
+                self._kvstore.init([i for i, _ in sparse], [a for _, a in sparse])
             if keys:
                 self._kvstore.broadcast(keys, values, out=outs)
         self._params_to_init = pending
@@ -262,17 +268,25 @@ class Trainer:
 
     def _allreduce_grads(self) -> None:
         """One pushpull of every trainable parameter's gradients: back into the gradients, or,
-        when the store updates, the new weights into every copy of the parameters."""
+        when the store updates, the new weights into every copy of the parameters.  Weights
+        declared row_sparse are updated in the store by one push and read back by
+        row_sparse_data (as MXNet pulls them)."""
         if not self._kvstore:
             return
-        keys, grads, outs = [], [], []
+        keys, grads, outs, sparse_keys, sparse_grads = [], [], [], [], []
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
+                continue
+            if param._stype != "default":
+                sparse_keys.append(i)
+                sparse_grads.append(param.list_grad())
                 continue
             keys.append(i)
             grads.append(param.list_grad())
             if self._update_on_kvstore:
                 outs.append(param.list_data())
+        if sparse_keys:
+            self._kvstore.push(sparse_keys, sparse_grads)
         if keys:
             self._kvstore.pushpull(keys, grads, out=outs if self._update_on_kvstore else None)
 
@@ -282,7 +296,7 @@ class Trainer:
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
                 continue
-            data = param.list_data()
+            data = param._check_and_get(param._data, list)  # also for row_sparse weights
             if not ignore_stale_grad:
                 for arr in data:
                     if not arr._fresh_grad:
@@ -299,6 +313,14 @@ class Trainer:
             if upd:
                 indices, grads, weights = zip(*upd)
                 updater(list(indices), list(grads), list(weights))
+
+    def _row_sparse_pull(self, parameter: Parameter, out, row_id, full_idx: bool = False) -> None:
+        """Pull `parameter`'s weight from the store into `out` (what a row_sparse parameter's
+        data reads when the store updates it).  ember keeps every weight dense, so the whole
+        weight comes, the rows `row_id` among them; `full_idx` changes nothing."""
+        self._ensure_kvstore()
+        idx = self._param2idx[parameter.name]
+        self._kvstore.pull(idx, out=out, priority=-idx)
 
     # -- states ----------------------------------------------------------------------------------------
     def save_states(self, fname: str) -> None:

@@ -2,6 +2,8 @@
 
 usage: python _trainer_dist_worker.py OUT_DIR KVSTORE OPTIMIZER UPDATE_ON_KVSTORE(1|0|default) CONTEXTS STEPS
 
+After the first step the trainer saves its states and loads them back (training goes on from them).
+
 Every worker starts from different weights (rank 0's must win), computes on each of its CONTEXTS
 contexts a known gradient (`gradient(name, rank, ctx, step)`) and calls trainer.step(BATCH_SIZE).
 Writes OUT_DIR/rank<r>.npz with every context's final weights and what the trainer decided.
@@ -46,6 +48,13 @@ def main() -> None:
         p.initialize(ctx=ctxs)
         for arr in p.list_data():  # each copy: ember's setitem does not copy across contexts
             arr[:] = mx.nd.array(initial(name, rank), ctx=arr.context)
+    result = {}
+    if kv_type == "dist_async":  # the servers update: refused before anything is sent
+        try:
+            gluon.Trainer(params, optimizer, kvstore=kv, update_on_kvstore=False).step(BATCH_SIZE)
+            result["async_refusal"] = np.array("")
+        except ValueError as e:
+            result["async_refusal"] = np.array(str(e))
     trainer = gluon.Trainer(params, optimizer, dict(OPTIMIZERS[optimizer]), kvstore=kv,
                             update_on_kvstore=update_on_kvstore)
     calls = []
@@ -62,7 +71,11 @@ def main() -> None:
                                      for n in SHAPES])
             loss.backward()
         trainer.step(BATCH_SIZE)
-    result = {f"{n}_ctx{c}": params[n].data(ctx).asnumpy() for n in SHAPES for c, ctx in enumerate(ctxs)}
+        if step == 0:  # the states (momentum) after one step go through a file and back
+            states = os.path.join(out_dir, f"rank{rank}.states")
+            trainer.save_states(states)
+            trainer.load_states(states)
+    result.update({f"{n}_ctx{c}": params[n].data(ctx).asnumpy() for n in SHAPES for c, ctx in enumerate(ctxs)})
     result["update_on_kvstore"] = np.array(bool(trainer._update_on_kvstore))
     result["pushpull_calls"] = np.array(calls)
     if trainer._update_on_kvstore:

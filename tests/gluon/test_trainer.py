@@ -387,6 +387,31 @@ def test_a_store_without_optimizer_support_updates_on_the_devices():
         refused._init_kvstore()
 
 
+def test_parameters_declared_row_sparse_follow_mxnet_store_choices_with_dense_data():
+    # ember keeps every array dense: a row_sparse weight still makes MXNet's choice (a store, even
+    # for one context, updating on it), a row_sparse gradient keeps single-node updates local
+    weight = gluon.Parameter("emb_weight", shape=(5, 2), stype="row_sparse", grad_stype="row_sparse")
+    weight.initialize(mx.init.Constant(1.0), ctx=mx.cpu(0))
+    trainer = gluon.Trainer([weight], "sgd", {"learning_rate": 0.5})
+    g = np.arange(10, dtype=np.float32).reshape(5, 2)
+    rows = mx.nd.arange(0, 5)
+    for step in range(2):
+        with autograd.record():
+            loss = (weight.row_sparse_data(rows) * mx.nd.array(g)).sum()  # pulled from the store
+        loss.backward()
+        trainer.step(2)
+    assert trainer._kvstore.type == "device" and trainer._update_on_kvstore is True
+    # the store holds the update; row_sparse_data reads it back (ember pulls every row)
+    np.testing.assert_allclose(weight.row_sparse_data(mx.nd.array([0, 3])).asnumpy(), 1.0 - 0.5 * g, rtol=1e-6)
+    with pytest.raises(ValueError, match="Cannot set update_on_kvstore=False when sparse weights are present"):
+        gluon.Trainer([weight], "sgd", update_on_kvstore=False)._init_kvstore()
+    grad_only = gluon.Parameter("g_weight", shape=(3,), grad_stype="row_sparse")
+    grad_only.initialize(ctx=[mx.cpu(0), mx.cpu(1)])
+    local = gluon.Trainer([grad_only], "sgd")
+    local._init_kvstore()
+    assert local._kvstore.type == "device" and local._update_on_kvstore is False
+
+
 # -- loaded parameters reset the store ---------------------------------------------------------------------
 @pytest.mark.parametrize("kvstore", ["local", "device"])
 def test_a_reset_store_is_made_again_from_the_current_values(kvstore):
@@ -599,11 +624,13 @@ def no_stray_processes():
     assert not leftovers, f"processes left running after the Trainer's MPI jobs: {leftovers}"
 
 
-def _run_job(tmp_path, workers, optimizer, update_on_kvstore, contexts, steps, limit=150):
+def _run_job(tmp_path, workers, optimizer, update_on_kvstore, contexts, steps, kv_type="dist_sync", servers=0,
+             limit=150):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, HERE]))
     env[MARKER] = str(os.getpid())
-    cmd = [sys.executable, "-m", "ember.kvstore.launch", "-n", str(workers), "-s", "0", "--job-timeout", str(limit),
-           sys.executable, WORKER, str(tmp_path), "dist_sync", optimizer, update_on_kvstore, str(contexts), str(steps)]
+    cmd = [sys.executable, "-m", "ember.kvstore.launch", "-n", str(workers), "-s", str(servers), "--job-timeout",
+           str(limit), sys.executable, WORKER, str(tmp_path), kv_type, optimizer, update_on_kvstore, str(contexts),
+           str(steps)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True)
     try:
@@ -645,3 +672,22 @@ def test_dist_sync_workers_equal_one_process_on_the_summed_gradient(tmp_path, no
         assert res["pushpull_calls"].tolist() == [2] * steps  # every step: one call with both parameters
         if update_on_kvstore != "0":
             assert "Possible change in the `batch_size`" in str(res["batch_change_error"])
+
+
+@needs_mpiexec
+def test_dist_async_updates_on_the_servers(tmp_path, no_stray_processes):
+    # one worker, so the server sees its pushes in order and the result is exact; the servers get
+    # the pickled optimizer without its param_dict, so lr_mult does not apply there (as in MXNet)
+    worker = _load_by_path("_trainer_dist_worker", WORKER)
+    steps = 3
+    (result,) = _run_job(tmp_path, 1, "sgd", "default", 2, steps, kv_type="dist_async", servers=1)
+    assert "Please set update_on_kvstore=True when training in async mode." == str(result["async_refusal"])
+    assert bool(result["update_on_kvstore"])
+    options = dict(worker.OPTIMIZERS["sgd"])
+    for name in worker.SHAPES:
+        summed = [worker.gradient(name, 0, 0, s) + worker.gradient(name, 0, 1, s) for s in range(steps)]
+        expected = ref.run_reference("sgd", worker.initial(name, 0), summed, lr=options["learning_rate"],
+                                     wd=options["wd"], momentum=options["momentum"],
+                                     rescale_grad=1.0 / worker.BATCH_SIZE)[-1]
+        for c in range(2):
+            np.testing.assert_allclose(result[f"{name}_ctx{c}"], expected, rtol=1e-5, atol=1e-6)
