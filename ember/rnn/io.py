@@ -19,7 +19,8 @@ def encode_sentences(sentences: Sequence[Sequence[str]], vocab: Optional[Dict[st
 
     Without `vocab` a new one is built ({invalid_key: invalid_label} plus each new token numbered
     from `start_label`, skipping `invalid_label`).  With a `vocab`, an unknown token is an error
-    unless `unknown_token` is given: then unknown tokens map to it (added to the vocabulary once).
+    unless `unknown_token` is given: then an unknown token maps to it, and (as in MXNet 1.9.1)
+    each such occurrence gives `unknown_token` the next free id.
     """
     idx = start_label
     new_vocab = vocab is None
