@@ -459,6 +459,8 @@ def test_label_size_mismatch_names_the_loss(hybridize):
         with pytest.raises(ShapeError, match=r"L2Loss: label has shape \(2, 2\) \(4 elements\) but pred has "
                                              r"shape \(2, 3\)"):
             evaluate(gluon.loss.L2Loss(), [_r(2, 3), _r(2, 2)])
+        with pytest.raises(ValueError):  # what MXNet's NDArray.reshape raises for a larger label
+            evaluate(gluon.loss.L1Loss(), [_r(2, 2), _r(2, 3)])
         with pytest.raises(ShapeError, match="TripletLoss: negative has shape"):
             evaluate(gluon.loss.TripletLoss(), [_r(2, 3), _r(2, 3), _r(2, 2)])
 
