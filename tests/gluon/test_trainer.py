@@ -361,6 +361,13 @@ def test_bad_arguments_raise_mxnet_errors():
         on_store.update(1)
 
 
+def test_gradient_compression_is_refused_by_the_store():
+    trainer = gluon.Trainer(_params([mx.cpu(0), mx.cpu(1)]), "sgd",
+                            compression_params={"type": "2bit", "threshold": 0.5})
+    with pytest.raises(mx.kv.KVStoreError, match="gradient compression is not supported"):
+        trainer.step(1, ignore_stale_grad=True)
+
+
 def test_uninitialized_and_deferred_parameters():
     with pytest.raises(RuntimeError, match="Parameter 'w' has not been initialized"):
         gluon.Trainer([gluon.Parameter("w", shape=(3,))], "sgd")

@@ -255,6 +255,14 @@ def test_concurrent_downloads_of_one_file_leave_one_whole_file(server, tmp_path)
     assert open(target, "rb").read() == CONTENT
 
 
+def test_repository_urls_follow_mxnet_gluon_repo(monkeypatch):
+    monkeypatch.delenv("MXNET_GLUON_REPO", raising=False)
+    assert utils._get_repo_file_url("gluon/models", "x.zip") == \
+        "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/gluon/models/x.zip"
+    monkeypatch.setenv("MXNET_GLUON_REPO", "http://127.0.0.1:8000/repo")  # a trailing '/' is added
+    assert utils._get_repo_file_url("ns", "f.bin") == "http://127.0.0.1:8000/repo/ns/f.bin"
+
+
 def test_replace_file_removes_the_source_when_it_cannot_move(tmp_path):
     src = tmp_path / "src"
     src.write_bytes(b"x")
