@@ -488,3 +488,27 @@ def test_constructor_and_weight_errors():
         evaluate(gluon.loss.L1Loss(weight="a"), [_r(2, 3), _r(2, 3)])
     with pytest.raises(NotImplementedError):
         gluon.loss.Loss(None, 0)(nd(_r(2, 3)))
+
+
+# -- a loss inside a model --------------------------------------------------------------------------
+@MODES
+def test_parameter_gradients_through_a_loss(hybridize):
+    """A Dense layer trained through SoftmaxCELoss: the weight gradient is (softmax - onehot)^T x * w."""
+    from core_blocks import define  # shared Gluon test blocks (tests/gluon/core_blocks.py)
+    dense = define(gluon)["TinyDense"](3, in_units=4)
+    dense.initialize(mx.init.Normal(0.5))
+    loss = gluon.loss.SoftmaxCELoss(weight=0.5)
+    if hybridize:
+        dense.hybridize()
+        loss.hybridize()
+    x, y, sw = _r(5, 4), rng.integers(0, 3, 5), _u(0.5, 1.5, 5, 1)
+    with autograd.record():
+        out = loss(dense(nd(x)), nd(y), nd(sw))
+    out.backward()
+    w, b = dense.weight.data().asnumpy(), dense.bias.data().asnumpy()
+    z = x @ w.T + b
+    np.testing.assert_allclose(out.asnumpy(), 0.5 * ref_softmax_ce(z, y, sw), rtol=1e-5)
+    p = np.exp(log_softmax(z))
+    dz = (p - np.eye(3)[y]) * 0.5 * sw
+    np.testing.assert_allclose(dense.weight.grad().asnumpy(), dz.T @ x, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dense.bias.grad().asnumpy(), dz.sum(axis=0), rtol=1e-5, atol=1e-6)
