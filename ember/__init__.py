@@ -28,6 +28,9 @@ from . import test_utils  # noqa: F401,E402  (mx.test_utils, as MXNet users' tes
 from . import rnn  # noqa: F401,E402  (legacy symbolic RNN cells: mx.rnn)
 from . import monitor, operator  # noqa: F401,E402
 from . import monitor as mon  # noqa: F401,E402
+from . import util  # noqa: F401,E402  (NumPy shape/array semantics switches, env access)
+from .util import (is_np_array, is_np_shape, np_array, np_shape, set_np_shape, use_np,  # noqa: F401,E402
+                   use_np_array, use_np_shape)
 
 # Last, once every module (and the BLAS libraries they load) is imported: EMBER_BLAS_THREADS.
 engine.blas.configure()

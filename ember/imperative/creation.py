@@ -45,11 +45,15 @@ def _shape(shape) -> tuple:
 
 def _check_stype(stype) -> None:
     if stype not in (None, "default"):
-        raise EmberError(f"storage type {stype!r} is not supported by ember (only 'default', dense)")
+        raise EmberError(f"storage type {stype!r} is not supported here: 'default' is, and 'csr' or "
+                         "'row_sparse' for zeros and empty")
 
 
 def empty(shape, ctx=None, dtype=None, stype=None) -> NDArray:
-    """An uninitialised array."""
+    """An uninitialised array (an empty sparse array for stype 'csr'/'row_sparse')."""
+    if stype in ("csr", "row_sparse"):
+        from .sparse_ndarray import sparse_zeros
+        return sparse_zeros(stype, shape, ctx, dtype)
     _check_stype(stype)
     data, chunk = storage.alloc(_shape(shape), _dtype(dtype), _ctx(ctx))
     return NDArray(data, chunk)
@@ -66,7 +70,10 @@ def full(shape, val, ctx=None, dtype=None, out: Optional[NDArray] = None) -> NDA
 
 
 def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs) -> NDArray:
-    """An array of zeros (float32 unless `dtype` says otherwise)."""
+    """An array of zeros (float32 unless `dtype` says otherwise; sparse for stype 'csr'/'row_sparse')."""
+    if stype in ("csr", "row_sparse"):
+        from .sparse_ndarray import sparse_zeros
+        return sparse_zeros(stype, shape, ctx, dtype)
     _check_stype(stype)
     return full(shape, 0, ctx, dtype, kwargs.get("out"))
 

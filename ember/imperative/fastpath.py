@@ -76,6 +76,8 @@ def binary_operator(lhs: NDArray, rhs, array_op: Optional[str], scalar_op: str, 
     elif t is float or t is int or _is_scalar(rhs):
         name, operand, inputs = scalar_op, float(rhs), (lhs,)
         key = (name, xd.shape, xd.dtype)
+    elif isinstance(rhs, NDArray) and array_op is not None:  # a sparse rhs: the general path handles storage
+        return _invoke.invoke(array_op, (lhs, rhs), None, out)
     else:
         raise TypeError(f"type {t.__name__} is not supported with NDArray; use an NDArray or a scalar")
     ctx = _usable(inputs)

@@ -38,6 +38,11 @@ def invoke(op, inputs: Sequence[NDArray], attrs: Optional[Dict[str, Any]] = None
     return run(opdef, list(inputs), opdef.parse_attrs(attrs or {}), out, ctx)
 
 
+def _sparse_ops():
+    from . import sparse_ops  # imported on first use: it needs this module
+    return sparse_ops
+
+
 def _error_context(name, inputs):
     devs = ", ".join(str(x._chunk.ctx) for x in inputs)
     return ContextError(f"{name}: all inputs must be on one device, got {devs}")
@@ -56,9 +61,12 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
 
     # -- inputs: type, liveness, device ------------------------------------------------
     for i, x in enumerate(inputs):
-        if type(x) is not NDArray and not isinstance(x, NDArray):
-            label = (list(in_names) + list(aux_names))[i]
-            raise TypeError(f"{name}: input '{label}' must be an NDArray, got {type(x).__name__}")
+        if type(x) is not NDArray:
+            if not isinstance(x, NDArray):
+                label = (list(in_names) + list(aux_names))[i]
+                raise TypeError(f"{name}: input '{label}' must be an NDArray, got {type(x).__name__}")
+            if x.stype != "default":  # sparse kernels or MXNet's dense storage fallback
+                return _sparse_ops().run(opdef, inputs, attrs, out, ctx)
         if x._chunk.freed:
             x._chunk.check()
     if inputs:
@@ -102,6 +110,9 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
     n_vis = opdef.visible_outputs(attrs) if opdef.num_visible_outputs is not None else n_out
     outputs: List[Optional[NDArray]] = [None] * n_out
     if out is not None:
+        if type(out) is not NDArray and any(getattr(t, "stype", "default") != "default"
+                                            for t in (out if isinstance(out, (list, tuple)) else [out])):
+            return _sparse_ops().run(opdef, inputs, attrs, out, ctx)  # a sparse out= gets the result converted
         if isinstance(out, NDArray):
             targets = [out]
         elif isinstance(out, (list, tuple)):

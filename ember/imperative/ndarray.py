@@ -19,6 +19,12 @@ from ..ops.shape import reshape_target
 
 _SCALAR_TYPES = (numbers.Number, np.generic)
 
+# MXNet's storage type ids (as in .params records); sparse arrays live in sparse_ndarray.py
+_STORAGE_TYPE_UNDEFINED, _STORAGE_TYPE_DEFAULT, _STORAGE_TYPE_ROW_SPARSE, _STORAGE_TYPE_CSR = -1, 0, 1, 2
+_STORAGE_TYPE_STR_TO_ID = {"undefined": _STORAGE_TYPE_UNDEFINED, "default": _STORAGE_TYPE_DEFAULT,
+                           "row_sparse": _STORAGE_TYPE_ROW_SPARSE, "csr": _STORAGE_TYPE_CSR}
+_STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
+
 
 def _is_scalar(x) -> bool:
     t = type(x)
@@ -293,13 +299,23 @@ class NDArray:
             axes = tuple(axes[0])
         return _call("transpose", (self,), {"axes": tuple(axes)} if axes else {})
 
-    def expand_dims(self, axis: int) -> "NDArray":
+    def expand_dims(self, axis: int, inplace: bool = False) -> "NDArray":
+        """A new length-1 axis at `axis`; inplace=True returns a view sharing this array's data."""
+        if inplace:
+            return self.reshape(_op_output_shape("expand_dims", self, {"axis": axis}))
         return _call("expand_dims", (self,), {"axis": axis})
 
-    def squeeze(self, axis=None) -> "NDArray":
-        return _call("squeeze", (self,), {} if axis is None else {"axis": axis})
+    def squeeze(self, axis=None, inplace: bool = False) -> "NDArray":
+        """Drop length-1 axes (all, or those in `axis`); inplace=True returns a view sharing the data."""
+        attrs = {} if axis is None else {"axis": axis}
+        if inplace:
+            return self.reshape(_op_output_shape("squeeze", self, attrs))
+        return _call("squeeze", (self,), attrs)
 
-    def flatten(self) -> "NDArray":
+    def flatten(self, inplace: bool = False) -> "NDArray":
+        """(d1, d2*...*dk); inplace=True returns a view sharing this array's data."""
+        if inplace:
+            return self.reshape(_op_output_shape("Flatten", self, {}))
         return _call("Flatten", (self,), {})
 
     def broadcast_to(self, shape) -> "NDArray":
@@ -336,6 +352,11 @@ class NDArray:
             copying.copy_into(self, other)
             return other
         raise TypeError(f"copyto does not support type {type(other).__name__}; expected NDArray or Context")
+
+    def tostype(self, stype: str) -> "NDArray":
+        """A copy with storage type `stype`: 'default', 'row_sparse' or 'csr'."""
+        from .sparse_ops import cast_storage
+        return cast_storage(self, stype)
 
     def as_in_context(self, context: Context) -> "NDArray":
         """self if already on `context`, else a copy there."""
@@ -414,6 +435,14 @@ def _as_dtype(dtype):
 
 def _call(op_name: str, args, kwargs):
     return invoke_mod.call(op_name, args, kwargs)
+
+
+def _op_output_shape(op_name: str, x: "NDArray", attrs: dict) -> tuple:
+    """The output shape the registry op `op_name` would give for `x` (its checks and errors too)."""
+    from ..ops import get as _get_op
+    opdef = _get_op(op_name)
+    _, outs, _ = opdef.shapes(opdef.parse_attrs(attrs), [tuple(x.shape)])
+    return tuple(outs[0])
 
 
 # late imports: these modules use NDArray

@@ -18,6 +18,8 @@ from ..imperative.dlpack import from_dlpack  # noqa: F401
 from ..imperative.invoke import call as _call
 from ..ops import registry as _registry
 from . import contrib, linalg, random  # noqa: F401
+from . import sparse  # noqa: F401  (CSRNDArray, RowSparseNDArray and their constructors)
+from .sparse import CSRNDArray, RowSparseNDArray  # noqa: F401
 from .arith import (add, divide, equal, greater, greater_equal, lesser, lesser_equal,  # noqa: F401
                     maximum, minimum, modulo, multiply, not_equal, power, subtract, true_divide)
 
@@ -68,6 +70,11 @@ def concatenate(arrays, axis: int = 0, always_copy: bool = True) -> NDArray:
     if len(arrays) == 1 and not always_copy:
         return arrays[0]
     return _call("Concat", arrays, {"dim": axis})
+
+
+def cast_storage(data: NDArray, stype: str) -> NDArray:
+    """A copy of `data` with storage type `stype` ('default', 'row_sparse' or 'csr')."""
+    return sparse.cast_storage(data, stype)
 
 
 def to_dlpack_for_read(data: NDArray):

@@ -1,0 +1,306 @@
+"""Operators on sparse arrays: the sparse kernels, and MXNet's storage fallback for the rest.
+
+`run` is what the imperative invoke path calls when an input (or `out=`) is sparse:
+
+* a registry op with a sparse kernel here (`SPARSE_KERNELS`) for the given storage types
+  runs it and returns a sparse (or, where MXNet's storage inference says so, dense) result;
+* any other op sees dense copies of its sparse inputs and runs its ordinary kernel (MXNet's
+  "storage fallback"); a sparse `out=` receives the dense result converted to its format.
+
+The kernels compute on the host with numpy/scipy after waiting for their inputs.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, Optional
+
+import numpy as np
+
+from ..base import MXNetError
+from .ndarray import NDArray, _is_scalar
+from .sparse_ndarray import (AUX_DTYPE, BaseSparseNDArray, CSRNDArray, RowSparseNDArray, _check_stype,
+                             dense_to_csr, dense_to_row_sparse, from_dense_numpy, make_csr, make_row_sparse,
+                             sparse_zeros)
+
+
+def stype_of(x) -> str:
+    return x.stype if isinstance(x, NDArray) else "default"
+
+
+def densify(x: NDArray) -> NDArray:
+    """A dense copy of a sparse array (a dense array is returned as is)."""
+    if not isinstance(x, BaseSparseNDArray):
+        return x
+    from .creation import array
+    return array(x.asnumpy(), ctx=x.context, dtype=x.dtype)
+
+
+# ------------------------------------------------------------------ storage conversion
+
+def cast_storage(x: NDArray, stype: str) -> NDArray:
+    """A copy of `x` with storage type `stype` (MXNet's cast_storage / tostype)."""
+    _check_stype(stype)
+    src = stype_of(x)
+    if {src, stype} == {"csr", "row_sparse"}:
+        raise ValueError(f"cast_storage from {src} to {stype} is not supported")
+    if stype == "default":
+        return densify(x) if src != "default" else x.copy()
+    if src == stype:
+        return x.copy()
+    return from_dense_numpy(stype, x.asnumpy(), x.context)
+
+
+def assign(target: NDArray, source: NDArray) -> None:
+    """Write `source`'s values into `target` (same shape), converting storage to `target`'s."""
+    if isinstance(target, BaseSparseNDArray):
+        converted = cast_storage(source, target.stype) if stype_of(source) != target.stype else source
+        converted = converted.as_in_context(target.context)
+        values = converted._values().astype(target.dtype)
+        target._replace(type(target)(values, [a.copy() for a in converted._aux], target.shape))
+    else:
+        densify(source).copyto(target)
+
+
+# ------------------------------------------------------------------ sparse kernels
+
+def _host(x: BaseSparseNDArray):
+    return x._host_components()
+
+
+def retain(data: NDArray, indices) -> RowSparseNDArray:
+    """The rows of row_sparse `data` whose index appears in `indices` (MXNet's sparse.retain)."""
+    if not isinstance(data, RowSparseNDArray):
+        raise MXNetError(f"retain expects a row_sparse array as data, got storage type {stype_of(data)}")
+    wanted = np.asarray(indices.asnumpy() if isinstance(indices, NDArray) else indices).astype(AUX_DTYPE).ravel()
+    values, rows = _host(data)
+    keep = np.isin(rows, wanted)
+    return make_row_sparse(values[keep], rows[keep], data.shape, data.context)
+
+
+def _scipy_csr(x: CSRNDArray):
+    import scipy.sparse as spsp
+    values, indptr, indices = _host(x)
+    return spsp.csr_matrix((values, indices, indptr), shape=x.shape)
+
+
+def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool = False,
+        forward_stype: Optional[str] = None) -> Optional[NDArray]:
+    """dot with a sparse operand, with MXNet's output storage types:
+
+    csr . dense -> dense; csr.T . dense -> row_sparse; csr . row_sparse -> dense;
+    dense . csr -> csr (dense with transpose_b); `forward_stype` overrides the output storage.
+    None for combinations without a sparse kernel (the caller falls back to dense).
+    """
+    ls, rs = stype_of(lhs), stype_of(rhs)
+    if ls == "csr" and rs in ("default", "row_sparse"):
+        if lhs.ndim != 2 or rhs.ndim != 2:
+            return None
+        a = _scipy_csr(lhs)
+        b = rhs.asnumpy()
+        if transpose_b:
+            b = b.T
+        a = a.T if transpose_a else a
+        if a.shape[1] != b.shape[0]:
+            raise MXNetError(f"dot: shape mismatch, lhs{'.T' if transpose_a else ''} {a.shape} and "
+                             f"rhs{'.T' if transpose_b else ''} {b.shape}")
+        result = np.asarray(a @ b, dtype=np.result_type(lhs.dtype, rhs.dtype))
+        default_out = "row_sparse" if (transpose_a and rs == "default") else "default"
+        out_stype = forward_stype or default_out
+        if out_stype == "row_sparse" and transpose_a:
+            # the rows that can be non-zero are the csr's columns that hold a value
+            rows = np.unique(_host(lhs)[2])
+            return make_row_sparse(result[rows], rows, result.shape, lhs.context)
+        return _as_stype(result, out_stype, lhs.context)
+    if ls == "default" and rs == "csr" and not transpose_a:
+        if lhs.ndim != 2:
+            return None
+        b = _scipy_csr(rhs)
+        b = b.T if transpose_b else b
+        a = lhs.asnumpy()
+        if a.shape[1] != b.shape[0]:
+            raise MXNetError(f"dot: shape mismatch, lhs {a.shape} and rhs{'.T' if transpose_b else ''} {b.shape}")
+        result = np.asarray((b.T @ a.T).T, dtype=np.result_type(lhs.dtype, rhs.dtype))
+        out_stype = forward_stype or ("default" if transpose_b else "csr")
+        return _as_stype(result, out_stype, lhs.context)
+    return None
+
+
+def _as_stype(dense: np.ndarray, stype: str, ctx) -> NDArray:
+    if stype == "default":
+        from .creation import array
+        return array(dense, ctx=ctx, dtype=dense.dtype)
+    return from_dense_numpy(stype, dense, ctx)
+
+
+def _same_format_elemwise(ufunc: Callable, scipy_op: Callable) -> Callable:
+    """lhs (op) rhs for two sparse arrays of one format and shape; the result keeps that format.
+
+    row_sparse: computed on the union of the stored rows; csr: with scipy.sparse (`scipy_op`)."""
+    def kernel(inputs, attrs):
+        lhs, rhs = inputs
+        if not (isinstance(lhs, BaseSparseNDArray) and lhs.stype == stype_of(rhs)) or lhs.shape != rhs.shape:
+            return None
+        dtype = np.result_type(lhs.dtype, rhs.dtype)
+        if isinstance(lhs, RowSparseNDArray):
+            (lv, li), (rv, ri) = _host(lhs), _host(rhs)
+            rows = np.union1d(li, ri).astype(AUX_DTYPE)
+            a = np.zeros((rows.size,) + lhs.shape[1:], dtype)
+            b = np.zeros_like(a)
+            a[np.searchsorted(rows, li)] = lv
+            b[np.searchsorted(rows, ri)] = rv
+            return make_row_sparse(ufunc(a, b).astype(dtype, copy=False), rows, lhs.shape, lhs.context)
+        result = scipy_op(_scipy_csr(lhs), _scipy_csr(rhs)).tocsr()
+        result.sum_duplicates()  # canonical: one entry per position, columns ascending
+        return make_csr(result.data.astype(dtype, copy=False), result.indptr, result.indices, lhs.shape,
+                        lhs.context)
+    return kernel
+
+
+def _scale_values(fn: Callable) -> Callable:
+    """An op whose result is zero where the input is zero, applied to the stored values only."""
+    def kernel(inputs, attrs):
+        x = inputs[0]
+        if not isinstance(x, BaseSparseNDArray):
+            return None
+        values = fn(x._values(), attrs)
+        return type(x)(values, [a.copy() for a in x._aux], x.shape)
+    return kernel
+
+
+def _zero_preserving_unary(op_name: str) -> Callable:
+    from .invoke import invoke
+    return _scale_values(lambda values, attrs: invoke(op_name, [values], attrs))
+
+
+def _dot_kernel(inputs, attrs):
+    return dot(inputs[0], inputs[1], bool(attrs.get("transpose_a")), bool(attrs.get("transpose_b")),
+               attrs.get("forward_stype"))
+
+
+def _zeros_like_kernel(inputs, attrs):
+    x = inputs[0]
+    return sparse_zeros(x.stype, x.shape, x.context, x.dtype) if isinstance(x, BaseSparseNDArray) else None
+
+
+def _cast_storage_kernel(inputs, attrs):
+    return cast_storage(inputs[0], attrs["stype"])
+
+
+def _copy_kernel(inputs, attrs):
+    x = inputs[0]
+    return x.copy() if isinstance(x, BaseSparseNDArray) else None
+
+
+# MXNet's zero-preserving unary operators with sparse kernels: output keeps the input's storage.
+ZERO_PRESERVING_UNARY = (
+    "abs", "sign", "round", "rint", "ceil", "floor", "trunc", "fix", "square", "sqrt", "cbrt",
+    "sin", "tan", "arcsin", "arctan", "sinh", "tanh", "arcsinh", "arctanh", "degrees", "radians",
+    "expm1", "log1p", "negative", "relu", "Cast",
+)
+
+SPARSE_KERNELS: Dict[str, Callable] = {
+    "dot": _dot_kernel,
+    "cast_storage": _cast_storage_kernel,
+    "zeros_like": _zeros_like_kernel,
+    "_copy": _copy_kernel,
+    "elemwise_add": _same_format_elemwise(np.add, lambda a, b: a + b),
+    "elemwise_sub": _same_format_elemwise(np.subtract, lambda a, b: a - b),
+    "elemwise_mul": _same_format_elemwise(np.multiply, lambda a, b: a.multiply(b)),
+    "_mul_scalar": _scale_values(lambda v, attrs: v * attrs["scalar"]),
+    "_div_scalar": _scale_values(lambda v, attrs: v / attrs["scalar"]),
+}
+for _name in ZERO_PRESERVING_UNARY:
+    SPARSE_KERNELS[_name] = _zero_preserving_unary(_name)
+
+
+# ------------------------------------------------------------------ the invoke hook
+
+def run(opdef, inputs, attrs: dict, out=None, ctx=None):
+    """Run registry op `opdef` where an input or `out=` is sparse (see the module docstring)."""
+    from . import autograd_state
+    from .invoke import run as dense_run
+    kernel = SPARSE_KERNELS.get(opdef.name)
+    if kernel is not None and not autograd_state.is_recording():
+        result = kernel(list(inputs), attrs)
+        if result is not None:
+            return _deliver(result, out)
+    dense_inputs = [densify(x) for x in inputs]
+    targets = [out] if isinstance(out, NDArray) else list(out) if out is not None else []
+    sparse_out = any(isinstance(t, BaseSparseNDArray) for t in targets)
+    result = dense_run(opdef, dense_inputs, attrs, None if sparse_out else out, ctx)
+    # ops that write their inputs in place (optimizer states, BN statistics) wrote the dense copies
+    for i in getattr(opdef, "mutates", ()) or ():
+        if i < len(inputs) and isinstance(inputs[i], BaseSparseNDArray):
+            assign(inputs[i], dense_inputs[i])
+    return _deliver(result, out) if sparse_out else result
+
+
+def _deliver(result, out):
+    if out is None:
+        return result
+    if isinstance(out, NDArray):
+        assign(out, result if isinstance(result, NDArray) else result[0])
+        return out
+    results = [result] if isinstance(result, NDArray) else list(result)
+    for t, r in zip(out, results):
+        assign(t, r)
+    return list(out)
+
+
+# ------------------------------------------------------------------ Python operators on sparse arrays
+
+_ELEMWISE = {"broadcast_add": "elemwise_add", "broadcast_sub": "elemwise_sub",
+             "broadcast_mul": "elemwise_mul", "broadcast_div": "elemwise_div"}
+
+
+def binary(lhs: NDArray, rhs, array_op: Optional[str], scalar_op: str, reflected: bool = False):
+    """`lhs <op> rhs` (or `rhs <op> lhs` when `reflected`) where `lhs` is sparse."""
+    from .invoke import invoke
+    if isinstance(rhs, NDArray):
+        a, b = (rhs, lhs) if reflected else (lhs, rhs)
+        name = _ELEMWISE.get(array_op, array_op) if a.shape == b.shape else array_op
+        return invoke(name, [a, b])
+    if _is_scalar(rhs):
+        return invoke(scalar_op, [lhs], {"scalar": float(rhs)})
+    raise TypeError(f"type {type(rhs).__name__} is not supported with NDArray; use an NDArray or a scalar")
+
+
+def _install_operators() -> None:
+    """Python operators of BaseSparseNDArray, each routed through `binary` (NDArray's fast path
+    reads the dense buffer directly, which a sparse array does not have)."""
+    table = (
+        ("add", "broadcast_add", "_plus_scalar", "_plus_scalar"),
+        ("sub", "broadcast_sub", "_minus_scalar", "_rminus_scalar"),
+        ("mul", "broadcast_mul", "_mul_scalar", "_mul_scalar"),
+        ("truediv", "broadcast_div", "_div_scalar", "_rdiv_scalar"),
+        ("mod", "broadcast_mod", "_mod_scalar", "_rmod_scalar"),
+        ("pow", "broadcast_power", "_power_scalar", "_rpower_scalar"),
+    )
+    for stem, array_op, scalar_op, rscalar_op in table:
+        def forward(self, other, _a=array_op, _s=scalar_op):
+            return binary(self, other, _a, _s)
+
+        def reflected(self, other, _a=array_op, _s=rscalar_op):
+            return binary(self, other, _a, _s, reflected=True)
+
+        def inplace(self, other, _a=array_op, _s=scalar_op):
+            assign(self, binary(self, other, _a, _s))
+            return self
+        setattr(BaseSparseNDArray, f"__{stem}__", forward)
+        setattr(BaseSparseNDArray, f"__r{stem}__", reflected)
+        setattr(BaseSparseNDArray, f"__i{stem}__", inplace)
+    BaseSparseNDArray.__div__ = BaseSparseNDArray.__truediv__
+    BaseSparseNDArray.__rdiv__ = BaseSparseNDArray.__rtruediv__
+    BaseSparseNDArray.__idiv__ = BaseSparseNDArray.__itruediv__
+    for stem, array_op, scalar_op in (("eq", "broadcast_equal", "_equal_scalar"),
+                                      ("ne", "broadcast_not_equal", "_not_equal_scalar"),
+                                      ("gt", "broadcast_greater", "_greater_scalar"),
+                                      ("ge", "broadcast_greater_equal", "_greater_equal_scalar"),
+                                      ("lt", "broadcast_lesser", "_lesser_scalar"),
+                                      ("le", "broadcast_lesser_equal", "_lesser_equal_scalar")):
+        def compare(self, other, _a=array_op, _s=scalar_op):
+            return binary(self, other, _a, _s)
+        setattr(BaseSparseNDArray, f"__{stem}__", compare)
+    BaseSparseNDArray.__hash__ = NDArray.__hash__
+
+
+_install_operators()
