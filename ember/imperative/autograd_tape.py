@@ -135,15 +135,21 @@ def backward(heads, head_grads=None, retain_graph: bool = False, train_mode: boo
         _collect_leaves(h, leaves)  # before run_backward, which may free the graph
     grads = run_backward(heads, head_grads, retain_graph, train_mode, create_graph=False)
     for key, leaf in leaves.items():
-        g = grads.get(key)
-        if g is None or leaf.grad_req == "null":
+        if leaf.grad_req == "null":
             continue
-        if g.dtype != leaf.grad.dtype:
-            g = g.astype(leaf.grad.dtype)
-        if leaf.grad_req == "add":
-            leaf.grad += g.detach()
+        g = grads.get(key)
+        if g is None:
+            # reached, but every path blocks the gradient (BlockGrad, argmax, ...): as in MXNet,
+            # the gradient is zero ('write' stores it, 'add' adds nothing) and counts as written
+            if leaf.grad_req == "write":
+                leaf.grad[:] = 0
         else:
-            g.detach().copyto(leaf.grad)
+            if g.dtype != leaf.grad.dtype:
+                g = g.astype(leaf.grad.dtype)
+            if leaf.grad_req == "add":
+                leaf.grad += g.detach()
+            else:
+                g.detach().copyto(leaf.grad)
         leaf.fresh_grad = True
 
 

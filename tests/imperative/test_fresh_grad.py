@@ -53,3 +53,15 @@ def test_arrays_that_are_not_variables_have_no_gradient_state():
     assert a._fresh_grad is False
     with pytest.raises(MXNetError, match="not been marked as a variable"):
         a._fresh_grad = True
+
+
+@pytest.mark.parametrize("grad_req,expected", [("write", 0.0), ("add", 5.0)])
+def test_a_variable_whose_gradient_is_blocked_gets_a_zero_gradient_as_in_mxnet(grad_req, expected):
+    w = mx.nd.ones(3)
+    w.attach_grad(grad_req=grad_req)
+    w.grad[:] = 5
+    with mx.autograd.record():
+        loss = (mx.nd.BlockGrad(w) * 2).sum()
+    loss.backward()
+    assert w._fresh_grad  # written (as zeros): a Trainer treats it as fresh, not stale
+    assert w.grad.asnumpy().tolist() == [expected] * 3
