@@ -18,6 +18,7 @@ from .. import engine
 from ..base import ArgumentError, ContextError, EmberError, ShapeError, brief_names
 from ..context import Context, current_context
 from ..ops.registry import OpContext
+from .cse import optimized_heads
 from .passes import GraphState, compile_graph, mirror_enabled
 
 _MB = 1 << 20
@@ -258,7 +259,9 @@ class Executor:
             if gr is not None and reqs[n] != "null" and tuple(gr.shape) != shapes[n]:
                 raise ShapeError(f"bind: gradient array of '{n}' has shape {tuple(gr.shape)}, "
                                  f"the argument has {shapes[n]}")
-        g = GraphState(heads=list(symbol._outputs), grad_req=reqs, known_shapes=shapes, known_dtypes=dtypes,
+        heads, _ = optimized_heads(symbol._outputs)  # common subexpressions once (MXNet's default)
+        self._run_heads = heads
+        g = GraphState(heads=heads, grad_req=reqs, known_shapes=shapes, known_dtypes=dtypes,
                        mirror=mirror_enabled(), plan_method=plan_method)
         self._graph = g = compile_graph(g)
         for n in g.nodes:
@@ -651,10 +654,10 @@ class Executor:
         return exe
 
     def get_optimized_symbol(self):
-        """The symbol this executor runs.  ember's passes plan memory and order nodes without
-        rewriting the forward graph (no operator fusion), so it is a copy of the bound symbol."""
-        import copy
-        return copy.deepcopy(self._symbol)
+        """The forward graph this executor runs, as a new Symbol: the bound symbol after common
+        subexpression elimination (ember/symbolic/cse.py); no other pass rewrites the graph."""
+        from .symbol import Symbol
+        return Symbol(self._run_heads)._deep_copy()
 
     # -- memory plan ----------------------------------------------------------------------
     def memory_stats(self) -> dict:

@@ -135,3 +135,46 @@ def test_get_optimized_symbol():
     assert isinstance(opt, mx.sym.Symbol) and opt is not y
     assert opt.list_arguments() == y.list_arguments() and opt.list_outputs() == y.list_outputs()
     assert opt.tojson() == y.tojson()
+
+
+def _bind_both(sym, monkeypatch, **shapes):
+    exes = []
+    for flag in ("0", "1"):
+        monkeypatch.setenv("MXNET_ELIMINATE_COMMON_EXPR", flag)
+        exes.append(sym.simple_bind(mx.cpu(), **shapes))
+    return exes
+
+
+def test_common_subexpressions_run_once(monkeypatch, rng):
+    a, b, c = mx.sym.var("a"), mx.sym.var("b"), mx.sym.var("c")
+    sym = ((a + b) + c) * ((a + b) + c)
+    before = sym.tojson()
+    plain, cse = _bind_both(sym, monkeypatch, a=(3, 4), b=(3, 4), c=(3, 4))
+    assert sym.tojson() == before  # the user's graph is not changed
+    n_plain = len(plain.get_optimized_symbol().get_internals())
+    n_cse = len(cse.get_optimized_symbol().get_internals())
+    assert n_plain - n_cse == 2  # (a+b) and (..)+c once each, as MXNet
+    vals = {k: rng.uniform(-1, 1, (3, 4)).astype(np.float32) for k in "abc"}
+    for exe in (plain, cse):
+        exe.forward(is_train=True, **{k: mx.nd.array(v) for k, v in vals.items()})
+        exe.backward(mx.nd.ones((3, 4)))
+    s = vals["a"] + vals["b"] + vals["c"]
+    np.testing.assert_allclose(cse.outputs[0].asnumpy(), s * s, rtol=1e-6)
+    for k in "abc":  # d(s*s)/dk = 2s, through the one shared node
+        np.testing.assert_allclose(cse.grad_dict[k].asnumpy(), 2 * s, rtol=1e-5)
+        np.testing.assert_allclose(plain.grad_dict[k].asnumpy(), 2 * s, rtol=1e-5)
+
+
+def test_cse_keeps_outputs_distinct_and_random_ops_apart(monkeypatch):
+    a = mx.sym.var("a")
+    d = mx.sym.relu(a, name="d")
+    m1, m2 = mx.sym.elemwise_mul(a, d, name="m"), mx.sym.elemwise_mul(a, d, name="m2")
+    _, cse = _bind_both(mx.sym.Group([m1, m2]), monkeypatch, a=(2,))
+    opt = cse.get_optimized_symbol()
+    assert opt.get_internals().list_outputs() == ["a", "d_output", "m_output", "m_0_copy_output"]  # MXNet's names
+    outs = cse.forward(a=mx.nd.array([1.0, 2.0]))
+    assert outs[0] is not outs[1]
+    np.testing.assert_array_equal(outs[1].asnumpy(), [1.0, 4.0])
+    drop = mx.sym.Dropout(a, p=0.5) + mx.sym.Dropout(a, p=0.5)  # random: never merged
+    plain, cse = _bind_both(drop, monkeypatch, a=(2,))
+    assert len(cse.get_optimized_symbol().get_internals()) == len(plain.get_optimized_symbol().get_internals())
