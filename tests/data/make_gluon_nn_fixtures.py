@@ -61,6 +61,7 @@ CASES = [
     ("batchnorm_axis_last_fixed", "nn.BatchNorm(axis=-1, scale=False, center=False, in_channels=3)", (4, 2, 3),
      "randn", True),
     ("batchnorm_global_stats", "nn.BatchNorm(use_global_stats=True)", (3, 2, 4), "randn", True),
+    ("batchnormrelu", "nn.BatchNormReLU(momentum=0.6)", (4, 3, 2, 2), "randn", True),
     ("instancenorm", "nn.InstanceNorm()", (2, 3, 4, 5), "randn", True),
     ("instancenorm_axis2_scale", "nn.InstanceNorm(axis=2, scale=True, epsilon=1e-3)", (2, 3, 4, 5), "randn", True),
     ("layernorm", "nn.LayerNorm()", (2, 3, 4), "randn", True),
@@ -101,8 +102,8 @@ CASES = [
     ("pixelshuffle2d", "cnn.PixelShuffle2D((2, 3))", (1, 12, 2, 3), "randn", True),
     ("pixelshuffle3d", "cnn.PixelShuffle3D(2)", (1, 16, 2, 1, 2), "randn", True),
 ]
-# MXNet's reference CPU kernels have no 3-D deconvolution: record it with oneDNN on
-NEEDS_ONEDNN = ("conv3d_transpose",)
+# MXNet's reference CPU kernels have no 3-D deconvolution and no BatchNormWithReLU: record them with oneDNN on
+NEEDS_ONEDNN = ("conv3d_transpose", "batchnormrelu")
 
 
 def make_input(rng, shape, kind):
