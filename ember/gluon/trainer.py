@@ -119,8 +119,8 @@ class Trainer:
 
     def _init_kvstore(self) -> None:
         """Create the store and decide where updates run (MXNet's three cases: sparse weights,
-        sparse gradients, dense).  ember keeps every array dense, so the sparse cases change only
-        these decisions, not how data moves."""
+        sparse gradients, dense).  ember keeps every array dense; a row_sparse declaration
+        changes these decisions, and row_sparse weights are read back through row_sparse_data."""
         config = self._kvstore_params
         if self._contains_sparse_weight:
             kvstore, update_on_kvstore = _create_sparse_kvstore(config["kvstore"])
