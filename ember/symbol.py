@@ -71,6 +71,47 @@ def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None, **kwargs
     return make_op_function("_arange")(name=name, **attrs, **kwargs)
 
 
+def _binary(op: str, scalar_op: str, rscalar_op: str, hint: str, left, right, number_fn):
+    """MXNet's symbol-or-scalar binary functions (maximum, minimum, pow, hypot)."""
+    import numbers
+
+    def num(v) -> bool:
+        return isinstance(v, numbers.Number)
+    if isinstance(left, Symbol) and isinstance(right, Symbol):
+        return make_op_function(op)(left, right, _hint=hint)
+    if isinstance(left, Symbol) and num(right):
+        return make_op_function(scalar_op)(left, scalar=right, _hint=hint + "scalar")
+    if num(left) and isinstance(right, Symbol):
+        return make_op_function(rscalar_op)(right, scalar=left, _hint=hint + "scalar")
+    if num(left) and num(right):
+        return number_fn(left, right)
+    raise TypeError(f"types ({type(left)}, {type(right)}) not supported")
+
+
+def maximum(left, right):
+    """Element-wise maximum of Symbols and/or scalars (no broadcasting), as mx.sym.maximum."""
+    return _binary("_maximum", "_maximum_scalar", "_maximum_scalar", "_maximum", left, right, max)
+
+
+def minimum(left, right):
+    """Element-wise minimum of Symbols and/or scalars (no broadcasting), as mx.sym.minimum."""
+    return _binary("_minimum", "_minimum_scalar", "_minimum_scalar", "_minimum", left, right, min)
+
+
+def hypot(left, right):
+    """sqrt(left**2 + right**2) element-wise, for Symbols and/or scalars, as mx.sym.hypot."""
+    return _binary("_hypot", "_hypot_scalar", "_hypot_scalar", "_hypot", left, right,
+                   lambda a, b: (a * a + b * b) ** 0.5)
+
+
+def power(base, exp):
+    """base ** exp element-wise, for Symbols and/or scalars, as mx.sym.pow / mx.sym.power."""
+    return _binary("_power", "_power_scalar", "_rpower_scalar", "_power", base, exp, lambda a, b: a ** b)
+
+
+pow = power  # noqa: A001  (MXNet's name)
+
+
 def __getattr__(name: str):
     # Module-level lookup of operators (PEP 562), so ops registered after import work too.
     if not name.startswith("__") and _ops.exists(name):

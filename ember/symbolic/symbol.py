@@ -238,8 +238,27 @@ class Symbol:
             mapping[id(n)] = new
         return Symbol([repl_entries[id(n)] if id(n) in repl_entries else (mapping[id(n)], i) for n, i in self._outputs])
 
+    def _gen_atomic_symbol(self) -> "Symbol":
+        """The operator of this symbol's (first) node with its attributes and no inputs (MXNet's
+        atomic symbol, as AMP uses it): calling it with inputs makes a new node of that operator."""
+        node = self._outputs[0][0]
+        if node.op is None:
+            raise OperatorError(f"_gen_atomic_symbol: '{node.name}' is a variable, not an operator")
+        atom = Node(node.op, "", node.attrs, [], node.user_attrs)
+        atom._parsed, atom._arity = node._parsed, node._arity
+        return Symbol([(atom, i) for i in range(atom.num_visible_outputs())])
+
+    def _is_atomic(self) -> bool:
+        node = self._outputs[0][0]
+        return node.op is not None and not node.inputs and node.num_inputs() > 0
+
     def __call__(self, *args, **kwargs) -> "Symbol":
         """Compose: replace this graph's variables with other symbols (by name, or positionally by argument)."""
+        if self._outputs and self._is_atomic():  # an atomic symbol: apply its operator to the inputs
+            node = self._outputs[0][0]
+            name = kwargs.pop("name", None)
+            return create(node.op, args, {**node.attrs, **kwargs}, name=name,
+                          attr={k: v for k, v in node.user_attrs.items()} or None)
         name = kwargs.pop("name", None)
         replace: Dict[str, Entry] = {}
         arg_names = self.list_arguments()
