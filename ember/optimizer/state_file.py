@@ -171,7 +171,10 @@ def loads(data) -> Tuple[Dict[Any, Any], Optional[Any]]:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"optimizer states must be bytes, got {type(data).__name__}")
     if mxnet_states.is_mxnet_pickle(data):
-        return mxnet_states.loads(data)
+        try:
+            return mxnet_states.loads(data)
+        except FormatError as e:
+            raise FormatError(f"not ember optimizer states, nor MXNet states ember can read: {e}") from None
     try:
         arrays = serialization.loads(data)
     except FormatError as e:
