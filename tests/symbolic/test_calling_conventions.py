@@ -155,3 +155,32 @@ def test_operator_introspection():
     with pytest.raises(MXNetError, match="nope is not registered"):
         mx.operator.get_operator_arguments("nope")
     assert issubclass(OperatorError, MXNetError)
+
+
+def test_symbol_or_scalar_functions():
+    x, y = mx.sym.var("x"), mx.sym.var("y")
+    xv, yv = np.array([3.0, -5.0, 2.0]), np.array([1.0, 4.0, 2.5])
+    feed = {"x": mx.nd.array(xv), "y": mx.nd.array(yv)}
+    cases = [(mx.sym.maximum(x, y), np.maximum(xv, yv)), (mx.sym.maximum(x, 2.5), np.maximum(xv, 2.5)),
+             (mx.sym.maximum(2.5, x), np.maximum(xv, 2.5)), (mx.sym.minimum(x, y), np.minimum(xv, yv)),
+             (mx.sym.minimum(0, x), np.minimum(xv, 0)), (mx.sym.hypot(x, y), np.hypot(xv, yv)),
+             (mx.sym.hypot(x, 3), np.hypot(xv, 3)), (mx.sym.pow(y, 2), yv ** 2), (mx.sym.power(2, x), 2.0 ** xv),
+             (mx.sym.pow(y, y), yv ** yv)]
+    for sym, want in cases:
+        got = sym.eval(**{k: v for k, v in feed.items() if k in sym.list_arguments()})[0]
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-5)
+    assert mx.sym.maximum(2, 3.5) == 3.5 and mx.sym.minimum(2, 3.5) == 2
+    with pytest.raises(TypeError, match="not supported"):
+        mx.sym.maximum(x, "2")
+
+
+def test_atomic_symbol():
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    fc = mx.sym.FullyConnected(x, w, num_hidden=3, no_bias=True, name="fc")
+    atom = fc._gen_atomic_symbol()
+    assert atom.list_arguments() == [] and atom.list_attr()["num_hidden"] == "3"
+    again = atom(data=mx.sym.var("y"), weight=w, name="fc2")
+    assert again.list_arguments() == ["y", "w"] and again.name == "fc2"
+    assert again.infer_shape(y=(2, 4))[1] == [(2, 3)]
+    with pytest.raises(OperatorError, match="variable"):
+        x._gen_atomic_symbol()
