@@ -4,8 +4,11 @@ from __future__ import annotations
 import numpy as _np
 
 
-class EmberError(Exception):
-    """Base class of every error ember raises itself (MXNet's MXNetError)."""
+class EmberError(RuntimeError):
+    """Base class of every error ember raises itself (MXNet's MXNetError, a RuntimeError).
+
+    Subclasses also derive from the builtin class that fits the problem (ValueError, TypeError,
+    FileNotFoundError, ...), so code catching either MXNet's class or Python's works."""
 
 
 MXNetError = EmberError  # MXNet code catches mx.base.MXNetError
@@ -39,3 +42,47 @@ class FreedArrayError(EmberError):
 
 class FormatError(EmberError, ValueError):
     """A model or parameter file is malformed or truncated."""
+
+
+class ArgumentError(EmberError, TypeError, ValueError):
+    """A call named an argument the callee does not have, or left out one it needs (MXNet raises
+    MXNetError, TypeError or ValueError for these depending on the call: this is all three)."""
+
+
+class MissingFileError(EmberError, FileNotFoundError):
+    """A file to load does not exist (MXNet's MXNetError; also a FileNotFoundError/OSError).
+    Made like OSError: MissingFileError(errno.ENOENT, "No such file or directory", path)."""
+
+    def __init__(self, errno: int, strerror: str, filename: str):
+        super().__init__(errno, strerror, filename)
+        self.errno, self.strerror, self.filename = errno, strerror, filename
+
+    def __str__(self):
+        return f"[Errno {self.errno}] {self.strerror}: {self.filename!r}"
+
+
+class NotImplementedForSymbol(EmberError, NotImplementedError):
+    """An NDArray-only function was called on a Symbol (MXNet's mx.base.NotImplementedForSymbol)."""
+
+    def __init__(self, function, alias=None, *args):
+        super().__init__()
+        self.function = getattr(function, "__name__", str(function))
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        msg = f"Function {self.function}"
+        if self.alias:
+            msg += f' (namely operator "{self.alias}")'
+        if self.args:
+            msg += f" with arguments ({', '.join(self.args)})"
+        return msg + " is not implemented for Symbol and only available in NDArray."
+
+
+def brief_names(names, limit: int = 10) -> str:
+    """A readable list of names for an error message: the first `limit`, then how many more."""
+    names = [str(n) for n in names]
+    shown = ", ".join(repr(n) for n in names[:limit])
+    if len(names) > limit:
+        shown += f", ... ({len(names) - limit} more)"
+    return "[" + shown + "]"

@@ -12,6 +12,10 @@ class KVStoreShapeError(KVStoreError, ValueError):
     """Pushed/pulled arrays do not match the shape or dtype a key was initialised with."""
 
 
+class KVStoreKeyTypeError(KVStoreError, TypeError):
+    """A store's keys mix int and str (MXNet: 'Mixed key types are not allowed')."""
+
+
 class KVStoreCommError(KVStoreError):
     """Cross-process communication failed (an MPI error, a peer that died or diverged)."""
 

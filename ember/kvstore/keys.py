@@ -5,7 +5,7 @@ from __future__ import annotations
 import numbers
 from typing import Any, Dict, List, Sequence, Tuple, Union
 
-from .errors import KVStoreError
+from .errors import KVStoreError, KVStoreKeyTypeError
 
 Key = Union[int, str]
 
@@ -55,6 +55,18 @@ def group(keys: Any, values: Any, what: str = "values") -> List[Tuple[Key, List[
     for key, vals in pairs:
         merged.setdefault(key, []).extend(vals)
     return list(merged.items())
+
+
+def check_one_kind(keys: Sequence[Key], existing: Any = None) -> None:
+    """MXNet's rule: a store's keys are all int or all str; `existing` is a key the store already has."""
+    kinds = {type(k) for k in keys}
+    if existing is not None:
+        kinds.add(type(existing))
+    if len(kinds) > 1:
+        ints = [k for k in keys if isinstance(k, int)] + ([existing] if isinstance(existing, int) else [])
+        strs = [k for k in keys if isinstance(k, str)] + ([existing] if isinstance(existing, str) else [])
+        raise KVStoreKeyTypeError(f"Mixed key types are not allowed: int keys {describe(ints)} and str keys "
+                                  f"{describe(strs)} in one kvstore")
 
 
 def key_list(keys: Any) -> List[Key]:

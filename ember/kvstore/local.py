@@ -15,7 +15,7 @@ from ..base import FormatError
 from ..context import Context, cpu
 from . import arrays, native_pull
 from .errors import KVStoreError, KVStoreShapeError
-from .keys import Key, group
+from .keys import Key, check_one_kind, group
 
 
 @dataclass
@@ -114,6 +114,7 @@ class KVStore:
     def init(self, key, value) -> None:
         """Initialise key(s) with value(s); each key exactly once."""
         pairs = group(key, value, "values")
+        check_one_kind([k for k, _ in pairs], next(iter(self._store), None))
         for k, vals in pairs:
             if k in self._store:
                 raise KVStoreError(f"key {k!r} is already initialized (double init)")

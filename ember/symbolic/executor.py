@@ -396,7 +396,7 @@ class Executor:
         """Copy keyword arrays into the arguments, push every forward node; returns `outputs`."""
         for k, v in kwargs.items():
             if k not in self.arg_dict:
-                raise ArgumentError(f"forward: unknown argument '{k}' (arguments: {brief_names(self._arg_names)})")
+                raise ArgumentError(f"forward: '{k}' is not an argument of the symbol {brief_names(self._arg_names)}")
             dst = self.arg_dict[k]
             if hasattr(v, "shape") and tuple(v.shape) != tuple(dst.shape):
                 raise ShapeError(f"forward: '{k}' has shape {tuple(v.shape)}, the executor was bound with "
@@ -415,11 +415,12 @@ class Executor:
         g = self._graph
         if not g.grad_entries:
             return
+        if isinstance(out_grads, NDArray):
+            out_grads = [out_grads]
+        if isinstance(out_grads, dict):
+            out_grads = [out_grads.get(n) for n in self._out_names]
+        self._check_head_grads_given(out_grads)
         if out_grads is not None:
-            if isinstance(out_grads, NDArray):
-                out_grads = [out_grads]
-            if isinstance(out_grads, dict):
-                out_grads = [out_grads.get(n) for n in self._out_names]
             if len(out_grads) != len(self._head_grads):
                 raise ValueError(f"backward: {len(out_grads)} head gradients for {len(self._head_grads)} outputs")
             for dst, src in zip(self._head_grads, out_grads):
@@ -440,6 +441,22 @@ class Executor:
         else:
             self._push_segments(self._bwd_segments, is_train)
         self._push_gradient_results()
+
+    def _check_head_grads_given(self, out_grads) -> None:
+        """MXNet: an output that is not a loss (its gradient reads the head gradient) needs one."""
+        needed = getattr(self, "_heads_needing_grad", None)
+        if needed is None:
+            g = self._graph
+            ids = {id(v): i for i, v in enumerate(g.head_grad_vars)}
+            used = {ids[id(c)] for n in g.nodes[g.num_forward:] for c, _ in n.inputs if id(c) in ids}
+            used |= {ids[id(e[0])] for e in g.grad_entries.values() if e is not None and id(e[0]) in ids}
+            needed = self._heads_needing_grad = sorted(used)
+        missing = [i for i in needed if out_grads is None or i >= len(out_grads) or out_grads[i] is None]
+        if missing:
+            names = [self._out_names[i] for i in missing]
+            raise EmberError(f"backward: output {brief_names(names)} is not a loss, so its head gradient is "
+                             "required: pass out_grads (to minimize the output itself, end the network with "
+                             "MakeLoss / make_loss)")
 
     def _push_gradient_results(self) -> None:
         g, st = self._graph, self._storage

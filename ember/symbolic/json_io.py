@@ -133,7 +133,8 @@ def load(fname: str) -> Symbol:
         raise TypeError("fname must be a file name")
     # Read bytes: the file's text must be UTF-8 whatever the locale, and a binary file is a
     # FormatError naming the file rather than a UnicodeDecodeError.
-    with open(fname, "rb") as f:
+    from ..imperative.serialization import open_existing
+    with open_existing(fname) as f:
         data = f.read()
     try:
         return from_json(data)

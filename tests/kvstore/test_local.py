@@ -27,13 +27,17 @@ def sgd_updater(lr):
 
 @pytest.mark.parametrize("kv_type", TYPES)
 def test_init_pull_roundtrip_int_and_str_keys(nd, kv_type):
-    kv = create(kv_type)
+    kv, kv_str = create(kv_type), create(kv_type)  # one store holds one kind of key, as MXNet
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     kv.init(3, nd.array(a))
-    kv.init("w", nd.array(a * 2))
+    kv_str.init("w", nd.array(a * 2))
+    with pytest.raises(ember.base.MXNetError, match="Mixed key types"):
+        kv.init("v", nd.array(a))
+    with pytest.raises(TypeError, match="Mixed key types"):
+        create(kv_type).init([4, "v"], [nd.array(a), nd.array(a)])
     out3, outw = nd.zeros((2, 3)), nd.zeros((2, 3))
     kv.pull(3, out=out3)
-    kv.pull("w", out=outw)
+    kv_str.pull("w", out=outw)
     np.testing.assert_array_equal(out3.asnumpy(), a)
     np.testing.assert_array_equal(outw.asnumpy(), a * 2)
     assert kv.type == kv_type and kv.rank == 0 and kv.num_workers == 1
