@@ -34,7 +34,7 @@ from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ..base import FormatError
+from ..base import FormatError, MissingFileError
 
 LIST_MAGIC = 0x112
 V1_MAGIC = 0xF993FAC8
@@ -294,8 +294,17 @@ def loads(buf: Union[bytes, bytearray, memoryview]) -> Union[List[Optional[np.nd
 
 def load_numpy(fname: Union[str, os.PathLike]) -> Union[List[Optional[np.ndarray]], Dict[str, Optional[np.ndarray]]]:
     """Read an NDArray file into numpy arrays (streamed: no second copy of the whole file)."""
-    with open(os.fspath(fname), "rb") as f:
+    with open_existing(fname) as f:
         return _read_file(_Reader(f, os.fstat(f.fileno()).st_size))
+
+
+def open_existing(fname: Union[str, os.PathLike], mode: str = "rb"):
+    """open() for reading a file that must exist: a missing one is MXNet's MXNetError (MissingFileError,
+    also a FileNotFoundError) naming the path."""
+    try:
+        return open(os.fspath(fname), mode)
+    except FileNotFoundError as e:
+        raise MissingFileError(e.errno, e.strerror, os.fspath(fname)) from None
 
 
 # ----------------------------------------------------------------------------- writing
@@ -386,9 +395,9 @@ def save_numpy(fname: Union[str, os.PathLike], data: Arrays, np_shape: Optional[
 # ----------------------------------------------------------------------------- NDArray API
 
 def _ndarray_record(value, where: str) -> Record:
-    if value is None or isinstance(value, (np.ndarray, np.generic)):
+    if value is None:
         return _numpy_record(value, where)
-    if not (hasattr(value, "asnumpy") and hasattr(value, "context")):
+    if not (hasattr(value, "asnumpy") and hasattr(value, "context")):  # numpy arrays too, as MXNet
         raise TypeError(f"{where} must be an NDArray, not {type(value).__name__}; data needs to be an "
                         "NDArray, a list of NDArrays or a dict of str -> NDArray")
     ctx = value.context
