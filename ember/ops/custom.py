@@ -202,22 +202,28 @@ def _split_result(res, n: Tuple[int, int, int], what: str, op_type: str):
 
 
 def _infer_shape(attrs, in_shapes, aux_shapes=None):
+    # As MXNet, the prop is asked even when some input shapes are unknown (given as []), so it may
+    # fill them in (a loss infers its label's shape from the data); if it cannot yet, nothing is learned.
     st = _state(attrs)
     n = (len(st.arg_names), len(st.out_names), len(st.aux_names))
     aux_shapes = list(aux_shapes) if aux_shapes is not None else [None] * n[2]
-    if any(s is None for s in in_shapes):  # the prop needs every input shape
-        return list(in_shapes), [None] * n[1], aux_shapes
+    partial = any(s is None for s in in_shapes)
     try:
-        res = st.prop.infer_shape([list(s) for s in in_shapes])
-    except EmberError:
-        raise
+        res = st.prop.infer_shape([list(s) if s is not None else [] for s in in_shapes])
+        ins, outs, auxs = _split_result(res, n, "shape", st.op_type)
+        shapes = ([_as_shape(s, f"input {i}", st.op_type) for i, s in enumerate(ins)],
+                  [_as_shape(s, f"output {i}", st.op_type) for i, s in enumerate(outs)],
+                  [_as_shape(s, f"aux state {i}", st.op_type) for i, s in enumerate(auxs)])
     except Exception as e:  # noqa: BLE001 - user code
+        if partial:
+            return list(in_shapes), [None] * n[1], aux_shapes
+        if isinstance(e, EmberError):
+            raise
         raise ShapeError(f"Custom '{st.op_type}': infer_shape failed for input shapes "
                          f"{[tuple(s) for s in in_shapes]}: {type(e).__name__}: {e}") from e
-    ins, outs, auxs = _split_result(res, n, "shape", st.op_type)
-    return ([_as_shape(s, f"input {i}", st.op_type) for i, s in enumerate(ins)],
-            [_as_shape(s, f"output {i}", st.op_type) for i, s in enumerate(outs)],
-            [_as_shape(s, f"aux state {i}", st.op_type) for i, s in enumerate(auxs)])
+    if partial:  # an empty shape is MXNet 1.x's "unknown"
+        shapes = tuple([None if s == () else s for s in group] for group in shapes)
+    return shapes
 
 
 def _as_dtype(value, what: str, op_type: str):
@@ -230,21 +236,23 @@ def _as_dtype(value, what: str, op_type: str):
 
 
 def _infer_type(attrs, in_dtypes):
+    # Unknown input dtypes reach the prop as None (MXNet's -1), so it may fill them in.
     st = _state(attrs)
     n = (len(st.arg_names), len(st.out_names), len(st.aux_names))
-    if any(d is None for d in in_dtypes):
-        return list(in_dtypes), [None] * n[1], [None] * n[2]
+    partial = any(d is None for d in in_dtypes)
     try:
-        res = st.prop.infer_type([np.dtype(d).type for d in in_dtypes])
-    except EmberError:
-        raise
+        res = st.prop.infer_type([np.dtype(d).type if d is not None else None for d in in_dtypes])
+        ins, outs, auxs = _split_result(res, n, "type", st.op_type)
+        return ([_as_dtype(d, f"input {i}", st.op_type) for i, d in enumerate(ins)],
+                [_as_dtype(d, f"output {i}", st.op_type) for i, d in enumerate(outs)],
+                [_as_dtype(d, f"aux state {i}", st.op_type) for i, d in enumerate(auxs)])
     except Exception as e:  # noqa: BLE001 - user code
+        if partial:
+            return list(in_dtypes), [None] * n[1], [None] * n[2]
+        if isinstance(e, EmberError):
+            raise
         raise DTypeError(f"Custom '{st.op_type}': infer_type failed for input dtypes "
                          f"{[np.dtype(d).name for d in in_dtypes]}: {type(e).__name__}: {e}") from e
-    ins, outs, auxs = _split_result(res, n, "type", st.op_type)
-    return ([_as_dtype(d, f"input {i}", st.op_type) for i, d in enumerate(ins)],
-            [_as_dtype(d, f"output {i}", st.op_type) for i, d in enumerate(outs)],
-            [_as_dtype(d, f"aux state {i}", st.op_type) for i, d in enumerate(auxs)])
 
 
 # -- running the user's code -----------------------------------------------------------------
@@ -296,6 +304,8 @@ def _forward_kernel(ctx, attrs, inputs, outputs, aux):
 def _backward_kernel(ctx, attrs, inputs, outputs, aux):
     st = _state(attrs)
     n_in, n_out = len(st.arg_names), len(st.out_names)
+    # what declare_backward_dependency left out is given as zeros (its bytes may be reused already)
+    inputs = [a if i in st.deps else ctx.xp.zeros_like(a) for i, a in enumerate(inputs)]
     out_grad = inputs[:n_out]
     in_data = inputs[n_out:n_out + n_in]
     out_data = inputs[n_out + n_in:]
@@ -316,8 +326,12 @@ def _backward_kernel(ctx, attrs, inputs, outputs, aux):
 def _gradient(F, attrs, inputs, outputs, out_grads):
     # All of out_grad, in_data and out_data go in, in MXNet's dependency numbering; those the prop
     # does not declare are read for their shapes only (a memory planner may reuse their bytes).
+    # An out_grad the prop does not need is replaced by its output (same shape and dtype), so the
+    # graph does not read the head gradient: backward() then needs none, as for MXNet's losses.
     st = _state(attrs)
-    res = F._backward_Custom(*out_grads, *inputs, *outputs[:len(st.out_names)], op_type=attrs["op_type"],
+    n_out = len(st.out_names)
+    ograds = [g if i in st.deps else outputs[i] for i, g in enumerate(out_grads[:n_out])]
+    res = F._backward_Custom(*ograds, *inputs, *outputs[:n_out], op_type=attrs["op_type"],
                              **_user_kwargs(attrs), **{STATE_KEY: st})
     if isinstance(res, (list, tuple)):
         return list(res)

@@ -195,8 +195,8 @@ def test_forward_runs_with_recording_off_and_the_train_flag():
     with mx.autograd.record():
         y = mx.nd.Custom(x, op_type="test_probe")
     y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [1.0, 1.0])  # waits for both ops
     assert flags == [(False, False, False), (True, False, True)]
-    np.testing.assert_array_equal(x.grad.asnumpy(), [1.0, 1.0])
 
 
 # -- autograd ------------------------------------------------------------------------------------
@@ -475,3 +475,81 @@ def test_prop_constructor_rejecting_keywords_names_them():
 def test_custom_is_a_registry_op():
     assert ops.exists("Custom") and ops.exists("_backward_Custom")
     assert "Custom" in mx.operator.get_all_registered_operators()
+
+
+# -- training through Module -----------------------------------------------------------------
+
+class _SoftmaxLoss(mx.operator.CustomOp):
+    """Softmax output whose backward is (p - onehot(label)), like MXNet's custom softmax example."""
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        x = in_data[0].asnumpy()
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        self.assign(out_data[0], req[0], mx.nd.array(e / e.sum(axis=1, keepdims=True)))
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        label = in_data[1].asnumpy().astype(int)
+        grad = out_data[0].asnumpy().copy()
+        grad[np.arange(len(label)), label] -= 1
+        self.assign(in_grad[0], req[0], mx.nd.array(grad))
+
+
+@mx.operator.register("test_softmax_loss")
+class _SoftmaxLossProp(mx.operator.CustomOpProp):
+    def __init__(self):
+        super().__init__(need_top_grad=False)
+
+    def list_arguments(self):
+        return ["data", "label"]
+
+    def infer_shape(self, in_shape):
+        return [in_shape[0], (in_shape[0][0],)], [in_shape[0]], []
+
+    def create_operator(self, ctx, shapes, dtypes):
+        return _SoftmaxLoss()
+
+
+def test_module_trains_with_a_custom_loss():
+    rng = np.random.RandomState(0)
+    centers = rng.randn(3, 8) * 3
+    labels = rng.randint(0, 3, 300)
+    data = (centers[labels] + rng.randn(300, 8)).astype(np.float32)
+    it = mx.io.NDArrayIter(data, labels.astype(np.float32), batch_size=30, label_name="softmax_label")
+    fc = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3, name="fc")
+    net = mx.sym.Custom(data=fc, label=mx.sym.Variable("softmax_label"), op_type="test_softmax_loss",
+                        name="softmax")
+    assert net.infer_shape(data=(30, 8))[0] == [(30, 8), (3, 8), (3,), (30,)]  # the label shape comes from the prop
+    mod = mx.mod.Module(net, context=mx.cpu())
+    mod.fit(it, num_epoch=5, optimizer="sgd", optimizer_params={"learning_rate": 0.1}, initializer=mx.init.Xavier())
+    acc = dict(mod.score(it, "acc"))["accuracy"]
+    assert acc > 0.9
+
+
+def test_undeclared_dependencies_reach_backward_as_zeros():
+    seen = {}
+
+    class Spy(mx.operator.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            self.assign(out_data[0], req[0], in_data[0] * 2)
+
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            seen.update(ograd=out_grad[0].asnumpy(), data=in_data[0].asnumpy(), out=out_data[0].asnumpy())
+            self.assign(in_grad[0], req[0], out_data[0])
+
+    @mx.operator.register("test_spy")
+    class SpyProp(mx.operator.CustomOpProp):
+        def declare_backward_dependency(self, out_grad, in_data, out_data):
+            return list(out_data)
+
+        def create_operator(self, ctx, shapes, dtypes):
+            return Spy()
+
+    x = mx.sym.Variable("x")
+    ex = mx.sym.Custom(x, op_type="test_spy").simple_bind(mx.cpu(), x=(2,))
+    ex.forward(is_train=True, x=_nd([1.0, 3.0]))
+    ex.backward()  # the output gradient is not a dependency: no head gradient needed
+    ex.grad_dict["x"].wait_to_read()  # backward is an engine op: it has run once its result is ready
+    np.testing.assert_array_equal(seen["out"], [2.0, 6.0])
+    np.testing.assert_array_equal(seen["ograd"], [0.0, 0.0])
+    np.testing.assert_array_equal(seen["data"], [0.0, 0.0])
+    np.testing.assert_array_equal(ex.grad_dict["x"].asnumpy(), [2.0, 6.0])
