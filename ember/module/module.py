@@ -467,9 +467,11 @@ class Module(BaseModule):
         if new_data != [tuple(d.shape) for d in self._data_shapes] or (
                 labels and self._label_shapes and
                 [tuple(a.shape) for a in labels[:len(self._label_shapes)]] != [tuple(d.shape) for d in self._label_shapes]):
-            provided = getattr(data_batch, "provide_data", None)
-            descs = ([DataDesc(d.name, s, d.dtype, d.layout) for d, s in zip(self._data_shapes, new_data)]
-                     if not provided else _descs(provided))
+            provided = _descs(getattr(data_batch, "provide_data", None) or [])
+            if sorted(d.name for d in provided) != sorted(self._data_names):
+                # no description, or one named by an iterator that does not know the module's names
+                provided = [DataDesc(d.name, s, d.dtype, d.layout) for d, s in zip(self._data_shapes, new_data)]
+            descs = provided
             if labels and self._label_shapes:
                 ldescs = [DataDesc(d.name, tuple(a.shape), d.dtype, d.layout)
                           for d, a in zip(self._label_shapes, labels)]

@@ -211,3 +211,19 @@ def test_save_load_over_devices(tmp_path):
     assert set(sa) == set(sb)
     for k in sa:
         np.testing.assert_array_equal(sa[k].asnumpy(), sb[k].asnumpy())
+
+
+@pytest.mark.parametrize("contexts", [[mx.cpu(0)], [mx.cpu(0), mx.cpu(1)]])
+def test_batches_of_other_shapes_from_an_iterator_with_its_own_names(contexts):
+    """NDArrayIter names list inputs '_0_data', ...: the module feeds them by position, as MXNet."""
+    a, b = mx.sym.var("data1"), mx.sym.var("data2")
+    net = mx.sym.MakeLoss(mx.sym.sum(a, axis=1) + 2 * mx.sym.sum(b, axis=1))
+    mod = mx.mod.Module(net, data_names=["data1", "data2"], label_names=None, context=contexts)
+    mod.bind([("data1", (4, 3)), ("data2", (4, 2))], for_training=False)
+    mod.init_params()
+    rs = np.random.RandomState(0)
+    x1, x2 = rs.rand(6, 5).astype(np.float32), rs.rand(6, 2).astype(np.float32)
+    it = mx.io.NDArrayIter(data=[mx.nd.array(x1), mx.nd.array(x2)], batch_size=2)
+    out = mod.predict(it)
+    np.testing.assert_allclose(out.asnumpy(), x1.sum(1) + 2 * x2.sum(1), rtol=1e-5)
+    assert mod.data_shapes[0].name == "data1" and mod.data_shapes[0].shape == (2, 5)
