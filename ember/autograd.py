@@ -68,6 +68,64 @@ def mark_variables(variables, gradients, grad_reqs="write") -> None:
 
 
 
+def get_symbol(x: NDArray):
+    """The recorded computation that produced `x`, as a Symbol (MXNet's `autograd.get_symbol`).
+
+    Every array the computation read that was not itself computed while recording (variables
+    from attach_grad and constants alike) becomes a variable named var0, var1, ... in the order
+    met; bind the symbol to re-run the computation. Raises when `x` was not computed while
+    recording, or when the graph holds a step no Symbol can express (an autograd.Function).
+    """
+    from . import ops as _ops
+    from .symbolic.symbol import Symbol, make_op_function, var
+
+    if not isinstance(x, NDArray):
+        raise TypeError(f"get_symbol: expected an NDArray, got {type(x).__name__}")
+    if not isinstance(x._ag, _state.Entry):
+        raise AutogradError("get_symbol: the NDArray is not part of a computation graph; did you forget to "
+                            "turn on recording (autograd.record())?")
+    variables = {}   # id of a leaf (or of a constant array) -> variable Symbol
+    built = {}       # id(recorded node) -> Symbol of its outputs
+
+    def variable_for(arr) -> Symbol:
+        key = id(arr._ag) if isinstance(arr._ag, _state.Leaf) else id(arr)
+        if key not in variables:
+            variables[key] = var(f"var{len(variables)}")
+        return variables[key]
+
+    def build(node) -> Symbol:
+        opdef = node.opdef
+        if not _ops.exists(opdef.name) or _ops.get(opdef.name) is not opdef:
+            raise AutogradError(f"get_symbol: the recorded step '{opdef.name}' is not a registered operator "
+                                "and cannot be expressed as a Symbol")
+        args = []
+        for arr in node.inputs:
+            if isinstance(arr._ag, _state.Entry):
+                args.append(built[id(arr._ag.node)][arr._ag.index])
+            else:
+                args.append(variable_for(arr))
+        return make_op_function(opdef.name)(*args, **node.attrs)
+
+    # post-order without recursion (recorded graphs can be thousands of ops deep)
+    stack = [(x._ag.node, False)]
+    while stack:
+        node, inputs_done = stack.pop()
+        if id(node) in built:
+            continue
+        if inputs_done:
+            built[id(node)] = build(node)
+            continue
+        stack.append((node, True))
+        for arr in reversed(node.inputs):
+            if isinstance(arr._ag, _state.Entry) and id(arr._ag.node) not in built:
+                stack.append((arr._ag.node, False))
+    out = built[id(x._ag.node)]
+    if x._ag.index >= len(out):
+        raise AutogradError(f"get_symbol: the array is hidden output {x._ag.index} of '{x._ag.node.opdef.name}', "
+                            "which a Symbol does not expose")
+    return out[x._ag.index]
+
+
 class Function:
     """A user-defined differentiable function (MXNet's `autograd.Function`).
 

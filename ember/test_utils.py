@@ -122,8 +122,8 @@ def get_tolerance(dat, tol: _Tol, default_tol: Dict[np.dtype, float]) -> float:
 
 def get_tols(x, y, rtol: _Tol, atol: _Tol) -> Tuple[float, float]:
     """(rtol, atol) for comparing x and y: the looser of the two arrays' tolerances."""
-    x = np.array(x) if isinstance(x, numbers.Number) else x
-    y = np.array(y) if isinstance(y, numbers.Number) else y
+    x = x if hasattr(x, "dtype") else np.asarray(x)  # numbers (float64) and nested lists
+    y = y if hasattr(y, "dtype") else np.asarray(y)
     return (max(get_tolerance(x, rtol, default_rtols()), get_tolerance(y, rtol, default_rtols())),
             max(get_tolerance(x, atol, default_atols()), get_tolerance(y, atol, default_atols())))
 

@@ -177,6 +177,15 @@ def setitem(arr: NDArray, key, value) -> None:
         raise EmberError("in-place assignment to an array that is in an autograd graph while recording "
                          "is not supported; assign outside autograd.record()")
     key = _as_tuple(key)
+    if isinstance(value, NDArray) and autograd_state.needs_record(value):
+        # as MXNet: a recorded value may replace the whole array (a recorded copy, so gradients flow
+        # to the value); writing it into part of an array would be an untracked in-place update
+        if not _selects_whole(arr, key):
+            raise EmberError("Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with "
+                             "autograd: the value is in the autograd graph and the key selects part of the "
+                             "array; assign outside autograd.record() or build the array with concat/where")
+        _record_whole_assign(arr, value)
+        return
     ctx = arr.context
     if _is_basic(key):
         target = _basic_view(arr._data, key)
@@ -207,6 +216,29 @@ def setitem(arr: NDArray, key, value) -> None:
     engine.push(storage.on_device(scatter, ctx), read=read, write=(arr._chunk.var,), device=ctx,
                 name="advanced_setitem")
     del keep
+
+
+def _selects_whole(arr: NDArray, key: tuple) -> bool:
+    """Whether a basic key selects every element of `arr` in order (x[:], x[...], x[None])."""
+    if not _is_basic(key):
+        return False
+    if any(isinstance(k, slice) and k.step is not None and k.step < 0 for k in key):
+        return False
+    return _basic_view(arr._data, key).size == arr._data.size
+
+
+def _record_whole_assign(arr: NDArray, value: NDArray) -> None:
+    """arr[:] = value as recorded ops (broadcast, cast, copy into arr), so arr joins the graph."""
+    from .invoke import call
+    _check_broadcast(value.shape, arr.shape)
+    v = value
+    while v.ndim > arr.ndim and v.shape[0] == 1:  # MXNet drops extra leading 1-dims of the value
+        v = v.reshape(v.shape[1:])
+    if tuple(v.shape) != tuple(arr.shape):
+        v = call("broadcast_to", (v,), {"shape": tuple(arr.shape)})
+    if v._data.dtype != arr._data.dtype:
+        v = call("Cast", (v,), {"dtype": np.dtype(arr._data.dtype).name})
+    call("_copy", (v,), {"out": arr})
 
 
 def _value_source(arr: NDArray, value, tshape):

@@ -158,7 +158,8 @@ _OPS = {
     "radians": (ufunc_kernel("radians"), lambda xp, x, y, a: xp.full_like(x, math.pi / 180.0), "in", _zero),
     "sigmoid": (expr_kernel(_sigmoid), lambda xp, x, y, a: y * (1 - y), "out",
                 lambda F, v, a: F._rminus_scalar(F._mul_scalar(v, scalar=2.0), scalar=1.0)),
-    "relu": (_relu_kernel, lambda xp, x, y, a: y > 0, "out", _zero),
+    # relu' is 1 above 0, else 0, and NaN at NaN (MXNet's relu_grad passes NaN through)
+    "relu": (_relu_kernel, lambda xp, x, y, a: xp.where(xp.isnan(y), y, y > 0), "out", _zero),
     # softsign' = 1 / (1 + |x|)^2 = (1 - |y|)^2
     "softsign": (expr_kernel(lambda xp, x, a: x / (1 + xp.abs(x))),
                  lambda xp, x, y, a: (1 - xp.abs(y)) ** 2, "out",

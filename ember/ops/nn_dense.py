@@ -40,8 +40,9 @@ def _infer_shape(attrs, in_shapes):
     ins = list(in_shapes)
     if not known(dshape):
         return ins, [None]
-    if len(dshape) < (2 if attrs["flatten"] else 1):
-        raise ShapeError(f"FullyConnected: data must be at least 2-D when flatten=True, got {tuple(dshape)}")
+    if len(dshape) < 1:
+        raise ShapeError(f"FullyConnected: data must be at least 1-D, got {tuple(dshape)}")
+    # 1-D data with flatten=True is a batch of one-feature rows, as in MXNet: (N,) -> (N, num_hidden)
     _, k, oshape = _split(attrs, tuple(dshape))
     ins[1] = merge("FullyConnected", "weight", ins[1], (nh, k))
     if not attrs["no_bias"]:

@@ -53,7 +53,8 @@ def _forward(ctx, attrs, inputs, outputs, aux):
     for a in attrs["axes"]:
         shape[a % x.ndim] = 1
     if p >= 1.0:
-        mask[...] = 0
+        # MXNet's mask is keep * (1 / (1 - p)) = 0 * inf: NaN, so output and gradient are NaN
+        mask[...] = np.nan
     else:
         keep = ctx.rng.random(tuple(shape), dtype=np.float32) >= np.float32(p)
         mask[...] = xp.asarray(keep, dtype=mask.dtype) * mask.dtype.type(1.0 / (1.0 - p))

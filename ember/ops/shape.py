@@ -351,9 +351,12 @@ def _broadcast_like_infer(attrs, in_shapes):
     if x is None or like is None:
         return in_shapes, [None]
     la, ra = attrs["lhs_axes"], attrs["rhs_axes"]
-    if la is None and ra is None:
+    if la is None:  # rhs_axes alone is ignored, as in MXNet
         return in_shapes, [_check_broadcastable("broadcast_like", x, like)]
-    la, ra = la or (), ra or ()
+    if len(la) == 0:
+        raise ShapeError("broadcast_like: empty lhs_axes is not allowed (leave lhs_axes and rhs_axes unset "
+                         "to broadcast every axis)")
+    ra = ra or ()
     if len(la) != len(ra):
         raise ShapeError(f"broadcast_like: lhs_axes {tuple(la)} and rhs_axes {tuple(ra)} differ in length")
     out = list(x)
@@ -506,6 +509,9 @@ def _diag_infer(attrs, in_shapes):
     a2 = norm_axis("diag", attrs["axis2"], len(x), "axis2")
     if a1 == a2:
         raise ShapeError(f"diag: axis1 and axis2 must differ, got {attrs['axis1']} and {attrs['axis2']}")
+    if k > x[a2] or -k > x[a1]:  # |k| up to the side length gives an empty diagonal; beyond, MXNet refuses
+        raise ShapeError(f"diag: diagonal k={k} does not exist for axes of lengths {x[a1]} and {x[a2]} "
+                         f"(input {tuple(x)})")
     n = max(0, min(x[a1] + min(k, 0), x[a2] - max(k, 0)))
     rest = tuple(d for i, d in enumerate(x) if i not in (a1, a2))
     return in_shapes, [rest + (n,)]

@@ -90,9 +90,11 @@ class Symbol:
 
     def get_children(self) -> Optional["Symbol"]:
         """The inputs of this symbol's node(s), or None for a variable."""
-        entries = []
+        entries, seen = [], set()
         for node, _ in self._outputs:
-            entries.extend(node.inputs)
+            if id(node) not in seen:  # a multi-output node's inputs once, as MXNet
+                seen.add(id(node))
+                entries.extend(node.inputs)
         return Symbol(entries) if entries else None
 
     # -- attributes ------------------------------------------------------------
@@ -493,7 +495,10 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
     kwargs.pop("out", None)
     if kwargs:
         sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
-        op_attrs = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol) and v is not None}
+        # None leaves an input or attribute out, except for attributes where None is a value
+        # (sort(axis=None) sorts the flattened array, as in MXNet, not along the default axis -1)
+        op_attrs = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol) and
+                    (v is not None or (k in opdef.attrs and opdef.attrs[k].kind.endswith("_or_none")))}
     else:  # the gradient pass makes thousands of attribute-less nodes
         sym_kwargs, op_attrs = {}, {}
     if args and not all(type(a) is Symbol for a in args):

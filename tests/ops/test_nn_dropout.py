@@ -8,6 +8,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 from _nn_gradcheck import analytic_grads, check_grad, run_op  # noqa: E402
 
+import ember as mx  # noqa: E402
 from ember import ops  # noqa: E402
 from ember.base import OperatorError  # noqa: E402
 
@@ -48,8 +49,17 @@ def test_axes_share_the_mask():
 
 
 def test_p_one_drops_everything_and_resources():
-    out = run_op("Dropout", [X], {"p": 1.0}, is_train=True)[0]
-    np.testing.assert_array_equal(out, 0)
+    # MXNet 1.9.1 (its test_dropout checks it): the mask is keep * 1/(1-p) = 0 * inf, so p=1 gives
+    # NaN outputs (and gradients) while training, and the identity in inference
+    out, mask = run_op("Dropout", [X], {"p": 1.0}, is_train=True)
+    assert np.isnan(out).all() and np.isnan(mask).all()
+    np.testing.assert_array_equal(run_op("Dropout", [X], {"p": 1.0}, is_train=False)[0], X)
+    x = mx.nd.array(X[:3, :4])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Dropout(x, p=1.0)
+    y.backward()
+    assert np.isnan(x.grad.asnumpy()).all()
     op = ops.get("Dropout")
     assert "rng" in op.resources and op.visible_outputs(op.parse_attrs({})) == 1
 
