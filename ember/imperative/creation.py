@@ -85,6 +85,9 @@ def ones(shape, ctx=None, dtype=None, stype=None, **kwargs) -> NDArray:
 
 
 def zeros_like(data: NDArray, out: Optional[NDArray] = None, **kwargs) -> NDArray:
+    if out is None and data.stype != "default":  # zeros of a sparse array keep its storage type
+        from .sparse_ndarray import sparse_zeros
+        return sparse_zeros(data.stype, data.shape, data.context, data.dtype)
     return full(data.shape, 0, data.context, data._data.dtype, out)
 
 

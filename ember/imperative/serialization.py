@@ -20,7 +20,8 @@ An array record:
     raw values, then raw auxiliary arrays (row indices / csr indptr and indices)
 
 `dumps`/`loads` work on numpy arrays; `save`/`load` on ember NDArrays.  Sparse
-records load as dense arrays, bfloat16 records as float32 (numpy has no bfloat16),
+records load as CSRNDArray/RowSparseNDArray through `load` (and are written by `save`),
+as dense numpy arrays through `loads`; bfloat16 records as float32 (numpy has no bfloat16),
 absent arrays as None.  Every length read from a file is checked against the bytes
 that remain before anything is allocated, so a corrupt file raises FormatError
 instead of a huge allocation.
@@ -30,7 +31,7 @@ from __future__ import annotations
 import io
 import os
 import struct
-from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple, Union
+from typing import BinaryIO, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -190,18 +191,22 @@ def _dense_zeros(shape, dtype: np.dtype, stype: str, what: str) -> np.ndarray:
     return np.zeros(shape, dtype=dtype)
 
 
-def _densify_row_sparse(shape, values, row_idx, what: str) -> np.ndarray:
+def _check_row_sparse(shape, values, row_idx, what: str) -> None:
     if values.shape[1:] != tuple(shape[1:]) or row_idx.shape != values.shape[:1]:
         raise FormatError(f"corrupt NDArray file: {what} row_sparse values {values.shape} and "
                           f"{row_idx.shape[0]} row indices do not fit shape {shape}")
     if row_idx.size and (row_idx.min() < 0 or row_idx.max() >= shape[0]):
         raise FormatError(f"corrupt NDArray file: {what} row index out of range for shape {shape}")
+
+
+def _densify_row_sparse(shape, values, row_idx, what: str) -> np.ndarray:
+    _check_row_sparse(shape, values, row_idx, what)
     dense = _dense_zeros(shape, values.dtype, "row_sparse", what)
     dense[row_idx] = values
     return dense
 
 
-def _densify_csr(shape, values, indptr, indices, what: str) -> np.ndarray:
+def _check_csr(shape, values, indptr, indices, what: str) -> None:
     if len(shape) != 2:
         raise FormatError(f"corrupt NDArray file: {what} is csr but has shape {shape} (needs 2-D)")
     rows, cols = shape
@@ -211,12 +216,26 @@ def _densify_csr(shape, values, indptr, indices, what: str) -> np.ndarray:
             or (nnz and (indices.min() < 0 or indices.max() >= cols))):
         raise FormatError(f"corrupt NDArray file: {what} csr indptr/indices are inconsistent "
                           f"with shape {shape} and {nnz} stored values")
+
+
+def _densify_csr(shape, values, indptr, indices, what: str) -> np.ndarray:
+    _check_csr(shape, values, indptr, indices, what)
+    rows = shape[0]
     dense = _dense_zeros(shape, values.dtype, "csr", what)
     dense[np.repeat(np.arange(rows), np.diff(indptr)), indices] = values
     return dense
 
 
-def _read_record(r: _Reader, index: int) -> Optional[np.ndarray]:
+class SparseRecord(NamedTuple):
+    """A sparse array read from a file: storage type name, dense shape, values, aux arrays (MXNet's order:
+    csr indptr then indices; row_sparse row indices)."""
+    stype: str
+    shape: Tuple[int, ...]
+    values: np.ndarray
+    aux: Tuple[np.ndarray, ...]
+
+
+def _read_record(r: _Reader, index: int, keep_sparse: bool = False) -> Union[None, np.ndarray, SparseRecord]:
     what = f"array {index}"
     magic = r.unpack("<I", f"{what} magic")
     if magic in (V2_MAGIC, V3_MAGIC):
@@ -255,18 +274,21 @@ def _read_record(r: _Reader, index: int) -> Optional[np.ndarray]:
         storage_shape = (idx_shape[0],) + tuple(shape[1:]) if stype == ROW_SPARSE else idx_shape
     values = _read_values(r, flag, dtype, storage_shape, what)
     aux_arrays = [r.array(d, _size(s), f"{what} aux {i} values").reshape(s) for i, (d, s) in enumerate(aux)]
+    if keep_sparse:
+        (_check_row_sparse if stype == ROW_SPARSE else _check_csr)(shape, values, *aux_arrays, what)
+        return SparseRecord("row_sparse" if stype == ROW_SPARSE else "csr", tuple(shape), values, tuple(aux_arrays))
     if stype == ROW_SPARSE:
         return _densify_row_sparse(shape, values, aux_arrays[0], what)
     return _densify_csr(shape, values, aux_arrays[0], aux_arrays[1], what)
 
 
-def _read_file(r: _Reader) -> Union[List[Optional[np.ndarray]], Dict[str, Optional[np.ndarray]]]:
+def _read_file(r: _Reader, keep_sparse: bool = False) -> Union[List[Optional[np.ndarray]], Dict[str, Optional[np.ndarray]]]:
     magic = r.unpack("<Q", "list magic")
     if magic != LIST_MAGIC:
         raise FormatError(f"not an MXNet NDArray file: header 0x{magic:x}, expected 0x{LIST_MAGIC:x}")
     r.unpack("<Q", "reserved header field")
     n = r.count(4, "array count")  # the shortest record (legacy, ndim 0) is 4 bytes
-    arrays = [_read_record(r, i) for i in range(n)]
+    arrays = [_read_record(r, i, keep_sparse) for i in range(n)]
     k = r.count(8, "name count")
     if k not in (0, n):
         raise FormatError(f"corrupt NDArray file: {k} names for {n} arrays")
@@ -283,13 +305,16 @@ def _read_file(r: _Reader) -> Union[List[Optional[np.ndarray]], Dict[str, Option
     return dict(zip(names, arrays))
 
 
-def loads(buf: Union[bytes, bytearray, memoryview]) -> Union[List[Optional[np.ndarray]], Dict[str, Optional[np.ndarray]]]:
-    """Decode an NDArray file held in memory: a list of numpy arrays, or a dict if it has names."""
+def loads(buf: Union[bytes, bytearray, memoryview], keep_sparse: bool = False
+          ) -> Union[List[Optional[np.ndarray]], Dict[str, Optional[np.ndarray]]]:
+    """Decode an NDArray file held in memory: a list of numpy arrays, or a dict if it has names.
+
+    Sparse records are densified, or kept as `SparseRecord`s with keep_sparse=True."""
     if not isinstance(buf, (bytes, bytearray, memoryview)):
         raise TypeError(f"loads() expects bytes, not {type(buf).__name__}")
     # BytesIO shares a bytes object's buffer (no copy); other buffers are copied once
     data = buf if isinstance(buf, bytes) else memoryview(buf).cast("B").tobytes()
-    return _read_file(_Reader(io.BytesIO(data), len(data)))
+    return _read_file(_Reader(io.BytesIO(data), len(data)), keep_sparse)
 
 
 def load_numpy(fname: Union[str, os.PathLike]) -> Union[List[Optional[np.ndarray]], Dict[str, Optional[np.ndarray]]]:
@@ -341,16 +366,42 @@ def _shape_bytes(shape: Tuple[int, ...]) -> bytes:
     return struct.pack(f"<i{len(shape)}q", len(shape), *shape)
 
 
-def _write_record(out: BinaryIO, array: Optional[np.ndarray], device: Device, np_shape: bool) -> None:
+def _dtype_flag(dtype: np.dtype) -> Tuple[np.dtype, int]:
+    """(little-endian dtype, mshadow flag) of a dtype MXNet can read."""
+    dtype = dtype.newbyteorder("<") if dtype.itemsize > 1 else dtype
+    flag = _WRITABLE_FLAGS.get(dtype)
+    if flag is None:
+        raise TypeError(f"cannot save dtype {dtype} in an NDArray file; MXNet supports "
+                        "float32, float64, float16, uint8, int8, int32, int64 and bool")
+    return dtype, flag
+
+
+def _write_sparse_record(out: BinaryIO, record: SparseRecord, device: Device, magic: int) -> None:
+    """MXNet's sparse record: storage type, storage (values) shape, shape, device, dtype flag,
+    each aux array's flag and shape, then the values and the aux arrays."""
+    dtype, flag = _dtype_flag(record.values.dtype)
+    values = np.ascontiguousarray(record.values, dtype=dtype)
+    aux = [np.ascontiguousarray(a, dtype=_dtype_flag(a.dtype)[0]) for a in record.aux]
+    stype = ROW_SPARSE if record.stype == "row_sparse" else CSR
+    out.write(struct.pack("<Ii", magic, stype) + _shape_bytes(values.shape) + _shape_bytes(record.shape)
+              + struct.pack("<iii", device[0], device[1], flag))
+    for a in aux:
+        out.write(struct.pack("<i", _dtype_flag(a.dtype)[1]) + _shape_bytes(a.shape))
+    for part in [values] + aux:
+        if part.size:
+            out.write(memoryview(part).cast("B"))
+
+
+def _write_record(out: BinaryIO, array: Union[None, np.ndarray, SparseRecord], device: Device,
+                  np_shape: bool) -> None:
     magic = V3_MAGIC if np_shape else V2_MAGIC
     if array is None:
         out.write(struct.pack("<Ii", magic, DENSE) + (struct.pack("<i", -1) if np_shape else _shape_bytes(())))
         return
-    dtype = array.dtype.newbyteorder("<") if array.dtype.itemsize > 1 else array.dtype
-    flag = _WRITABLE_FLAGS.get(dtype)
-    if flag is None:
-        raise TypeError(f"cannot save dtype {array.dtype} in an NDArray file; MXNet supports "
-                        "float32, float64, float16, uint8, int8, int32, int64 and bool")
+    if isinstance(array, SparseRecord):
+        _write_sparse_record(out, array, device, magic)
+        return
+    dtype, flag = _dtype_flag(array.dtype)
     if array.ndim == 0 and not np_shape:
         raise ValueError("a 0-d array can only be saved with np_shape=True (MXNet 1.x legacy NDArrays "
                          "cannot be 0-d)")
@@ -363,7 +414,7 @@ def _write_record(out: BinaryIO, array: Optional[np.ndarray], device: Device, np
 
 def _write_file(out: BinaryIO, records: List[Record], names: List[str], np_shape: Optional[bool]) -> None:
     if np_shape is None:  # v3 only when needed: MXNet loads v3 only inside np-shape mode
-        np_shape = any(a is not None and a.ndim == 0 for a, _ in records)
+        np_shape = any(isinstance(a, np.ndarray) and a.ndim == 0 for a, _ in records)
     out.write(struct.pack("<QQQ", LIST_MAGIC, 0, len(records)))
     for array, device in records:
         _write_record(out, array, device, np_shape)
@@ -401,6 +452,10 @@ def _ndarray_record(value, where: str) -> Record:
         raise TypeError(f"{where} must be an NDArray, not {type(value).__name__}; data needs to be an "
                         "NDArray, a list of NDArrays or a dict of str -> NDArray")
     ctx = value.context
+    if getattr(value, "stype", "default") != "default":  # CSRNDArray / RowSparseNDArray
+        components = value._host_components()
+        return SparseRecord(value.stype, value.shape, components[0], components[1:]), \
+            (ctx.device_typeid, ctx.device_id)
     return value.asnumpy(), (ctx.device_typeid, ctx.device_id)
 
 
@@ -410,13 +465,31 @@ def save(fname: Union[str, os.PathLike], data, np_shape: Optional[bool] = None) 
     Each array's device is recorded as MXNet does; the bytes match MXNet's for the same data.
     """
     records, names = _as_records(data, _ndarray_record)
+    if np_shape is None and _is_np_shape():
+        np_shape = True  # MXNet writes version-3 records while NumPy shape semantics is on
     with open(os.fspath(fname), "wb") as f:
         _write_file(f, records, names, np_shape)
 
 
-def _to_ndarrays(loaded):
+def _is_np_shape() -> bool:
+    from ..util import is_np_shape
+    return is_np_shape()
+
+
+def _to_ndarray(record):
     from .creation import array
-    convert = (lambda a: None if a is None else array(a, dtype=a.dtype))
+    if record is None:
+        return None
+    if isinstance(record, SparseRecord):
+        from .sparse_ndarray import make_csr, make_row_sparse
+        if record.stype == "csr":
+            return make_csr(record.values, record.aux[0], record.aux[1], record.shape)
+        return make_row_sparse(record.values, record.aux[0], record.shape)
+    return array(record, dtype=record.dtype)
+
+
+def _to_ndarrays(loaded):
+    convert = _to_ndarray
     if isinstance(loaded, dict):
         return {k: convert(v) for k, v in loaded.items()}
     return [convert(v) for v in loaded]
@@ -424,9 +497,10 @@ def _to_ndarrays(loaded):
 
 def load(fname: Union[str, os.PathLike]):
     """`mx.nd.load`: the arrays of an NDArray file on the CPU, as a list or (if named) a dict."""
-    return _to_ndarrays(load_numpy(fname))
+    with open_existing(fname) as f:
+        return _to_ndarrays(_read_file(_Reader(f, os.fstat(f.fileno()).st_size), keep_sparse=True))
 
 
 def load_frombuffer(buf: Union[bytes, bytearray, memoryview]):
     """`mx.nd.load_frombuffer`: like `load`, from the file's bytes in memory."""
-    return _to_ndarrays(loads(buf))
+    return _to_ndarrays(loads(buf, keep_sparse=True))

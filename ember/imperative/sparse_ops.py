@@ -67,13 +67,21 @@ def _host(x: BaseSparseNDArray):
 
 
 def retain(data: NDArray, indices) -> RowSparseNDArray:
-    """The rows of row_sparse `data` whose index appears in `indices` (MXNet's sparse.retain)."""
+    """Row_sparse `data` restricted to the rows `indices` (MXNet's sparse.retain): the result stores
+    exactly those rows, in the given order, with zeros for rows `data` does not store."""
     if not isinstance(data, RowSparseNDArray):
         raise MXNetError(f"retain expects a row_sparse array as data, got storage type {stype_of(data)}")
     wanted = np.asarray(indices.asnumpy() if isinstance(indices, NDArray) else indices).astype(AUX_DTYPE).ravel()
+    if wanted.size and (wanted.min() < 0 or wanted.max() >= data.shape[0]):
+        raise MXNetError(f"retain: row indices must be in [0, {data.shape[0]}), got {wanted.tolist()}")
     values, rows = _host(data)
-    keep = np.isin(rows, wanted)
-    return make_row_sparse(values[keep], rows[keep], data.shape, data.context)
+    # as MXNet: the result stores exactly the requested rows, zero where `data` stores none
+    out = np.zeros((wanted.size,) + tuple(data.shape[1:]), values.dtype)
+    pos = np.searchsorted(rows, wanted)
+    found = pos < rows.size
+    found[found] = rows[pos[found]] == wanted[found]
+    out[found] = values[pos[found]]
+    return make_row_sparse(out, wanted, data.shape, data.context)
 
 
 def _scipy_csr(x: CSRNDArray):
