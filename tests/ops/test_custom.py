@@ -107,6 +107,13 @@ def _nd(a):
     return mx.nd.array(np.asarray(a, dtype=np.float32))
 
 
+@pytest.fixture(autouse=True)
+def _own_names():
+    # auto-named nodes ('custom0', ...) come from a fresh NameManager: other tests' names stay as expected
+    with mx.name.NameManager():
+        yield
+
+
 # -- imperative -------------------------------------------------------------------------------
 
 def test_nd_custom_forward_matches_numpy_and_updates_aux():
