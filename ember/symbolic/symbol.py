@@ -347,6 +347,7 @@ class Symbol:
     def __pow__(self, o): return self._bin(o, "_power", "_power", "_power_scalar", "_powerscalar")
     def __rpow__(self, o): return self._rscalar(o, "_rpower_scalar", "_rpowerscalar")
     def __neg__(self): return _apply("_mul_scalar", [self], {"scalar": -1.0}, hint="_mulscalar")
+    def __abs__(self): return _apply("abs", [self], {})
     def __eq__(self, o): return self._bin(o, "_equal", "_equal", "_equal_scalar", "_equalscalar")
     def __ne__(self, o): return self._bin(o, "_not_equal", "_notequal", "_not_equal_scalar", "_notequalscalar")
     def __gt__(self, o): return self._bin(o, "_greater", "_greater", "_greater_scalar", "_greaterscalar")
