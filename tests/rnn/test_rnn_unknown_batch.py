@@ -83,3 +83,37 @@ def test_fused_cell_trains_in_a_module():
             optimizer_params={"learning_rate": 0.01}, force_init=False)
     last = dict(mod.score(it, mx.metric.Perplexity(ignore_label=None)))["perplexity"]
     assert last < first
+
+
+def test_bucketing_module_trains_an_unrolled_lstm():
+    # MXNet's lstm_bucketing recipe: one sym_gen per sentence length, weights shared by name
+    rng = np.random.RandomState(13)
+    vocab = 10
+    sentences = [list(rng.randint(1, vocab, n)) for n in [4] * 24 + [7] * 24]
+    it = mx.rnn.BucketSentenceIter(sentences, batch_size=8, buckets=[4, 7], invalid_label=0)
+    stack = mx.rnn.SequentialRNNCell()
+    stack.add(mx.rnn.LSTMCell(16, prefix="lstm_l0_"))
+    stack.add(mx.rnn.GRUCell(16, prefix="gru_l1_"))
+
+    def sym_gen(seq_len):
+        data = mx.sym.Variable("data")
+        label = mx.sym.Variable("softmax_label")
+        embed = mx.sym.Embedding(data, input_dim=vocab, output_dim=8, name="embed")
+        stack.reset()
+        outputs, _ = stack.unroll(seq_len, inputs=embed, merge_outputs=True)
+        pred = mx.sym.FullyConnected(mx.sym.Reshape(outputs, shape=(-1, 16)), num_hidden=vocab, name="pred")
+        pred = mx.sym.SoftmaxOutput(pred, mx.sym.Reshape(label, shape=(-1,)), name="softmax")
+        return pred, ("data",), ("softmax_label",)
+
+    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=it.default_bucket_key, context=mx.cpu())
+    mod.bind(it.provide_data, it.provide_label)
+    mod.init_params(mx.init.Xavier())
+    mod.init_optimizer(optimizer="adam", optimizer_params={"learning_rate": 0.02})
+    before = dict(mod.score(it, mx.metric.Perplexity(ignore_label=None)))["perplexity"]
+    mod.fit(it, num_epoch=10, eval_metric=mx.metric.Perplexity(ignore_label=None))
+    after = dict(mod.score(it, mx.metric.Perplexity(ignore_label=None)))["perplexity"]
+    assert after < 0.8 * before
+    names = sorted(mod.get_params()[0])
+    assert names == sorted(["embed_weight", "pred_weight", "pred_bias"]
+                           + [f"{p}_{g}_{k}" for p in ("lstm_l0", "gru_l1") for g in ("i2h", "h2h")
+                              for k in ("weight", "bias")])
