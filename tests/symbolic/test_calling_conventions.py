@@ -184,3 +184,10 @@ def test_atomic_symbol():
     assert again.infer_shape(y=(2, 4))[1] == [(2, 3)]
     with pytest.raises(OperatorError, match="variable"):
         x._gen_atomic_symbol()
+
+
+def test_abs_of_a_symbol():
+    data = mx.sym.var("data")
+    magic = abs(data)
+    assert magic.get_internals()._outputs[-1][0].op.name == "abs"
+    np.testing.assert_array_equal(magic.eval(data=mx.nd.array([-1.5, 2.0]))[0].asnumpy(), [1.5, 2.0])
