@@ -100,6 +100,9 @@ def array(source_array, ctx=None, dtype=None) -> NDArray:
 
     The dtype defaults to the source's for an NDArray and to float32 otherwise, as in MXNet.
     """
+    if (isinstance(source_array, NDArray) and source_array.stype != "default") or _is_scipy_sparse(source_array):
+        from ..ndarray.sparse import array as sparse_array  # MXNet: sparse sources give sparse arrays
+        return sparse_array(source_array, ctx=ctx, dtype=dtype)
     if isinstance(source_array, NDArray):
         target = _dtype(dtype, source_array._data.dtype)
         from .copying import copy_to_new
@@ -121,6 +124,10 @@ def array(source_array, ctx=None, dtype=None) -> NDArray:
         with cupy.cuda.Device(ctx.device_id):
             data[...] = cupy.asarray(values)
     return NDArray(data, chunk)
+
+
+def _is_scipy_sparse(x) -> bool:
+    return type(x).__module__.startswith("scipy.sparse")
 
 
 def arange(start, stop=None, step=1.0, repeat: int = 1, infer_range=None, ctx=None,

@@ -349,6 +349,10 @@ class NDArray:
         if isinstance(other, NDArray):
             if other is self:
                 return self
+            if type(other) is not NDArray and other.stype != "default":  # into a sparse array
+                from .sparse_ops import assign
+                assign(other, self)
+                return other
             copying.copy_into(self, other)
             return other
         raise TypeError(f"copyto does not support type {type(other).__name__}; expected NDArray or Context")

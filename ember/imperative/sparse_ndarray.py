@@ -17,7 +17,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, ShapeError
 from ..context import Context, current_context
 from .ndarray import NDArray
 
@@ -49,7 +49,7 @@ def _component(values: np.ndarray, ctx: Context, dtype) -> NDArray:
 def dense_to_csr(dense: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(values, indptr, indices) of a 2-D array's non-zeros, columns ascending within each row."""
     if dense.ndim != 2:
-        raise MXNetError(f"csr storage needs a 2-D array, got shape {dense.shape}")
+        raise ShapeError(f"csr storage needs a 2-D array, got shape {dense.shape}")
     rows, cols = np.nonzero(dense)
     indptr = np.zeros(dense.shape[0] + 1, dtype=AUX_DTYPE)
     np.cumsum(np.bincount(rows, minlength=dense.shape[0]), out=indptr[1:])
@@ -380,8 +380,13 @@ def _set_whole(target: BaseSparseNDArray, key, value) -> None:
     elif isinstance(value, (np.ndarray, np.generic)):
         from .creation import array
         assign(target, array(value, ctx=target.context, dtype=target.dtype))
-    elif isinstance(value, (int, float)):
-        raise ValueError(f"Assigning numeric types to {type(target).__name__} is not implemented yet.")
+    elif isinstance(value, (int, float, np.generic)):
+        if not isinstance(target, RowSparseNDArray):
+            raise ValueError(f"Assigning numeric types to {type(target).__name__} is not implemented yet.")
+        # as MXNet: every row becomes stored, filled with the value
+        rows = target.shape[0]
+        target._replace(make_row_sparse(np.full(target.shape, value, dtype=target.dtype),
+                                        np.arange(rows, dtype=AUX_DTYPE), target.shape, target.context))
     else:
         raise TypeError(f"type {type(value).__name__} not supported")
 

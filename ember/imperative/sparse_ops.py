@@ -179,6 +179,41 @@ def _zero_preserving_unary(op_name: str) -> Callable:
     return _scale_values(lambda values, attrs: invoke(op_name, [values], attrs))
 
 
+def _zero_to_zero_scalar(op_name: str) -> Callable:
+    """A scalar comparison on a sparse array: sparse (applied to the stored values) when it maps 0 to 0
+    for this scalar, as MXNet's storage inference decides; otherwise None (dense fallback)."""
+    from .invoke import invoke
+
+    def kernel(inputs, attrs):
+        x = inputs[0]
+        if not isinstance(x, BaseSparseNDArray):
+            return None
+        from .creation import zeros
+        at_zero = invoke(op_name, [zeros((1,), ctx=x.context, dtype=x.dtype)], attrs).asnumpy()[0]
+        if at_zero != 0:
+            return None
+        return type(x)(invoke(op_name, [x._values()], attrs), [a.copy() for a in x._aux], x.shape)
+    return kernel
+
+
+def _take_kernel(inputs, attrs):
+    """take(csr, indices, axis=0): the selected rows as a csr array (MXNet's sparse take)."""
+    data, idx = inputs
+    if not isinstance(data, CSRNDArray) or isinstance(idx, BaseSparseNDArray) or attrs["axis"] != 0:
+        return None
+    rows = data.shape[0]
+    want = idx.asnumpy().astype(np.int64).ravel()
+    if attrs["mode"] == "wrap":
+        want = np.mod(want, rows)
+    elif attrs["mode"] == "clip":
+        want = np.clip(want, 0, rows - 1)
+    elif want.size and (want.min() < -rows or want.max() >= rows):
+        raise MXNetError(f"take: an index is outside the {rows} rows (mode='raise')")
+    picked = _scipy_csr(data)[want % rows if rows else want]
+    return make_csr(picked.data.astype(data.dtype, copy=False), picked.indptr, picked.indices,
+                    (want.size, data.shape[1]), data.context)
+
+
 def _dot_kernel(inputs, attrs):
     return dot(inputs[0], inputs[1], bool(attrs.get("transpose_a")), bool(attrs.get("transpose_b")),
                attrs.get("forward_stype"))
@@ -207,6 +242,7 @@ ZERO_PRESERVING_UNARY = (
 
 SPARSE_KERNELS: Dict[str, Callable] = {
     "dot": _dot_kernel,
+    "take": _take_kernel,
     "cast_storage": _cast_storage_kernel,
     "zeros_like": _zeros_like_kernel,
     "_copy": _copy_kernel,
@@ -218,6 +254,9 @@ SPARSE_KERNELS: Dict[str, Callable] = {
 }
 for _name in ZERO_PRESERVING_UNARY:
     SPARSE_KERNELS[_name] = _zero_preserving_unary(_name)
+for _name in ("_equal_scalar", "_not_equal_scalar", "_greater_scalar", "_greater_equal_scalar",
+              "_lesser_scalar", "_lesser_equal_scalar"):
+    SPARSE_KERNELS[_name] = _zero_to_zero_scalar(_name)
 
 
 # ------------------------------------------------------------------ the invoke hook

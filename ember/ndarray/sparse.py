@@ -209,11 +209,13 @@ def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool
     return _call("dot", (lhs, rhs), attrs)
 
 
-def retain(data: RowSparseNDArray, indices, **kwargs) -> RowSparseNDArray:
-    """The rows of row_sparse `data` listed in `indices` (the others dropped)."""
+def retain(data: RowSparseNDArray, indices=None, **kwargs) -> RowSparseNDArray:
+    """Row_sparse `data` restricted to the rows listed in `indices` (zeros where data stores none)."""
+    from ..base import MXNetError
     if kwargs:
-        from ..base import MXNetError
         raise MXNetError(f"retain: unexpected arguments {sorted(kwargs)}; it takes data and indices")
+    if indices is None:
+        raise MXNetError("retain: required argument 'indices' is missing")
     return _sparse_ops.retain(data, indices)
 
 

@@ -381,3 +381,53 @@ def test_save_load_round_trip(tmp_path, rng, stype):
     for got, want in zip(back, arrays):
         assert type(got) is type(want) and got.shape == want.shape
         np.testing.assert_array_equal(got.asnumpy(), want.asnumpy())
+
+
+# ------------------------------------------------------------------ more MXNet behaviours
+
+def test_scalar_comparisons_keep_sparse_storage_when_zero_maps_to_zero():
+    # MXNet 1.9.1: 1 == ones_rsp is row_sparse, 0 == ones_rsp is dense (0 == 0 is true everywhere else)
+    for stype in ("csr", "row_sparse"):
+        y = mx.nd.ones((3, 4)).tostype(stype)
+        assert (1 == y).stype == stype and (0 == y).stype == "default"
+        assert (0 != y).stype == stype and (1 != y).stype == "default"
+        assert (y > 0).stype == stype and (y >= 0).stype == "default"
+        np.testing.assert_array_equal((1 == y).asnumpy(), np.ones((3, 4)))
+        np.testing.assert_array_equal((0 == y).asnumpy(), np.zeros((3, 4)))
+
+
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+def test_take_rows_of_csr(rng, mode):
+    dense = sparse_values(rng, (5, 4), 0.5)
+    idx = np.array([3, -2, 7, 0, 4])
+    out = mx.nd.take(mx.nd.array(dense).tostype("csr"), mx.nd.array(idx), mode=mode)
+    assert out.stype == "csr" and out.indptr.asnumpy()[0] == 0
+    np.testing.assert_array_equal(out.asnumpy(), np.take(dense, idx, axis=0, mode=mode))
+
+
+def test_nd_array_of_sparse_sources_is_sparse(rng):
+    dense = sparse_values(rng, (3, 4), 0.5)
+    csr = mx.nd.array(dense).tostype("csr")
+    copy = mx.nd.array(csr)
+    assert isinstance(copy, CSRNDArray) and copy is not csr
+    from_scipy = mx.nd.array(spsp.csr_matrix(dense))
+    assert isinstance(from_scipy, CSRNDArray)
+    np.testing.assert_array_equal(from_scipy.asnumpy(), dense)
+
+
+def test_dense_copyto_sparse_and_scalar_fill_of_row_sparse(rng):
+    dense = sparse_values(rng, (3, 4), 0.5)
+    target = mx.nd.sparse.zeros("csr", (3, 4))
+    assert mx.nd.array(dense).copyto(target) is target
+    assert target.stype == "csr"
+    np.testing.assert_array_equal(target.asnumpy(), dense)
+    rsp = mx.nd.sparse.zeros("row_sparse", (3, 4))
+    rsp[:] = 2
+    np.testing.assert_array_equal(rsp.asnumpy(), np.full((3, 4), 2.0))
+    np.testing.assert_array_equal(rsp.indices.asnumpy(), [0, 1, 2])
+
+
+def test_csr_of_non_matrix_is_a_value_error():
+    for shape in ((3,), (1, 1, 3)):
+        with pytest.raises(ValueError, match="2-D"):
+            mx.nd.ones(shape).tostype("csr")
