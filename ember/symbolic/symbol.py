@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from .. import ops as _ops
-from ..base import EmberError, OperatorError
+from ..base import ArgumentError, EmberError, NotImplementedForSymbol, OperatorError, brief_names
 from .graph import Entry, Node, aux_variable_ids, topo_order
 from .infer import infer_dtypes, infer_shapes, is_complete_shape
 from .naming import AttrScope, NameManager
@@ -90,9 +90,11 @@ class Symbol:
 
     def get_children(self) -> Optional["Symbol"]:
         """The inputs of this symbol's node(s), or None for a variable."""
-        entries = []
+        entries, seen = [], set()
         for node, _ in self._outputs:
-            entries.extend(node.inputs)
+            if id(node) not in seen:  # a multi-output node's inputs once, as MXNet
+                seen.add(id(node))
+                entries.extend(node.inputs)
         return Symbol(entries) if entries else None
 
     # -- attributes ------------------------------------------------------------
@@ -140,12 +142,14 @@ class Symbol:
                     known[(id(n), 0)] = s
                 if kind == "dtype" and "__dtype__" in n.user_attrs:
                     known[(id(n), 0)] = _parse_dtype_attr(n.user_attrs["__dtype__"], n.name)
+        what = "infer_shape" if kind == "shape" else "infer_type"
         if args and kwargs:
-            raise ValueError(f"infer_{kind}: give arguments either by position or by name, not both")
+            raise ArgumentError(f"{what}: give arguments either by position or by name, not both")
         by_name = {}
         if args:
             if len(args) > len(arg_nodes):
-                raise ValueError(f"infer_{kind}: {len(args)} positional values for {len(arg_nodes)} arguments")
+                raise ArgumentError(f"{what}: {len(args)} positional values for {len(arg_nodes)} arguments "
+                                    f"{brief_names(n.name for n in arg_nodes)}")
             for n, v in zip(arg_nodes, args):
                 if v is not None:
                     by_name[n.name] = v
@@ -154,7 +158,7 @@ class Symbol:
         names = {n.name: n for n in order if n.op is None}
         for k, v in by_name.items():
             if k not in names:
-                raise ValueError(f"infer_{kind}: '{k}' is not an input of this symbol (inputs: {list(names)})")
+                raise ArgumentError(f"{what}: '{k}' is not an input of this symbol (inputs: {brief_names(names)})")
             if kind == "shape":
                 if isinstance(v, (int, np.integer)):
                     v = (int(v),)
@@ -358,7 +362,7 @@ class Symbol:
     __hash__ = object.__hash__
 
     def __bool__(self):
-        raise NotImplementedError("the truth value of a Symbol is undefined; compare executor outputs instead")
+        raise NotImplementedForSymbol(self.__bool__, "bool")
 
 
 # ---------------------------------------------------------------------------
@@ -492,7 +496,10 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
     kwargs.pop("out", None)
     if kwargs:
         sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
-        op_attrs = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol) and v is not None}
+        # None leaves an input or attribute out, except for attributes where None is a value
+        # (sort(axis=None) sorts the flattened array, as in MXNet, not along the default axis -1)
+        op_attrs = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol) and
+                    (v is not None or (k in opdef.attrs and opdef.attrs[k].kind.endswith("_or_none")))}
     else:  # the gradient pass makes thousands of attribute-less nodes
         sym_kwargs, op_attrs = {}, {}
     if args and not all(type(a) is Symbol for a in args):
