@@ -6,8 +6,9 @@ shapes and arrays, finite-difference and expected-value checks of symbols
 (`check_consistency`), the default test context and an environment-variable context manager.
 Written for ember: symbols are bound with ember's executors, arrays compared in numpy.
 
-Deliberate differences from MXNet: there is no sparse storage (a sparse `stype` is refused with an
-error naming it) and no `mx.np` interface (`use_np` marks a test that needs it; calling it raises).
+Deliberate differences from MXNet: executors here bind dense gradient arrays only (a sparse
+`grad_stype_dict`/`grad_stypes` is refused), and there is no `mx.np` interface (`use_np`, from
+mx.util, marks a test that needs it; calling it raises).
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from .base import MXNetError
 from .context import Context, current_context
 from .imperative.ndarray import NDArray
 from .symbolic.symbol import Symbol
+from .util import getenv, setenv, use_np  # noqa: F401  (MXNet's test_utils re-exports them)
 
 _Tol = Union[None, float, Dict[Any, float]]
 
@@ -197,15 +199,130 @@ def rand_coord_2d(x_low: int, x_high: int, y_low: int, y_high: int) -> Tuple[int
     return np.random.randint(x_low, x_high, dtype=np.int64), np.random.randint(y_low, y_high, dtype=np.int64)
 
 
+def _csr_uniform(rows: int, cols: int, density: float, dtype, data_init, shuffle: bool):
+    """(data, indices, indptr) with int(rows * cols * density) distinct random positions."""
+    nnz = int(rows * cols * density)
+    flat = np.sort(np.random.choice(rows * cols, size=nnz, replace=False))
+    row_of, col_of = np.divmod(flat, cols)
+    data = np.random.uniform(size=nnz).astype(dtype)
+    if data_init is not None:
+        data.fill(data_init)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of, minlength=rows))]).astype(np.int64)
+    if shuffle:  # unordered column indices within a row are valid CSR too
+        for r in range(rows):
+            np.random.shuffle(col_of[indptr[r]:indptr[r + 1]])
+    return data, col_of.astype(np.int64), indptr
+
+
+def _csr_powerlaw(rows: int, cols: int, density: float, dtype) -> np.ndarray:
+    """Dense values whose row r holds min(cols, 2^(r+1)) leading non-zeros (the first column of
+    every row first), until int(rows * cols * density) non-zeros are placed."""
+    budget = int(rows * cols * density)
+    if budget < 2 * rows:
+        raise ValueError(f"powerlaw csr needs rows * cols * density >= 2 * rows, got density {density} "
+                         f"for shape ({rows}, {cols})")
+    counts = np.ones(rows, np.int64)
+    budget -= rows
+    for r in range(rows):
+        extra = min(min(cols, 2 ** (r + 1)) - 1, budget)
+        counts[r] += extra
+        budget -= extra
+        if budget == 0:
+            break
+    if budget > 0:
+        raise ValueError(f"powerlaw csr cannot place {int(rows * cols * density)} non-zeros in shape ({rows}, {cols})")
+    dense = np.zeros((rows, cols), dtype=dtype)
+    for r, n in enumerate(counts):
+        dense[r, :n] = 1 + np.random.uniform(0.001, 2, size=n)
+    return dense
+
+
+def rand_sparse_ndarray(shape, stype: str, density: Optional[float] = None, dtype=None,
+                        distribution: Optional[str] = None, data_init=None, rsp_indices=None,
+                        modifier_func: Optional[Callable] = None, shuffle_csr_indices: bool = False, ctx=None):
+    """A random sparse array and its parts: (RowSparseNDArray, (values, row indices)) or
+    (CSRNDArray, (indptr, indices, data)).
+
+    density: the share of rows (row_sparse) or elements (csr) kept (random when None);
+    distribution: 'uniform', or 'powerlaw' for csr (row r holds min(cols, 2^(r+1)) non-zeros);
+    data_init fills the values with a constant, modifier_func maps each value.
+    """
+    ctx = ctx or default_context()
+    density = float(rnd.rand()) if density is None else float(density)
+    if not 0.0 <= density <= 1.0:
+        raise ValueError(f"density must be in [0, 1], got {density}")
+    dtype = np.dtype(default_dtype() if dtype is None else dtype)
+    distribution = distribution or "uniform"
+    shape = tuple(int(d) for d in shape)
+    if stype == "row_sparse":
+        if distribution != "uniform":
+            raise ValueError(f"distribution {distribution!r} is not supported for row_sparse (only 'uniform')")
+        if rsp_indices is not None:
+            indices = np.asarray(rsp_indices, dtype=np.int64)
+            if len(indices) > shape[0]:
+                raise ValueError(f"{len(indices)} row indices for {shape[0]} rows")
+        else:
+            indices = np.flatnonzero(rnd.rand(shape[0]) < density).astype(np.int64)
+        if indices.size == 0:
+            return mx.nd.sparse.zeros("row_sparse", shape, ctx=ctx, dtype=dtype), \
+                (np.array([], dtype=dtype), np.array([], dtype=np.int64))
+        values = rnd.rand(indices.size, *shape[1:]).astype(dtype)
+        if data_init is not None:
+            values.fill(data_init)
+        if modifier_func is not None:
+            values = assign_each(values, modifier_func).astype(dtype)
+        arr = mx.nd.sparse.row_sparse_array((values, indices), shape=shape, ctx=ctx, dtype=dtype)
+        return arr, (values, indices)
+    if stype == "csr":
+        if len(shape) != 2:
+            raise ValueError(f"csr arrays are 2-D, got shape {shape}")
+        if shape[0] <= 0 or shape[1] <= 0:
+            raise ValueError(f"csr shape must have positive sides, got {shape}")
+        if distribution == "uniform":
+            data, indices, indptr = _csr_uniform(shape[0], shape[1], density, dtype, data_init,
+                                                 shuffle_csr_indices)
+            if modifier_func is not None:
+                data = assign_each(data, modifier_func).astype(dtype)
+            arr = mx.nd.sparse.csr_matrix((data, indices, indptr), shape=shape, ctx=ctx, dtype=dtype)
+        elif distribution == "powerlaw":
+            arr = mx.nd.array(_csr_powerlaw(shape[0], shape[1], density, dtype), ctx=ctx, dtype=dtype).tostype("csr")
+        else:
+            raise ValueError(f"unknown distribution {distribution!r}: 'uniform' or 'powerlaw'")
+        return arr, (arr.indptr, arr.indices, arr.data)
+    raise ValueError(f"unknown storage type {stype!r}: 'row_sparse' or 'csr'")
+
+
 def rand_ndarray(shape, stype: str = "default", density=None, dtype=None, modifier_func=None,
                  shuffle_csr_indices: bool = False, distribution=None, ctx=None) -> NDArray:
-    """A standard-normal NDArray of `shape` (cast to `dtype`) on `ctx` (default: default_context())."""
-    if stype != "default":
-        if stype in ("csr", "row_sparse"):
-            raise MXNetError(f"rand_ndarray: storage type '{stype}' is not supported: ember has dense storage only")
-        raise ValueError(f"rand_ndarray: unknown storage type {stype!r}")
+    """A random NDArray of `shape` on `ctx` (default: default_context()): standard normal values
+    for stype 'default', else a random sparse array (see rand_sparse_ndarray)."""
     ctx = ctx or default_context()
-    return mx.nd.array(random_arrays(shape), dtype=dtype, ctx=ctx)
+    if stype == "default":
+        return mx.nd.array(random_arrays(shape), dtype=dtype, ctx=ctx)
+    return rand_sparse_ndarray(shape, stype, density=density, dtype=dtype, distribution=distribution,
+                               modifier_func=modifier_func, shuffle_csr_indices=shuffle_csr_indices, ctx=ctx)[0]
+
+
+def create_sparse_array(shape, stype: str, data_init=None, rsp_indices=None, dtype=None, modifier_func=None,
+                        density: float = 0.5, shuffle_csr_indices: bool = False):
+    """A random sparse array; row_sparse row indices given in `rsp_indices` are sorted first."""
+    if stype == "row_sparse" and rsp_indices is not None:
+        rsp_indices = np.sort(np.asarray(rsp_indices))
+    if stype not in ("row_sparse", "csr"):
+        raise ValueError(f"unknown storage type {stype!r}: 'row_sparse' or 'csr'")
+    return rand_sparse_ndarray(shape, stype, density=density, data_init=data_init, rsp_indices=rsp_indices,
+                               dtype=dtype, modifier_func=modifier_func,
+                               shuffle_csr_indices=shuffle_csr_indices)[0]
+
+
+def create_sparse_array_zd(shape, stype: str, density: float, data_init=None, rsp_indices=None, dtype=None,
+                           modifier_func=None, shuffle_csr_indices: bool = False):
+    """create_sparse_array where, for row_sparse, only `rsp_indices` decide the rows kept."""
+    if stype == "row_sparse":
+        density = 0.0
+    return create_sparse_array(shape, stype, data_init=data_init, rsp_indices=rsp_indices, dtype=dtype,
+                               modifier_func=modifier_func, density=density,
+                               shuffle_csr_indices=shuffle_csr_indices)
 
 
 def create_2d_tensor(rows: int, columns: int, dtype=np.int64) -> NDArray:
@@ -607,7 +724,8 @@ def check_numeric_gradient(sym: Symbol, location, aux_states=None, numeric_eps: 
     if grad_stype_dict:
         bad = {k: v for k, v in grad_stype_dict.items() if v != "default"}
         if bad:
-            raise MXNetError(f"check_numeric_gradient: sparse gradient storage {bad} is not supported by ember")
+            raise MXNetError(f"check_numeric_gradient: sparse gradient arrays {bad} are not supported by ember's "
+                             "executors")
     ctx = ctx or default_context()
     location = _parse_location(sym, location, ctx, dtype)
     location_np = {k: v.asnumpy() for k, v in location.items()}
@@ -674,7 +792,8 @@ def check_symbolic_backward(sym: Symbol, location, out_grads, expected, rtol: _T
     if grad_stypes:
         bad = {k: v for k, v in grad_stypes.items() if v not in (None, "default")}
         if bad:
-            raise MXNetError(f"check_symbolic_backward: sparse gradient storage {bad} is not supported by ember")
+            raise MXNetError(f"check_symbolic_backward: sparse gradient arrays {bad} are not supported by ember's "
+                             "executors")
     ctx = ctx or default_context()
     location = _parse_location(sym, location, ctx, dtype)
     aux_states = _parse_aux_states(sym, aux_states, ctx, dtype)
@@ -819,17 +938,24 @@ def compare_optimizer(opt1, opt2, shape, dtype, w_stype: str = "default", g_styp
                       rtol: float = 1e-4, atol: float = 1e-5, compare_states: bool = True, ntensors: int = 1) -> None:
     """Apply one update of opt1 and of opt2 to the same weights and gradients and compare the
     results (and the optimizer states); a list of shapes compares opt2's multi-tensor update."""
-    if w_stype != "default" or g_stype != "default":
-        raise MXNetError(f"compare_optimizer: sparse storage ({w_stype}, {g_stype}) is not supported by ember")
     ctx = default_context()
     dtype = np.dtype(dtype).name
+
+    def pair(stype, density):
+        """(opt1's dense copy, opt2's array in `stype`) holding the same random values."""
+        if stype == "default":
+            second = mx.nd.random.uniform(shape=shape, ctx=ctx, dtype=dtype)
+            return second.copyto(ctx), second
+        if stype not in ("row_sparse", "csr"):
+            raise ValueError(f"compare_optimizer: unknown storage type {stype!r}")
+        second = rand_ndarray(shape, stype, density=density, dtype=dtype)
+        return second.tostype("default"), second
+
     if not isinstance(shape, list):
         if ntensors != 1:
             raise ValueError("compare_optimizer: ntensors > 1 needs a list of shapes")
-        w2 = mx.nd.random.uniform(shape=shape, ctx=ctx, dtype=dtype)
-        w1 = w2.copyto(ctx)
-        g2 = mx.nd.random.uniform(shape=shape, ctx=ctx, dtype=dtype)
-        g1 = g2.copyto(ctx)
+        w1, w2 = pair(w_stype, 1)
+        g1, g2 = pair(g_stype, None)
         state1 = opt1.create_state_multi_precision(0, w1)
         state2 = opt2.create_state_multi_precision(0, w2)
         if compare_states:
@@ -1023,19 +1149,6 @@ def is_cd_run() -> bool:
 def is_aarch64_run() -> bool:
     """True on an aarch64 machine."""
     return platform.machine() == "aarch64"
-
-
-def use_np(func: Callable) -> Callable:
-    """Marks a test or class that needs MXNet's numpy interface (`mx.np`), which ember does not
-    implement: calling what it decorates raises MXNetError (other tests of the file still run)."""
-    name = getattr(func, "__name__", repr(func))
-
-    @functools.wraps(func)
-    def unavailable(*args, **kwargs):
-        raise MXNetError(f"{name} needs MXNet's numpy interface (mx.np / npx), which ember does not implement")
-    if isinstance(func, type):
-        return type(func.__name__, (func,), {"__init__": unavailable})
-    return unavailable
 
 
 class DummyIter(mx.io.DataIter):

@@ -117,8 +117,32 @@ def test_random_shapes_and_arrays():
     assert a.shape == (2, 3) and a.dtype == np.float32 and b.shape == ()
     assert tu.random_arrays((5,)).shape == (5,)
     assert sorted(tu.random_sample(list(range(10)), 10)) == list(range(10))
-    with pytest.raises(mx.MXNetError, match="csr"):
-        tu.rand_ndarray((2, 2), stype="csr")
+    with pytest.raises(ValueError, match="unknown storage type"):
+        tu.rand_ndarray((2, 2), stype="dense")
+
+
+def test_random_sparse_arrays():
+    np.random.seed(5)
+    rsp, (values, rows) = tu.rand_sparse_ndarray((8, 3), "row_sparse", density=0.5)
+    assert rsp.stype == "row_sparse" and rsp.shape == (8, 3)
+    dense = rsp.asnumpy()
+    np.testing.assert_array_equal(np.flatnonzero(np.abs(dense).sum(axis=1)), rows)
+    np.testing.assert_array_equal(dense[rows], values)
+    fixed, (vals, rows) = tu.rand_sparse_ndarray((5, 2), "row_sparse", rsp_indices=[1, 3], data_init=2.0,
+                                                 modifier_func=lambda v: v + 1)
+    np.testing.assert_array_equal(rows, [1, 3])
+    np.testing.assert_array_equal(fixed.asnumpy()[[1, 3]], 3.0)
+    empty, _ = tu.rand_sparse_ndarray((4, 2), "row_sparse", density=0.0)
+    assert empty.stype == "row_sparse" and not empty.asnumpy().any()
+    csr, (indptr, indices, data) = tu.rand_sparse_ndarray((6, 10), "csr", density=0.25)
+    assert csr.stype == "csr" and np.count_nonzero(csr.asnumpy()) == 15 and indptr.asnumpy()[-1] == 15
+    power, (indptr, _, _) = tu.rand_sparse_ndarray((5, 16), "csr", density=0.5, distribution="powerlaw")
+    np.testing.assert_array_equal(np.diff(indptr.asnumpy()), [2, 4, 8, 16, 10])  # doubling per row
+    assert tu.rand_ndarray((3, 4), "csr", density=1.0).stype == "csr"
+    zd = tu.create_sparse_array_zd((4, 3), "row_sparse", density=0.9, rsp_indices=[3, 0])
+    np.testing.assert_array_equal(zd.indices.asnumpy(), [0, 3])
+    with pytest.raises(ValueError, match="2-D"):
+        tu.rand_sparse_ndarray((2, 2, 2), "csr", density=0.5)
 
 
 def test_np_reduce_and_collapse_sum_like():
@@ -303,6 +327,8 @@ def test_verify_generator_accepts_a_matching_and_rejects_a_wrong_distribution():
 def test_compare_optimizer():
     tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9),
                          mx.optimizer.SGD(learning_rate=0.1, momentum=0.9), (3, 4), np.float32)
+    tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1), mx.optimizer.SGD(learning_rate=0.1), (3, 4),
+                         np.float32, g_stype="row_sparse")
     with pytest.raises(AssertionError):
         tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1), mx.optimizer.SGD(learning_rate=0.2),
                              (3, 4), np.float32)
@@ -312,7 +338,7 @@ def test_use_np_marks_tests_needing_mx_np():
     @tu.use_np
     def needs_np():
         return 1
-    with pytest.raises(mx.MXNetError, match="numpy interface"):
+    with pytest.raises(mx.MXNetError, match="NumPy array semantics"):
         needs_np()
 
 
