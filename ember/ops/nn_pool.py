@@ -41,16 +41,26 @@ class PoolGeometry(NamedTuple):
     out: Tuple[int, ...]
 
 
-_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+_LAYOUTS = {1: ("NCW", "NWC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
+
+
+def channel_last(attrs) -> bool:
+    """True for the NWC/NHWC/NDHWC layouts (channels on the last axis)."""
+    return attrs["layout"] is not None and attrs["layout"].endswith("C")
+
+
+def _channel_first(a, attrs):
+    """A channel-first view of `a` (no copy): writes through it land in `a`."""
+    return a if not channel_last(attrs) else a.transpose((0, a.ndim - 1) + tuple(range(1, a.ndim - 1)))
 
 
 def _params(attrs, in_spatial):
     nd = len(in_spatial)
     if nd not in (1, 2, 3):
         raise ShapeError(f"Pooling: only 1-D, 2-D and 3-D pooling are supported; data has {nd} spatial axes")
-    if attrs["layout"] not in (None, _LAYOUTS[nd]):
-        raise OperatorError(f"Pooling: layout {attrs['layout']} is not supported for {nd + 2}-D data "
-                            f"(use {_LAYOUTS[nd]})")
+    if attrs["layout"] not in (None,) + _LAYOUTS[nd]:
+        raise OperatorError(f"Pooling: layout {attrs['layout']} does not fit {nd + 2}-D data "
+                            f"(use {' or '.join(_LAYOUTS[nd])})")
     if attrs["pooling_convention"] == "same":
         raise OperatorError("Pooling: pooling_convention='same' is not supported (use 'valid' or 'full')")
     if attrs["pool_type"] == "lp" and attrs["p_value"] not in (1, 2, 3):
@@ -93,6 +103,9 @@ def _infer_shape(attrs, in_shapes):
     if len(d) not in (3, 4, 5):
         raise ShapeError(f"Pooling: data must be 3-D (N, C, W), 4-D (N, C, H, W) or 5-D (N, C, D, H, W), "
                          f"got shape {d}")
+    if channel_last(attrs):
+        _, out = geometry(attrs, d[1:-1])
+        return [d], [d[:1] + out + d[-1:]]
     _, out = geometry(attrs, d[2:])
     return [d], [d[:2] + out]
 
@@ -125,7 +138,7 @@ def _divisor(xp, attrs, geo, in_sizes, dtype):
 
 def _forward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
-    x, out = inputs[0], outputs[0]
+    x, out = _channel_first(inputs[0], attrs), _channel_first(outputs[0], attrs)
     geo, _ = geometry(attrs, x.shape[2:])
     kind = attrs["pool_type"]
     if kind == "max":
@@ -149,8 +162,8 @@ def _forward(ctx, attrs, inputs, outputs, aux):
 
 def _backward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
-    dy, x, y = inputs
-    dx = outputs[0]
+    dy, x, y = (_channel_first(a, attrs) for a in inputs)
+    dx = _channel_first(outputs[0], attrs)
     geo, _ = geometry(attrs, x.shape[2:])
     kind = attrs["pool_type"]
     canvas = xp.zeros(x.shape[:2] + tuple(n + 2 * p + e for n, p, e in zip(x.shape[2:], geo.pad, geo.extra)),

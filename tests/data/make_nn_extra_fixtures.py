@@ -46,6 +46,14 @@ def cases():
               [], False, [0]))
     c.append(("pool3d_global_max", "Pooling", [x], {"kernel": (1, 1, 1), "global_pool": True, "pool_type": "max"},
               [], False, [0]))
+    c.append(("pool2d_nhwc_avg", "Pooling", [randn(2, 7, 6, 3)], {"kernel": (3, 2), "stride": (2, 1), "pad": (1, 0),
+                                                               "pool_type": "avg", "layout": "NHWC"}, [], False, [0]))
+    c.append(("pool1d_nwc_max", "Pooling", [randn(2, 9, 3)], {"kernel": (3,), "stride": (2,), "pool_type": "max",
+                                                            "layout": "NWC", "pooling_convention": "full"},
+              [], False, [0]))
+    c.append(("pool3d_ndhwc_avg_excl", "Pooling", [randn(1, 4, 5, 4, 2)],
+              {"kernel": (2, 3, 2), "stride": (2, 2, 2), "pad": (1, 1, 0), "pool_type": "avg", "layout": "NDHWC",
+               "count_include_pad": False}, [], False, [0]))
     c.append(("instancenorm_4d", "InstanceNorm", [randn(2, 3, 4, 5), rand(3, lo=0.5, hi=1.5), randn(3)], {},
               [], True, [0, 1, 2]))
     c.append(("instancenorm_3d_eps", "InstanceNorm", [randn(3, 2, 6), rand(2, lo=0.5, hi=1.5), randn(2)],

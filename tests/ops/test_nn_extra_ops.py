@@ -313,3 +313,26 @@ def test_matches_mxnet(path):
                            aux=[a.copy() for a in fx["aux"]] or None)
     for k, ref in fx["grads"].items():
         np.testing.assert_allclose(grads[k], ref, err_msg=f"{name}: gradient of input {k}", **tol)
+
+
+# -- channel-last pooling layouts --------------------------------------------------------------------
+@pytest.mark.parametrize("layout,shape,attrs", [
+    ("NWC", (2, 9, 3), dict(kernel=(3,), stride=(2,), pool_type="max", pooling_convention="full")),
+    ("NHWC", (2, 7, 6, 3), dict(kernel=(3, 2), stride=(2, 1), pad=(1, 0), pool_type="avg", count_include_pad=False)),
+    ("NDHWC", (1, 4, 5, 4, 2), dict(kernel=(2, 2, 2), pool_type="sum")),
+    ("NHWC", (2, 5, 4, 3), dict(global_pool=True, pool_type="max")),
+])
+def test_channel_last_pooling_is_channel_first_transposed(layout, shape, attrs):
+    x = rng.standard_normal(shape)
+    to_first = (0, x.ndim - 1) + tuple(range(1, x.ndim - 1))
+    to_last = (0,) + tuple(range(2, x.ndim)) + (1,)
+    ref = run_op("Pooling", [x.transpose(to_first)], attrs)[0]
+    out = run_op("Pooling", [x], dict(attrs, layout=layout))[0]
+    np.testing.assert_array_equal(out, ref.transpose(to_last))
+    check_grad("Pooling", [x[:1]], dict(attrs, layout=layout))
+
+
+def test_pooling_layout_must_fit_the_data():
+    op = ops.get("Pooling")
+    with pytest.raises(OperatorError, match="Pooling: layout NHWC does not fit 5-D data"):
+        op.shapes(op.parse_attrs(dict(kernel=(2, 2, 2), layout="NHWC")), [(1, 2, 3, 4, 5)])
