@@ -8,7 +8,7 @@ direction the i2h then h2h weight of every gate, then the biases in the same ord
 from __future__ import annotations
 
 import warnings
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 from .. import ndarray, symbol
 from .base import BaseRNNCell, RNNParams, normalize_sequence
