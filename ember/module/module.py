@@ -490,8 +490,10 @@ class Module(BaseModule):
     def update(self) -> None:
         """Sum the devices' gradients (KVStore) and apply the optimizer to every trainable parameter."""
         self._require(params=True, optimizer=True, what="update")
-        self._params_dirty = True
         group = self._exec_group
+        if group.grad_arrays is None:
+            raise ModuleError("update: the module was bound with for_training=False (no gradients)")
+        self._params_dirty = True
         num_device = len(self._context)
         for i, (name, weights, grads) in enumerate(zip(group.param_names, group.param_arrays, group.grad_arrays)):
             if grads[0] is None:
