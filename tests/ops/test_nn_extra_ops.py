@@ -336,3 +336,11 @@ def test_pooling_layout_must_fit_the_data():
     op = ops.get("Pooling")
     with pytest.raises(OperatorError, match="Pooling: layout NHWC does not fit 5-D data"):
         op.shapes(op.parse_attrs(dict(kernel=(2, 2, 2), layout="NHWC")), [(1, 2, 3, 4, 5)])
+
+
+@pytest.mark.parametrize("name", ["InstanceNorm", "GroupNorm", "_contrib_SyncBatchNorm", "_contrib_BatchNormWithReLU"])
+def test_norm_ops_learn_the_data_shape_from_the_output(name):
+    op = ops.get(name)
+    attrs = op.parse_attrs({"key": "k"} if name == "_contrib_SyncBatchNorm" else {})
+    ins = op.infer_shape_backward(attrs, [None, None, None], [(2, 4, 3), None, None])
+    assert ins[0] == (2, 4, 3)
