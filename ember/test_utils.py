@@ -34,7 +34,18 @@ from .base import MXNetError
 from .context import Context, current_context
 from .imperative.ndarray import NDArray
 from .symbolic.symbol import Symbol
+from .ndarray import array  # noqa: F401
 from .util import getenv, setenv, use_np  # noqa: F401  (MXNet's test_utils re-exports them)
+
+# MXNet's test files do `from mxnet.test_utils import *` and then use modules it imported
+# (struct.pack, bz2, npt) without importing them: keep those names here too. (scipy.stats, which
+# MXNet's also imports, is left to the tests that use it: importing it would slow `import ember`.)
+import bz2  # noqa: E402,F401
+import errno  # noqa: E402,F401
+import gzip  # noqa: E402,F401
+import struct  # noqa: E402,F401
+import zipfile  # noqa: E402,F401
+import numpy.testing as npt  # noqa: E402,F401
 
 _Tol = Union[None, float, Dict[Any, float]]
 
