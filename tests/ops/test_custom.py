@@ -560,3 +560,22 @@ def test_undeclared_dependencies_reach_backward_as_zeros():
     np.testing.assert_array_equal(seen["ograd"], [0.0, 0.0])
     np.testing.assert_array_equal(seen["data"], [0.0, 0.0])
     np.testing.assert_array_equal(ex.grad_dict["x"].asnumpy(), [2.0, 6.0])
+
+
+def test_custom_nodes_on_parallel_branches_of_an_executor(monkeypatch):
+    # one node per engine op: independent Custom nodes may run at once on different workers
+    monkeypatch.setenv("EMBER_EXEC_BULK_EXEC_MAX_NODE", "1")
+    a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
+    net = (mx.sym.Custom(a, op_type="test_tanh") + mx.sym.Custom(b, op_type="test_tanh")
+           + mx.sym.Custom(a * b, op_type="test_tanh"))
+    shape = (200, 150)
+    ex = net.simple_bind(mx.cpu(), a=shape, b=shape)
+    rng = np.random.RandomState(1)
+    for _ in range(5):
+        av, bv = rng.uniform(-1, 1, shape).astype(np.float32), rng.uniform(-1, 1, shape).astype(np.float32)
+        ex.forward(is_train=True, a=_nd(av), b=_nd(bv))
+        ex.backward(mx.nd.ones(shape))
+        np.testing.assert_allclose(ex.outputs[0].asnumpy(), np.tanh(av) + np.tanh(bv) + np.tanh(av * bv),
+                                   rtol=1e-5, atol=1e-6)
+        expected = (1 - np.tanh(av) ** 2) + (1 - np.tanh(av * bv) ** 2) * bv
+        np.testing.assert_allclose(ex.grad_dict["a"].asnumpy(), expected, rtol=1e-4, atol=1e-5)
