@@ -310,3 +310,22 @@ def test_hybridized_container_is_one_graph():
     np.testing.assert_allclose(net(x).asnumpy(), ref, rtol=1e-5, atol=1e-6)
     with pytest.raises(HybridizeError):
         net(x, x)
+
+
+def test_sparse_embedding_reads_rows_through_the_trainer():
+    layer = _fresh(lambda: cnn.SparseEmbedding(10, 3))
+    assert repr(layer) == "SparseEmbedding(10 -> 3, float32)"
+    assert layer.weight.stype == "row_sparse" and layer.weight._grad_stype == "row_sparse"
+    layer.initialize()
+    x = nd.array([3, 4, 2, 4])
+    with pytest.raises(RuntimeError, match="Trainer"):  # row_sparse weights are read through a Trainer
+        layer(x)
+    trainer = mx.gluon.Trainer(layer.collect_params(), "sgd", {"learning_rate": 1.0})
+    with autograd.record():
+        y = layer(x)
+    y.backward()
+    w = layer.weight.row_sparse_data(nd.arange(10)).asnumpy()
+    np.testing.assert_allclose(y.asnumpy(), w[[3, 4, 2, 4]])
+    np.testing.assert_allclose(layer.weight.grad().asnumpy()[:, 0], [0, 0, 1, 1, 2, 0, 0, 0, 0, 0])
+    trainer.step(1)
+    np.testing.assert_allclose(layer.weight.row_sparse_data(nd.arange(10)).asnumpy()[4], w[4] - 2, rtol=1e-6)

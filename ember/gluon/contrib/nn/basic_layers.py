@@ -1,10 +1,10 @@
 """Contrib layers (MXNet 1.9.1's `gluon.contrib.nn.basic_layers`).
 
 Concurrent/HybridConcurrent feed one input to every child and concatenate the outputs;
-Identity passes its input through; SyncBatchNorm is BatchNorm whose statistics would be shared
-across devices (ember runs it on one device); PixelShuffle1D/2D/3D move channel groups into
-the spatial axes with Reshape/transpose.  MXNet's SparseEmbedding is not provided: it needs
-row_sparse weights, which ember's NDArray does not have.
+Identity passes its input through; SparseEmbedding is an Embedding whose weight and gradient
+are row_sparse parameters (read through a Trainer); SyncBatchNorm is BatchNorm whose statistics
+would be shared across devices (ember runs it on one device); PixelShuffle1D/2D/3D move channel
+groups into the spatial axes with Reshape/transpose.
 """
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import warnings
 
 from .... import context
 from .... import ndarray as nd
-from ...block import HybridBlock
+from ...block import Block, HybridBlock
 from ...nn import BatchNorm, HybridSequential, Sequential
 
-__all__ = ["Concurrent", "HybridConcurrent", "Identity", "SyncBatchNorm",
+__all__ = ["Concurrent", "HybridConcurrent", "Identity", "SparseEmbedding", "SyncBatchNorm",
            "PixelShuffle1D", "PixelShuffle2D", "PixelShuffle3D"]
 
 
@@ -49,6 +49,28 @@ class Identity(HybridBlock):
 
     def hybrid_forward(self, F, x):
         return x
+
+
+class SparseEmbedding(Block):
+    """Embedding for very large vocabularies: the weight (input_dim, output_dim) and its gradient are
+    row_sparse parameters, so a Trainer pulls and updates only the rows a batch uses.
+
+    The weight is read with `row_sparse_data(x)`, which needs a Trainer made with the parameters.
+    """
+
+    def __init__(self, input_dim: int, output_dim: int, dtype="float32", weight_initializer=None, **kwargs):
+        super().__init__(**kwargs)
+        self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype, "sparse_grad": True}
+        self.weight = self.params.get("weight", shape=(input_dim, output_dim), init=weight_initializer, dtype=dtype,
+                                      grad_stype="row_sparse", stype="row_sparse")
+
+    def forward(self, x):
+        weight = self.weight.row_sparse_data(x)
+        return nd.Embedding(x, weight, name="fwd", **self._kwargs)
+
+    def __repr__(self) -> str:
+        k = self._kwargs
+        return f"{type(self).__name__}({k['input_dim']} -> {k['output_dim']}, {k['dtype']})"
 
 
 class SyncBatchNorm(BatchNorm):
