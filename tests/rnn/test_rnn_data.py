@@ -97,3 +97,36 @@ def test_do_rnn_checkpoint_every_period(tmp_path):
     for epoch in range(4):
         callback(epoch, sym, args, {})
     assert sorted(f for f in os.listdir(tmp_path) if f.endswith(".params")) == ["cb-0002.params", "cb-0004.params"]
+
+
+def test_checkpoint_callback_during_fit_round_trips_into_a_new_module(tmp_path):
+    rng = np.random.RandomState(3)
+    sentences = [list(rng.randint(1, 6, 5)) for _ in range(12)]
+    it = mx.rnn.BucketSentenceIter(sentences, batch_size=4, buckets=[5], invalid_label=0, layout="TN")
+    cell = mx.rnn.FusedRNNCell(8, mode="gru", prefix="gru_")
+
+    def network():
+        embed = mx.sym.Embedding(mx.sym.Variable("data"), input_dim=6, output_dim=4, name="embed")
+        out, _ = cell.unroll(5, embed, layout="TNC", merge_outputs=True)
+        pred = mx.sym.FullyConnected(mx.sym.Reshape(out, shape=(-1, 8)), num_hidden=6, name="pred")
+        return mx.sym.SoftmaxOutput(pred, mx.sym.Reshape(mx.sym.Variable("softmax_label"), shape=(-1,)),
+                                    name="softmax")
+
+    prefix = str(tmp_path / "lm")
+    mod = mx.mod.Module(network(), context=mx.cpu())
+    mod.fit(it, num_epoch=2, optimizer="adam", initializer=mx.init.Xavier(),
+            epoch_end_callback=mx.rnn.do_rnn_checkpoint(cell, prefix))
+    assert os.path.exists(prefix + "-0002.params") and os.path.exists(prefix + "-symbol.json")
+    sym, arg_params, aux_params = mx.rnn.load_rnn_checkpoint(cell, prefix, 2)
+    trained = mod.get_params()[0]
+    assert sorted(arg_params) == sorted(trained)
+    for k in trained:
+        np.testing.assert_array_equal(arg_params[k].asnumpy(), trained[k].asnumpy())
+    again = mx.mod.Module(sym, context=mx.cpu())
+    again.bind(it.provide_data, it.provide_label, for_training=False)
+    again.set_params(arg_params, aux_params)
+    it.reset()
+    batch = it.next()
+    mod.forward(batch, is_train=False)
+    again.forward(batch, is_train=False)
+    np.testing.assert_allclose(again.get_outputs()[0].asnumpy(), mod.get_outputs()[0].asnumpy(), rtol=1e-6)
