@@ -115,15 +115,22 @@ class SharedPool:
     """Storage blocks shared by executors made from one another (`reshape`, `shared_exec`: buckets).
 
     Executors sharing a pool reuse each other's bytes for their intermediates, as MXNet's shared
-    memory pool does, so they must not run at the same time.  The engine still orders them: every
-    executor registers the vars of its segments (with their byte ranges) here, and each later
-    executor adds every registered var overlapping a tensor's bytes to that tensor's vars, so its
-    ops wait for the other executors' ops on those bytes and theirs wait for its ops in turn.
+    memory pool does, so they must not run at the same time; the engine keeps them apart without
+    any wait.  When an executor starts forward or backward and another one used the pool last,
+    `claim` pushes one barrier op that writes every var of both, so the new user's ops come after
+    everything the previous user had pushed (and after the reads of its outputs), and a later
+    return to the previous user waits for the new one the same way.  Outputs are read outside
+    forward/backward, so every executor also adds the output vars of earlier executors whose bytes
+    overlap a tensor of its own to that tensor's vars: an old executor's outputs then read what the
+    new one wrote there, as in MXNet (a smaller reshaped executor writes into the first bytes of
+    the old outputs).
     """
 
     def __init__(self):
         self.blocks: List[object] = []
-        self._vars: List[List[tuple]] = []   # per block: (lo, hi, var, weakref to the owner)
+        self._heads: List[List[tuple]] = []   # per block: (lo, hi, output var, weakref to its storage)
+        self._current = None                  # weakref to the storage that used the pool last
+        self._current_vars: Optional[List[object]] = None  # and its vars
 
     def take(self, sizes: Sequence[int], xp) -> List[tuple]:
         """(pool block, byte offset) for each planned block: packed into the pool's blocks (largest
@@ -135,24 +142,39 @@ class SharedPool:
             pick = next((i for i, blk in enumerate(self.blocks) if blk.size - used[i] >= need), None)
             if pick is None:
                 self.blocks.append(xp.empty(need, dtype=np.uint8))
-                self._vars.append([])
+                self._heads.append([])
                 used.append(0)
                 pick = len(self.blocks) - 1
             out[b] = (pick, used[pick])
             used[pick] += need
         return out
 
-    def overlapping(self, block: int, lo: int, hi: int, owner) -> List[object]:
-        """Vars of other executors' tensors on bytes [lo, hi) of `block`."""
-        return [v for a, b, v, ref in self._vars[block] if a < hi and lo < b and ref() is not owner
-                and ref() is not None]
+    def overlapping_outputs(self, block: int, lo: int, hi: int) -> List[object]:
+        """Output vars of earlier executors on bytes [lo, hi) of `block`."""
+        return [v for a, b, v, ref in self._heads[block] if a < hi and lo < b and ref() is not None]
 
-    def register(self, block: int, lo: int, hi: int, var, owner) -> None:
+    def register_output(self, block: int, lo: int, hi: int, var, owner) -> None:
         import weakref
-        entries = self._vars[block]
+        entries = self._heads[block]
         if len(entries) > 64:  # forget executors that are gone
             entries[:] = [e for e in entries if e[3]() is not None]
         entries.append((lo, hi, var, weakref.ref(owner)))
+
+    def claim(self, storage: "_Storage", ctx: Context) -> None:
+        """Make `storage` the pool's user, ordered after the previous user's ops (one barrier op).
+
+        The previous user's vars are held here, not through its executor: an executor dropped
+        while its ops are still pending (a Module replacing a reshaped one) is waited for too."""
+        import weakref
+        last = self._current() if self._current is not None else None
+        if last is storage:
+            return
+        previous = self._current_vars
+        self._current, self._current_vars = weakref.ref(storage), storage.all_vars
+        if previous is None:
+            return
+        both = list(dict.fromkeys(previous + storage.all_vars))
+        engine.push(lambda: None, write=both, device=ctx, name="exec:switch_shared_storage")
 
 
 class _Storage:
@@ -198,17 +220,15 @@ class _Storage:
             for other in range(ngroups):
                 if pl.block[other] == b and pl.offset[other] < hi and lo < pl.offset[other] + plan.sizes[other]:
                     self.group_vars[other].append(var)
-        # Other executors on the same pool: their vars on the same bytes order them with ours.
+        self.all_vars = list(dict.fromkeys([v for _, vs in seg_vars.values() for v in vs] +
+                                           list(self.head_var.values())))
+        # Earlier executors' outputs on the same bytes: reading them waits for our writes there.
         for gid in range(ngroups):
             (pb, base), lo = where[pl.block[gid]], pl.offset[gid]
-            self.group_vars[gid].extend(self.pool.overlapping(pb, base + lo, base + lo + plan.sizes[gid], self))
-        for b, (bounds, vars_) in seg_vars.items():
-            pb, base = where[b]
-            for i, v in enumerate(vars_):
-                self.pool.register(pb, base + bounds[i], base + bounds[i + 1], v, self)
+            self.group_vars[gid].extend(self.pool.overlapping_outputs(pb, base + lo, base + lo + plan.sizes[gid]))
         for b, lo, hi, var in head_ranges:
             pb, base = where[b]
-            self.pool.register(pb, base + lo, base + hi, var, self)
+            self.pool.register_output(pb, base + lo, base + hi, var, self)
         self.views: Dict[tuple, object] = {}
         self.vars: Dict[tuple, List[object]] = {}
         for key, gid in plan.group_of.items():
@@ -403,6 +423,7 @@ class Executor:
                                  f"{tuple(dst.shape)} (use reshape)")
             dst[:] = v
         self._is_train = bool(is_train)
+        self._storage.pool.claim(self._storage, self._ctx)
         if self._monitor is not None:
             self._run_monitored(0, self._graph.num_forward, self._is_train)
         else:
@@ -436,6 +457,7 @@ class Executor:
             for dst in self._head_grads:
                 dst[:] = 1
             self._custom_head_grads = False
+        self._storage.pool.claim(self._storage, self._ctx)
         if self._monitor is not None:
             self._run_monitored(g.num_forward, len(g.nodes), is_train)
         else:

@@ -178,3 +178,69 @@ def test_cse_keeps_outputs_distinct_and_random_ops_apart(monkeypatch):
     drop = mx.sym.Dropout(a, p=0.5) + mx.sym.Dropout(a, p=0.5)  # random: never merged
     plain, cse = _bind_both(drop, monkeypatch, a=(2,))
     assert len(cse.get_optimized_symbol().get_internals()) == len(plain.get_optimized_symbol().get_internals())
+
+
+def test_pool_switches_are_ordered_without_waits():
+    """Alternate three executors of one pool many times, copying each output right away and reading
+    nothing until the end: the switch barriers order every run after the previous user's work."""
+    x = mx.sym.var("x")
+    y = mx.sym.tanh(mx.sym.exp(mx.sym.relu(x) * 0.5) - x) * 3
+    a = y.simple_bind(mx.cpu(), x=(512,), grad_req="null")
+    b = a.reshape(x=(300,))
+    c = y.simple_bind(mx.cpu(), x=(700,), grad_req="null", shared_exec=a)  # larger: grows the pool
+    rng = np.random.RandomState(1)
+    want = lambda v: np.tanh(np.exp(np.maximum(v, 0) * 0.5) - v) * 3  # noqa: E731
+    runs = []
+    for i in range(30):
+        exe = (a, b, c)[i % 3]
+        v = rng.uniform(-2, 2, exe.arg_dict["x"].shape).astype(np.float32)
+        exe.arg_dict["x"][:] = v
+        runs.append((v, exe.forward()[0].copy()))
+    for v, out in runs:
+        np.testing.assert_allclose(out.asnumpy(), want(v), rtol=1e-5, atol=1e-6)
+    assert a._storage.pool is c._storage.pool and len(a._storage.pool.blocks) >= 1
+
+
+def test_executors_of_one_pool_never_overlap_in_time():
+    """While the first executor's node is held inside its kernel, the second one's nodes wait."""
+    import threading
+    import time
+    from ember import ops
+    x = mx.sym.var("x")
+    y = mx.sym.sum(mx.sym.exp(x) * 2)
+    a = y.simple_bind(mx.cpu(), x=(64,), grad_req="null")
+    c = (mx.sym.var("x") * 3 + 1).simple_bind(mx.cpu(), x=(256,), grad_req="null", shared_exec=a)
+    release, log = threading.Event(), []
+    old = ops.get("exp").kernel("cpu")
+
+    def held_exp(ctx, attrs, ins, outs, aux):
+        log.append("a:start")
+        release.wait(10)
+        old(ctx, attrs, ins, outs, aux)
+        log.append("a:end")
+    old_mul = ops.get("_mul_scalar").kernel("cpu")
+
+    def logged_mul(ctx, attrs, ins, outs, aux):
+        if ins[0].shape == (256,):
+            log.append("c:run")
+        old_mul(ctx, attrs, ins, outs, aux)
+    ops.override("exp", "cpu", held_exp)
+    ops.override("_mul_scalar", "cpu", logged_mul)
+    try:
+        a.arg_dict["x"][:] = 0.5
+        c.arg_dict["x"][:] = 1.0
+        out_a = a.forward()[0]
+        out_c = c.forward()[0]
+        for _ in range(50):  # give a wrongly unordered op every chance to start
+            if "c:run" in log:
+                break
+            time.sleep(0.01)
+        release.set()
+        mx.nd.waitall()
+    finally:
+        release.set()
+        ops.override("exp", "cpu", old)
+        ops.override("_mul_scalar", "cpu", old_mul)
+    assert log == ["a:start", "a:end", "c:run"]
+    np.testing.assert_allclose(out_c.asnumpy(), np.full(256, 4.0))
+    assert a.forward()[0].asscalar() == pytest.approx(64 * 2 * np.exp(0.5), rel=1e-5)
