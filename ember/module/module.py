@@ -1,10 +1,10 @@
-"""Module: a symbol bound to one device with parameters, an optimizer and MXNet's training API.
+"""Module: a symbol bound on one or several devices, with parameters, an optimizer and MXNet's API.
 
-The executor's argument arrays are the parameters: `update()` runs the
-optimizer's in-place update ops (mx.nd sgd_update, ...) directly on them, as
-engine ops ordered after the backward pass that wrote the gradients, so no
-kvstore is needed locally.  A KVStore object or a 'dist_*' kvstore name makes
-updates go through the store instead (update on kvstore).
+Each context gets an executor (DataParallelExecutorGroup) running its slice of every batch; the
+executors' argument arrays are the parameters.  `update()` runs the optimizer's in-place update
+ops (mx.nd sgd_update, ...) on them as engine ops ordered after the backward pass that wrote the
+gradients: directly for one device, after summing the devices' gradients through a KVStore for
+several, or on the store itself (update on kvstore) as MXNet's _create_kvstore decides.
 """
 from __future__ import annotations
 
