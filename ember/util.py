@@ -4,7 +4,8 @@ NumPy *shape* semantics (`set_np_shape`, `np_shape`, `use_np_shape`): in MXNet 1
 mode a 0 in a shape means "unknown" and `()` means "unknown shape"; with the flag on, `()` is
 a scalar's shape, 0 is a zero-size dimension and -1 marks an unknown one.  In ember:
 
-* imperative NDArrays always accept 0-d and zero-size shapes (numpy storage), in either mode;
+* imperative NDArrays of 0-d and zero-size shapes exist in either mode (from data, `empty`,
+  `*_like`), but `zeros`/`ones`/`full` refuse such shapes while the flag is off, as MXNet's do;
 * `mx.nd.save` writes version-3 records (MXNet's "saved in np-shape mode") while it is on;
 * symbolic shape inference reads the flag through `is_np_shape()`; which dimension value it
   treats as unknown in each mode is decided in `ember/symbolic/infer.py`.

@@ -59,9 +59,22 @@ def empty(shape, ctx=None, dtype=None, stype=None) -> NDArray:
     return NDArray(data, chunk)
 
 
+def _check_known_shape(op: str, shape) -> None:
+    """MXNet 1.x outside NumPy shape semantics reads () and 0-dims of a shape as 'unknown': its
+    zeros/ones/full refuse them (mx.nd.array and empty still make such arrays)."""
+    from ..util import is_np_shape
+    shape = _shape(shape)
+    if (len(shape) == 0 or 0 in shape) and not is_np_shape():
+        from ..base import ShapeError
+        raise ShapeError(f"{op}: shape {shape} has unknown dimensions: without NumPy shape semantics () and 0 "
+                         "mean 'unknown', as in MXNet 1.x; use `with mx.np_shape():` (or mx.set_np_shape(True)) "
+                         "for scalar and zero-size arrays")
+
+
 def full(shape, val, ctx=None, dtype=None, out: Optional[NDArray] = None) -> NDArray:
     """An array filled with `val` (pushed as an engine op)."""
     if out is None:
+        _check_known_shape("full", shape)
         out = empty(shape, ctx, dtype)
     else:
         out._chunk.check()
@@ -75,12 +88,16 @@ def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs) -> NDArray:
         from .sparse_ndarray import sparse_zeros
         return sparse_zeros(stype, shape, ctx, dtype)
     _check_stype(stype)
+    if kwargs.get("out") is None:
+        _check_known_shape("zeros", shape)
     return full(shape, 0, ctx, dtype, kwargs.get("out"))
 
 
 def ones(shape, ctx=None, dtype=None, stype=None, **kwargs) -> NDArray:
     """An array of ones."""
     _check_stype(stype)
+    if kwargs.get("out") is None:
+        _check_known_shape("ones", shape)
     return full(shape, 1, ctx, dtype, kwargs.get("out"))
 
 
@@ -88,11 +105,13 @@ def zeros_like(data: NDArray, out: Optional[NDArray] = None, **kwargs) -> NDArra
     if out is None and data.stype != "default":  # zeros of a sparse array keep its storage type
         from .sparse_ndarray import sparse_zeros
         return sparse_zeros(data.stype, data.shape, data.context, data.dtype)
-    return full(data.shape, 0, data.context, data._data.dtype, out)
+    return full(data.shape, 0, data.context, data._data.dtype, empty(data.shape, data.context, data._data.dtype)
+                if out is None else out)
 
 
 def ones_like(data: NDArray, out: Optional[NDArray] = None, **kwargs) -> NDArray:
-    return full(data.shape, 1, data.context, data._data.dtype, out)
+    return full(data.shape, 1, data.context, data._data.dtype, empty(data.shape, data.context, data._data.dtype)
+                if out is None else out)
 
 
 def array(source_array, ctx=None, dtype=None) -> NDArray:

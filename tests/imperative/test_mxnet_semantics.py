@@ -93,3 +93,18 @@ def test_assignments_that_record_nothing_still_work_while_recording():
     with pytest.raises(mx.MXNetError):  # the target itself is in the graph
         with mx.autograd.record():
             w[0] = 3
+
+
+@pytest.mark.parametrize("make", [lambda s: mx.nd.zeros(s), lambda s: mx.nd.ones(s), lambda s: mx.nd.full(s, 2.0)])
+@pytest.mark.parametrize("shape", [(), (0, 3), (2, 0, 4)])
+def test_zeros_ones_full_read_0d_and_zero_size_shapes_as_unknown_outside_np_shape(make, shape):
+    # MXNet 1.x legacy shape semantics: () and 0 mean "unknown", so these creation calls fail
+    with pytest.raises(mx.MXNetError, match="unknown dimensions"):
+        make(shape)
+    with mx.np_shape():
+        arr = make(shape)
+        assert arr.shape == shape
+    # arrays of such shapes still come from data, and *_like / out= keep working
+    data = mx.nd.array(np.zeros(shape, np.float32))
+    assert data.shape == shape and mx.nd.zeros_like(data).shape == shape and mx.nd.ones_like(data).shape == shape
+    mx.nd.zeros(shape, out=data)
