@@ -127,6 +127,8 @@ def _p_bool(attr: Attr, v):
 
 
 def _p_str(attr: Attr, v):
+    if isinstance(v, np.dtype) or (isinstance(v, type) and issubclass(v, np.generic)):
+        v = np.dtype(v).name  # string dtype attributes (random ops' dtype) take numpy dtypes too
     if not isinstance(v, str):
         v = str(v)
     if attr.choices is not None and v not in attr.choices:

@@ -191,3 +191,13 @@ def test_abs_of_a_symbol():
     magic = abs(data)
     assert magic.get_internals()._outputs[-1][0].op.name == "abs"
     np.testing.assert_array_equal(magic.eval(data=mx.nd.array([-1.5, 2.0]))[0].asnumpy(), [1.5, 2.0])
+
+
+def test_numpy_dtypes_for_string_dtype_attributes():
+    """Random ops keep their dtype as a string attribute; numpy dtype objects are accepted too."""
+    assert mx.nd.random.uniform(shape=(2,), dtype=np.float64).dtype == np.float64
+    assert mx.nd.random.randint(0, 5, shape=(3,), dtype=np.dtype("int32")).dtype == np.int32
+    s = mx.sym.random.normal(shape=(2,), dtype=np.float16)
+    assert s.list_attr()["dtype"] == "float16" and s.infer_type()[1] == [np.float16]
+    with pytest.raises(OperatorError, match="must be one of"):
+        mx.nd.random.uniform(shape=(2,), dtype=np.int8)
