@@ -31,6 +31,10 @@ from . import monitor as mon  # noqa: F401,E402
 from . import util  # noqa: F401,E402  (NumPy shape/array semantics switches, env access)
 from .util import (is_np_array, is_np_shape, np_array, np_shape, set_np_shape, use_np,  # noqa: F401,E402
                    use_np_array, use_np_shape)
+from . import numpy  # noqa: F401,E402  (mx.np: the numpy interface's ndarray and creation)
+from . import numpy as np  # noqa: F401,E402
+from .numpy import extension as numpy_extension  # noqa: F401,E402  (mx.npx)
+from .numpy import extension as npx  # noqa: F401,E402
 
 # Last, once every module (and the BLAS libraries they load) is imported: EMBER_BLAS_THREADS.
 engine.blas.configure()

@@ -357,6 +357,16 @@ class NDArray:
             return other
         raise TypeError(f"copyto does not support type {type(other).__name__}; expected NDArray or Context")
 
+    def as_np_ndarray(self):
+        """The same array as an `mx.np.ndarray` (no copy)."""
+        from ..numpy.multiarray import ndarray
+        view = ndarray(self._data, self._chunk)
+        view._ag = self._ag
+        return view
+
+    def as_nd_ndarray(self) -> "NDArray":
+        return self
+
     def tostype(self, stype: str) -> "NDArray":
         """A copy with storage type `stype`: 'default', 'row_sparse' or 'csr'."""
         from .sparse_ops import cast_storage

@@ -224,6 +224,9 @@ class BaseSparseNDArray(NDArray):
     def reshape(self, *shape, **kwargs):
         raise NotSupportedForSparseNDArray("reshape")
 
+    def as_np_ndarray(self):
+        raise NotSupportedForSparseNDArray("as_np_ndarray", "mx.np arrays are dense")
+
     def attach_grad(self, grad_req: str = "write", stype=None) -> None:
         raise NotSupportedForSparseNDArray("attach_grad", "autograd on sparse arrays is not supported by ember")
 

@@ -1,0 +1,14 @@
+"""`mx.np`: MXNet 1.9's numpy interface, its core: the `ndarray` type and numpy-style creation.
+
+See `multiarray.py` for what differs from `mx.nd`.  NumPy *array* semantics (Gluon creating
+`mx.np.ndarray` parameters, `npx.set_np()`) is not supported: see `ember.util`.
+"""
+from __future__ import annotations
+
+from ..context import cpu, current_context, gpu  # noqa: F401
+from .multiarray import (arange, array, empty, empty_like, full, full_like, ndarray, ones,  # noqa: F401
+                         ones_like, reshape, zeros, zeros_like)
+from numpy import (bool_, float16, float32, float64, int8, int32, int64, uint8,  # noqa: F401,E402
+                   e, euler_gamma, inf, nan, newaxis, pi)
+
+bool = bool_  # noqa: A001 - numpy's name for the type, as mx.np exposes it

@@ -1,0 +1,258 @@
+"""`mx.np.ndarray` and numpy-style creation: the core of MXNet 1.9's numpy interface.
+
+`ndarray` is a view type over the same storage and engine var as `mx.nd.NDArray` (converting
+either way with `as_np_ndarray()` / `as_nd_ndarray()` copies nothing).  What it changes, as MXNet's
+`mx.np.ndarray` does: creation defaults (float32, Python lists included; numpy arrays keep their
+dtype), `repr` (`array(...)`, dtype shown unless float32), comparisons give bool arrays, reshape
+takes numpy's shape rules (only -1 is special), and results of its operators and methods are
+`ndarray`s again.  The numpy function library (`np.sum`, `np.dot`, ...) beyond creation and
+reshape is not part of this core.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as _np
+
+from ..base import MXNetError
+from ..imperative import autograd_state
+from ..imperative import creation as _creation
+from ..imperative.invoke import call as _call
+from ..imperative.ndarray import NDArray
+
+__all__ = ["ndarray", "array", "zeros", "ones", "empty", "full", "arange", "zeros_like", "ones_like",
+           "full_like", "empty_like", "reshape"]
+
+_F32 = _np.dtype(_np.float32)
+
+
+def _as_np(result):
+    """An NDArray result as an `ndarray` view (same storage, var and autograd entry)."""
+    if type(result) is NDArray:
+        view = ndarray(result._data, result._chunk)
+        view._ag = result._ag
+        return view
+    if isinstance(result, (list, tuple)):
+        return type(result)(_as_np(r) for r in result)
+    return result
+
+
+class ndarray(NDArray):  # noqa: N801 - MXNet's (and numpy's) class name
+    """An array with numpy semantics (MXNet's `mx.np.ndarray`); shares its type's machinery with NDArray."""
+
+    __slots__ = ()
+
+    def as_nd_ndarray(self) -> NDArray:
+        """The same array as a legacy `mx.nd.NDArray` (no copy)."""
+        view = NDArray(self._data, self._chunk)
+        view._ag = self._ag
+        return view
+
+    def as_np_ndarray(self) -> "ndarray":
+        return self
+
+    def __repr__(self) -> str:
+        values = self.asnumpy()
+        if values.size == 0:
+            body = f"array([], shape={values.shape}"
+        else:
+            body = "array(" + _np.array2string(values, separator=", ", prefix="array(")
+        dtype = values.dtype
+        suffix = "" if dtype == _F32 or dtype == _np.bool_ else f", dtype={dtype.name}"
+        ctx = self.context
+        if ctx.device_type != "cpu":
+            suffix += f", ctx={ctx}"
+        return body + suffix + ")"
+
+    def __str__(self) -> str:
+        text = str(self.asnumpy())
+        ctx = self.context
+        return text if ctx.device_type == "cpu" else f"{text} @{ctx}"
+
+    def reshape(self, *shape, **kwargs) -> "ndarray":
+        """A view with shape `shape` under numpy's rules (one -1 may be inferred; 0 is a zero size)."""
+        order = kwargs.pop("order", "C")
+        if kwargs:
+            raise TypeError(f"reshape: unexpected keyword arguments {sorted(kwargs)}")
+        if order != "C":
+            raise NotImplementedError(f"reshape: order={order!r} is not supported, only 'C'")
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return reshape(self, tuple(shape))
+
+    @property
+    def T(self) -> "ndarray":
+        return self.transpose()
+
+    def transpose(self, *axes) -> "ndarray":
+        if self.ndim < 2 and not axes:
+            return self
+        return _as_np(NDArray.transpose(self, *axes))
+
+    def tolist(self):
+        return self.asnumpy().tolist()
+
+    def item(self, *args):
+        return self.asnumpy().item(*args)
+
+
+def _wrap_method(name: str):
+    base = getattr(NDArray, name)
+
+    def method(self, *args, **kwargs):
+        return _as_np(base(self, *args, **kwargs))
+    method.__name__ = name
+    method.__doc__ = f"As NDArray.{name}, returning an mx.np.ndarray."
+    return method
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+              "__rtruediv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__neg__", "__abs__",
+              "__getitem__", "copy", "copyto", "as_in_context", "astype", "detach", "sum", "mean", "max",
+              "min", "prod", "exp", "log", "sqrt", "square", "abs", "flatten", "expand_dims", "squeeze",
+              "broadcast_to", "clip", "tile", "repeat", "flip", "argmax", "argmin", "take", "split"):
+    setattr(ndarray, _name, _wrap_method(_name))
+ndarray.as_in_ctx = ndarray.as_in_context
+
+
+def _wrap_comparison(name: str):
+    base = getattr(NDArray, name)
+
+    def compare(self, other):
+        return _as_np(base(self, other).astype(_np.bool_))  # numpy semantics: bool results
+    compare.__name__ = name
+    return compare
+
+
+for _name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(ndarray, _name, _wrap_comparison(_name))
+ndarray.__hash__ = NDArray.__hash__
+
+
+# ------------------------------------------------------------------ numpy's reshape rules
+
+def _numpy_target(size: int, old_shape, newshape) -> tuple:
+    if isinstance(newshape, (int, _np.integer)):
+        newshape = (int(newshape),)
+    newshape = tuple(int(d) for d in newshape)
+    bad = (f"cannot reshape array of size {size} (shape {tuple(old_shape)}) into shape {newshape}")
+    if newshape.count(-1) > 1 or any(d < -1 for d in newshape):
+        raise MXNetError(bad + ": numpy shapes allow one -1 and no other negative value")
+    known = 1
+    for d in newshape:
+        if d != -1:
+            known *= d
+    if -1 in newshape:
+        if known == 0 or size % known:
+            raise MXNetError(bad)
+        newshape = tuple(size // known if d == -1 else d for d in newshape)
+    elif known != size:
+        raise MXNetError(bad)
+    return newshape
+
+
+def reshape(a: NDArray, newshape, order: str = "C") -> ndarray:
+    """`a` with shape `newshape` (numpy's rules: one -1 inferred, 0 a zero-size dimension)."""
+    if order != "C":
+        raise NotImplementedError(f"reshape: order={order!r} is not supported, only 'C'")
+    target = _numpy_target(a.size, a.shape, newshape)
+    a._chunk.check()
+    if autograd_state.needs_record(a) and 0 not in target:
+        return _as_np(_call("Reshape", (a,), {"shape": target}))
+    if a._data.flags.c_contiguous:
+        return ndarray(a._data.reshape(target), a._chunk)
+    return _as_np(_call("Reshape", (a,), {"shape": target}))
+
+
+# ------------------------------------------------------------------ creation
+
+def _dtype(dtype, default=_F32) -> _np.dtype:
+    return _creation._dtype(dtype, default)
+
+
+def array(object, dtype=None, ctx=None) -> ndarray:  # noqa: A002 - numpy's parameter name
+    """A new array copied from `object`: float32 unless `dtype` says otherwise or `object` is a
+    numpy array / ndarray (whose dtype is kept); bools become 1.0/0.0 like MXNet's default."""
+    if isinstance(object, NDArray) and not isinstance(object, ndarray):
+        raise ValueError("If you're trying to create a mxnet.numpy.ndarray from mx.nd.NDArray, "
+                         "please use the zero-copy as_np_ndarray function.")
+    if dtype is None and isinstance(object, (ndarray, _np.ndarray)):
+        dtype = object.dtype
+    return _as_np(_creation.array(object, ctx=ctx, dtype=_dtype(dtype)))
+
+
+def zeros(shape, dtype=None, order: str = "C", ctx=None) -> ndarray:
+    """An array of zeros (float32 by default)."""
+    _check_order(order)
+    return _as_np(_creation.zeros(shape, ctx=ctx, dtype=_dtype(dtype)))
+
+
+def ones(shape, dtype=None, order: str = "C", ctx=None) -> ndarray:
+    """An array of ones (float32 by default)."""
+    _check_order(order)
+    return _as_np(_creation.ones(shape, ctx=ctx, dtype=_dtype(dtype)))
+
+
+def empty(shape, dtype=None, order: str = "C", ctx=None) -> ndarray:
+    """An uninitialised array (float32 by default)."""
+    _check_order(order)
+    return _as_np(_creation.empty(shape, ctx=ctx, dtype=_dtype(dtype)))
+
+
+def full(shape, fill_value, dtype=None, order: str = "C", ctx=None, out: Optional[NDArray] = None) -> ndarray:
+    """An array filled with `fill_value` (a scalar, or an array broadcast to `shape`)."""
+    _check_order(order)
+    if isinstance(fill_value, NDArray):
+        target = _dtype(dtype, fill_value._data.dtype)
+        shape = tuple(_creation._shape(shape))
+        if fill_value.ndim > len(shape):
+            raise ValueError(f"full: fill_value of shape {fill_value.shape} cannot broadcast to {shape}")
+        # numpy broadcasting aligns trailing dimensions: lift the value to the target's rank first
+        lifted = fill_value.astype(target, copy=False).reshape((1,) * (len(shape) - fill_value.ndim)
+                                                              + tuple(fill_value.shape))
+        result = _call("broadcast_to", (lifted,), {"shape": shape})
+        if out is not None:
+            result.copyto(out)
+            return out
+        return _as_np(result)
+    return _as_np(_creation.full(shape, fill_value, ctx=ctx, dtype=_dtype(dtype), out=out))
+
+
+def arange(start, stop=None, step=1, dtype=None, ctx=None) -> ndarray:
+    """Evenly spaced values in [start, stop) (float32 by default, as MXNet)."""
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    target = _dtype(dtype)
+    values = _np.arange(start, stop, step, dtype=target if target.kind in "iu" else _np.float64)
+    return array(values.astype(target), dtype=target, ctx=ctx)
+
+
+def _like(a: NDArray, dtype):
+    return a.shape, _dtype(dtype, a._data.dtype), a.context
+
+
+def zeros_like(a: NDArray, dtype=None, order: str = "C", ctx=None, out=None) -> ndarray:
+    shape, dtype, actx = _like(a, dtype)
+    return full(shape, 0, dtype, order, ctx or actx, out)
+
+
+def ones_like(a: NDArray, dtype=None, order: str = "C", ctx=None, out=None) -> ndarray:
+    shape, dtype, actx = _like(a, dtype)
+    return full(shape, 1, dtype, order, ctx or actx, out)
+
+
+def full_like(a: NDArray, fill_value, dtype=None, order: str = "C", ctx=None, out=None) -> ndarray:
+    shape, dtype, actx = _like(a, dtype)
+    return full(shape, fill_value, dtype, order, ctx or actx, out)
+
+
+def empty_like(prototype: NDArray, dtype=None, order: str = "C", subok: bool = False, shape=None) -> ndarray:
+    _, dtype, ctx = _like(prototype, dtype)
+    return empty(prototype.shape if shape is None else shape, dtype, order, ctx)
+
+
+def _check_order(order: str) -> None:
+    if order != "C":
+        raise NotImplementedError(f"order={order!r} is not supported, only 'C'")
