@@ -249,8 +249,11 @@ class Module(BaseModule):
             self._arg_params = shared_module._arg_params
             self._aux_params = shared_module._aux_params
         elif self.params_initialized and self._arg_params is not None:
-            # loaded (Module.load) or initialized before a rebind: put the values into the new executors
+            # loaded (Module.load), given before bind or initialized before a rebind: put the values
+            # into the new executors; the module's CPU copies are its own again (never the caller's arrays)
             self._exec_group.set_params(self._arg_params, self._aux_params or {}, allow_extra=True)
+            self._arg_params = self._aux_params = None
+            self._sync_params_from_devices()
 
     def _reset_bind(self) -> None:
         if self.params_initialized and self._exec_group is not None:

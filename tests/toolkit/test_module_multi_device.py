@@ -227,3 +227,19 @@ def test_batches_of_other_shapes_from_an_iterator_with_its_own_names(contexts):
     out = mod.predict(it)
     np.testing.assert_allclose(out.asnumpy(), x1.sum(1) + 2 * x2.sum(1), rtol=1e-5)
     assert mod.data_shapes[0].name == "data1" and mod.data_shapes[0].shape == (2, 5)
+
+
+def test_params_given_before_bind_are_copied_not_kept():
+    mod = mx.mod.Module(_mlp(), context=[mx.cpu(0), mx.cpu(1)])
+    given = _params()
+    before = {k: v.asnumpy().copy() for k, v in given.items()}
+    mod.set_params(given, {})
+    mod.bind([("data", (4, 4))], [("softmax_label", (4,))])
+    mod.init_optimizer(optimizer_params={"learning_rate": 1.0})
+    mod.forward_backward(mx.io.DataBatch([mx.nd.ones((4, 4))], [mx.nd.zeros((4,))]))
+    mod.update()
+    after = mod.get_params()[0]
+    assert not np.allclose(after["fc2_bias"].asnumpy(), before["fc2_bias"])  # trained
+    for k, v in given.items():  # the caller's arrays are untouched
+        np.testing.assert_array_equal(v.asnumpy(), before[k])
+    assert mod._arg_params["fc1_weight"] is not given["fc1_weight"]
