@@ -368,6 +368,11 @@ class Block:
         """The computation on NDArrays; subclasses define it."""
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
+    def register_op_hook(self, callback: Callable, monitor_all: bool = False) -> None:
+        """Install `callback` on the hybridized HybridBlocks among the children (see HybridBlock)."""
+        for child in self._children.values():
+            child.register_op_hook(callback, monitor_all)
+
     def summary(self, *inputs) -> None:
         """Print each layer's output shape and parameter count for one forward of `inputs`."""
         summary: "OrderedDict[str, dict]" = OrderedDict()
@@ -447,6 +452,8 @@ class HybridBlock(Block):
         self._in_format = None
         self._active = False
         self._flags: List[tuple] = []
+        self._callback: Optional[Callable] = None
+        self._monitor_all = False
 
     def __setattr__(self, name: str, value) -> None:
         super().__setattr__(name, value)
@@ -589,6 +596,7 @@ class HybridBlock(Block):
                                  f"version: it was hybridized with input format {self._in_format}, called with "
                                  f"{fmt}. Call hybridize() again to trace it anew.")
         inputs = [a for a in flat if a is not None]
+        self._cached_op.set_op_hook(self._callback, self._monitor_all)
         out = self._cached_op(inputs)
         return _regroup(out, self._out_format)
 
@@ -620,6 +628,14 @@ class HybridBlock(Block):
         params = {k: v.var() for k, v in self._reg_params.items()}
         with self.name_scope():
             return self.hybrid_forward(sym_mod, x, *args, **params)
+
+    def register_op_hook(self, callback: Callable, monitor_all: bool = False) -> None:
+        """Call `callback(node_name, op_name, array)` for every operator output (with monitor_all, every
+        input too) of the hybridized graph of this block and its children."""
+        self._callback = callback
+        self._monitor_all = monitor_all
+        for child in self._children.values():
+            child.register_op_hook(callback, monitor_all)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         """The computation, written with `F` (mx.nd or mx.sym); subclasses define it."""

@@ -25,12 +25,13 @@ from ..ops.registry import OpDef
 class _Slot:
     """One bound executor and the recorded node (if any) that still needs its forward state."""
 
-    __slots__ = ("executor", "param_arrays", "node_ref")
+    __slots__ = ("executor", "param_arrays", "node_ref", "hook")
 
     def __init__(self, executor, param_arrays: List[NDArray]):
         self.executor = executor
         self.param_arrays = param_arrays
         self.node_ref = None
+        self.hook = None
 
     def is_free(self) -> bool:
         if self.node_ref is None:
@@ -58,6 +59,25 @@ class CachedGraph:
         self._params = [params[n] for n in self._param_names]
         self._block_name = block_name
         self._slots: Dict[Tuple, List[_Slot]] = {}
+        self._hook = None  # (callback, monitor_all) of register_op_hook
+
+    def set_op_hook(self, callback, monitor_all: bool = False) -> None:
+        """Call `callback(node_name, op_name, array)` for each operator output (and input with
+        monitor_all) as the graph runs: MXNet's `HybridBlock.register_op_hook`."""
+        self._hook = None if callback is None else (callback, bool(monitor_all))
+
+    def _monitor(self):
+        callback, _ = self._hook
+        ops = {n.name: n.op.name for n in self.symbol._nodes() if n.op is not None}
+        variables = set(self.symbol.list_inputs())
+
+        def report(name, arr):
+            if name in variables:  # the executor also reports graph inputs by their own name
+                return
+            owner = max((n for n in ops if name.startswith(n + "_")), key=len, default=None)
+            op_name = type(name)(ops[owner]) if owner is not None else type(name)("")
+            callback(name, op_name, arr)
+        return report
 
     @property
     def param_names(self) -> List[str]:
@@ -81,11 +101,20 @@ class CachedGraph:
         key = (ctx, tuple((tuple(x.shape), x.dtype) for x in inputs), grad_names)
         slot = self._take_slot(key, ctx, inputs, param_arrays, grad_names)
         ex = slot.executor
+        hook = self._hook
+        if slot.hook is not hook:
+            ex.set_monitor_callback(None if hook is None else self._monitor(), False if hook is None else hook[1])
+            slot.hook = hook
         args = ex.arg_dict
-        for name, x, used in zip(self._data_names, inputs, self._used_data):
-            if used:
-                args[name][:] = x
-        outs = [o.copy() for o in ex.forward(is_train=_ag.is_training())]
+        # the copies in and out are plumbing, not user ops: the call is taped once, below
+        prev = _ag.set_recording(False)
+        try:
+            for name, x, used in zip(self._data_names, inputs, self._used_data):
+                if used:
+                    args[name][:] = x
+            outs = [o.copy() for o in ex.forward(is_train=_ag.is_training())]
+        finally:
+            _ag.set_recording(prev)
         if grad_names:
             self._record(slot, inputs, param_arrays, outs, grad_names)
         return outs

@@ -390,3 +390,34 @@ def test_memory_plan_after_one_call():
     dense.hybridize()
     dense(nd.ones((1, 3)))
     assert "fwd" in dense.memory_plan()
+
+
+def test_graph_returning_its_input_under_record():
+    """Outputs that are the graph's inputs, with attach_grad'ed inputs, over several recorded calls."""
+    class Identity(gluon.HybridBlock):
+        def hybrid_forward(self, F, a):
+            return a
+    blk = Identity()
+    blk.hybridize()
+    d = nd.arange(4)
+    for step in range(3):
+        d.attach_grad()
+        with autograd.record():
+            out = blk(d)
+        out.backward(nd.ones(4) * (step + 1))
+        np.testing.assert_allclose(d.grad.asnumpy(), np.full(4, step + 1.0))
+        np.testing.assert_allclose(out.asnumpy(), np.arange(4))
+
+
+def test_op_hook_reports_outputs_with_op_names():
+    seen = []
+    dense = BLOCKS["TinyDense"](2, in_units=3, prefix="hooked_")
+    dense.initialize()
+    dense.hybridize()
+    dense.register_op_hook(lambda name, op, arr: seen.append((name.decode(), op.decode(), arr.shape)))
+    dense(nd.ones((4, 3)))
+    assert seen == [("hooked_fwd_output", "FullyConnected", (4, 2))]
+    seen.clear()
+    dense.register_op_hook(lambda name, op, arr: seen.append(name.decode()), monitor_all=True)
+    dense(nd.ones((4, 3)))
+    assert seen == ["hooked_fwd_data", "hooked_fwd_weight", "hooked_fwd_bias", "hooked_fwd_output"]
