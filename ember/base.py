@@ -86,3 +86,23 @@ def brief_names(names, limit: int = 10) -> str:
     if len(names) > limit:
         shown += f", ... ({len(names) - limit} more)"
     return "[" + shown + "]"
+
+
+# -- MXNet's small Python helpers that user code and MXNet's own tests import from mx.base ----
+integer_types = (int, _np.integer)
+numeric_types = (float, int, _np.generic)
+string_types = (str,)
+
+
+def py_str(x) -> str:
+    """Text from the bytes (or str) MXNet's C API hands to callbacks."""
+    return x.decode("utf-8") if isinstance(x, (bytes, bytearray)) or hasattr(x, "decode") else str(x)
+
+
+def _as_list(obj) -> list:
+    """`obj` as a list: lists stay, tuples become lists, anything else becomes [obj]."""
+    if isinstance(obj, list):
+        return obj
+    if isinstance(obj, tuple):
+        return list(obj)
+    return [obj]
