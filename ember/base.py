@@ -106,3 +106,18 @@ def _as_list(obj) -> list:
     if isinstance(obj, tuple):
         return list(obj)
     return [obj]
+
+
+def data_dir_default() -> str:
+    """Where MXNet keeps downloaded models and datasets when MXNET_HOME is not set (~/.mxnet)."""
+    import os
+    import platform
+    if platform.system() == "Windows":
+        return os.path.join(os.environ.get("APPDATA", ""), "mxnet")
+    return os.path.join(os.path.expanduser("~"), ".mxnet")
+
+
+def data_dir() -> str:
+    """MXNet's data directory: $MXNET_HOME, else `data_dir_default()` (mx.base.data_dir)."""
+    import os
+    return os.getenv("MXNET_HOME", data_dir_default())
