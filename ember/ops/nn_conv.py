@@ -286,7 +286,71 @@ _DECONV_ATTRS = dict(_common_attrs(True, 512),
 
 
 _LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+_CHANNEL_LAST = {2: "NHWC", 3: "NDHWC"}   # the channel-last layouts MXNet 1.9.1's Convolution accepts
 _SPATIAL_NAMES = {1: "W", 2: "H, W", 3: "D, H, W"}
+
+
+# -- channel-last layouts: everything runs on channel-first views ------------------------------------
+def channel_last(attrs: dict) -> bool:
+    """True for NHWC/NDHWC: data (N, *spatial, C), weight (F, *kernel, C/g), output (N, *spatial, F)."""
+    return attrs["layout"] in ("NHWC", "NDHWC")
+
+
+def _first_perm(ndim: int):
+    return (0, ndim - 1) + tuple(range(1, ndim - 1))
+
+
+def _last_perm(ndim: int):
+    return (0,) + tuple(range(2, ndim)) + (1,)
+
+
+def _permuted(shape, perm):
+    if shape is None or len(shape) != len(perm):
+        return shape
+    return tuple(shape[i] for i in perm)
+
+
+def _layout_shapes(infer):
+    """Run a channel-first infer_shape on channel-last data/weight/output shapes (weights permute as data)."""
+    def wrapped(attrs, in_shapes):
+        if not channel_last(attrs):
+            return infer(attrs, in_shapes)
+        n = len(attrs["kernel"]) + 2
+        first, last = _first_perm(n), _last_perm(n)
+        ins, outs = infer(attrs, [_permuted(sh, first) if i < 2 else sh for i, sh in enumerate(in_shapes)])
+        return [_permuted(sh, last) if i < 2 else sh for i, sh in enumerate(ins)], [_permuted(outs[0], last)]
+    wrapped.__doc__ = infer.__doc__
+    return wrapped
+
+
+def _layout_backward_shapes(infer):
+    """The same for infer_shape_backward (attrs, in_shapes, out_shapes) -> in_shapes."""
+    def wrapped(attrs, in_shapes, out_shapes):
+        if not channel_last(attrs):
+            return infer(attrs, in_shapes, out_shapes)
+        n = len(attrs["kernel"]) + 2
+        first, last = _first_perm(n), _last_perm(n)
+        ins = infer(attrs, [_permuted(sh, first) if i < 2 else sh for i, sh in enumerate(in_shapes)],
+                    [_permuted(out_shapes[0], first)] + list(out_shapes[1:]))
+        return [_permuted(sh, last) if i < 2 else sh for i, sh in enumerate(ins)]
+    wrapped.__doc__ = infer.__doc__
+    return wrapped
+
+
+def _layout_views(in_idx, out_idx):
+    """Kernel decorator: with a channel-last layout, the listed inputs/outputs become channel-first views
+    (no copies; writes through the output views land in the outputs)."""
+    def deco(kernel):
+        def wrapped(ctx, attrs, inputs, outputs, aux):
+            if channel_last(attrs):
+                perm = _first_perm(len(attrs["kernel"]) + 2)
+                inputs = [a.transpose(perm) if i in in_idx else a for i, a in enumerate(inputs)]
+                outputs = [a.transpose(perm) if i in out_idx else a for i, a in enumerate(outputs)]
+            return kernel(ctx, attrs, inputs, outputs, aux)
+        wrapped.__doc__ = kernel.__doc__
+        wrapped.__name__ = kernel.__name__
+        return wrapped
+    return deco
 
 
 def _params(op: str, attrs: dict):
@@ -295,9 +359,10 @@ def _params(op: str, attrs: dict):
     nd = len(kernel)
     if nd not in (1, 2, 3):
         raise OperatorError(f"{op}: only 1-D, 2-D and 3-D kernels are supported, got kernel={tuple(kernel)}")
-    if attrs["layout"] not in (None, _LAYOUTS[nd]):
+    allowed = (_LAYOUTS[nd],) + ((_CHANNEL_LAST[nd],) if nd in _CHANNEL_LAST else ())
+    if attrs["layout"] not in (None,) + allowed:
         raise OperatorError(f"{op}: layout {attrs['layout']} is not supported for a {nd}-D kernel "
-                            f"(use {_LAYOUTS[nd]})")
+                            f"(use {' or '.join(allowed)})")
     kernel = spatial(op, "kernel", kernel, nd, 1)
     stride = spatial(op, "stride", attrs["stride"], nd, 1)
     dilate = spatial(op, "dilate", attrs["dilate"], nd, 1)
@@ -398,6 +463,7 @@ def _check_groups(op, c, attrs):
 
 
 # -- Convolution -----------------------------------------------------------------
+@_layout_shapes
 def _conv_shape(attrs, in_shapes):
     kernel, stride, dilate, pad, nd = _params("Convolution", attrs)
     ins = list(in_shapes)
@@ -419,6 +485,7 @@ def _conv_shape(attrs, in_shapes):
     return ins, [(d[0], f) + out_sp]
 
 
+@_layout_backward_shapes
 def _conv_backward_infer(attrs, in_shapes, out_shapes):
     """Data dimensions the output and weight determine (as MXNet: the batch always, a spatial size
     where its stride is 1, the channels from the weight)."""
@@ -443,6 +510,7 @@ def _bias_view(b, ndim):
 
 
 @float32_on_cpu
+@_layout_views((0, 1), (0,))
 def _conv_forward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     depth, geo = conv_geometries(attrs)
@@ -456,6 +524,7 @@ def _conv_forward(ctx, attrs, inputs, outputs, aux):
 
 
 @float32_on_cpu
+@_layout_views((0, 1, 2), (0, 1))
 def _conv_backward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     dy, x, w = inputs
@@ -498,6 +567,7 @@ register(OpDef(
 
 
 # -- Deconvolution ----------------------------------------------------------------
+@_layout_shapes
 def _deconv_shape(attrs, in_shapes):
     kernel, _, _, _, nd = _params("Deconvolution", attrs)
     ins = list(in_shapes)
@@ -516,6 +586,7 @@ def _deconv_shape(attrs, in_shapes):
 
 
 @float32_on_cpu
+@_layout_views((0, 1), (0,))
 def _deconv_forward(ctx, attrs, inputs, outputs, aux):
     x = inputs[0]
     depth, geo, _ = deconv_geometries(attrs, x.shape[2:])
@@ -530,6 +601,7 @@ def _deconv_forward(ctx, attrs, inputs, outputs, aux):
 
 
 @float32_on_cpu
+@_layout_views((0, 1, 2), (0, 1))
 def _deconv_backward(ctx, attrs, inputs, outputs, aux):
     dy, x, w = inputs
     depth, geo, _ = deconv_geometries(attrs, x.shape[2:])

@@ -274,11 +274,22 @@ def test_constructor_errors(make, err, msg):
         make()
 
 
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_channel_last_conv_layers(hybridize):
+    x = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    first = _fresh(lambda: nn.Conv2D(4, (3, 2), padding=1, in_channels=3))
+    last = _fresh(lambda: nn.Conv2D(4, (3, 2), padding=1, layout="NHWC", in_channels=3))
+    assert last.weight.shape == (4, 3, 2, 3)  # (F, kh, kw, C), as MXNet infers for NHWC
+    for layer in (first, last):
+        layer.initialize()
+        if hybridize:
+            layer.hybridize()
+    last.weight.set_data(first.weight.data().transpose((0, 2, 3, 1)))
+    np.testing.assert_allclose(last(nd.array(x.transpose(0, 2, 3, 1))).asnumpy(),
+                               first(nd.array(x)).asnumpy().transpose(0, 2, 3, 1), rtol=1e-5, atol=1e-6)
+
+
 def test_operator_errors_reach_the_caller():
-    conv = nn.Conv2D(2, 3, layout="NHWC", in_channels=3)
-    conv.initialize()
-    with pytest.raises(mx.base.MXNetError, match="layout"):
-        conv(nd.ones((1, 5, 5, 3)))
     dense = nn.Dense(2, in_units=3)
     dense.initialize()
     with pytest.raises(mx.base.MXNetError, match="FullyConnected"):

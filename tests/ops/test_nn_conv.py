@@ -127,7 +127,7 @@ def test_infer_shape_fills_weight():
     (dict(kernel=(3, 3, 3, 3), num_filter=4), (2, 3, 5, 5, 5, 5), OperatorError, "1-D, 2-D and 3-D"),
     (dict(kernel=(3, 3), num_filter=4, stride=(0, 1)), (2, 3, 5, 5), OperatorError, "stride"),
     (dict(kernel=(3, 3), num_filter=4, pad=(1,)), (2, 3, 5, 5), OperatorError, "pad"),
-    (dict(kernel=(3, 3), num_filter=4, layout="NHWC"), (2, 3, 5, 5), OperatorError, "layout"),
+    (dict(kernel=(3, 3), num_filter=4, layout="NCDHW"), (2, 3, 5, 5), OperatorError, "layout"),
 ])
 def test_errors_name_the_problem(attrs, shape, err, msg):
     op = ops.get("Convolution")

@@ -146,7 +146,7 @@ def test_conv3d_infers_weight_shape_with_unknown_dims():
 @pytest.mark.parametrize("op,attrs,shape,err,msg", [
     ("Convolution", dict(kernel=(3, 3, 3), num_filter=2), (2, 3, 5, 5), ShapeError, "5-D .N, C, D, H, W."),
     ("Convolution", dict(kernel=(3, 3, 3, 3), num_filter=2), (2, 3, 5, 5, 5, 5), OperatorError, "1-D, 2-D and 3-D"),
-    ("Convolution", dict(kernel=(3, 3, 3), num_filter=2, layout="NDHWC"), (2, 3, 5, 5, 5), OperatorError, "layout"),
+    ("Convolution", dict(kernel=(3, 3, 3), num_filter=2, layout="NHWC"), (2, 3, 5, 5, 5), OperatorError, "layout"),
     ("Deconvolution", dict(kernel=(2, 2, 2), num_filter=2, adj=(2, 0, 0), stride=(2, 2, 2)), (1, 2, 3, 3, 3),
      OperatorError, "adj"),
 ])
@@ -344,3 +344,42 @@ def test_norm_ops_learn_the_data_shape_from_the_output(name):
     attrs = op.parse_attrs({"key": "k"} if name == "_contrib_SyncBatchNorm" else {})
     ins = op.infer_shape_backward(attrs, [None, None, None], [(2, 4, 3), None, None])
     assert ins[0] == (2, 4, 3)
+
+
+# -- channel-last convolution layouts ----------------------------------------------------------------
+# MXNet 1.9.1 infers these shapes (weight (F, *kernel, C/g) / deconv (C, *kernel, F/g)), but its CPU kernels
+# refuse to run channel-last convolutions ("Only support NCW, NCHW and NCDHW layout"); ember runs them on
+# channel-first views.
+@pytest.mark.parametrize("op,layout,data,expected", [
+    ("Convolution", "NHWC", (1, 5, 6, 4), [(6, 3, 2, 2), (1, 3, 5, 6)]),
+    ("Deconvolution", "NHWC", (1, 5, 6, 4), [(4, 3, 2, 3), (1, 7, 7, 6)]),
+])
+def test_channel_last_conv_shapes_as_mxnet(op, layout, data, expected):
+    opdef = ops.get(op)
+    ins, outs, _ = opdef.shapes(opdef.parse_attrs(dict(kernel=(3, 2), num_filter=6, num_group=2, layout=layout,
+                                                       no_bias=False)), [data, None, None])
+    assert [ins[1], outs[0]] == expected and ins[2] == (6,)
+
+
+@pytest.mark.parametrize("op,nd,wshape,extra", [
+    ("Convolution", 2, (6, 2, 3, 2), dict(stride=(2, 1), pad=(1, 0))),
+    ("Convolution", 3, (6, 2, 2, 3, 2), dict(pad=(1, 0, 1), dilate=(1, 2, 1))),
+    ("Deconvolution", 2, (4, 3, 3, 2), dict(stride=(2, 2), adj=(1, 0))),
+    ("Deconvolution", 3, (4, 3, 2, 2, 2), dict(stride=(2, 1, 2), pad=(1, 0, 0))),
+])
+def test_channel_last_conv_is_channel_first_transposed(op, nd, wshape, extra):
+    attrs = dict(kernel=wshape[2:], num_filter=6, num_group=2, no_bias=False, **extra)
+    x = rng.standard_normal((2, 4) + (5, 6, 4)[:nd])
+    w, b = rng.standard_normal(wshape), rng.standard_normal(6)
+    last = (0,) + tuple(range(2, nd + 2)) + (1,)
+    layout = {2: "NHWC", 3: "NDHWC"}[nd]
+    ref = run_op(op, [x, w, b], attrs)[0]
+    out = run_op(op, [x.transpose(last), w.transpose(last), b], dict(attrs, layout=layout))[0]
+    np.testing.assert_allclose(out, ref.transpose(last), rtol=1e-12, atol=1e-12)
+    check_grad(op, [x[:1].transpose(last), w.transpose(last), b], dict(attrs, layout=layout))
+
+
+def test_conv_layout_must_fit_the_kernel():
+    op = ops.get("Convolution")
+    with pytest.raises(OperatorError, match="Convolution: layout NHWC is not supported for a 1-D kernel"):
+        op.shapes(op.parse_attrs(dict(kernel=(3,), num_filter=2, layout="NHWC")), [(1, 5, 3), None, None])
