@@ -101,7 +101,8 @@ def _in_backward(ctx, attrs, inputs, outputs, aux):
 
 register(OpDef(
     name="InstanceNorm", attrs=_IN_ATTRS, inputs=["data", "gamma", "beta"], outputs=["output", "mean", "var"],
-    num_visible_outputs=lambda a: 1, infer_shape=_in_shape, infer_shape_backward=data_like_output, infer_type=_norm_types("InstanceNorm", 3),
+    num_visible_outputs=lambda a: 1, infer_shape=_in_shape, infer_shape_backward=data_like_output,
+    infer_type=_norm_types("InstanceNorm", 3),
     kernels={"any": _in_forward}, inplace=[(0, 0)],
     gradient=backward_via("_backward_InstanceNorm", lambda a, i, o, g: [g[0], i[0], i[1], o[1], o[2]],
                           lambda a: [True, True, True]),
@@ -152,7 +153,8 @@ def _gn_backward(ctx, attrs, inputs, outputs, aux):
 
 register(OpDef(
     name="GroupNorm", attrs=_GN_ATTRS, inputs=["data", "gamma", "beta"], outputs=["output", "mean", "std"],
-    num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1, infer_shape=_gn_shape, infer_shape_backward=data_like_output,
+    num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1, infer_shape=_gn_shape,
+    infer_shape_backward=data_like_output,
     infer_type=_norm_types("GroupNorm", 3), kernels={"any": _gn_forward}, inplace=[(0, 0)],
     gradient=backward_via("_backward_GroupNorm", lambda a, i, o, g: [g[0], i[0], i[1], o[1], o[2]],
                           lambda a: [True, True, True]),
@@ -210,7 +212,8 @@ def _bn_infer_type(attrs, in_dtypes):
 register(OpDef(
     name="_contrib_SyncBatchNorm", attrs=_SYNC_ATTRS,
     inputs=["data", "gamma", "beta"], outputs=["output", "mean", "var"], aux=["moving_mean", "moving_var"],
-    num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1, infer_shape=_bn_infer_shape, infer_shape_backward=data_like_output,
+    num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1, infer_shape=_bn_infer_shape,
+    infer_shape_backward=data_like_output,
     infer_type=_bn_infer_type, kernels={"any": _sync_forward}, gradient=_bn_gradient(False),
     doc="Synchronized batch norm over axis 1; on one device (ndev=1) it is BatchNorm."))
 
@@ -223,6 +226,7 @@ def _bn_relu_forward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(
     name="_contrib_BatchNormWithReLU", attrs=dict(_BN.attrs), inputs=["data", "gamma", "beta"],
     outputs=["output", "mean", "var"], aux=["moving_mean", "moving_var"],
-    num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1, infer_shape=_bn_infer_shape, infer_shape_backward=data_like_output,
+    num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1, infer_shape=_bn_infer_shape,
+    infer_shape_backward=data_like_output,
     infer_type=_bn_infer_type, kernels={"any": _bn_relu_forward}, gradient=_bn_gradient(True),
     doc="BatchNorm followed by ReLU (same attributes, aux states and hidden outputs as BatchNorm)."))

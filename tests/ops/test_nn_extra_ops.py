@@ -4,7 +4,6 @@ errors, and MXNet 1.9.1 fixtures (tests/data/make_nn_extra_fixtures.py)."""
 from __future__ import annotations
 
 import glob
-import itertools
 import os
 import sys
 
