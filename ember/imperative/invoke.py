@@ -140,7 +140,7 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
     def dependencies():
         write = [o._chunk.var for o in outputs]
         if n_out > 1 or opdef.mutates or n_aux:
-            extra = [inputs[i]._chunk.var for i in opdef.mutates] + [x._chunk.var for x in inputs[n_in:]]
+            extra = [inputs[i]._chunk.var for i in opdef.mutated_inputs(attrs)] + [x._chunk.var for x in inputs[n_in:]]
             vs, write = write + extra, []
             for v in vs:  # each var once, even when outputs/mutated inputs share storage
                 if v not in write:

@@ -275,7 +275,7 @@ def run(opdef, inputs, attrs: dict, out=None, ctx=None):
     sparse_out = any(isinstance(t, BaseSparseNDArray) for t in targets)
     result = dense_run(opdef, dense_inputs, attrs, None if sparse_out else out, ctx)
     # ops that write their inputs in place (optimizer states, BN statistics) wrote the dense copies
-    for i in getattr(opdef, "mutates", ()) or ():
+    for i in opdef.mutated_inputs(attrs):
         if i < len(inputs) and isinstance(inputs[i], BaseSparseNDArray):
             assign(inputs[i], dense_inputs[i])
     return _deliver(result, out) if sparse_out else result

@@ -201,7 +201,9 @@ class OpDef:
     kernels: Dict[str, Callable] = field(default_factory=dict)
     gradient: Optional[Callable] = None
     inplace: Sequence[Tuple[int, int]] = ()
-    mutates: Sequence[int] = ()
+    # indices of inputs written in place; a callable attrs -> indices when they depend on attributes
+    # (MXNet's FMutateInputs: multi_sgd_mom_update's momenta are inputs 2, 5, 8, ...)
+    mutates: Union[Sequence[int], Callable[[dict], Sequence[int]]] = ()
     resources: Sequence[str] = ()
     aliases: Sequence[str] = ()
     num_visible_outputs: Optional[Callable[[dict], int]] = None
@@ -250,6 +252,10 @@ class OpDef:
 
     def aux_names(self, attrs: dict) -> List[str]:
         return _names(self.aux, attrs)
+
+    def mutated_inputs(self, attrs: dict) -> List[int]:
+        """Indices of the inputs this call writes in place."""
+        return list(self.mutates(attrs)) if callable(self.mutates) else list(self.mutates)
 
     def visible_outputs(self, attrs: dict) -> int:
         if self.num_visible_outputs is None:

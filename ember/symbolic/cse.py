@@ -30,7 +30,7 @@ def enabled() -> bool:
 
 def _mergeable(node: Node) -> bool:
     op = node.op
-    return not (tuple(op.resources) or tuple(op.mutates) or node.num_aux())
+    return not (tuple(op.resources) or bool(op.mutates) or node.num_aux())
 
 
 def _signature(node: Node, canon: Dict[int, Node]) -> Optional[tuple]:

@@ -339,7 +339,7 @@ class Executor:
                 if arr is None:
                     raise EmberError(f"executor: variable '{c.name}' has no array bound")
                 in_get.append(arr)
-                (var_writes if (pos >= k or pos in tuple(node.op.mutates)) else var_reads).append(arr)
+                (var_writes if (pos >= k or pos in node.op.mutated_inputs(node.parsed_attrs)) else var_reads).append(arr)
             elif key in st.views:
                 in_get.append(st.views[key])
                 reads.extend(st.vars[key])
