@@ -40,6 +40,20 @@ class _Slot:
         return node is None or node.freed
 
 
+def _take_grad(ex, name: str) -> NDArray:
+    """The gradient of `name` from the executor's last backward, which the caller may keep.
+
+    A gradient array the executor fills by a final copy is handed out as is and replaced by a
+    fresh one for the next backward (no copy); one that a node writes directly (the planner's
+    'external' outputs, fixed at bind time) is copied."""
+    i = ex._arg_names.index(name)
+    grad = ex.grad_arrays[i]
+    if name in ex._graph.external.values():
+        return grad.copy()
+    ex.grad_arrays[i] = nd.empty(grad.shape, ctx=grad.context, dtype=grad.dtype)
+    return grad
+
+
 class CachedGraph:
     """Runs `symbol` on NDArrays: inputs named `data_names` (in call order), the other arguments
     and auxiliary states taken from `params` (name -> gluon Parameter)."""
@@ -150,9 +164,7 @@ class CachedGraph:
 
         def gradient(F, attrs, ins, outputs, out_grads):
             ex.backward(out_grads=list(out_grads), is_train=True)
-            grads = ex.grad_dict
-            # the executor reuses its gradient buffers on the next backward: hand out copies
-            return [grads[n].copy() if n in wanted else None for n in names]
+            return [_take_grad(ex, n) if n in wanted else None for n in names]
 
         opdef = OpDef(name=f"_CachedOp:{self._block_name}", inputs=names,
                       outputs=[f"out{i}" for i in range(len(outs))], gradient=gradient)
