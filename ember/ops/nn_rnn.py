@@ -2,9 +2,17 @@
 
 Parameters come as one flat vector in MXNet's (cuDNN's) layout: first every weight
 matrix, for each layer and then each direction `W_i2h` (G*H, input) followed by
-`W_h2h` (G*H, H); then every bias, in the same order, `b_i2h` (G*H) then `b_h2h`
-(G*H).  Gate order: LSTM i, f, g, o; GRU r, z, n (n = tanh(x_n + r * (W_hn h + b_hn))).
-Data is TNC; states are (num_layers * directions, N, H), indexed layer * directions + d.
+`W_h2h` (G*H, R) and, for an LSTM with `projection_size` P, `W_h2r` (P, H); then every
+bias, in the same order, `b_i2h` (G*H) then `b_h2h` (G*H).  R, the size of the recurrent
+state h (and of each direction's output), is P with a projection, else H.  Gate order:
+LSTM i, f, g, o; GRU r, z, n (n = tanh(x_n + r * (W_hn h + b_hn))); a projected LSTM
+(LSTMP) outputs r = W_h2r (o * tanh(c)).
+Data is TNC; states are (num_layers * directions, N, R) (the LSTM cell state: H), indexed
+layer * directions + d.  With `use_sequence_length`, a last input `sequence_length` (N,)
+gives each sequence's length: steps past it output 0 and leave the states unchanged, the
+reverse direction starts at the last valid step, and the final states are those of the
+last valid step (cuDNN's padded-sequence semantics; MXNet 1.9.1's CPU kernel ignores the
+lengths).
 """
 from __future__ import annotations
 
@@ -14,6 +22,8 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ._nn_util import backward_via, float32_on_cpu, float_types, known, merge, sigmoid
+from ._common import same_type
+from .join import _CONCAT_ATTRS, _args as _concat_args, _concat, _concat_backward_infer, _concat_infer
 from .registry import Attr, OpDef, register
 
 _GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
@@ -25,11 +35,11 @@ _ATTRS = {
     "mode": Attr("str", choices=("gru", "lstm", "rnn_relu", "rnn_tanh")),
     "p": Attr("float", 0.0, doc="dropout between layers while training"),
     "state_outputs": Attr("bool", False, doc="also return the final states"),
-    "projection_size": Attr("int_or_none", None, doc="LSTMP projection (not supported)"),
+    "projection_size": Attr("int_or_none", None, doc="LSTMP: size of the projected recurrent state"),
     "lstm_state_clip_min": Attr("float_or_none", None, doc="clip the LSTM cell state from below"),
     "lstm_state_clip_max": Attr("float_or_none", None, doc="clip the LSTM cell state from above"),
     "lstm_state_clip_nan": Attr("bool", False, doc="accepted for MXNet compatibility"),
-    "use_sequence_length": Attr("bool", False, doc="per-sequence lengths (not supported)"),
+    "use_sequence_length": Attr("bool", False, doc="a last input gives per-sequence lengths"),
 }
 
 
@@ -37,16 +47,25 @@ def _check(attrs):
     if attrs["state_size"] <= 0 or attrs["num_layers"] <= 0:
         raise OperatorError(f"RNN: state_size and num_layers must be > 0, got {attrs['state_size']} "
                             f"and {attrs['num_layers']}")
-    if attrs["projection_size"] is not None:
-        raise OperatorError("RNN: projection_size (LSTMP) is not supported")
-    if attrs["use_sequence_length"]:
-        raise OperatorError("RNN: use_sequence_length=True is not supported")
+    proj = attrs["projection_size"]
+    if proj is not None:
+        if attrs["mode"] != "lstm":
+            raise OperatorError(f"RNN: projection_size is only supported for mode 'lstm', got mode "
+                                f"'{attrs['mode']}'")
+        if not 0 < proj < attrs["state_size"]:
+            raise OperatorError(f"RNN: projection_size must be in (0, state_size={attrs['state_size']}), "
+                                f"got {proj}")
     if not 0.0 <= attrs["p"] < 1.0:
         raise OperatorError(f"RNN: dropout p must be in [0, 1), got {attrs['p']}")
 
 
 def _dirs(attrs):
     return 2 if attrs["bidirectional"] else 1
+
+
+def _rec(attrs):
+    """R: the size of the recurrent state h and of each direction's output."""
+    return attrs["projection_size"] or attrs["state_size"]
 
 
 def _has_mask(attrs):
@@ -79,33 +98,40 @@ def _visible(attrs):
 
 def param_size(attrs: dict, input_size: int) -> int:
     """Length of the flat parameter vector."""
-    g, h, dirs = _GATES[attrs["mode"]], attrs["state_size"], _dirs(attrs)
+    g, h, r, dirs = _GATES[attrs["mode"]], attrs["state_size"], _rec(attrs), _dirs(attrs)
+    proj = r * h if attrs["projection_size"] else 0
     total = 0
     for layer in range(attrs["num_layers"]):
-        in_l = input_size if layer == 0 else dirs * h
-        total += dirs * (g * h * (in_l + h) + 2 * g * h)
+        in_l = input_size if layer == 0 else dirs * r
+        total += dirs * (g * h * (in_l + r) + proj + 2 * g * h)
     return total
 
 
 def unpack_params(attrs: dict, flat, input_size: int) -> Dict[Tuple[int, int], Tuple]:
-    """{(layer, direction): (W_i2h, W_h2h, b_i2h, b_h2h)} as views into the flat vector."""
-    g, h, dirs = _GATES[attrs["mode"]], attrs["state_size"], _dirs(attrs)
+    """{(layer, direction): (W_i2h, W_h2h, b_i2h, b_h2h, W_h2r or None)} as views into the flat vector."""
+    g, h, r, dirs = _GATES[attrs["mode"]], attrs["state_size"], _rec(attrs), _dirs(attrs)
+    projected = bool(attrs["projection_size"])
     out, pos, keys = {}, 0, []
+
+    def take(rows, cols):
+        nonlocal pos
+        view = flat[pos:pos + rows * cols].reshape(rows, cols)
+        pos += rows * cols
+        return view
+
     for layer in range(attrs["num_layers"]):
-        in_l = input_size if layer == 0 else dirs * h
+        in_l = input_size if layer == 0 else dirs * r
         for d in range(dirs):
-            wx = flat[pos:pos + g * h * in_l].reshape(g * h, in_l)
-            pos += g * h * in_l
-            wh = flat[pos:pos + g * h * h].reshape(g * h, h)
-            pos += g * h * h
-            out[(layer, d)] = [wx, wh]
+            wx, wh = take(g * h, in_l), take(g * h, r)
+            out[(layer, d)] = [wx, wh, take(r, h) if projected else None]
             keys.append((layer, d))
     for key in keys:
         bx = flat[pos:pos + g * h]
         bh = flat[pos + g * h:pos + 2 * g * h]
         pos += 2 * g * h
-        out[key] += [bx, bh]
-    return {k: tuple(v) for k, v in out.items()}
+        wx, wh, wr = out[key]
+        out[key] = (wx, wh, bx, bh, wr)
+    return out
 
 
 def _infer_shape(attrs, in_shapes):
@@ -119,19 +145,31 @@ def _infer_shape(attrs, in_shapes):
     if len(d) != 3:
         raise ShapeError(f"RNN: data must be 3-D (seq_len, batch, input_size), got shape {d}")
     t, n, i = d
-    h, dirs, layers = attrs["state_size"], _dirs(attrs), attrs["num_layers"]
+    h, r, dirs, layers = attrs["state_size"], _rec(attrs), _dirs(attrs), attrs["num_layers"]
     ins[1] = merge("RNN", "parameters", ins[1], (param_size(attrs, i),))
-    ins[2] = merge("RNN", "state", ins[2], (layers * dirs, n, h))
+    ins[2] = merge("RNN", "state", ins[2], (layers * dirs, n, r))
     if attrs["mode"] == "lstm":
         ins[3] = merge("RNN", "state_cell", ins[3], (layers * dirs, n, h))
-    outs = [(t, n, dirs * h)]
+    if attrs["use_sequence_length"]:
+        ins[-1] = merge("RNN", "sequence_length", ins[-1], (n,))
+    outs = [(t, n, dirs * r)]
     if attrs["state_outputs"]:
-        outs.append((layers * dirs, n, h))
+        outs.append((layers * dirs, n, r))
         if attrs["mode"] == "lstm":
             outs.append((layers * dirs, n, h))
     if _has_mask(attrs):
-        outs.append((layers - 1, t, n, dirs * h))
+        outs.append((layers - 1, t, n, dirs * r))
     return ins, outs
+
+
+def _infer_type(attrs, in_dtypes):
+    """Every input and output shares the data's float dtype, except sequence_length (any number type)."""
+    n_out = len(_outputs(attrs))
+    if not attrs["use_sequence_length"]:
+        return float_types("RNN", attrs, in_dtypes, n_out)[:2]
+    ins, outs, _ = float_types("RNN", attrs, in_dtypes[:-1], n_out)
+    seq = in_dtypes[-1] if in_dtypes[-1] is not None else ins[0]
+    return ins + [seq], outs
 
 
 # -- one direction of one layer ------------------------------------------------------
@@ -142,21 +180,32 @@ def _clip(xp, c, attrs):
     return xp.clip(c, lo if lo is not None else -np.inf, hi if hi is not None else np.inf)
 
 
-def _direction_forward(xp, attrs, x, weights, h0, c0, reverse):
-    """Run one direction over x (T, N, I); returns (outputs (T, N, H), hT, cT, cache)."""
+def _step_masks(xp, lengths, t_len, dtype):
+    """(T, N, 1) 1/0 masks of the valid steps of each sequence, or None when all are valid."""
+    if lengths is None:
+        return None
+    steps = xp.arange(t_len).reshape(t_len, 1, 1)
+    return (steps < lengths.reshape(1, -1, 1)).astype(dtype)
+
+
+def _direction_forward(xp, attrs, x, weights, h0, c0, reverse, masks):
+    """Run one direction over x (T, N, I); returns (outputs (T, N, R), hT, cT, cache).
+
+    masks: (T, N, 1) valid-step masks or None; a masked step outputs 0 and keeps the states."""
     mode = attrs["mode"]
-    wx, wh, bx, bh = weights
+    wx, wh, bx, bh, wr = weights
     t_len, n, _ = x.shape
-    hdim = wh.shape[1]
+    hdim = wx.shape[0] // _GATES[mode]
     ax = (x.reshape(t_len * n, -1) @ wx.T + bx).reshape(t_len, n, -1)   # every input projection: one GEMM
-    out = xp.empty((t_len, n, hdim), dtype=x.dtype)
+    out = xp.empty((t_len, n, h0.shape[-1]), dtype=x.dtype)
     steps = range(t_len - 1, -1, -1) if reverse else range(t_len)
     h, c = h0, c0
     cache = {"h_prev": xp.empty_like(out), "gates": [None] * t_len, "c_prev": [None] * t_len,
-             "c": [None] * t_len, "hn": [None] * t_len}
+             "c": [None] * t_len, "hn": [None] * t_len, "h_full": [None] * t_len}
     for t in steps:
         cache["h_prev"][t] = h
         ah = h @ wh.T + bh
+        c_new = None
         if mode == "lstm":
             a = ax[t] + ah
             i_g = sigmoid(xp, a[:, :hdim])
@@ -166,8 +215,10 @@ def _direction_forward(xp, attrs, x, weights, h0, c0, reverse):
             c_new = _clip(xp, f_g * c + i_g * g_g, attrs)
             cache["c_prev"][t], cache["c"][t] = c, c_new
             cache["gates"][t] = (i_g, f_g, g_g, o_g)
-            c = c_new
-            h = o_g * xp.tanh(c)
+            h_new = o_g * xp.tanh(c_new)
+            if wr is not None:
+                cache["h_full"][t] = h_new
+                h_new = h_new @ wr.T
         elif mode == "gru":
             r = sigmoid(xp, ax[t][:, :hdim] + ah[:, :hdim])
             z = sigmoid(xp, ax[t][:, hdim:2 * hdim] + ah[:, hdim:2 * hdim])
@@ -175,30 +226,48 @@ def _direction_forward(xp, attrs, x, weights, h0, c0, reverse):
             nn = xp.tanh(ax[t][:, 2 * hdim:] + r * hn)
             cache["gates"][t] = (r, z, nn)
             cache["hn"][t] = hn
-            h = (1 - z) * nn + z * h
+            h_new = (1 - z) * nn + z * h
         else:
             a = ax[t] + ah
-            h = xp.maximum(a, 0) if mode == "rnn_relu" else xp.tanh(a)
-            cache["gates"][t] = (h,)
-        out[t] = h
+            h_new = xp.maximum(a, 0) if mode == "rnn_relu" else xp.tanh(a)
+            cache["gates"][t] = (h_new,)
+        if masks is None:
+            out[t] = h_new
+            h, c = h_new, c_new
+        else:  # padded steps: output 0, states carried over unchanged
+            m = masks[t]
+            out[t] = m * h_new
+            h = m * h_new + (1 - m) * h
+            if c_new is not None:
+                c = m * c_new + (1 - m) * c
     return out, h, c, cache
 
 
-def _direction_backward(xp, attrs, x, weights, cache, d_out, dh, dc, reverse):
-    """BPTT for one direction; returns (dx, (dWx, dWh, dbx, dbh), dh0, dc0)."""
+def _direction_backward(xp, attrs, x, weights, cache, d_out, dh, dc, reverse, masks):
+    """BPTT for one direction; returns (dx, (dWx, dWh, dbx, dbh, dWr or None), dh0, dc0)."""
     mode = attrs["mode"]
-    wx, wh, bx, bh = weights
+    wx, wh, bx, bh, wr = weights
     t_len, n, _ = x.shape
-    hdim = wh.shape[1]
-    g = wh.shape[0] // hdim
+    g = _GATES[mode]
+    hdim = wx.shape[0] // g
     dax = xp.empty((t_len, n, g * hdim), dtype=x.dtype)
     dah = xp.empty_like(dax) if mode == "gru" else dax
+    dwr = xp.zeros_like(wr) if wr is not None else None
     steps = range(t_len) if reverse else range(t_len - 1, -1, -1)
     lo, hi = attrs["lstm_state_clip_min"], attrs["lstm_state_clip_max"]
     for t in steps:
         dh = dh + d_out[t]
+        carry_h = carry_c = None
+        if masks is not None:  # a padded step passed the states through: their gradients go straight back
+            m = masks[t]
+            carry_h, dh = (1 - m) * (dh - d_out[t]), m * dh
+            if dc is not None:
+                carry_c, dc = (1 - m) * dc, m * dc
         h_prev = cache["h_prev"][t]
         if mode == "lstm":
+            if wr is not None:
+                dwr += dh.T @ cache["h_full"][t]
+                dh = dh @ wr
             i_g, f_g, g_g, o_g = cache["gates"][t]
             c = cache["c"][t]
             tc = xp.tanh(c)
@@ -228,28 +297,34 @@ def _direction_backward(xp, attrs, x, weights, cache, d_out, dh, dc, reverse):
             da = dh * ((h > 0) if mode == "rnn_relu" else (1 - h * h))
             dax[t] = da
             dh = da @ wh
+        if carry_h is not None:
+            dh = dh + carry_h
+            if carry_c is not None:
+                dc = dc + carry_c
     flat_x = x.reshape(t_len * n, -1)
     dax2 = dax.reshape(t_len * n, -1)
     dah2 = dah.reshape(t_len * n, -1)
-    grads = (dax2.T @ flat_x, dah2.T @ cache["h_prev"].reshape(t_len * n, -1), dax2.sum(axis=0), dah2.sum(axis=0))
+    grads = (dax2.T @ flat_x, dah2.T @ cache["h_prev"].reshape(t_len * n, -1), dax2.sum(axis=0),
+             dah2.sum(axis=0), dwr)
     dx = (dax2 @ wx).reshape(t_len, n, -1)
     return dx, grads, dh, dc
 
 
 # -- whole network -----------------------------------------------------------------
-def _network_forward(xp, attrs, x, flat, h0, c0, mask):
-    """(output, hy, cy, per-layer caches) of the stacked (bi)directional network."""
+def _network_forward(xp, attrs, x, flat, h0, c0, mask, lengths):
+    """(output, hy, cy, per-layer caches, step masks) of the stacked (bi)directional network."""
     layers, dirs = attrs["num_layers"], _dirs(attrs)
     weights = unpack_params(attrs, flat, x.shape[2])
+    masks = _step_masks(xp, lengths, x.shape[0], x.dtype)
     hy = xp.empty_like(h0)
-    cy = xp.empty_like(h0) if c0 is not None else None
+    cy = xp.empty_like(c0) if c0 is not None else None
     caches, layer_in = [], x
     for layer in range(layers):
         outs, layer_cache = [], []
         for d in range(dirs):
             k = layer * dirs + d
             o, h_t, c_t, cache = _direction_forward(xp, attrs, layer_in, weights[(layer, d)], h0[k],
-                                                    c0[k] if c0 is not None else None, reverse=d == 1)
+                                                    c0[k] if c0 is not None else None, d == 1, masks)
             outs.append(o)
             layer_cache.append(cache)
             hy[k] = h_t
@@ -260,7 +335,7 @@ def _network_forward(xp, attrs, x, flat, h0, c0, mask):
         if mask is not None and layer < layers - 1:
             layer_out = layer_out * mask[layer]
         layer_in = layer_out
-    return layer_in, hy, cy, caches
+    return layer_in, hy, cy, caches, masks
 
 
 def _draw_mask(ctx, attrs, shape, dtype):
@@ -273,16 +348,29 @@ def _draw_mask(ctx, attrs, shape, dtype):
     return ctx.xp.asarray(keep, dtype=dtype) / dtype.type(1 - p)
 
 
+def _lengths(xp, attrs, seq, t_len):
+    """The per-sequence lengths as integers, checked to lie in [1, T]."""
+    if not attrs["use_sequence_length"]:
+        return None
+    lengths = xp.asarray(seq).astype(np.int64)
+    if lengths.size and (int(lengths.min()) < 1 or int(lengths.max()) > t_len):
+        raise OperatorError(f"RNN: sequence_length values must be in [1, {t_len}] (the sequence length), "
+                            f"got {xp.asnumpy(lengths).tolist() if hasattr(xp, 'asnumpy') else lengths.tolist()}")
+    return lengths
+
+
 @float32_on_cpu
 def _forward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
-    x, flat, h0 = inputs[0], inputs[1], inputs[2]
-    c0 = inputs[3] if attrs["mode"] == "lstm" else None
+    named = dict(zip(_inputs(attrs), inputs))
+    x, flat, h0 = named["data"], named["parameters"], named["state"]
+    c0 = named.get("state_cell")
+    lengths = _lengths(xp, attrs, named.get("sequence_length"), x.shape[0])
     mask = None
     if _has_mask(attrs):
         mask = _draw_mask(ctx, attrs, outputs[-1].shape, outputs[-1].dtype)
         outputs[-1][...] = mask
-    out, hy, cy, _ = _network_forward(xp, attrs, x, flat, h0, c0, mask)
+    out, hy, cy, _, _ = _network_forward(xp, attrs, x, flat, h0, c0, mask, lengths)
     outputs[0][...] = out
     if attrs["state_outputs"]:
         outputs[1][...] = hy
@@ -293,12 +381,20 @@ def _forward(ctx, attrs, inputs, outputs, aux):
 def _backward_layout(attrs):
     """Names of _backward_RNN's inputs."""
     lstm = attrs["mode"] == "lstm"
-    names = ["data", "parameters", "state"] + (["state_cell"] if lstm else []) + ["out_grad"]
+    names = ["data", "parameters", "state"] + (["state_cell"] if lstm else [])
+    if attrs["use_sequence_length"]:
+        names.append("sequence_length")
+    names.append("out_grad")
     if attrs["state_outputs"]:
         names += ["hy_grad"] + (["cy_grad"] if lstm else [])
     if _has_mask(attrs):
         names.append("dropout_mask")
     return names
+
+
+def _backward_outputs(attrs):
+    return (["data_grad", "parameters_grad", "state_grad"] +
+            (["state_cell_grad"] if attrs["mode"] == "lstm" else []))
 
 
 @float32_on_cpu
@@ -308,16 +404,17 @@ def _backward(ctx, attrs, inputs, outputs, aux):
     x, flat, h0 = named["data"], named["parameters"], named["state"]
     c0 = named.get("state_cell")
     mask = named.get("dropout_mask")
+    lengths = _lengths(xp, attrs, named.get("sequence_length"), x.shape[0])
     layers, dirs = attrs["num_layers"], _dirs(attrs)
-    _, _, _, caches = _network_forward(xp, attrs, x, flat, h0, c0, mask)
+    _, _, _, caches, masks = _network_forward(xp, attrs, x, flat, h0, c0, mask, lengths)
     weights = unpack_params(attrs, flat, x.shape[2])
     dflat = xp.zeros_like(flat)
     dweights = unpack_params(attrs, dflat, x.shape[2])   # views: writing them fills dflat
     dh0 = xp.zeros_like(h0)
-    dc0 = xp.zeros_like(h0) if c0 is not None else None
+    dc0 = xp.zeros_like(c0) if c0 is not None else None
     hy_grad = named.get("hy_grad")
     cy_grad = named.get("cy_grad")
-    hdim = attrs["state_size"]
+    rdim = _rec(attrs)
     d_layer = named["out_grad"]
     for layer in range(layers - 1, -1, -1):
         if mask is not None and layer < layers - 1:
@@ -329,12 +426,13 @@ def _backward(ctx, attrs, inputs, outputs, aux):
             dh = hy_grad[k] if hy_grad is not None else xp.zeros_like(h0[k])
             dc = None
             if c0 is not None:
-                dc = cy_grad[k] if cy_grad is not None else xp.zeros_like(h0[k])
-            d_out = d_layer[:, :, d * hdim:(d + 1) * hdim]
+                dc = cy_grad[k] if cy_grad is not None else xp.zeros_like(c0[k])
+            d_out = d_layer[:, :, d * rdim:(d + 1) * rdim]
             dx, grads, dh_0, dc_0 = _direction_backward(xp, attrs, layer_in, weights[(layer, d)],
-                                                        layer_cache[d], d_out, dh, dc, reverse=d == 1)
+                                                        layer_cache[d], d_out, dh, dc, d == 1, masks)
             for view, gval in zip(dweights[(layer, d)], grads):
-                view[...] = gval
+                if view is not None:
+                    view[...] = gval
             dh0[k] = dh_0
             if dc0 is not None:
                 dc0[k] = dc_0
@@ -348,27 +446,40 @@ def _backward(ctx, attrs, inputs, outputs, aux):
 
 
 def _gradient_inputs(attrs, inputs, outputs, out_grads):
-    lstm = attrs["mode"] == "lstm"
-    arrays = list(inputs[:4 if lstm else 3]) + [out_grads[0]]
+    n_in = len(_inputs(attrs))
+    arrays = list(inputs[:n_in]) + [out_grads[0]]
     if attrs["state_outputs"]:
-        arrays += [out_grads[1]] + ([out_grads[2]] if lstm else [])
+        arrays += [out_grads[1]] + ([out_grads[2]] if attrs["mode"] == "lstm" else [])
     if _has_mask(attrs):
         arrays.append(outputs[-1])
     return arrays
 
 
+def _gradient_flags(attrs):
+    """Gradients for data, parameters and states; none for sequence_length (integers in effect)."""
+    return [True] * len(_backward_outputs(attrs)) + ([False] if attrs["use_sequence_length"] else [])
+
+
+def _backward_infer_shape(attrs, in_shapes):
+    return in_shapes, list(in_shapes[:len(_backward_outputs(attrs))])
+
+
 register(OpDef(
     name="RNN", attrs=_ATTRS, inputs=_inputs, outputs=_outputs, num_visible_outputs=_visible,
-    infer_shape=_infer_shape,
-    infer_type=lambda a, d: float_types("RNN", a, d, len(_outputs(a)))[:2],
+    infer_shape=_infer_shape, infer_type=_infer_type,
     kernels={"any": _forward}, resources=("rng",),
-    gradient=backward_via("_backward_RNN", _gradient_inputs,
-                          lambda a: [True] * (4 if a["mode"] == "lstm" else 3)),
+    gradient=backward_via("_backward_RNN", _gradient_inputs, _gradient_flags),
     doc="Fused multi-layer (bidirectional) RNN/LSTM/GRU over TNC data with MXNet's flat parameter layout."))
 register(OpDef(
-    name="_backward_RNN", attrs=_ATTRS, inputs=_backward_layout,
-    outputs=lambda a: ["data_grad", "parameters_grad", "state_grad"] +
-    (["state_cell_grad"] if a["mode"] == "lstm" else []),
-    infer_shape=lambda a, s: (s, list(s[:4 if a["mode"] == "lstm" else 3])),
+    name="_backward_RNN", attrs=_ATTRS, inputs=_backward_layout, outputs=_backward_outputs,
+    infer_shape=_backward_infer_shape,
     kernels={"any": _backward},
     doc="Gradients of RNN by backpropagation through time (recomputes the forward pass)."))
+register(OpDef(
+    name="_rnn_param_concat", attrs=_CONCAT_ATTRS, inputs=_concat_args, key_var_num_args="num_args",
+    infer_shape=_concat_infer, infer_shape_backward=_concat_backward_infer,
+    infer_type=same_type("_rnn_param_concat"), kernels={"any": _concat},
+    gradient=lambda F, a, i, o, g: list(F._backward_Concat(g[0], *i, **a)) if a["num_args"] > 1
+    else [F._backward_Concat(g[0], *i, **a)],
+    doc="Concat of the flattened RNN weights and biases into the RNN op's parameter vector (MXNet's "
+        "_rnn_param_concat); an input of unknown length takes what the output's length leaves."))

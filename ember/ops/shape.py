@@ -119,11 +119,25 @@ def _reshape_infer(attrs, in_shapes):
     return in_shapes, [reshape_target("Reshape", x, attrs["shape"], attrs["reverse"])]
 
 
+def _reshape_backward_infer(attrs, in_shapes, out_shapes):
+    """A known output fills the one unknown dimension of the data (MXNet's reverse reshape inference:
+    a deferred-shape weight flattened with reshape(-1) learns its shape from its consumer)."""
+    x, out = in_shapes[0], out_shapes[0]
+    if x is None or not known(out) or sum(d is None for d in x) != 1:
+        return [None] * len(in_shapes)
+    rest = _prod([d for d in x if d is not None])
+    total = _prod(out)
+    if rest == 0 or total % rest:
+        return [None] * len(in_shapes)
+    return [tuple(total // rest if d is None else d for d in x)] + [None] * (len(in_shapes) - 1)
+
+
 register(OpDef(
     name="Reshape", aliases=["reshape"],
     attrs={"shape": Attr("shape", ()), "reverse": Attr("bool", False),
            "target_shape": Attr("shape", ()), "keep_highest": Attr("bool", False)},
-    infer_shape=_reshape_infer, kernels={"any": _copy_into}, gradient=_grad_like_input, inplace=[(0, 0)],
+    infer_shape=_reshape_infer, infer_shape_backward=_reshape_backward_infer, kernels={"any": _copy_into},
+    gradient=_grad_like_input, inplace=[(0, 0)],
     doc="Reshape with MXNet's special values 0 (copy), -1 (infer), -2 (rest), -3 (merge), -4 (split)."))
 
 

@@ -114,7 +114,8 @@ def test_shapes_and_param_size():
 @pytest.mark.parametrize("attrs,shape,err,msg", [
     ({"mode": "lstm", "state_size": 4, "num_layers": 1}, (5, 3), ShapeError, "3-D"),
     ({"mode": "lstm", "state_size": 0, "num_layers": 1}, (5, 3, 2), OperatorError, "state_size"),
-    ({"mode": "lstm", "state_size": 4, "num_layers": 1, "projection_size": 2}, (5, 3, 2), OperatorError, "projection"),
+    ({"mode": "gru", "state_size": 4, "num_layers": 1, "projection_size": 2}, (5, 3, 2), OperatorError, "projection"),
+    ({"mode": "lstm", "state_size": 4, "num_layers": 1, "projection_size": 4}, (5, 3, 2), OperatorError, "projection"),
     ({"mode": "gru", "state_size": 4, "num_layers": 1, "p": 1.0}, (5, 3, 2), OperatorError, "dropout"),
 ])
 def test_errors(attrs, shape, err, msg):
@@ -140,3 +141,69 @@ def test_lstm_state_clipping():
     free = run_op("RNN", ins, dict(attrs, lstm_state_clip_min=None, lstm_state_clip_max=None))[2]
     assert np.abs(free).max() > 0.3  # the clip was active
     check_grad("RNN", ins, attrs)
+
+
+def _projected_inputs(layers, bi, t=3, n=2, i=2, h=3, p=2):
+    attrs = dict(mode="lstm", state_size=h, num_layers=layers, bidirectional=bi, state_outputs=True,
+                 projection_size=p)
+    a = ops.get("RNN").parse_attrs(attrs)
+    d = 2 if bi else 1
+    ins = [rng.standard_normal((t, n, i)), rng.standard_normal(param_size(a, i)) * 0.5,
+           rng.standard_normal((layers * d, n, p)), rng.standard_normal((layers * d, n, h))]
+    return ins, attrs
+
+
+def test_projection_matches_lstmp_reference():
+    """LSTMP: gates read the projected state r (P), the output is r = W_h2r (o * tanh(c))."""
+    ins, attrs = _projected_inputs(1, False)
+    x, flat, r0, c0 = ins
+    h, p, i = 3, 2, 2
+    sizes = [4 * h * i, 4 * h * p, p * h, 4 * h, 4 * h]
+    wx, wh, wr, bx, bh = np.split(flat, np.cumsum(sizes)[:-1])
+    wx, wh, wr = wx.reshape(4 * h, i), wh.reshape(4 * h, p), wr.reshape(p, h)
+    r, c, outs = r0[0], c0[0], []
+    for step in range(x.shape[0]):
+        a = x[step] @ wx.T + bx + r @ wh.T + bh
+        c = sig(a[:, h:2 * h]) * c + sig(a[:, :h]) * np.tanh(a[:, 2 * h:3 * h])
+        r = (sig(a[:, 3 * h:]) * np.tanh(c)) @ wr.T
+        outs.append(r)
+    out, hy, cy = run_op("RNN", ins, attrs)
+    np.testing.assert_allclose(out, np.stack(outs), rtol=1e-12)
+    np.testing.assert_allclose(hy[0], r, rtol=1e-12)
+    np.testing.assert_allclose(cy[0], c, rtol=1e-12)
+
+
+@pytest.mark.parametrize("layers,bi", [(1, False), (2, True)])
+def test_projection_gradients(layers, bi):
+    ins, attrs = _projected_inputs(layers, bi)
+    assert ins[1].size == param_size(ops.get("RNN").parse_attrs(attrs), 2)
+    check_grad("RNN", ins, attrs, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru"])
+def test_sequence_length_equals_each_sequence_alone(mode):
+    """Padded steps output 0, final states are the last valid step's, the reverse direction starts
+    at each sequence's own end: as if every sequence ran alone, truncated."""
+    ins, attrs = _inputs(mode, 2, True, t=4, n=3)
+    lengths = np.array([2.0, 4.0, 1.0])
+    attrs = dict(attrs, use_sequence_length=True)
+    out = run_op("RNN", ins + [lengths], attrs)
+    for b, ln in enumerate(lengths.astype(int)):
+        alone = [ins[0][:ln, b:b + 1], ins[1]] + [s[:, b:b + 1] for s in ins[2:]]
+        ref = run_op("RNN", alone, dict(attrs, use_sequence_length=False))
+        np.testing.assert_allclose(out[0][:ln, b:b + 1], ref[0], rtol=1e-12)
+        np.testing.assert_array_equal(out[0][ln:, b], 0)
+        for got, want in zip(out[1:], ref[1:]):
+            np.testing.assert_allclose(got[:, b:b + 1], want, rtol=1e-12)
+
+
+def test_sequence_length_gradients():
+    ins, attrs = _inputs("lstm", 1, True, t=3, n=2, i=2, h=2)
+    attrs = dict(attrs, use_sequence_length=True)
+    check_grad("RNN", ins + [np.array([2.0, 3.0])], attrs, rtol=1e-4, atol=1e-6, wrt=[0, 1, 2, 3])
+
+
+def test_sequence_length_out_of_range():
+    ins, attrs = _inputs("gru", t=3)
+    with pytest.raises(OperatorError, match="RNN: sequence_length"):
+        run_op("RNN", ins + [np.array([0.0, 3.0])], dict(attrs, use_sequence_length=True))
