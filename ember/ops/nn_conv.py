@@ -2,7 +2,8 @@
 
 The column matrix is built from a strided window view (no Python loop over pixels);
 the data gradient scatters columns back with one vectorised add per kernel position
-(kh*kw iterations); depthwise convolutions use one multiply-add per kernel position.
+(kh*kw iterations); depthwise convolutions use one multiply-add per kernel position, and pointwise
+ones (1x1, stride 1, no padding) one matrix product per image.
 Kernels work on a channel-first internal copy, CNHW or batch-last CHWN, whichever makes the
 window copies cheaper for the layer (`choose_layout`).  1-D convolutions run as 2-D ones with
 a height of 1; 3-D ones as one 2-D convolution per kernel depth tap, with the output depths folded
@@ -121,12 +122,55 @@ def _out_internal_shape(lay: Layout, c: int, n: int, oh: int, ow: int):
     return (c, n, oh, ow) if lay is CNHW else (c, oh, ow, n)
 
 
+# -- pointwise (1x1, stride 1, no padding): a matrix product per image, no window copies -----------
+def _is_pointwise(geo: Geometry, channels: int, filters: int) -> bool:
+    """1x1 kernel, stride 1, no padding and not depthwise (depthwise layers keep their own path)."""
+    return (geo.kernel == (1, 1) and geo.stride == (1, 1) and not any(geo.pad_before)
+            and not any(geo.pad_after) and not _is_depthwise_shape(channels, filters, geo))
+
+
+def _pixels(a, groups: int, g: int):
+    """Channel group g of an (N, C, H, W) array as (N, C/groups, H*W) (a view when a is contiguous)."""
+    cg = a.shape[1] // groups
+    return a[:, g * cg:(g + 1) * cg].reshape(a.shape[0], cg, -1)
+
+
+def _pointwise_forward(xp, x, w, groups: int, out) -> None:
+    n, f = out.shape[:2]
+    fg = f // groups
+    if groups == 1 and out.flags.c_contiguous:  # straight into the output's buffer
+        xp.matmul(w.reshape(f, -1), _pixels(x, 1, 0), out=out.reshape(n, f, -1))
+        return
+    for g in range(groups):
+        res = xp.matmul(w[g * fg:(g + 1) * fg].reshape(fg, -1), _pixels(x, groups, g))
+        out[:, g * fg:(g + 1) * fg] = res.reshape((n, fg) + out.shape[2:])
+
+
+def _pointwise_backward_data(xp, dy, w, groups: int, out) -> None:
+    n, c = out.shape[:2]
+    fg, cg = w.shape[0] // groups, c // groups
+    for g in range(groups):
+        res = xp.matmul(w[g * fg:(g + 1) * fg].reshape(fg, cg).T, _pixels(dy, groups, g))
+        out[:, g * cg:(g + 1) * cg] = res.reshape((n, cg) + out.shape[2:])
+
+
+def _pointwise_backward_weight(xp, x, dy, groups: int, out) -> None:
+    f, cg = out.shape[:2]
+    fg = f // groups
+    for g in range(groups):
+        res = xp.matmul(_pixels(dy, groups, g), _pixels(x, groups, g).transpose(0, 2, 1)).sum(axis=0)
+        out[g * fg:(g + 1) * fg] = res.reshape(fg, cg, 1, 1)
+
+
 def conv_forward(xp, x, w, geo: Geometry, out) -> None:
     """out (N, F, OH, OW) = conv(x (N, C, H, W), w (F, C/g, kh, kw)), no bias."""
     n, c = x.shape[:2]
     f = w.shape[0]
     fg = f // geo.groups
     oh, ow = out.shape[2:]
+    if _is_pointwise(geo, c, f):
+        _pointwise_forward(xp, x, w, geo.groups, out)
+        return
     lay = choose_layout(geo, c, f)
     xpad = _padded(xp, x, geo, lay)
     if _is_depthwise_shape(c, f, geo):
@@ -146,6 +190,9 @@ def conv_backward_data(xp, dy, w, geo: Geometry, x_shape, out) -> None:
     n, c, h, wd = x_shape
     f = w.shape[0]
     fg, cg = f // geo.groups, c // geo.groups
+    if _is_pointwise(geo, c, f) and tuple(dy.shape[2:]) == (h, wd):
+        _pointwise_backward_data(xp, dy, w, geo.groups, out)
+        return
     (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.stride, geo.dilate
     (pt, pl), (pb, pr) = geo.pad_before, geo.pad_after
     oh, ow = dy.shape[2:]
@@ -174,6 +221,9 @@ def conv_backward_weight(xp, x, dy, geo: Geometry, out) -> None:
     f = dy.shape[1]
     fg = f // geo.groups
     oh, ow = dy.shape[2:]
+    if _is_pointwise(geo, c, f):
+        _pointwise_backward_weight(xp, x, dy, geo.groups, out)
+        return
     lay = choose_layout(geo, c, f)
     xpad = _padded(xp, x, geo, lay)
     dy_in = _internal(xp, dy, lay)

@@ -1,5 +1,5 @@
-"""The kernels added for Gluon layers (3-D convolution/pooling, channel-last pooling, InstanceNorm,
-GroupNorm, BatchNorm variants) on CuPy agree with numpy. Skipped without CuPy/GPU."""
+"""The kernels added for Gluon layers (3-D and pointwise convolution, 3-D and channel-last pooling,
+InstanceNorm, GroupNorm, BatchNorm variants) on CuPy agree with numpy. Skipped without CuPy/GPU."""
 import os
 import sys
 
@@ -23,6 +23,9 @@ CASES = [
     ("Pooling", [(2, 5, 6, 4, 3)], dict(kernel=(2, 2, 2), pool_type="max", layout="NDHWC")),
     ("_backward_Pooling", [(2, 3, 2, 3, 2), (2, 3, 5, 6, 4), (2, 3, 2, 3, 2)], dict(kernel=(2, 2, 2), stride=(2, 2, 2),
                                                                                      pool_type="avg")),
+    ("Convolution", [(2, 4, 5, 6), (6, 4, 1, 1), (6,)], dict(kernel=(1, 1), num_filter=6)),
+    ("_backward_Convolution", [(2, 6, 5, 6), (2, 4, 5, 6), (6, 2, 1, 1)], dict(kernel=(1, 1), num_filter=6,
+                                                                              num_group=2, no_bias=True)),
     ("InstanceNorm", [(2, 3, 4, 5), (3,), (3,)], {}),
     ("_backward_InstanceNorm", [(2, 3, 4, 5), (2, 3, 4, 5), (3,), (2, 3), (2, 3)], {}),
     ("GroupNorm", [(2, 4, 3, 3), (2,), (2,)], dict(num_groups=2, output_mean_var=True)),

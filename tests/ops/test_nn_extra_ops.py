@@ -382,3 +382,34 @@ def test_conv_layout_must_fit_the_kernel():
     op = ops.get("Convolution")
     with pytest.raises(OperatorError, match="Convolution: layout NHWC is not supported for a 1-D kernel"):
         op.shapes(op.parse_attrs(dict(kernel=(3,), num_filter=2, layout="NHWC")), [(1, 5, 3), None, None])
+
+
+# -- pointwise (1x1) convolutions take a matrix-product path ----------------------------------------
+@pytest.mark.parametrize("xshape,kernel,groups", [
+    ((2, 4, 5, 6), (1, 1), 1), ((2, 6, 3, 4), (1, 1), 3), ((2, 4, 7), (1,), 2), ((1, 4, 3, 2, 3), (1, 1, 1), 2),
+])
+def test_pointwise_conv_matches_reference_and_gradients(xshape, kernel, groups):
+    c, f = xshape[1], 6
+    x, w, b = rng.standard_normal(xshape), rng.standard_normal((f, c // groups) + kernel), rng.standard_normal(f)
+    attrs = dict(kernel=kernel, num_filter=f, num_group=groups)
+    out = run_op("Convolution", [x, w, b], attrs)[0]
+    ref = conv_nd_reference(x, w, (1,) * len(kernel), (0,) * len(kernel), (1,) * len(kernel), groups)
+    np.testing.assert_allclose(out, ref + b.reshape((1, -1) + (1,) * len(kernel)), rtol=1e-10, atol=1e-10)
+    check_grad("Convolution", [x[:1], w, b], attrs)
+    dattrs = dict(kernel=kernel, num_filter=c, num_group=groups, no_bias=True)
+    dw = rng.standard_normal((f, c // groups) + kernel)
+    y = rng.standard_normal((2, f) + xshape[2:])
+    np.testing.assert_allclose(run_op("Deconvolution", [y, dw], dattrs)[0],
+                               deconv_nd_reference(y, dw, (1,) * len(kernel), (0,) * len(kernel), (0,) * len(kernel),
+                                                   groups), rtol=1e-10, atol=1e-10)
+    check_grad("Deconvolution", [y[:1], dw], dattrs)
+
+
+def test_pointwise_conv_writes_into_non_contiguous_outputs():
+    x, w = rng.standard_normal((2, 3, 4, 5)), rng.standard_normal((4, 3, 1, 1))
+    attrs = ops.get("Convolution").parse_attrs(dict(kernel=(1, 1), num_filter=4, no_bias=True))
+    expected = run_op("Convolution", [x, w], attrs)[0]
+    big = np.zeros((2, 4, 4, 5, 2))
+    ops.get("Convolution").kernel("cpu")(ops.OpContext(np), attrs, [x, w], [big[..., 1]], [])
+    np.testing.assert_allclose(big[..., 1], expected, rtol=1e-12)
+    assert not big[..., 0].any()
