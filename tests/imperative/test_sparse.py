@@ -431,3 +431,17 @@ def test_csr_of_non_matrix_is_a_value_error():
     for shape in ((3,), (1, 1, 3)):
         with pytest.raises(ValueError, match="2-D"):
             mx.nd.ones(shape).tostype("csr")
+
+
+def test_autograd_through_the_fallback_reaches_dense_operands():
+    x = np.array([[0, 1, 0], [2, 0, 3]], np.float32)
+    csr = mx.nd.array(x).tostype("csr")
+    w = mx.nd.array(np.arange(6, dtype=np.float32).reshape(3, 2))
+    w.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.dot(csr, w)
+    y.backward()
+    np.testing.assert_allclose(y.asnumpy(), x @ w.asnumpy())
+    np.testing.assert_allclose(w.grad.asnumpy(), x.T @ np.ones((2, 2), np.float32))
+    with pytest.raises(MXNetError, match="not supported for SparseNDArray"):
+        csr.attach_grad()
