@@ -19,6 +19,13 @@ MXNET_PYTHON = os.path.expanduser("~/.cache/ember-anchors/mxnet/bin/python")
 pytestmark = pytest.mark.skipif(not os.path.exists(MXNET_PYTHON), reason="MXNet 1.9.1 venv not installed")
 
 
+def _concurrent():
+    block = cnn.HybridConcurrent(axis=1)
+    with block.name_scope():
+        block.add(nn.Dense(3), cnn.Identity())
+    return block
+
+
 def _net(layers):
     with mx.name.NameManager():
         net = nn.HybridSequential()
@@ -30,7 +37,7 @@ def _net(layers):
 NETS = {
     "net2d": (lambda: [nn.Conv2D(8, 3, padding=1, activation="relu"), nn.BatchNorm(), nn.BatchNormReLU(), nn.LeakyReLU(0.1),
                        nn.MaxPool2D(3, 2, ceil_mode=True), nn.Conv2DTranspose(8, 3, strides=2, output_padding=1),
-                       nn.InstanceNorm(scale=True), nn.GroupNorm(2), nn.AvgPool2D(3, 1, 1, count_include_pad=False),
+                       nn.InstanceNorm(scale=True), nn.GroupNorm(2), cnn.SyncBatchNorm(num_devices=1), nn.AvgPool2D(3, 1, 1, count_include_pad=False),
                        nn.ReflectionPad2D(1), nn.PReLU(), cnn.PixelShuffle2D(2), nn.GlobalAvgPool2D(),
                        nn.Flatten(), nn.Dense(6, activation="tanh"), nn.Dropout(0.3), nn.LayerNorm(), nn.ELU(0.5),
                        nn.SELU(), nn.GELU(), nn.Swish(), nn.Dense(3)], (2, 3, 9, 8)),
@@ -40,6 +47,7 @@ NETS = {
     "net1d": (lambda: [nn.Conv1D(6, 3, strides=2, groups=2), nn.AvgPool1D(2), nn.Conv1DTranspose(4, 3, strides=2),
                        cnn.PixelShuffle1D(2), nn.GlobalMaxPool1D(), nn.Flatten(),
                        nn.Activation("softrelu")], (2, 4, 17)),
+    "embed_concat": (lambda: [nn.Embedding(10, 4), nn.Flatten(), _concurrent(), nn.Activation("sigmoid")], (2, 3)),
 }
 
 
@@ -48,7 +56,8 @@ def test_mxnet_runs_ember_exported_layers(name, tmp_path):
     layers, shape = NETS[name]
     net = _net(layers)
     net.initialize(mx.init.Xavier())
-    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    rng = np.random.default_rng(3)
+    x = (rng.integers(0, 10, shape) if name.startswith("embed") else rng.standard_normal(shape)).astype(np.float32)
     net(nd.array(x))
     for p in net.collect_params().values():  # non-trivial running statistics and scales
         if p.name.endswith(("running_var", "gamma")):
