@@ -8,6 +8,10 @@ call, its parameter names/shapes/grad_reqs in collect_params() order, the parame
 was given (numpy.random.default_rng(20261205)), the input, the output in predict mode, the
 output and head/input/parameter gradients of one training-mode (autograd.record) step, and
 the parameters after it (running statistics).  Replayed by tests/gluon/test_nn_fixtures.py.
+
+It also exports hybridized networks made of these layers (`export-NAME-symbol.json`,
+`export-NAME-0000.params`, `export-NAME-io.npz` with an input and MXNet's predict-mode output),
+which tests/gluon/test_nn_fixtures.py loads with ember's SymbolBlock.imports.
 """
 from __future__ import annotations
 
@@ -105,6 +109,41 @@ CASES = [
     ("pixelshuffle2d", "cnn.PixelShuffle2D((2, 3))", (1, 12, 2, 3), "randn", True),
     ("pixelshuffle3d", "cnn.PixelShuffle3D(2)", (1, 16, 2, 1, 2), "randn", True),
 ]
+# Networks exported with HybridBlock.export (oneDNN on: BatchNormReLU needs it)
+EXPORTS = [
+    ("net2d", "stack(nn.HybridSequential(), lambda: [nn.Conv2D(8, 3, padding=1, activation='relu'), nn.BatchNorm(), "
+              "nn.BatchNormReLU(), nn.MaxPool2D(3, 2, ceil_mode=True), nn.Conv2DTranspose(8, 3, strides=2, "
+              "output_padding=1), nn.InstanceNorm(scale=True), nn.GroupNorm(4), nn.AvgPool2D(3, 1, 1, "
+              "count_include_pad=False), nn.ReflectionPad2D(1), nn.PReLU(), cnn.PixelShuffle2D(2), "
+              "nn.GlobalAvgPool2D(), nn.Flatten(), nn.Dense(5, activation='tanh'), nn.Dropout(0.5), nn.LayerNorm(), "
+              "nn.ELU(0.5), nn.SELU(), nn.GELU(), nn.Swish(), nn.LeakyReLU(0.2), nn.Dense(3)])", (2, 3, 9, 8)),
+    ("net3d", "stack(nn.HybridSequential(), lambda: [nn.Conv3D(4, 2, padding=1), nn.MaxPool3D(2), "
+              "nn.AvgPool3D(2, 1, ceil_mode=True), nn.Conv3DTranspose(3, 2, strides=2), nn.GlobalMaxPool3D(), "
+              "nn.Flatten(), nn.Dense(2)])", (2, 2, 5, 6, 5)),
+    ("net1d", "stack(nn.HybridSequential(), lambda: [nn.Conv1D(6, 3, strides=2, groups=2), nn.AvgPool1D(2), "
+              "nn.Conv1DTranspose(4, 3, strides=2), cnn.PixelShuffle1D(2), nn.GlobalMaxPool1D(), nn.Flatten(), "
+              "stack(cnn.HybridConcurrent(axis=1), lambda: [nn.Dense(3), cnn.Identity()])])", (2, 4, 17)),
+]
+
+
+def export(name, expr, shape):
+    rng = np.random.default_rng(20261206)
+    with mx.name.NameManager():
+        net = eval(expr)
+    net.initialize(mx.init.Xavier())
+    x = mx.nd.array(rng.standard_normal(shape).astype(np.float32))
+    net(x)
+    for p in net.collect_params().values():  # non-trivial statistics and scales
+        if p.name.endswith(("running_var", "gamma")):
+            p.set_data(mx.nd.array(rng.uniform(0.5, 1.5, p.shape)))
+        elif p.name.endswith(("running_mean", "beta")):
+            p.set_data(mx.nd.array(rng.standard_normal(p.shape) * 0.1))
+    net.hybridize()
+    y = net(x)
+    net.export(os.path.join(HERE, f"export-{name}"))
+    np.savez_compressed(os.path.join(HERE, f"export-{name}-io.npz"), x=x.asnumpy(), y=y.asnumpy())
+
+
 # MXNet's reference CPU kernels have no 3-D deconvolution and no BatchNormWithReLU: record them with oneDNN on
 NEEDS_ONEDNN = ("conv3d_transpose", "batchnormrelu")
 
@@ -158,8 +197,12 @@ def main():
     os.makedirs(HERE, exist_ok=True)
     only = set(sys.argv[1:])
     if not only and os.environ["MXNET_MKLDNN_ENABLED"] != "1":
-        subprocess.run([sys.executable, os.path.abspath(__file__), *NEEDS_ONEDNN], check=True,
-                       env=dict(os.environ, MXNET_MKLDNN_ENABLED="1"))
+        subprocess.run([sys.executable, os.path.abspath(__file__), *NEEDS_ONEDNN, *[e[0] for e in EXPORTS]],
+                       check=True, env=dict(os.environ, MXNET_MKLDNN_ENABLED="1"))
+    for name, expr, shape in EXPORTS:
+        if name in only:
+            export(name, expr, shape)
+            print("exported", name)
     for case in CASES:
         if (only and case[0] not in only) or (not only and case[0] in NEEDS_ONEDNN):
             continue

@@ -1,7 +1,7 @@
 """Every gluon.nn / gluon.contrib.nn layer against MXNet 1.9.1 (tests/data/make_gluon_nn_fixtures.py):
 repr before and after the first call, parameter names/shapes/grad_reqs, predict-mode output,
 one training step's output, input and parameter gradients and running statistics — imperatively
-and hybridized."""
+and hybridized; and networks of these layers exported by MXNet, loaded with SymbolBlock.imports."""
 from __future__ import annotations
 
 import glob
@@ -15,7 +15,10 @@ import ember as mx
 from ember.gluon import nn  # noqa: F401  (used by the fixtures' expressions)
 from ember.gluon.contrib import nn as cnn  # noqa: F401
 
-FIXTURES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "data", "gluon_nn", "*.npz")))
+DATA = os.path.join(os.path.dirname(__file__), "..", "data", "gluon_nn")
+FIXTURES = sorted(p for p in glob.glob(os.path.join(DATA, "*.npz")) if not os.path.basename(p).startswith("export-"))
+EXPORTS = sorted(os.path.basename(p)[len("export-"):-len("-io.npz")]
+                 for p in glob.glob(os.path.join(DATA, "export-*-io.npz")))
 TOL = dict(rtol=2e-4, atol=2e-5)
 # Cases whose MXNet gradients are not the derivative of MXNet's own forward (ember's are checked by
 # finite differences in tests/ops)
@@ -122,3 +125,18 @@ def test_hybridized_layer_matches_mxnet(path):
         pytest.skip("not a HybridBlock")
     net.hybridize()
     _check_step(net, fx, case)
+
+
+def test_exports_present():
+    assert len(EXPORTS) >= 3, "run tests/data/make_gluon_nn_fixtures.py with the MXNet venv"
+
+
+@pytest.mark.parametrize("name", EXPORTS)
+def test_imports_mxnet_exported_network(name):
+    prefix = os.path.join(DATA, f"export-{name}")
+    net = mx.gluon.SymbolBlock.imports(prefix + "-symbol.json", ["data"], prefix + "-0000.params")
+    with np.load(prefix + "-io.npz") as io:
+        x, want = io["x"], io["y"]
+    np.testing.assert_allclose(net(mx.nd.array(x)).asnumpy(), want, rtol=1e-4, atol=1e-5)
+    net.hybridize()
+    np.testing.assert_allclose(net(mx.nd.array(x)).asnumpy(), want, rtol=1e-4, atol=1e-5)
