@@ -128,6 +128,7 @@ EXPORTS = [
 
 def export(name, expr, shape):
     rng = np.random.default_rng(20261206)
+    mx.random.seed(20261206)  # the Xavier initial weights
     with mx.name.NameManager():
         net = eval(expr)
     net.initialize(mx.init.Xavier())
