@@ -99,6 +99,10 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None) -> CSRNDArray:
         return array(arg1, ctx=ctx, dtype=dtype)
     if isinstance(arg1, RowSparseNDArray):
         raise ValueError("Unexpected input type: RowSparseNDArray")
+    spsp = _scipy_sparse()
+    if spsp is not None and spsp.issparse(arg1):  # another scipy format (coo, csc, ...)
+        _check_shape(arg1.shape, shape)
+        return array(spsp.csr_matrix(arg1), ctx=ctx, dtype=dtype)
     dtype = _default_dtype(arg1, dtype)
     dense = _host_array(arg1, dtype)
     _check_shape(dense.shape, shape)

@@ -107,6 +107,10 @@ def test_csr_matrix_from_definition_scipy_coo_and_dense(rng):
     np.testing.assert_array_equal(c.asnumpy(), dense)
     for source in (dense, mx.nd.array(dense), dense.tolist()):
         np.testing.assert_array_equal(mx.nd.sparse.csr_matrix(source).asnumpy(), dense)
+    for other_format in (ref.tocoo(), ref.tocsc()):  # other scipy formats are converted to csr
+        converted = mx.nd.sparse.csr_matrix(other_format)
+        np.testing.assert_array_equal(converted.asnumpy(), dense)
+        np.testing.assert_array_equal(converted.indices.asnumpy(), ref.indices)
     # the shape is inferred from indptr and the largest column index
     d = mx.nd.sparse.csr_matrix(([1.0, 2.0], [0, 3], [0, 1, 2]))
     assert d.shape == (2, 4) and d.dtype == np.float32
