@@ -1,4 +1,5 @@
-"""Adam, as the registry op adam_update with the bias correction folded into lr."""
+"""Adam (adam_update, bias correction folded into lr) and its variants Adamax and Nadam
+(NDArray arithmetic, as MXNet 1.9.1 writes them in Python)."""
 from __future__ import annotations
 
 import math
@@ -36,3 +37,77 @@ class Adam(Optimizer):
         mean, var = state
         nd.adam_update(weight, grad, mean, var, out=weight, lr=lr, wd=wd, beta1=self.beta1,
                        beta2=self.beta2, epsilon=self.epsilon, **self._common_kwargs())
+
+
+@register
+class Adamax(Optimizer):
+    """AdaMax (Kingma & Ba, section 7): Adam with the infinity norm.
+    grad = clip(rescale_grad*grad + wd*w);  m = beta1*m + (1-beta1)*grad;
+    u = max(beta2*u, |grad|);  w -= lr / (1 - beta1^t) * m / u.  State: (m, u).
+    """
+
+    def __init__(self, learning_rate: float = 0.002, beta1: float = 0.9, beta2: float = 0.999, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+
+    def create_state(self, index, weight):
+        return (nd.zeros(weight.shape, weight.context, dtype=weight.dtype),  # mean
+                nd.zeros(weight.shape, weight.context, dtype=weight.dtype))  # infinity norm
+
+    def update(self, index, weight, grad, state) -> None:
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        lr /= 1. - self.beta1 ** self._index_update_count[index]
+        grad = grad * self.rescale_grad + wd * weight
+        if self.clip_gradient is not None:
+            grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)
+        m_t, u_t = state
+        m_t[:] *= self.beta1
+        m_t[:] += (1. - self.beta1) * grad
+        u_t[:] = nd.maximum(self.beta2 * u_t, nd.abs(grad))
+        weight[:] -= lr * m_t / u_t
+
+
+@register
+class Nadam(Optimizer):
+    """Adam with Nesterov momentum (Dozat 2016).  grad = clip(rescale_grad*grad + wd*w);
+    mu_t = beta1 * (1 - 0.5 * 0.96^(t*schedule_decay)); the momentum schedule (the product of the
+    mu_t, kept by the optimizer across all weights, as in MXNet) corrects m and grad;
+    w -= lr * m_bar / (sqrt(v / (1 - beta2^t)) + epsilon).  State: (m, v).
+    """
+
+    def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-8, schedule_decay: float = 0.004, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.schedule_decay = schedule_decay
+        self.m_schedule = 1.
+
+    def create_state(self, index, weight):
+        return (nd.zeros(weight.shape, weight.context, dtype=weight.dtype),  # mean
+                nd.zeros(weight.shape, weight.context, dtype=weight.dtype))  # variance
+
+    def update(self, index, weight, grad, state) -> None:
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        grad = grad * self.rescale_grad + wd * weight
+        if self.clip_gradient is not None:
+            grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)
+        momentum_t = self.beta1 * (1. - 0.5 * pow(0.96, t * self.schedule_decay))
+        momentum_t_1 = self.beta1 * (1. - 0.5 * pow(0.96, (t + 1) * self.schedule_decay))
+        self.m_schedule = self.m_schedule * momentum_t
+        m_schedule_next = self.m_schedule * momentum_t_1
+        m_t, v_t = state
+        m_t[:] *= self.beta1
+        m_t[:] += (1. - self.beta1) * grad
+        v_t[:] *= self.beta2
+        v_t[:] += (1. - self.beta2) * grad * grad
+        grad_prime = grad / (1. - self.m_schedule)
+        m_t_prime = m_t / (1. - m_schedule_next)
+        v_t_prime = v_t / (1. - pow(self.beta2, t))
+        m_t_bar = (1. - momentum_t) * grad_prime + momentum_t_1 * m_t_prime
+        weight[:] -= lr * m_t_bar / (nd.sqrt(v_t_prime) + self.epsilon)

@@ -139,9 +139,8 @@ def _optimizer(obj: _PickledObject):
     optimizer = klass.__new__(klass)
     attrs = _convert(obj.attrs, obj.mx_name)
     optimizer.__dict__.update(attrs)
-    # ember's optimizers keep fp32 weights themselves (no multi-precision copies) and need a param_dict
-    optimizer.multi_precision = False
-    optimizer.param_dict = {}
+    optimizer.param_dict = {}  # set again by the Trainer that owns the parameters
+    optimizer.__dict__.setdefault("aggregate_num", 0)
     return optimizer
 
 

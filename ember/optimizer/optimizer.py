@@ -12,6 +12,9 @@ from __future__ import annotations
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Type
 
+import numpy as np
+
+from .. import ndarray as nd
 from ..base import EmberError
 
 
@@ -54,9 +57,10 @@ class Optimizer:
         self._all_index_update_counts: Dict[int, Dict[Any, int]] = {0: {}}
         self._index_update_count: Dict[Any, int] = self._all_index_update_counts[0]
         self.clip_gradient = clip_gradient
-        if multi_precision:
-            raise OptimizerError("multi_precision=True is not supported by ember's optimizers")
-        self.multi_precision = False
+        # float16 weights get a float32 master copy in their state (create_state_multi_precision)
+        self.multi_precision = multi_precision
+        # > 0: the Updater hands this many weights of one dtype to update_multi_precision at once
+        self.aggregate_num = 0
         if param_idx2name is None:
             param_idx2name = {}
         if not isinstance(param_idx2name, dict):
@@ -98,7 +102,12 @@ class Optimizer:
         return None
 
     def create_state_multi_precision(self, index, weight):
-        """Same as create_state (multi-precision training is not supported)."""
+        """create_state, with a float32 master copy of a float16 weight when multi_precision is on:
+        then the state is (weight32, create_state(index, weight32)), as MXNet's generic wrapper."""
+        if self.multi_precision and weight.dtype == np.float16:
+            master = weight.astype(np.float32)
+            return (master, self.create_state(index, master))
+        _warn_fp16(weight, type(self).__name__)
         return self.create_state(index, weight)
 
     def update(self, index, weight, grad, state) -> None:
@@ -106,10 +115,16 @@ class Optimizer:
         raise NotImplementedError(f"{type(self).__name__} must define update()")
 
     def update_multi_precision(self, index, weight, grad, state) -> None:
-        """Same as update (multi-precision training is not supported)."""
+        """update, on the float32 master copy for a float16 weight under multi_precision (the weight
+        then receives the master copy cast back); lists of indices are updated one by one."""
         if isinstance(index, (list, tuple)):
             for i, w, g, s in zip(index, weight, grad, state):
-                self.update(i, w, g, s)
+                self.update_multi_precision(i, w, g, s)
+            return
+        if self.multi_precision and weight.dtype == np.float16:
+            master, inner = state
+            self.update(index, master, grad.astype(np.float32), inner)
+            nd.cast(master, dtype=weight.dtype, out=weight)
         else:
             self.update(index, weight, grad, state)
 
@@ -198,11 +213,36 @@ class Optimizer:
             kwargs["clip_gradient"] = self.clip_gradient
         return kwargs
 
+    def _uses_master_copy(self, weight) -> bool:
+        """Whether `weight` (or the first of a list) is updated through a float32 master copy."""
+        first = weight[0] if isinstance(weight, (list, tuple)) else weight
+        return bool(self.multi_precision) and first.dtype == np.float16
+
+    def _master_copy_state(self, index, weight):
+        """(create_state(weight32), weight32) for a float16 weight under multi_precision, else
+        create_state(weight): the layout of MXNet's SGD, NAG, LARS (state first, master copy last)."""
+        if self.multi_precision and weight.dtype == np.float16:
+            master = weight.astype(np.float32)
+            return (self.create_state(index, master), master)
+        _warn_fp16(weight, type(self).__name__)
+        return self.create_state(index, weight)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.param_dict = {}  # set again by the Trainer that owns the parameters
+        self.__dict__.setdefault("aggregate_num", 0)
+
     def __getstate__(self):
         # the param_dict holds live parameters owned by their block: not part of a saved optimizer
         state = self.__dict__.copy()
         state["param_dict"] = {}
         return state
+
+
+def _warn_fp16(weight, name: str) -> None:
+    if weight.dtype == np.float16:
+        warnings.warn("Accumulating with float16 in optimizer can lead to poor accuracy or slow convergence. "
+                      f"Consider using multi_precision=True option of the {name} optimizer", stacklevel=3)
 
 
 register = Optimizer.register

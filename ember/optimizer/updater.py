@@ -15,7 +15,12 @@ from .optimizer import Optimizer
 
 
 class Updater:
-    """Calls `optimizer.update` with a per-index state created on first use."""
+    """Calls `optimizer.update_multi_precision` with a per-index state created on first use.
+
+    When the optimizer has `aggregate_num > 0` (SGD, LARS, LAMB, as in MXNet) the weights of one
+    call are grouped by dtype and handed over up to aggregate_num at a time, so the optimizer can
+    update them with one multi-tensor op (multi_sgd_update, ...).
+    """
 
     def __init__(self, optimizer: Optimizer):
         if not isinstance(optimizer, Optimizer):
@@ -35,6 +40,7 @@ class Updater:
             indices, grads, weights = [index], [grad], [weight]
         if weights and isinstance(weights[0], NDArray):
             self.optimizer._set_current_context(weights[0].context.device_id)
+        checked = []
         for idx, g, w in zip(indices, grads, weights):
             if isinstance(idx, bytes):
                 idx = idx.decode()
@@ -50,7 +56,19 @@ class Updater:
             elif not self.states_synced[idx]:
                 self.states[idx] = self.sync_state_context(self.states[idx], w.context)
                 self.states_synced[idx] = True
-            self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
+            checked.append((idx, w, g))
+        aggregate = getattr(self.optimizer, "aggregate_num", 0)
+        if aggregate > 0:
+            by_dtype: Dict[Any, list] = {}
+            for item in checked:
+                by_dtype.setdefault(item[1].dtype, []).append(item)
+            for items in by_dtype.values():
+                for start in range(0, len(items), aggregate):
+                    idxs, ws, gs = (list(t) for t in zip(*items[start:start + aggregate]))
+                    self.optimizer.update_multi_precision(idxs, ws, gs, [self.states[i] for i in idxs])
+        else:
+            for idx, w, g in checked:
+                self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
 
     def sync_state_context(self, state, context):
         """The state moved to `context` (after set_states loaded it elsewhere)."""
