@@ -393,8 +393,9 @@ class Parameter:
     def var(self) -> sym_mod.Symbol:
         """The symbol variable standing for this parameter in traced graphs."""
         if self._var is None:
-            # a partly known shape stays off the variable: the graph infers it from the data
-            shape = self.shape if shape_is_known(self.shape) else None
+            # a partly known shape goes on the variable with 0 for the unknown dimensions (as in MXNet):
+            # shape inference fills them, and learns the rank from it (a weight flattened by reshape(-1))
+            shape = self.shape if self.shape is not None and len(self.shape) else None
             self._var = sym_mod.var(self.name, shape=shape, dtype=self.dtype, lr_mult=self.lr_mult,
                                     wd_mult=self.wd_mult, init=_init_attr(self.init) or None,
                                     stype=None if self._stype == "default" else self._stype)

@@ -475,9 +475,23 @@ register(OpDef(
     infer_shape=_backward_infer_shape,
     kernels={"any": _backward},
     doc="Gradients of RNN by backpropagation through time (recomputes the forward pass)."))
+def _param_concat_backward_infer(attrs, in_shapes, out_shapes):
+    """As Concat's, but several inputs of unknown length share what is left equally: the first layer's
+    i2h weights of both directions, the only unknown ones, have one size (MXNet's RNNParamConcatShape)."""
+    out = out_shapes[0]
+    unknown = [k for k, s in enumerate(in_shapes) if s is None or s[0] is None]
+    if out is None or out[0] is None or len(unknown) < 2 or any(s is not None and len(s) != 1 for s in in_shapes):
+        return _concat_backward_infer(attrs, in_shapes, out_shapes)
+    rest = out[0] - sum(s[0] for k, s in enumerate(in_shapes) if k not in unknown)
+    if rest <= 0 or rest % len(unknown):
+        raise ShapeError(f"_rnn_param_concat: output length {out[0]} leaves {rest} for {len(unknown)} inputs of "
+                         "unknown length")
+    return [(rest // len(unknown),) if k in unknown else s for k, s in enumerate(in_shapes)]
+
+
 register(OpDef(
     name="_rnn_param_concat", attrs=_CONCAT_ATTRS, inputs=_concat_args, key_var_num_args="num_args",
-    infer_shape=_concat_infer, infer_shape_backward=_concat_backward_infer,
+    infer_shape=_concat_infer, infer_shape_backward=_param_concat_backward_infer,
     infer_type=same_type("_rnn_param_concat"), kernels={"any": _concat},
     gradient=lambda F, a, i, o, g: list(F._backward_Concat(g[0], *i, **a)) if a["num_args"] > 1
     else [F._backward_Concat(g[0], *i, **a)],
