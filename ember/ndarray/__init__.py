@@ -18,6 +18,7 @@ from ..imperative.dlpack import from_dlpack  # noqa: F401
 from ..imperative.invoke import call as _call
 from ..ops import registry as _registry
 from . import contrib, linalg, random  # noqa: F401
+from . import image  # noqa: F401  (mx.nd.image: the _image_* operators)
 from . import sparse  # noqa: F401  (CSRNDArray, RowSparseNDArray and their constructors)
 from .sparse import CSRNDArray, RowSparseNDArray  # noqa: F401
 from .arith import (add, divide, equal, greater, greater_equal, lesser, lesser_equal,  # noqa: F401

@@ -1,0 +1,422 @@
+"""`DataLoader`: mini-batches from a Dataset, in the loop's process, in worker processes or in threads.
+
+Worker processes (num_workers > 0) are forked when an iteration starts (so they see the dataset as
+it is then, without pickling it) and end with it.  Batch k is made by worker k % num_workers; each
+worker answers in the order it was asked, so batches reach the loop in sampler order without a
+reorder buffer.  A batch's arrays travel through shared memory (`_shm.py`); the pipe carries
+only their description.  The loop waits on a worker's pipe and its process sentinel together,
+so a worker that dies is reported at once and a slow one after `timeout` seconds; a worker's
+exception is raised in the loop, chained to the worker's traceback.  Workers ignore SIGINT
+(Ctrl-C stops the loop, which then ends them), die with their parent (PR_SET_PDEATHSIG), and are
+ended when the iteration finishes, is abandoned, fails, or the interpreter exits.
+"""
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import itertools
+import multiprocessing
+import multiprocessing.connection
+import os
+import pickle
+import signal
+import sys
+import threading
+import traceback
+import weakref
+from typing import Any, Callable, List, Optional
+
+import numpy as np
+
+from ... import context
+from ...imperative.ndarray import NDArray
+from ...util import is_np_shape, set_np_shape
+from . import _shm
+from . import sampler as _sampler
+
+__all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
+
+
+def default_batchify_fn(data: List[Any]):
+    """Stack a list of samples into a batch: NDArrays with nd.stack, tuples element-wise (a list
+    of batches), anything else through numpy.asarray into an NDArray of the same dtype."""
+    from ... import ndarray as nd
+    first = data[0]
+    if isinstance(first, NDArray):
+        out = nd.stack(*data)
+        return out.as_np_ndarray() if type(first).__name__ == "ndarray" else out
+    if isinstance(first, tuple):
+        return [default_batchify_fn(list(items)) for items in zip(*data)]
+    arr = np.asarray(data)
+    return nd.array(arr, dtype=arr.dtype)
+
+
+# Worker processes hand their batches over through shared memory whatever the batchify function
+# makes, so the multi-worker default is the same function (MXNet's name, kept for user code).
+default_mp_batchify_fn = default_batchify_fn
+
+
+def _as_in_context(data, ctx):
+    if isinstance(data, NDArray):
+        return data.as_in_context(ctx)
+    if isinstance(data, (list, tuple)):
+        return [_as_in_context(d, ctx) for d in data]
+    return data
+
+
+# -- worker processes -----------------------------------------------------------------------------
+class WorkerTraceback(Exception):
+    """The traceback of an exception raised in a DataLoader worker (the `__cause__` of the
+    exception re-raised in the loop)."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self):
+        return "\n\nTraceback in the DataLoader worker process:\n" + self.text
+
+
+def _die_with_parent() -> None:
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except Exception:  # no prctl: the ppid check in the task loop still ends the worker
+            pass
+
+
+def _worker_main(dataset, batchify_fn, tasks, results, prefix: str, parent: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the loop's to handle
+    _die_with_parent()
+    if os.getppid() != parent:
+        return
+    while True:
+        try:
+            if not tasks.poll(1.0):
+                if os.getppid() != parent:
+                    return
+                continue
+            task = tasks.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        key, samples = task
+        try:
+            batch = batchify_fn([dataset[i] for i in samples])
+            layout, tree = _shm.export_batch(batch, f"{prefix}{key}")
+            msg = ("ok", key, layout, tree)
+        except BaseException as err:  # reported to the loop, which raises it
+            msg = ("error", key, _pickled_error(err), traceback.format_exc())
+        try:
+            results.send(msg)
+        except Exception as err:  # an unpicklable non-array object in the batch
+            _shm.discard(f"{prefix}{key}")
+            results.send(("error", key, _pickled_error(err), traceback.format_exc()))
+
+
+def _pickled_error(err: BaseException) -> Optional[bytes]:
+    try:
+        data = pickle.dumps(err)
+        pickle.loads(data)
+        return data
+    except Exception:
+        return None
+
+
+_LIVE_POOLS = weakref.WeakSet()
+
+
+class _WorkerProcesses:
+    """num_workers forked processes, each with a task pipe and a result pipe."""
+
+    _ids = itertools.count()
+
+    def __init__(self, num_workers: int, dataset, batchify_fn, timeout: float):
+        self._timeout = timeout
+        self._prefix = os.path.join(_shm.SHM_DIR, f"ember-dataloader-{os.getpid()}-{next(self._ids)}-")
+        ctx = multiprocessing.get_context("fork")
+        self._workers, self._tasks, self._results = [], [], []
+        self._closed = False
+        _LIVE_POOLS.add(self)
+        try:
+            for _ in range(num_workers):
+                task_r, task_w = ctx.Pipe(duplex=False)
+                res_r, res_w = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_worker_main, daemon=True,
+                                   args=(dataset, batchify_fn, task_r, res_w, self._prefix, os.getpid()))
+                proc.start()
+                task_r.close()
+                res_w.close()
+                self._workers.append(proc)
+                self._tasks.append(task_w)
+                self._results.append(res_r)
+        except BaseException:
+            self.shutdown()
+            raise
+
+    @property
+    def pids(self) -> List[int]:
+        return [p.pid for p in self._workers]
+
+    def submit(self, key: int, samples) -> None:
+        self._tasks[key % len(self._workers)].send((key, list(samples)))
+
+    def get(self, key: int):
+        """Batch `key`, waiting at most `timeout` seconds for it."""
+        w = key % len(self._workers)
+        conn, proc = self._results[w], self._workers[w]
+        ready = multiprocessing.connection.wait([conn, proc.sentinel], self._timeout)
+        if conn not in ready:
+            if proc.sentinel in ready or not proc.is_alive():
+                proc.join(0.1)
+                code = proc.exitcode
+                how = (f"was killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
+                       else f"exited with code {code}")
+                raise RuntimeError(f"DataLoader worker {w} (pid {proc.pid}) {how} before delivering "
+                                   f"batch {key}; it may have run out of memory or crashed in native code")
+            raise multiprocessing.TimeoutError(
+                f"DataLoader worker {w} (pid {proc.pid}) timed out after {self._timeout} seconds on "
+                f"batch {key}: the transform may be slow (raise DataLoader's timeout), or shared "
+                f"memory in {_shm.SHM_DIR} may be full (use fewer workers)")
+        try:
+            msg = conn.recv()
+        except EOFError:
+            raise RuntimeError(f"DataLoader worker {w} (pid {proc.pid}) closed its pipe before delivering "
+                               f"batch {key}") from None
+        if msg[1] != key:
+            raise RuntimeError(f"DataLoader: worker {w} delivered batch {msg[1]} while batch {key} was expected")
+        if msg[0] == "error":
+            _, _, data, text = msg
+            err = pickle.loads(data) if data is not None else RuntimeError(
+                "DataLoader worker raised an exception that cannot be pickled")
+            raise err from WorkerTraceback(text)
+        _, _, layout, tree = msg
+        return _shm.import_batch(f"{self._prefix}{key}", layout, tree)
+
+    def shutdown(self) -> None:
+        """End every worker (politely, then by force) and remove undelivered batches."""
+        if self._closed:
+            return
+        self._closed = True
+        for conn in self._tasks:
+            try:
+                conn.send(None)
+            except Exception:
+                pass
+        for proc in self._workers:
+            proc.join(timeout=1.0)
+        for proc in self._workers:
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=1.0)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        for conn in self._tasks + self._results:
+            conn.close()
+        _shm.discard_prefix(self._prefix)
+        _LIVE_POOLS.discard(self)
+
+    def __del__(self):
+        try:
+            self.shutdown()
+        except Exception:
+            pass
+
+
+@atexit.register
+def _shutdown_all() -> None:
+    for pool in list(_LIVE_POOLS):
+        pool.shutdown()
+
+
+# -- iterators ---------------------------------------------------------------------------------------
+class _MultiWorkerIter:
+    """Batches in sampler order from a worker set; keeps up to prefetch + 1 batches in flight."""
+
+    def __init__(self, pool, batch_sampler, prefetch: int, pin_memory: bool, pin_device_id: int,
+                 owns_pool: bool):
+        self._pool = pool
+        self._owns_pool = owns_pool
+        self._batch_sampler = batch_sampler
+        self._iter = iter(batch_sampler)
+        self._sent = self._rcvd = 0
+        self._pin = context.cpu_pinned(pin_device_id) if pin_memory else None
+        for _ in range(prefetch):
+            self._push_next()
+
+    def __len__(self):
+        return len(self._batch_sampler)
+
+    def _push_next(self) -> None:
+        samples = next(self._iter, None)
+        if samples is None:
+            return
+        self._pool.submit(self._sent, samples)
+        self._sent += 1
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self._push_next()
+        if self._rcvd == self._sent:
+            self.close()
+            raise StopIteration
+        try:
+            batch = self._pool.get(self._rcvd)
+        except BaseException:
+            self.close()
+            raise
+        self._rcvd += 1
+        if self._pin is not None:
+            batch = _as_in_context(batch, self._pin)
+        return batch
+
+    next = __next__
+
+    def close(self) -> None:
+        if self._owns_pool and self._pool is not None:
+            self._pool.shutdown()
+        self._pool = None if self._owns_pool else self._pool
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class _ThreadPool:
+    """Threads that make batches in the loop's process (DataLoader(thread_pool=True))."""
+
+    def __init__(self, num_workers: int, dataset, batchify_fn, timeout: float):
+        np_shape = is_np_shape()
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            num_workers, thread_name_prefix="ember-dataloader",
+            initializer=set_np_shape, initargs=(np_shape,))
+        self._dataset, self._batchify_fn, self._timeout = dataset, batchify_fn, timeout
+        self._futures = {}
+
+    def _make(self, samples):
+        return self._batchify_fn([self._dataset[i] for i in samples])
+
+    def submit(self, key: int, samples) -> None:
+        self._futures[key] = self._executor.submit(self._make, list(samples))
+
+    def get(self, key: int):
+        future = self._futures.pop(key)
+        try:
+            return future.result(self._timeout)
+        except concurrent.futures.TimeoutError:
+            raise multiprocessing.TimeoutError(
+                f"DataLoader thread timed out after {self._timeout} seconds on batch {key}: the "
+                f"transform may be slow (raise DataLoader's timeout)") from None
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+class DataLoader:
+    """Loads mini-batches from `dataset` (MXNet 1.9.1's gluon.data.DataLoader).
+
+    Give batch_size (with shuffle or a sampler, and last_batch 'keep', 'discard' or 'rollover'),
+    or a batch_sampler.  batchify_fn merges samples into a batch (default_batchify_fn).
+    num_workers > 0 makes batches in that many worker processes (threads with thread_pool=True),
+    `prefetch` batches ahead (default 2 * num_workers); a worker that takes longer than `timeout`
+    seconds for a batch raises multiprocessing.TimeoutError.  pin_memory copies batches to
+    cpu_pinned(pin_device_id).  auto_reload starts the next pass's prefetching as soon as one ends.
+    """
+
+    def __init__(self, dataset, batch_size: Optional[int] = None, shuffle: bool = False, sampler=None,
+                 last_batch: Optional[str] = None, batch_sampler=None, batchify_fn: Optional[Callable] = None,
+                 num_workers: int = 0, pin_memory: bool = False, pin_device_id: int = 0,
+                 prefetch: Optional[int] = None, thread_pool: bool = False, timeout: float = 120,
+                 auto_reload: bool = False):
+        self._dataset = dataset
+        self._pin_memory = pin_memory
+        self._pin_device_id = pin_device_id
+        self._thread_pool = thread_pool
+        self._timeout = timeout
+        assert timeout > 0, "timeout must be positive, given {}".format(timeout)
+        if batch_sampler is None:
+            if batch_size is None:
+                raise ValueError("batch_size must be specified unless batch_sampler is specified")
+            if sampler is None:
+                sampler = (_sampler.RandomSampler(len(dataset)) if shuffle
+                           else _sampler.SequentialSampler(len(dataset)))
+            elif shuffle:
+                raise ValueError("shuffle must not be specified if sampler is specified")
+            batch_sampler = _sampler.BatchSampler(sampler, batch_size, last_batch if last_batch else "keep")
+        elif batch_size is not None or shuffle or sampler is not None or last_batch is not None:
+            raise ValueError("batch_size, shuffle, sampler and last_batch must not be specified if "
+                             "batch_sampler is specified.")
+        self._batch_sampler = batch_sampler
+        self._num_workers = num_workers if num_workers >= 0 else 0
+        self._prefetch = max(0, int(prefetch) if prefetch is not None else 2 * self._num_workers)
+        self._batchify_fn = default_batchify_fn if batchify_fn is None else batchify_fn
+        self._worker_pool = None
+        if self._num_workers > 0 and self._thread_pool:
+            self._worker_pool = _ThreadPool(self._num_workers, dataset, self._batchify_fn, timeout)
+        self.auto_reload = auto_reload
+        self._iter = None
+        if self.auto_reload:
+            self.refresh()
+
+    def __iter__(self):
+        if self._iter is None:
+            self.refresh()
+        it, self._iter = self._iter, None  # one pass per prefetched iterator
+        try:
+            for batch in it:
+                yield batch
+        finally:
+            if isinstance(it, _MultiWorkerIter):
+                it.close()
+        if self._iter is None and self.auto_reload:
+            self.refresh()
+
+    def _prefetch_iter(self):
+        if self._num_workers == 0:
+            return self._same_process_iter()
+        if self._thread_pool:
+            pool, owns = self._worker_pool, False
+        else:
+            from ... import ndarray as nd
+            nd.waitall()  # the children start from a quiet engine
+            pool, owns = _WorkerProcesses(self._num_workers, self._dataset, self._batchify_fn,
+                                          self._timeout), True
+        return _MultiWorkerIter(pool, self._batch_sampler, self._prefetch, self._pin_memory,
+                                self._pin_device_id, owns)
+
+    def _same_process_iter(self):
+        pin = context.cpu_pinned(self._pin_device_id) if self._pin_memory else None
+        for samples in self._batch_sampler:
+            batch = self._batchify_fn([self._dataset[i] for i in samples])
+            yield batch if pin is None else _as_in_context(batch, pin)
+
+    def __len__(self):
+        return len(self._batch_sampler)
+
+    def refresh(self) -> None:
+        """Start a new pass now (its workers begin prefetching)."""
+        old, self._iter = self._iter, self._prefetch_iter()
+        if isinstance(old, _MultiWorkerIter):
+            old.close()
+
+    def clean(self) -> None:
+        """Drop the prefetched pass; the next iteration starts its own."""
+        if isinstance(self._iter, _MultiWorkerIter):
+            self._iter.close()
+        self._iter = None
+
+    def __del__(self):
+        try:
+            self.clean()
+            if self._worker_pool is not None:
+                self._worker_pool.shutdown()
+        except Exception:
+            pass

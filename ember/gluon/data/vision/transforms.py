@@ -1,0 +1,250 @@
+"""Image transforms (MXNet 1.9.1's gluon.data.vision.transforms): blocks over the `_image_*`
+registry operators; those MXNet makes hybridizable are HybridBlocks here too."""
+from __future__ import annotations
+
+import random
+from numbers import Number
+
+import numpy as np
+
+from ....base import numeric_types
+from ...block import Block, HybridBlock
+from ...nn import HybridSequential, Sequential
+
+__all__ = ["Compose", "HybridCompose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop", "CropResize",
+           "RandomResizedCrop", "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness",
+           "RandomContrast", "RandomSaturation", "RandomHue", "RandomColorJitter", "RandomLighting",
+           "RandomApply"]
+
+
+class Compose(Sequential):
+    """Applies `transforms` in order; runs of consecutive HybridBlocks are grouped into one
+    hybridized HybridSequential."""
+
+    def __init__(self, transforms):
+        super().__init__()
+        run = []
+        for t in list(transforms) + [None]:
+            if isinstance(t, HybridBlock):
+                run.append(t)
+                continue
+            if len(run) == 1:
+                self.add(run[0])
+            elif len(run) > 1:
+                block = HybridSequential()
+                for r in run:
+                    block.add(r)
+                block.hybridize()
+                self.add(block)
+            run = []
+            if t is not None:
+                self.add(t)
+
+
+class HybridCompose(HybridSequential):
+    """Applies HybridBlock `transforms` in order, as one HybridBlock."""
+
+    def __init__(self, transforms):
+        super().__init__()
+        for t in transforms:
+            if not isinstance(t, HybridBlock):
+                raise ValueError(f"HybridCompose takes HybridBlocks only, got {type(t).__name__}")
+            self.add(t)
+
+
+class Cast(HybridBlock):
+    """Casts the input to `dtype`."""
+
+    def __init__(self, dtype="float32"):
+        super().__init__()
+        self._dtype = dtype
+
+    def hybrid_forward(self, F, x):
+        return F.cast(x, self._dtype)
+
+
+class ToTensor(HybridBlock):
+    """HWC (NHWC) image in [0, 255] -> CHW (NCHW) float32 in [0, 1]."""
+
+    def hybrid_forward(self, F, x):
+        return F.image.to_tensor(x)
+
+
+class Normalize(HybridBlock):
+    """(x - mean[c]) / std[c] over the channels of a CHW (NCHW) tensor."""
+
+    def __init__(self, mean=0.0, std=1.0):
+        super().__init__()
+        self._mean = mean
+        self._std = std
+
+    def hybrid_forward(self, F, x):
+        return F.image.normalize(x, self._mean, self._std)
+
+
+class Resize(HybridBlock):
+    """Resizes to size (int: square, or the short side with keep_ratio; (width, height))."""
+
+    def __init__(self, size, keep_ratio=False, interpolation=1):
+        super().__init__()
+        self._keep = keep_ratio
+        self._size = size
+        self._interpolation = interpolation
+
+    def hybrid_forward(self, F, x):
+        return F.image.resize(x, self._size, self._keep, self._interpolation)
+
+
+class CropResize(HybridBlock):
+    """Crops the box (x, y, width, height), then resizes to `size` if given."""
+
+    def __init__(self, x, y, width, height, size=None, interpolation=None):
+        super().__init__()
+        self._x, self._y, self._width, self._height = x, y, width, height
+        self._size = size
+        self._interpolation = interpolation
+
+    def hybrid_forward(self, F, x):
+        out = F.image.crop(x, self._x, self._y, self._width, self._height)
+        if self._size:
+            out = F.image.resize(out, self._size, False, 1 if self._interpolation is None else self._interpolation)
+        return out
+
+
+def _crop_resize(x, x0, y0, w, h, size, interp):
+    from .... import ndarray as nd
+    out = nd.image.crop(x, x=x0, y=y0, width=w, height=h)
+    if (w, h) != tuple(size):
+        out = nd.image.resize(out, size=tuple(size), interp=interp)
+    return out
+
+
+class CenterCrop(Block):
+    """Crops the centre `size` (w, h) box (the largest box of that aspect ratio when the image
+    is smaller, then resized), as mx.image.center_crop."""
+
+    def __init__(self, size, interpolation=1):
+        super().__init__()
+        if isinstance(size, numeric_types):
+            size = (size, size)
+        self._args = (size, interpolation)
+
+    def forward(self, x):
+        (w, h), interp = self._args
+        src_h, src_w = x.shape[-3], x.shape[-2]
+        new_w, new_h = w, h
+        if src_w < w or src_h < h:  # scale the box down to fit, keeping its aspect ratio
+            new_h = int(src_w * h / w) if w * src_h > h * src_w else src_h
+            new_w = int(src_h * w / h) if w * src_h <= h * src_w else src_w
+            new_w, new_h = min(new_w, src_w), min(new_h, src_h)
+        x0 = int((src_w - new_w) / 2)
+        y0 = int((src_h - new_h) / 2)
+        return _crop_resize(x, x0, y0, new_w, new_h, (w, h), interp)
+
+
+class RandomResizedCrop(Block):
+    """Crops a random box of area fraction in `scale` and aspect ratio in `ratio`, resized to
+    `size` (mx.image.random_size_crop; the centre crop after 10 failed tries)."""
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), interpolation=1):
+        super().__init__()
+        if isinstance(size, numeric_types):
+            size = (size, size)
+        self._args = (size, scale, ratio, interpolation)
+
+    def forward(self, x):
+        size, scale, ratio, interp = self._args
+        h, w = x.shape[-3], x.shape[-2]
+        area = h * w
+        for _ in range(10):
+            target = random.uniform(scale[0], scale[1]) * area
+            log_ratio = (np.log(ratio[0]), np.log(ratio[1]))
+            aspect = np.exp(random.uniform(*log_ratio))
+            new_w = int(round(np.sqrt(target * aspect)))
+            new_h = int(round(np.sqrt(target / aspect)))
+            if 0 < new_w <= w and 0 < new_h <= h:
+                x0 = random.randint(0, w - new_w)
+                y0 = random.randint(0, h - new_h)
+                return _crop_resize(x, x0, y0, new_w, new_h, size, interp)
+        return CenterCrop(size, interp)(x)
+
+
+class RandomFlipLeftRight(HybridBlock):
+    """Flips an HWC image left-right with probability 0.5."""
+
+    def hybrid_forward(self, F, x):
+        return F.image.random_flip_left_right(x)
+
+
+class RandomFlipTopBottom(HybridBlock):
+    """Flips an HWC image top-bottom with probability 0.5."""
+
+    def hybrid_forward(self, F, x):
+        return F.image.random_flip_top_bottom(x)
+
+
+class _RandomFactor(HybridBlock):
+    _op = ""
+
+    def __init__(self, amount):
+        super().__init__()
+        self._args = (max(0, 1 - amount), 1 + amount)
+
+    def hybrid_forward(self, F, x):
+        return getattr(F.image, self._op)(x, *self._args)
+
+
+class RandomBrightness(_RandomFactor):
+    """Multiplies the image by a factor ~ U[max(0, 1-brightness), 1+brightness]."""
+    _op = "random_brightness"
+
+
+class RandomContrast(_RandomFactor):
+    """Blends the image with its mean gray level, factor ~ U[max(0, 1-contrast), 1+contrast]."""
+    _op = "random_contrast"
+
+
+class RandomSaturation(_RandomFactor):
+    """Blends each pixel with its gray level, factor ~ U[max(0, 1-saturation), 1+saturation]."""
+    _op = "random_saturation"
+
+
+class RandomHue(_RandomFactor):
+    """Rotates the hue by a factor ~ U[max(0, 1-hue), 1+hue] turns."""
+    _op = "random_hue"
+
+
+class RandomColorJitter(HybridBlock):
+    """Random brightness, contrast, saturation and hue in one operator."""
+
+    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+        super().__init__()
+        self._args = (brightness, contrast, saturation, hue)
+
+    def hybrid_forward(self, F, x):
+        return F.image.random_color_jitter(x, *self._args)
+
+
+class RandomLighting(HybridBlock):
+    """AlexNet-style PCA lighting noise with alpha ~ N(0, alpha) per channel."""
+
+    def __init__(self, alpha):
+        super().__init__()
+        self._alpha = alpha
+
+    def hybrid_forward(self, F, x):
+        return F.image.random_lighting(x, self._alpha)
+
+
+class RandomApply(Sequential):
+    """Applies `transforms` with probability p."""
+
+    def __init__(self, transforms, p=0.5):
+        super().__init__()
+        self.transforms = transforms
+        self.p = p
+
+    def forward(self, x):
+        if self.p < random.random():
+            return x
+        return self.transforms(x)
