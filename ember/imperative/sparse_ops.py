@@ -214,6 +214,21 @@ def _take_kernel(inputs, attrs):
                     (want.size, data.shape[1]), data.context)
 
 
+def _slice_kernel(inputs, attrs):
+    """slice of a csr array with unit steps: a csr array (MXNet; other steps use the dense fallback)."""
+    x = inputs[0]
+    if not isinstance(x, CSRNDArray):
+        return None
+    begin, end, step = tuple(attrs["begin"]), tuple(attrs["end"]), tuple(attrs.get("step") or ())
+    if any(st not in (None, 1) for st in step) or len(begin) != len(end) or not 1 <= len(begin) <= 2:
+        return None
+    ranges = [slice(b, e).indices(n)[:2] for b, e, n in zip(begin, end, x.shape)]
+    (r0, r1), (c0, c1) = ranges[0], (ranges[1] if len(ranges) == 2 else (0, x.shape[1]))
+    part = _scipy_csr(x)[r0:max(r0, r1), c0:max(c0, c1)].tocsr()
+    part.sort_indices()
+    return make_csr(part.data.astype(x.dtype, copy=False), part.indptr, part.indices, part.shape, x.context)
+
+
 def _dot_kernel(inputs, attrs):
     return dot(inputs[0], inputs[1], bool(attrs.get("transpose_a")), bool(attrs.get("transpose_b")),
                attrs.get("forward_stype"))
@@ -243,6 +258,7 @@ ZERO_PRESERVING_UNARY = (
 SPARSE_KERNELS: Dict[str, Callable] = {
     "dot": _dot_kernel,
     "take": _take_kernel,
+    "slice": _slice_kernel,
     "cast_storage": _cast_storage_kernel,
     "zeros_like": _zeros_like_kernel,
     "_copy": _copy_kernel,

@@ -449,3 +449,18 @@ def test_autograd_through_the_fallback_reaches_dense_operands():
     np.testing.assert_allclose(w.grad.asnumpy(), x.T @ np.ones((2, 2), np.float32))
     with pytest.raises(MXNetError, match="not supported for SparseNDArray"):
         csr.attach_grad()
+
+
+def test_slice_of_csr_keeps_csr_with_unit_steps():
+    dense = np.arange(20, dtype=np.float32).reshape(4, 5)
+    dense[dense % 3 == 0] = 0
+    csr = mx.nd.array(dense).tostype("csr")
+    for begin, end, want in (((1, 1), (3, 4), dense[1:3, 1:4]), ((1,), (3,), dense[1:3]),
+                             ((None, None), (None, 3), dense[:, :3]), ((-3,), (-1,), dense[-3:-1])):
+        part = mx.nd.sparse.slice(csr, begin=begin, end=end)
+        assert part.stype == "csr"  # as MXNet 1.9.1
+        np.testing.assert_array_equal(part.asnumpy(), want)
+        part.check_format()
+    strided = mx.nd.slice(csr, begin=(0,), end=(4,), step=(2,))
+    assert strided.stype == "default"  # no sparse kernel for steps: dense fallback, as MXNet
+    np.testing.assert_array_equal(strided.asnumpy(), dense[0:4:2])
