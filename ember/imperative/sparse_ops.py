@@ -163,6 +163,47 @@ def _same_format_elemwise(ufunc: Callable, scipy_op: Callable) -> Callable:
     return kernel
 
 
+def _with_dense(sparse: BaseSparseNDArray, dense: NDArray, ufunc: Callable, sparse_first: bool = True):
+    """`sparse (op) dense` for an op with 0 (op) y == 0: the sparse pattern, values from the dense
+    operand (broadcast to the sparse shape) at the stored positions.  None if they do not broadcast."""
+    try:
+        other = np.broadcast_to(dense.asnumpy(), sparse.shape)
+    except ValueError:
+        return None  # the dense path reports the shape error
+    dtype = np.result_type(sparse.dtype, dense.dtype)
+    comps = _host(sparse)
+    if isinstance(sparse, CSRNDArray):
+        values, indptr, indices = comps
+        at = other[np.repeat(np.arange(sparse.shape[0]), np.diff(indptr)), indices]
+    else:
+        values, indices = comps
+        at = other[indices]
+    out = ufunc(values, at) if sparse_first else ufunc(at, values)
+    out = np.asarray(out, dtype=dtype)
+    aux = [a.copy() for a in sparse._aux]
+    from .creation import array
+    return type(sparse)(array(out, ctx=sparse.context, dtype=dtype), aux, sparse.shape)
+
+
+def _elemwise_mul_kernel(inputs, attrs):
+    lhs, rhs = inputs
+    if isinstance(lhs, BaseSparseNDArray) and stype_of(rhs) == "default" and lhs.shape == rhs.shape:
+        return _with_dense(lhs, rhs, np.multiply)
+    if isinstance(rhs, BaseSparseNDArray) and stype_of(lhs) == "default" and lhs.shape == rhs.shape:
+        return _with_dense(rhs, lhs, np.multiply, sparse_first=False)
+    return _same_format_elemwise(np.multiply, lambda a, b: a.multiply(b))(inputs, attrs)
+
+
+def _broadcast_with_csr(ufunc: Callable) -> Callable:
+    """broadcast_mul/div(csr, dense): csr, as MXNet (the dense operand broadcast over the csr shape)."""
+    def kernel(inputs, attrs):
+        lhs, rhs = inputs
+        if not isinstance(lhs, CSRNDArray) or stype_of(rhs) != "default" or rhs.ndim > 2:
+            return None
+        return _with_dense(lhs, rhs, ufunc)
+    return kernel
+
+
 def _scale_values(fn: Callable) -> Callable:
     """An op whose result is zero where the input is zero, applied to the stored values only."""
     def kernel(inputs, attrs):
@@ -264,7 +305,9 @@ SPARSE_KERNELS: Dict[str, Callable] = {
     "_copy": _copy_kernel,
     "elemwise_add": _same_format_elemwise(np.add, lambda a, b: a + b),
     "elemwise_sub": _same_format_elemwise(np.subtract, lambda a, b: a - b),
-    "elemwise_mul": _same_format_elemwise(np.multiply, lambda a, b: a.multiply(b)),
+    "elemwise_mul": _elemwise_mul_kernel,
+    "broadcast_mul": _broadcast_with_csr(np.multiply),
+    "broadcast_div": _broadcast_with_csr(np.divide),
     "_mul_scalar": _scale_values(lambda v, attrs: v * attrs["scalar"]),
     "_div_scalar": _scale_values(lambda v, attrs: v / attrs["scalar"]),
 }

@@ -464,3 +464,23 @@ def test_slice_of_csr_keeps_csr_with_unit_steps():
     strided = mx.nd.slice(csr, begin=(0,), end=(4,), step=(2,))
     assert strided.stype == "default"  # no sparse kernel for steps: dense fallback, as MXNet
     np.testing.assert_array_equal(strided.asnumpy(), dense[0:4:2])
+
+
+def test_multiplying_by_dense_keeps_the_sparse_pattern(rng):
+    # storage types as MXNet 1.9.1 gives them: csr*dns, dns*csr -> csr; rsp*dns, dns*rsp -> row_sparse;
+    # broadcast_mul/div(csr, dense row or column) -> csr; sparse + dense -> dense
+    x = sparse_values(rng, (3, 4), 0.5)
+    d = rng.randn(3, 4).astype(np.float32)
+    row, col = rng.rand(1, 4).astype(np.float32) + 1, rng.rand(3, 1).astype(np.float32) + 1
+    csr, rsp, dense = mx.nd.array(x).tostype("csr"), mx.nd.array(x).tostype("row_sparse"), mx.nd.array(d)
+    cases = [
+        (mx.nd.elemwise_mul(csr, dense), "csr", x * d), (mx.nd.elemwise_mul(dense, csr), "csr", d * x),
+        (rsp * dense, "row_sparse", x * d), (dense * rsp, "row_sparse", d * x), (csr * dense, "csr", x * d),
+        (mx.nd.broadcast_mul(csr, mx.nd.array(row)), "csr", x * row), (csr * mx.nd.array(col), "csr", x * col),
+        (csr / mx.nd.array(row), "csr", x / row), (rsp + dense, "default", x + d), (csr + dense, "default", x + d),
+    ]
+    for got, stype, want in cases:
+        assert got.stype == stype
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-5, atol=1e-6)
+        if stype != "default":
+            got.check_format()
