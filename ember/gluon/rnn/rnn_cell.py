@@ -588,7 +588,10 @@ class BidirectionalCell(HybridRecurrentCell):
             l_outputs, _, _, _ = _format_sequence(None, l_outputs, layout, merge_outputs)
             reversed_r_outputs, _, _, _ = _format_sequence(None, reversed_r_outputs, layout, merge_outputs)
         if merge_outputs:
-            reversed_r_outputs = F.stack(*reversed_r_outputs, axis=axis)
+            if not isinstance(reversed_r_outputs, tensor_types):
+                # (already merged above when merge_outputs was None: MXNet 1.9.1 stacks it a second
+                # time there and fails on a valid_length unroll inside a stack)
+                reversed_r_outputs = F.stack(*reversed_r_outputs, axis=axis)
             outputs = F.concat(l_outputs, reversed_r_outputs, dim=2, name=f"{self._output_prefix}out")
         else:
             outputs = [F.concat(l_o, r_o, dim=1, name=f"{self._output_prefix}t{i}")
