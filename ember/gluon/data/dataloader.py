@@ -171,21 +171,15 @@ class _WorkerProcesses:
         ready = multiprocessing.connection.wait([conn, proc.sentinel], self._timeout)
         if conn not in ready:
             if proc.sentinel in ready or not proc.is_alive():
-                proc.join(0.1)
-                code = proc.exitcode
-                how = (f"was killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
-                       else f"exited with code {code}")
-                raise RuntimeError(f"DataLoader worker {w} (pid {proc.pid}) {how} before delivering "
-                                   f"batch {key}; it may have run out of memory or crashed in native code")
+                raise self._died(w, key)
             raise multiprocessing.TimeoutError(
                 f"DataLoader worker {w} (pid {proc.pid}) timed out after {self._timeout} seconds on "
                 f"batch {key}: the transform may be slow (raise DataLoader's timeout), or shared "
                 f"memory in {_shm.SHM_DIR} may be full (use fewer workers)")
         try:
             msg = conn.recv()
-        except EOFError:
-            raise RuntimeError(f"DataLoader worker {w} (pid {proc.pid}) closed its pipe before delivering "
-                               f"batch {key}") from None
+        except (EOFError, OSError):  # the worker's end of the pipe closed: it died
+            raise self._died(w, key) from None
         if msg[1] != key:
             raise RuntimeError(f"DataLoader: worker {w} delivered batch {msg[1]} while batch {key} was expected")
         if msg[0] == "error":
@@ -195,6 +189,15 @@ class _WorkerProcesses:
             raise err from WorkerTraceback(text)
         _, _, layout, tree = msg
         return _shm.import_batch(f"{self._prefix}{key}", layout, tree)
+
+    def _died(self, w: int, key: int) -> RuntimeError:
+        proc = self._workers[w]
+        proc.join(5.0)
+        code = proc.exitcode
+        how = (f"was killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
+               else f"exited with code {code}")
+        return RuntimeError(f"DataLoader worker {w} (pid {proc.pid}) {how} before delivering batch {key}; "
+                            f"it may have run out of memory or crashed in native code")
 
     def shutdown(self) -> None:
         """End every worker (politely, then by force) and remove undelivered batches."""
