@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import threading
 import warnings
+import weakref
 from collections import OrderedDict, defaultdict
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -32,16 +33,26 @@ class HybridizeError(EmberError, ValueError):
     """A block could not be traced into a graph, or was called in a way its cached graph cannot serve."""
 
 
+class SummaryError(HybridizeError, AssertionError):
+    """summary() was called on a hybridized block (MXNet asserts here)."""
+
+
 class _BlockScope:
     """The scope `with block.name_scope():` opens: children made inside get prefixes under the block."""
 
     _current = threading.local()
 
     def __init__(self, block: "Block"):
-        self._block = block
+        # weak: a block and its scope would otherwise form a cycle that keeps the block (and its
+        # cached executors' storage) alive until Python's cycle collector happens to run
+        self._block_ref = weakref.ref(block)
         self._counter: Dict[str, int] = {}
         self._old_scope = None
         self._name_scope = None
+
+    @property
+    def _block(self) -> "Block":
+        return self._block_ref()
 
     @staticmethod
     def create(prefix: Optional[str], params: Optional[ParameterDict], hint: str):
@@ -389,7 +400,7 @@ class Block:
 
         def register(block: Block) -> None:
             if isinstance(block, HybridBlock) and block._active:
-                raise HybridizeError(f'"{block.name}" must not be hybridized to print summary.')
+                raise SummaryError(f'"{block.name}" must not be hybridized to print summary.')
 
             def hook(block, _, outputs):
                 key = f"{type(block).__name__}-{len(summary)}"

@@ -421,3 +421,28 @@ def test_op_hook_reports_outputs_with_op_names():
     dense.register_op_hook(lambda name, op, arr: seen.append(name.decode()), monitor_all=True)
     dense(nd.ones((4, 3)))
     assert seen == ["hooked_fwd_data", "hooked_fwd_weight", "hooked_fwd_bias", "hooked_fwd_output"]
+
+
+def test_block_freed_without_cycle_collection():
+    """A hybridized block (and its executors' storage) goes as soon as the last reference does."""
+    import gc
+    import weakref
+    dense = BLOCKS["TinyDense"](2, in_units=3)
+    dense.initialize()
+    dense.hybridize()
+    dense(nd.ones((1, 3)))
+    ref = weakref.ref(dense)
+    gc.disable()
+    try:
+        del dense
+        assert ref() is None
+    finally:
+        gc.enable()
+
+
+def test_summary_of_hybridized_block_is_refused():
+    net = BLOCKS["Net"]()
+    net.initialize()
+    net.hybridize()
+    with pytest.raises(AssertionError, match="must not be hybridized"):
+        net.summary(nd.ones((2, 6)))
