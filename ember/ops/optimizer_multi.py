@@ -10,7 +10,8 @@
 - ``multi_sum_sq``: the sums of squares of ``num_arrays`` arrays (float32, shape (n,)).
 - ``multi_lars``: lrs scaled by eta * |w| / (|g| + wd * |w| + eps) where both norms are positive
   (|g| taken of rescale_grad * grad), from the sums of squares.
-- ``mp_lamb_update_phase1/2``: lamb_update_phase1/2 on float32 master weights.
+- ``mp_lamb_update_phase1/2``: lamb_update_phase1/2 on float32 master weights (phase 2 returns the
+  new weight cast to the weight's dtype and leaves weight32 as it is, as MXNet 1.9.1 does).
 - ``_multi_lamb_update``, ``_multi_mp_lamb_update``: both LAMB phases on ``num_tensors`` tensors
   (inputs weight_i, grad_i, mean_i, var_i[, weight32_i]; per-tensor ``step_count``, ``learning_rates``,
   ``wds``).
@@ -67,12 +68,20 @@ def _names_for(per: Sequence[str], tail: Sequence[str], count: Callable) -> Call
     return names
 
 
-def _group_shapes(op: str, per: Sequence[str], tail: Sequence[str], count: Callable):
-    """Every array of weight i has weight i's shape; trailing per-weight vectors have shape (n,)."""
+def _group_shapes(op: str, per: Sequence[str], tail: Sequence[str], count: Callable, lists: Sequence[str] = ()):
+    """Every array of weight i has weight i's shape; trailing per-weight vectors have shape (n,).
+    The per-weight tuple attributes named in `lists` are checked here, before the op is pushed."""
     k = len(per)
 
     def infer(attrs, in_shapes):
         n = count(attrs)
+        for name in lists:
+            if name == "step_count":
+                if len(attrs[name]) != n:
+                    raise OperatorError(f"{op}: attribute 'step_count' needs {n} values (one per tensor), "
+                                        f"got {len(attrs[name])}")
+            else:
+                _floats(attrs[name], op, name, n)
         ins = list(in_shapes)
         outs = []
         for i in range(n):
@@ -137,10 +146,11 @@ def _every(slots: Sequence[int], k: int, count: Callable) -> Callable:
 def _register_multi(name: str, per: Sequence[str], tail: Sequence[str], attrs: dict, kernel: Callable,
                     mutated_slots: Sequence[int], fp32: Sequence[str], count_key: str, doc: str) -> None:
     count = _check_count(name, count_key)
+    lists = [a for a in ("lrs", "wds", "etas", "learning_rates", "step_count") if a in attrs]
     register(OpDef(
         name=name, attrs=attrs, inputs=_names_for(per, tail, count),
         outputs=lambda a: [f"output{i}" for i in range(count(a))],
-        infer_shape=_group_shapes(name, per, tail, count), infer_type=_group_types(name, per, tail, count, fp32),
+        infer_shape=_group_shapes(name, per, tail, count, lists), infer_type=_group_types(name, per, tail, count, fp32),
         kernels={"any": kernel}, key_var_num_args=count_key,
         mutates=_every(tuple(mutated_slots), len(per), count) if mutated_slots else (), doc=doc))
 
@@ -314,10 +324,10 @@ register(OpDef(name="mp_lamb_update_phase1", attrs=_MP_LAMB1, inputs=_mp1_in, ou
 
 
 def _mp_lamb2(ctx, attrs, inputs, outputs, aux):
+    # as MXNet 1.9.1: the result is written to the output only; weight32 is read, not updated
     w, g, r1, r2, w32 = inputs
     ratio = _trust_ratio(attrs, float(r1.reshape(-1)[0]), float(r2.reshape(-1)[0]))
-    w32 -= attrs["lr"] * ratio * g
-    outputs[0][...] = w32
+    outputs[0][...] = w32 - attrs["lr"] * ratio * g
 
 
 _mp2_in = ["weight", "g", "r1", "r2", "weight32"]
@@ -325,8 +335,9 @@ register(OpDef(name="mp_lamb_update_phase2", attrs={"lr": Attr("float"), "lower_
                                                     "upper_bound": Attr("float", -1.0)},
                inputs=_mp2_in, outputs=["output"], infer_shape=_same_shapes("mp_lamb_update_phase2", _mp2_in, (2, 3)),
                infer_type=_mp_lamb_types("mp_lamb_update_phase2", 5, False), kernels={"any": _mp_lamb2},
-               inplace=[(0, 0)], mutates=[4],
-               doc="lamb_update_phase2 on the float32 master weights; returns them cast to weight's dtype."))
+               inplace=[(0, 0)],
+               doc="weight32 - lr * ratio * g cast to weight's dtype (weight32 itself is not updated, as in "
+                   "MXNet 1.9.1)."))
 
 
 # -- multi-tensor LAMB --------------------------------------------------------------------------------

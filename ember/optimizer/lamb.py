@@ -14,7 +14,9 @@ class LAMB(Optimizer):
     """LAMB.  g = clip(rescale_grad*grad); m, v Adam moments (bias-corrected when bias_correction);
     d = m / (sqrt(v) + epsilon) + wd*w;  r1 = |w| clamped to [lower_bound, upper_bound] (when
     given), r2 = |d|;  w -= lr * (r1/r2 if both are non-zero else 1) * d.  State: (mean, var);
-    with multi_precision a float16 weight's state is (weight32, (mean, var)).  Lists of weights
+    with multi_precision a float16 weight's state is (weight32, (mean, var)), and the float32 master
+    copy is stepped then cast into the weight (MXNet 1.9.1's one-weight path, reached only with
+    MXNET_OPTIMIZER_AGGREGATION_SIZE=1 or direct calls, never updates its master copy).  Lists of weights
     (MXNET_OPTIMIZER_AGGREGATION_SIZE, default 45, at most 45) go to one _multi_lamb_update.
     """
 
@@ -80,7 +82,10 @@ class LAMB(Optimizer):
             mean, var = state[1]
             g = nd.mp_lamb_update_phase1(weight, grad, mean, var, weight32, wd=wd, **kwargs)
             r1, r2 = weight32.norm(), g.norm()
-            nd.mp_lamb_update_phase2(weight, g, r1, r2, weight32, lr=lr, out=weight, **self._bounds())
+            # MXNet 1.9.1 calls mp_lamb_update_phase2 here, which leaves weight32 unchanged, so its
+            # master copy never moves on this path; ember steps the master copy and casts it back
+            nd.lamb_update_phase2(weight32, g, r1, r2, lr=lr, out=weight32, **self._bounds())
+            nd.cast(weight32, dtype=weight.dtype, out=weight)
         else:
             mean, var = state
             g = nd.lamb_update_phase1(weight, grad, mean, var, wd=wd, **kwargs)
