@@ -210,6 +210,9 @@ def _resize_shape(attrs, in_shapes):
     if x is None:
         return in_shapes, [None]
     _check_ndim("_image_resize", x)
+    if attrs["interp"] not in (0, 1):
+        raise OperatorError(f"_image_resize: interp={attrs['interp']} is not supported by ember "
+                            "(0 nearest and 1 bilinear are)")
     h, w = x[-3], x[-2]
     oh, ow = _resize_target(attrs, h, w)
     return in_shapes, [tuple(x[:-3]) + (oh, ow, x[-1])]
@@ -335,7 +338,11 @@ def _color_kernel(op, fn, draw):
     def kernel(ctx, attrs, inputs, outputs, aux):
         x = _host(ctx, inputs[0])
         alpha = draw(op, ctx, attrs)
-        res = x.astype(np.float64) if alpha is None else fn(x.astype(np.float64), alpha)
+        # float32 arithmetic, as MXNet's kernels (it decides how integer results truncate)
+        xf = x.astype(np.float32)
+        if alpha is not None and np.ndim(alpha) == 0:
+            alpha = np.float32(alpha)
+        res = xf if alpha is None else fn(xf, alpha)
         host = np.empty(x.shape, dtype=x.dtype)
         _write_image(host, res, x.dtype)
         _store(ctx, outputs[0], host)
@@ -353,6 +360,9 @@ def _need_rgb(op):
     def infer(attrs, in_shapes):
         x = in_shapes[0]
         _check_ndim(op, x, (3,), "(H, W, C)")
+        if "min_factor" in attrs and attrs["min_factor"] > attrs["max_factor"]:
+            raise OperatorError(f"{op}: min_factor {attrs['min_factor']} must not exceed "
+                                f"max_factor {attrs['max_factor']}")
         if x is not None and x[-1] is not None and x[-1] not in (1, 3) and op != "_image_random_brightness":
             raise ShapeError(f"{op}: the image must have 3 (RGB) channels, got {tuple(x)}")
         return same_shape(op)(attrs, in_shapes)
