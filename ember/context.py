@@ -6,12 +6,23 @@ import threading
 from .base import ContextError
 
 
+class _DeprecatedDefaultCtx:
+    """`Context.default_ctx` read on the class (MXNet 1.x's deprecated spelling of current_context())."""
+
+    def __get__(self, obj, owner):
+        import warnings
+        warnings.warn("Context.default_ctx has been deprecated. Please use Context.current_context() instead. "
+                      "Please use test_utils.set_default_context to set a default context", DeprecationWarning)
+        return current_context()
+
+
 class Context:
     """A device: type ('cpu' or 'gpu') and index, usable as a `with` block to set the default."""
 
     devtype2id = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
     devid2type = {v: k for k, v in devtype2id.items()}
     _default = threading.local()
+    default_ctx = _DeprecatedDefaultCtx()
 
     def __init__(self, device_type, device_id: int = 0):
         if isinstance(device_type, Context):

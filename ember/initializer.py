@@ -345,3 +345,10 @@ class Load:
             raise InitializerError(f"cannot initialize {name}: not in the loaded parameters and no default_init")
 
 
+def __getattr__(name: str):
+    """`mx.init.LSTMBias` / `mx.init.FusedRNN` live with the RNN code (ember/rnn/initializers.py), which
+    imports this module; they are looked up there on first use."""
+    if name in ("LSTMBias", "FusedRNN"):
+        from .rnn import initializers
+        return getattr(initializers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
