@@ -2,14 +2,15 @@
 
 This is what kvstore's set_optimizer installs and what Module uses locally;
 get_states/set_states serialise the states (and optionally the optimizer) so
-training can be checkpointed and resumed.  The bytes are an NDArray (.params)
-buffer with a JSON header (ember.optimizer.state_file), never a pickle.
+training can be checkpointed and resumed.  get_states writes MXNet 1.9.1's bytes (a pickle
+real MXNet loads: ember.optimizer.mxnet_states_writer); set_states reads those, MXNet's own, and
+ember's earlier NDArray-buffer format (ember.optimizer.state_file), never unpickling other code.
 """
 from __future__ import annotations
 
 from typing import Any, Dict
 
-from . import state_file
+from . import mxnet_states_writer, state_file
 from ..imperative.ndarray import NDArray
 from .optimizer import Optimizer
 
@@ -91,8 +92,8 @@ class Updater:
         self.states_synced = dict.fromkeys(self.states, False)
 
     def get_states(self, dump_optimizer: bool = False) -> bytes:
-        """The states (and the optimizer when dump_optimizer) as bytes (see ember.optimizer.state_file)."""
-        return state_file.dumps(self.states, self.optimizer if dump_optimizer else None)
+        """The states (and the optimizer when dump_optimizer) as MXNet 1.9.1's pickled bytes."""
+        return mxnet_states_writer.dumps(self.states, self.optimizer if dump_optimizer else None)
 
 
 def get_updater(optimizer: Optimizer) -> Updater:
