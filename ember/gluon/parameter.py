@@ -145,7 +145,11 @@ class Parameter:
         return self._stype
 
     def _set_trainer(self, trainer) -> None:
-        """Remember the Trainer that updates this parameter."""
+        """Remember the Trainer that updates this parameter; a row_sparse one keeps its first
+        (the store of that Trainer holds its weight), as MXNet 1.9.1."""
+        if self._stype != "default" and self._trainer and trainer and self._trainer is not trainer:
+            raise RuntimeError(f"Failed to set the trainer for Parameter '{self.name}' because it was already set. "
+                               f"More than one trainers for a {self._stype} Parameter is not supported.")
         self._trainer = trainer
 
     # -- access ------------------------------------------------------------------------------
@@ -579,9 +583,14 @@ class ParameterDict:
             v.initialize(None, ctx, init, force_reinit=force_reinit)
 
     def zero_grad(self) -> None:
-        """Set every gradient buffer to 0."""
+        """Set every gradient buffer to 0: one reset_arrays op per context, as MXNet."""
+        by_ctx: Dict[Context, List[NDArray]] = {}
         for v in self.values():
-            v.zero_grad()
+            if v.grad_req != "null" and v._grad is not None:
+                for g in v._grad:
+                    by_ctx.setdefault(g.context, []).append(g)
+        for grads in by_ctx.values():
+            nd.reset_arrays(*grads, num_arrays=len(grads))
 
     def reset_ctx(self, ctx) -> None:
         """Move every parameter to `ctx`."""

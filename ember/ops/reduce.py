@@ -310,18 +310,6 @@ register(OpDef(name="moments", attrs=_MOMENTS_ATTRS, outputs=["mean", "var"], in
                doc="Mean and (biased) variance over `axes`."))
 
 
-def _all_finite(ctx, attrs, inputs, outputs, aux):
-    ok = bool(ctx.xp.isfinite(inputs[0]).all())
-    if not attrs["init_output"]:
-        ok = ok and bool(outputs[0].reshape(-1)[0])
-    outputs[0][...] = 1.0 if ok else 0.0
-
-
-register(OpDef(name="all_finite", attrs={"init_output": Attr("bool", True)}, infer_shape=lambda a, s: (s, [(1,)]),
-               infer_type=lambda a, d: (list(d), [np.dtype(np.float32)]), kernels={"any": _all_finite},
-               doc="(1,) float32: 1 when every element is finite, else 0."))
-
-
 # -- histogram ---------------------------------------------------------------------------------------
 def _hist_inputs(attrs):
     return ["data"] if attrs["bin_cnt"] is not None else ["data", "bins"]

@@ -410,8 +410,10 @@ def test_parameters_declared_row_sparse_follow_mxnet_store_choices_with_dense_da
     assert trainer._kvstore.type == "device" and trainer._update_on_kvstore is True
     # the store holds the update; row_sparse_data reads it back (ember pulls every row)
     np.testing.assert_allclose(weight.row_sparse_data(mx.nd.array([0, 3])).asnumpy(), 1.0 - 0.5 * g, rtol=1e-6)
+    other = gluon.Parameter("emb2_weight", shape=(5, 2), stype="row_sparse")  # weight keeps its Trainer (MXNet)
+    other.initialize(ctx=mx.cpu(0))
     with pytest.raises(ValueError, match="Cannot set update_on_kvstore=False when sparse weights are present"):
-        gluon.Trainer([weight], "sgd", update_on_kvstore=False)._init_kvstore()
+        gluon.Trainer([other], "sgd", update_on_kvstore=False)._init_kvstore()
     grad_only = gluon.Parameter("g_weight", shape=(3,), grad_stype="row_sparse")
     grad_only.initialize(ctx=[mx.cpu(0), mx.cpu(1)])
     local = gluon.Trainer([grad_only], "sgd")
