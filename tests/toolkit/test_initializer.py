@@ -159,7 +159,8 @@ def test_bilinear_kernel():
 def test_prelu_gamma_starts_at_a_quarter():
     # MXNet gives prelu's gamma variable '__init__' Constant(0.25) when composed, unless it has an init
     data = mx.sym.Variable("data")
-    net = mx.sym.LeakyReLU(data=data, act_type="prelu")
+    with mx.name.NameManager():  # automatic names counted from 0 whatever ran before
+        net = mx.sym.LeakyReLU(data=data, act_type="prelu")
     assert json.loads(net.attr_dict()["leakyrelu0_gamma"]["__init__"]) == ["Constant", {"value": 0.25}]
     mod = mx.mod.Module(net, label_names=None)
     mod.bind(data_shapes=[("data", (4, 6))])
