@@ -325,8 +325,8 @@ class Trainer:
     # -- states ----------------------------------------------------------------------------------------
     def save_states(self, fname: str) -> None:
         """Write the optimizer's states and the optimizer itself (not its param_dict: lr_mult and
-        wd_mult stay with the parameters) to `fname`, in ember's optimizer-state format
-        (ember.optimizer.state_file), which `load_states` reads as well as MXNet 1.9.1's files."""
+        wd_mult stay with the parameters) to `fname`, in MXNet 1.9.1's format (its pickle, which
+        real MXNet's load_states reads; ember.optimizer.mxnet_states_writer)."""
         assert self._optimizer is not None
         self._ensure_kvstore()
         if self._update_on_kvstore:
@@ -339,8 +339,9 @@ class Trainer:
 
     def load_states(self, fname: str) -> None:
         """Restore states (and the optimizer saved with them) from `fname`, written by
-        `save_states` of ember or of MXNet 1.9.1; the optimizer's param_dict is set from this
-        trainer's parameters."""
+        `save_states` of ember (either format it has written) or of MXNet 1.9.1, read without
+        unpickling anything but MXNet's state classes; the optimizer's param_dict is set from
+        this trainer's parameters."""
         self._ensure_kvstore()
         if self._update_on_kvstore:
             self._kvstore.load_optimizer_states(fname)
