@@ -11,6 +11,8 @@ same way) two files in tests/data/gluon_rnn/:
                the final states, the head gradients used, and the gradients of the input, the
                begin states and every parameter (predict mode and no gradients for the cases in
                NO_TRAINING, which MXNet's CPU kernel cannot train).
+Also `export-lstm-*`: a hybridized LSTM + Dense network exported by MXNet, with its input and
+predict-mode output (case name `export`).
 Layers are called as `layer(x, states)` (plus `sequence_length` where the case has one); cells
 as `cell.unroll(T, x, begin_state=states, layout=..., merge_outputs=True, valid_length=...)`.
 Replayed by tests/gluon/test_rnn_layers.py and tests/gluon/test_rnn_cells.py.
@@ -127,12 +129,31 @@ def record(case, kind, expr, shape, layout, valid):
     print(f"{case}: {repr(block).splitlines()[0]} out {out.shape}")
 
 
+def export_network():
+    """A hybridized LSTM + Dense network exported by MXNet (export-lstm-symbol.json, -0000.params) and
+    its predict-mode output on a fixed input (export-lstm-io.npz)."""
+    rng = np.random.default_rng(20261207)
+    net = mx.gluon.nn.HybridSequential()
+    with net.name_scope():
+        net.add(rnn.LSTM(4, 2, bidirectional=True, layout="NTC"))
+        net.add(mx.gluon.nn.Dense(3, flatten=False))
+    net.initialize(mx.init.Uniform(0.5))
+    net.hybridize()
+    x = mx.nd.array(rng.standard_normal((2, 5, 3)).astype(np.float32))
+    out = net(x)
+    net.export(os.path.join(HERE, "export-lstm"))
+    np.savez_compressed(os.path.join(HERE, "export-lstm-io.npz"), x=x.asnumpy(), out=out.asnumpy())
+    print(f"export-lstm: out {out.shape}")
+
+
 def main(argv):
     os.makedirs(HERE, exist_ok=True)
     wanted = set(argv)
     for case in CASES:
         if not wanted or case[0] in wanted:
             record(*case)
+    if not wanted or "export" in wanted:
+        export_network()
 
 
 if __name__ == "__main__":

@@ -3,12 +3,15 @@ save_parameters), parameter names/shapes/file keys, states in and out, layouts, 
 projection, sequence lengths, dropout, fused == unfused cells on the same weights, finite differences."""
 from __future__ import annotations
 
+import os
+import subprocess
+
 import numpy as np
 import pytest
 
 import ember as mx
 from ember import autograd, gluon
-from rnn_fixtures import build, cases, replay
+from rnn_fixtures import DATA, build, cases, replay
 
 LAYERS = cases("layer")
 
@@ -200,3 +203,40 @@ def test_gradients_by_finite_differences(make):
                 num[i] += sign * _loss(layer, x, states, heads) / (2 * eps)
             arr[:] = flat.reshape(arr.shape)
         np.testing.assert_allclose(grad.asnumpy().reshape(-1), num, rtol=1e-4, atol=1e-7, err_msg=name)
+
+
+def test_mxnet_exported_lstm_network_imports():
+    """A hybridized LSTM + Dense network exported by MXNet 1.9.1 (_rnn_param_concat + RNN in its JSON)
+    loads with SymbolBlock.imports, gives MXNet's output and trains."""
+    prefix = os.path.join(DATA, "export-lstm")
+    io = np.load(prefix + "-io.npz")
+    net = gluon.SymbolBlock.imports(prefix + "-symbol.json", ["data"], prefix + "-0000.params")
+    x = mx.nd.array(io["x"])
+    np.testing.assert_allclose(net(x).asnumpy(), io["out"], rtol=1e-5, atol=1e-6)
+    with autograd.record():
+        loss = net(x).sum()
+    loss.backward()
+    assert all(np.isfinite(p.grad().asnumpy()).all() for p in net.collect_params().values())
+
+
+MXNET_PYTHON = os.path.expanduser("~/.cache/ember-anchors/mxnet/bin/python")
+
+
+@pytest.mark.skipif(not os.path.exists(MXNET_PYTHON), reason="MXNet 1.9.1 venv not installed")
+def test_ember_exported_lstm_network_runs_in_mxnet(tmp_path):
+    net = gluon.nn.HybridSequential()
+    with net.name_scope():
+        net.add(gluon.rnn.GRU(4, 2, bidirectional=True, layout="NTC"))
+        net.add(gluon.nn.Dense(3, flatten=False))
+    net.initialize(mx.init.Uniform(0.5))
+    net.hybridize()
+    x = np.random.default_rng(1).standard_normal((2, 5, 3)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "out.npy", net(mx.nd.array(x)).asnumpy())
+    net.export(str(tmp_path / "m"))
+    code = ("import sys, warnings, numpy as np, mxnet as mx\nwarnings.simplefilter('ignore')\nd = sys.argv[1]\n"
+            "b = mx.gluon.SymbolBlock.imports(d + '/m-symbol.json', ['data'], d + '/m-0000.params')\n"
+            "print(float(np.abs(b(mx.nd.array(np.load(d + '/x.npy'))).asnumpy() - np.load(d + '/out.npy')).max()))")
+    res = subprocess.run([MXNET_PYTHON, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert float(res.stdout.strip().splitlines()[-1]) < 1e-5
