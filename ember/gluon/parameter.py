@@ -374,8 +374,8 @@ class Parameter:
         if trainer is not None and getattr(trainer, "_kv_initialized", False) and \
                 getattr(trainer, "_update_on_kvstore", False) and self not in getattr(trainer, "_params_to_init", ()):
             trainer._reset_kvstore()
-        for arr in self._data:
-            arr[:] = data
+        for arr in self._data:  # each copy from a value on its own device (setitem stays on one)
+            arr[:] = data if data.context == arr.context else data.as_in_context(arr.context)
 
     def _reduce(self) -> NDArray:
         """The value on cpu: the average of the copies when there are several."""

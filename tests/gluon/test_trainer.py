@@ -441,9 +441,6 @@ def test_a_reset_store_is_made_again_from_the_current_values(kvstore):
     _check_weights(params, _reference("sgd", grads[1:], 0.1))
 
 
-@pytest.mark.xfail(strict=True, raises=mx.base.ContextError,
-                   reason="Parameter.set_data copies into each context with setitem, which ember's NDArray "
-                          "does not do across contexts yet (MXNet does)")
 @pytest.mark.parametrize("kvstore", ["local", "device"])
 def test_loading_parameters_resets_the_store_and_training_goes_on_from_them(kvstore, tmp_path):
     params = _params([mx.cpu(0), mx.cpu(1)])

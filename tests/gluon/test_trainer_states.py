@@ -417,3 +417,32 @@ def test_a_second_trainer_for_a_row_sparse_parameter_is_refused():
     gluon.Trainer([dense], "sgd")
     second = gluon.Trainer([dense], "adam")  # dense parameters may change Trainer
     assert dense._trainer is second
+
+
+# -- loading values on several contexts resets the Trainer's store --------------------------------------------
+def test_values_loaded_on_several_contexts_restart_the_store_from_them(tmp_path):
+    ctxs = [mx.cpu(0), mx.cpu(1)]
+    pdict = gluon.ParameterDict()
+    x = pdict.get("x", shape=(4,))
+    pdict.initialize(ctx=ctxs, init="zeros")
+    trainer = gluon.Trainer(pdict, "sgd", {"learning_rate": 0.1}, kvstore="device")
+    path = str(tmp_path / "x.params")
+    pdict.save(path)
+
+    def step():
+        with autograd.record():
+            for w in x.list_data():
+                (w + 1).backward()
+        trainer.step(1)
+    step()
+    np.testing.assert_allclose(x.data(mx.cpu(1)).asnumpy(), -0.2)  # both contexts' gradients summed
+    pdict.load(path, ctx=ctxs)  # a value on cpu(0) set into the copies on cpu(0) and cpu(1)
+    assert trainer._kvstore is None and not trainer._kv_initialized
+    for w in x.list_data():
+        assert not w.asnumpy().any()
+    x.set_data(nd.array([1.0, 2.0, 3.0, 4.0], ctx=mx.cpu(1)))
+    for w in x.list_data():
+        np.testing.assert_array_equal(w.asnumpy(), [1, 2, 3, 4])
+    step()
+    for w in x.list_data():
+        np.testing.assert_allclose(w.asnumpy(), np.array([1, 2, 3, 4]) - 0.2, rtol=1e-6)
