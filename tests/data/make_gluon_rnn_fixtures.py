@@ -63,6 +63,11 @@ CASES = [
     ("bidirectional_valid_length", "cell", "rnn.BidirectionalCell(rnn.GRUCell(3), rnn.GRUCell(3))",
      (4, 3, 2), "TNC", [4, 2, 3]),
     ("residual_valid_length", "cell", "rnn.ResidualCell(rnn.RNNCell(2))", (3, 4, 2), "NTC", [1, 4, 3]),
+    ("conv1d_gru_cell", "cell", "contrib.rnn.Conv1DGRUCell((2, 6), 3, 3, 3)", (2, 3, 2, 6), "NTC", None),
+    ("conv2d_lstm_cell", "cell", "contrib.rnn.Conv2DLSTMCell((2, 5, 4), 2, (3, 1), 3, i2h_pad=(1, 0), "
+     "h2h_dilate=(1, 2))", (3, 2, 2, 5, 4), "TNC", None),
+    ("conv3d_rnn_cell", "cell", "contrib.rnn.Conv3DRNNCell((1, 3, 4, 3), 2, 2, (1, 3, 1), activation='relu')",
+     (2, 2, 1, 3, 4, 3), "NTC", None),
 ]
 
 # MXNet 1.9.1's CPU kernel has no backward for projected LSTMs ("No training support for LSTM with

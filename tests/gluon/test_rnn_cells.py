@@ -203,3 +203,16 @@ def test_unroll_gradients_by_finite_differences(make):
                 num[i] += sign * float((loss() * head).sum().asscalar()) / (2 * eps)
             arr[:] = flat.reshape(arr.shape)
         np.testing.assert_allclose(grad.asnumpy().reshape(-1), num, rtol=1e-4, atol=1e-7, err_msg=name)
+
+
+def test_conv_cells_shapes_and_errors():
+    cell = gluon.contrib.rnn.Conv2DGRUCell((3, 8, 6), 4, (3, 3), 5, i2h_pad=1, h2h_dilate=2, prefix="cg_")
+    assert repr(cell) == "Conv2DGRUCell(3 -> 12, tanh, NCHW)"
+    assert cell.i2h_weight.shape == (12, 3, 3, 3) and cell.h2h_weight.shape == (12, 4, 5, 5)
+    assert cell.state_info(2) == [{"shape": (2, 4, 8, 6), "__layout__": "NCHW"}]
+    lstm = gluon.contrib.rnn.Conv1DLSTMCell((2, 7), 3, 3, 3)
+    assert lstm.prefix.startswith("conv_lstm") and [i["shape"] for i in lstm.state_info(1)] == [(1, 3, 5)] * 2
+    with pytest.raises(AssertionError, match="odd"):
+        gluon.contrib.rnn.Conv1DRNNCell((2, 7), 3, 3, 2)
+    with pytest.raises(AssertionError, match="2D convolution"):
+        gluon.contrib.rnn.Conv2DRNNCell((2, 7, 7), 3, (3, 3, 3), 3)
