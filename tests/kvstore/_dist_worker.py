@@ -14,7 +14,7 @@ import ember
 from ember import engine
 from ember.kvstore import KVStoreError, create, jobdir
 
-SHAPES = {"small_a": (3, 4), "small_b": (7,), 3: (5, 5), "big": (64, 1000)}
+SHAPES = {"small_a": (3, 4), "small_b": (7,), "mid": (5, 5), "big": (64, 1000)}  # str keys only: MXNet refuses mixing int and str
 LR = 0.05
 
 
