@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._common import same_shape, same_type
-from .registry import Attr, OpDef, register
+from ._common import mark_shape_only, same_shape, same_type
+from .registry import Attr, OpDef, get, register
 
 _LUMA = np.array([0.299, 0.587, 0.114])
 # AlexNet's PCA of ImageNet RGB values (MXNet's adjust_lighting constants)
@@ -210,38 +210,78 @@ def _resize_shape(attrs, in_shapes):
     if x is None:
         return in_shapes, [None]
     _check_ndim("_image_resize", x)
-    if attrs["interp"] not in (0, 1):
-        raise OperatorError(f"_image_resize: interp={attrs['interp']} is not supported by ember "
-                            "(0 nearest and 1 bilinear are)")
+    if attrs["interp"] not in (0, 1, 2, 3, 4):
+        raise OperatorError(f"_image_resize: unknown interp {attrs['interp']} (0 nearest, 1 bilinear, "
+                            "2 bicubic, 3 area, 4 Lanczos)")
+    if any(v <= 0 for v in attrs["size"]):
+        raise OperatorError(f"_image_resize: size must be positive, got {tuple(attrs['size'])}")
     h, w = x[-3], x[-2]
     oh, ow = _resize_target(attrs, h, w)
     return in_shapes, [tuple(x[:-3]) + (oh, ow, x[-1])]
 
 
-def _axis_weights(n_in, n_out, interp):
+def _cubic(t, a=-0.75):
+    t = np.abs(t)
+    return np.where(t <= 1, ((a + 2) * t - (a + 3)) * t * t + 1,
+                    np.where(t < 2, ((a * t - 5 * a) * t + 8 * a) * t - 4 * a, 0.0))
+
+
+def _lanczos4(t):
+    t = np.asarray(t, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.where(np.abs(t) < 1e-12, 1.0, 4 * np.sin(np.pi * t) * np.sin(np.pi * t / 4) / (np.pi * np.pi * t * t))
+    return np.where(np.abs(t) < 4, w, 0.0)
+
+
+def resize_weights(n_in: int, n_out: int, interp: int, box: bool = True) -> np.ndarray:
+    """The (n_out, n_in) matrix that resamples one axis, with OpenCV's rules for each method
+    (OpenCV's numbering, as MXNet): 0 nearest (floor(dst * scale)), 1 bilinear, 2 bicubic
+    (a = -0.75) and 4 Lanczos-4 on half-pixel centres, 3 area: exact box averaging when both
+    axes shrink (`box`), else OpenCV's linear-area rule."""
     scale = n_in / n_out
     dst = np.arange(n_out)
-    if interp == 0:  # nearest (OpenCV's INTER_NEAREST: floor(dst * scale))
-        i0 = np.minimum(np.floor(dst * scale).astype(np.int64), n_in - 1)
-        return i0, i0, np.zeros(n_out)
-    src = (dst + 0.5) * scale - 0.5  # bilinear with half-pixel centres (OpenCV's INTER_LINEAR)
-    src = np.clip(src, 0, None)
-    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
-    i1 = np.minimum(i0 + 1, n_in - 1)
-    return i0, i1, src - i0
+    m = np.zeros((n_out, n_in))
+    if interp == 0:
+        m[dst, np.minimum(np.floor(dst * scale).astype(np.int64), n_in - 1)] = 1
+        return m
+    if interp == 3 and box:
+        lo, hi = dst * scale, (dst + 1) * scale
+        for i in range(n_in):  # overlap of [lo, hi) with the source cell [i, i + 1)
+            m[:, i] = np.clip(np.minimum(hi, i + 1) - np.maximum(lo, i), 0, None)
+        return m / scale
+    if interp == 3:
+        sx = np.floor(dst * scale).astype(np.int64)
+        fx = (dst + 1) - (sx + 1) / scale
+        fx = np.where(fx <= 0, 0.0, fx - np.floor(fx))
+        np.add.at(m, (dst, np.clip(sx, 0, n_in - 1)), 1 - fx)
+        np.add.at(m, (dst, np.clip(sx + 1, 0, n_in - 1)), fx)
+        return m
+    src = (dst + 0.5) * scale - 0.5
+    if interp == 1:
+        src = np.clip(src, 0, None)
+        i0 = np.floor(src).astype(np.int64)
+        f = src - i0
+        np.add.at(m, (dst, np.minimum(i0, n_in - 1)), 1 - f)
+        np.add.at(m, (dst, np.minimum(i0 + 1, n_in - 1)), f)
+        return m
+    taps, kernel = (2, _cubic) if interp == 2 else (4, _lanczos4)
+    i0 = np.floor(src).astype(np.int64)
+    for k in range(-taps + 1, taps + 1):
+        idx = i0 + k
+        w = kernel(src - idx)
+        np.add.at(m, (dst, np.clip(idx, 0, n_in - 1)), w)
+    return m / m.sum(axis=1, keepdims=True)
 
 
 def resize_hwc(x: np.ndarray, oh: int, ow: int, interp: int = 1) -> np.ndarray:
     """Resize the H, W axes (-3, -2) of an HWC / NHWC numpy array (float64 result)."""
-    if interp not in (0, 1):
-        raise OperatorError(f"_image_resize: interp={interp} is not supported by ember "
-                            "(0 nearest and 1 bilinear are)")
+    if interp not in (0, 1, 2, 3, 4):
+        raise OperatorError(f"_image_resize: unknown interp {interp} (0-4)")
     h, w = x.shape[-3], x.shape[-2]
-    y0, y1, fy = _axis_weights(h, oh, interp)
-    x0, x1, fx = _axis_weights(w, ow, interp)
-    xf = x.astype(np.float64)
-    rows = xf[..., y0, :, :] * (1 - fy)[:, None, None] + xf[..., y1, :, :] * fy[:, None, None]
-    return rows[..., :, x0, :] * (1 - fx)[:, None] + rows[..., :, x1, :] * fx[:, None]
+    box = h >= oh and w >= ow  # OpenCV averages boxes only when no axis grows
+    wh = resize_weights(h, oh, interp, box)
+    ww = resize_weights(w, ow, interp, box)
+    return np.einsum("oh,...hwc,pw->...opc", wh, x.astype(np.float64), ww, optimize=True)
 
 
 def _resize(ctx, attrs, inputs, outputs, aux):
@@ -255,7 +295,7 @@ def _resize(ctx, attrs, inputs, outputs, aux):
 
 register(OpDef(name="_image_resize",
                attrs={"size": Attr("shape", ()), "keep_ratio": Attr("bool", False),
-                      "interp": Attr("int", 1, doc="0 nearest, 1 bilinear")},
+                      "interp": Attr("int", 1, doc="0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos")},
                inputs=["data"], outputs=["output"], infer_shape=_resize_shape,
                infer_type=same_type("_image_resize"), kernels={"any": _resize},
                doc="resize an HWC (NHWC) image to size=(width, height), or its short side (keep_ratio)"))
@@ -279,10 +319,25 @@ def _crop(ctx, attrs, inputs, outputs, aux):
     outputs[0][...] = inputs[0][..., cy:cy + attrs["height"], cx:cx + attrs["width"], :]
 
 
-register(OpDef(name="_image_crop",
-               attrs={"x": Attr("int"), "y": Attr("int"), "width": Attr("int"), "height": Attr("int")},
+_CROP_ATTRS = {"x": Attr("int"), "y": Attr("int"), "width": Attr("int"), "height": Attr("int")}
+
+
+def _crop_backward(ctx, attrs, inputs, outputs, aux):
+    g, out = inputs[0], outputs[0]
+    cx, cy = attrs["x"], attrs["y"]
+    out[...] = 0
+    out[..., cy:cy + attrs["height"], cx:cx + attrs["width"], :] = g
+
+
+register(OpDef(name="_backward_image_crop", attrs=dict(_CROP_ATTRS), inputs=["ograd", "data"],
+               outputs=["data_grad"], infer_shape=lambda a, s: (s, [s[1]]),
+               infer_type=lambda a, d: (d, [d[1] if d[1] is not None else d[0]]),
+               kernels={"any": _crop_backward}))
+mark_shape_only(get("_backward_image_crop"), (1,))  # data is read for its shape only
+register(OpDef(name="_image_crop", attrs=dict(_CROP_ATTRS),
                inputs=["data"], outputs=["output"], infer_shape=_crop_shape,
                infer_type=same_type("_image_crop"), kernels={"any": _crop},
+               gradient=lambda F, a, ins, outs, og: [F._backward_image_crop(og[0], ins[0], **a)],
                doc="the box (x, y, width, height) of an HWC (NHWC) image"))
 
 

@@ -24,6 +24,14 @@ CASES = {
     "resize_int": lambda x: I.resize(x, size=5),
     "resize_keep": lambda x: I.resize(x, size=4, keep_ratio=True),
     "resize_nearest": lambda x: I.resize(x, size=(5, 12), interp=0),
+    "resize_interp2_down": lambda x: I.resize(x, size=(4, 3), interp=2),
+    "resize_interp2_up": lambda x: I.resize(x, size=(13, 11), interp=2),
+    "resize_interp3": lambda x: I.resize(x, size=(13, 5), interp=3),
+    "resize_lanczos": lambda x: I.resize(x, size=(5, 13), interp=4),
+    "imresize_area": lambda x: mx.image.imresize(x, 6, 4, interp=2),
+    "imrotate": lambda x: mx.image.imrotate(x, 30.0),
+    "imrotate_zoom_in": lambda x: mx.image.imrotate(x, -50.0, zoom_in=True),
+    "imrotate_zoom_out": lambda x: mx.image.imrotate(x, 70.0, zoom_out=True),
     "resize_u8": lambda x: I.resize(x, size=(5, 4)),
     "resize_batch": lambda x: I.resize(x, size=(3, 4)),
     "crop": lambda x: I.crop(x, x=2, y=1, width=4, height=5),
@@ -114,8 +122,10 @@ def test_errors():
         I.crop(mx.nd.zeros((4, 4, 3)), x=2, y=0, width=3, height=2)
     with pytest.raises(mx.base.MXNetError, match="mean must have 1 or 3"):
         I.normalize(mx.nd.zeros((3, 2, 2)), mean=(0.1, 0.2), std=1.0)
-    with pytest.raises(mx.base.MXNetError, match="interp=3 is not supported"):
-        I.resize(mx.nd.zeros((4, 4, 3)), size=2, interp=3)
+    with pytest.raises(mx.base.MXNetError, match="unknown interp 7"):
+        I.resize(mx.nd.zeros((4, 4, 3)), size=2, interp=7)
+    with pytest.raises(mx.base.MXNetError, match="size must be positive"):
+        I.resize(mx.nd.zeros((4, 4, 3)), size=(-2, 3))
     with pytest.raises(mx.base.MXNetError, match="min_factor"):
         I.random_brightness(mx.nd.zeros((4, 4, 3)), 2.0, 1.0)
 

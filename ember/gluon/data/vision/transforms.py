@@ -3,15 +3,16 @@ registry operators; those MXNet makes hybridizable are HybridBlocks here too."""
 from __future__ import annotations
 
 import random
-from numbers import Number
 
 import numpy as np
 
+from .... import image
 from ....base import numeric_types
 from ...block import Block, HybridBlock
 from ...nn import HybridSequential, Sequential
 
 __all__ = ["Compose", "HybridCompose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop", "CropResize",
+           "Rotate", "RandomRotation",
            "RandomResizedCrop", "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness",
            "RandomContrast", "RandomSaturation", "RandomHue", "RandomColorJitter", "RandomLighting",
            "RandomApply"]
@@ -111,17 +112,9 @@ class CropResize(HybridBlock):
         return out
 
 
-def _crop_resize(x, x0, y0, w, h, size, interp):
-    from .... import ndarray as nd
-    out = nd.image.crop(x, x=x0, y=y0, width=w, height=h)
-    if (w, h) != tuple(size):
-        out = nd.image.resize(out, size=tuple(size), interp=interp)
-    return out
-
-
 class CenterCrop(Block):
-    """Crops the centre `size` (w, h) box (the largest box of that aspect ratio when the image
-    is smaller, then resized), as mx.image.center_crop."""
+    """Crops the centre `size` (w, h) box (scaled down to fit a smaller image, then resized back
+    to `size`), as mx.image.center_crop."""
 
     def __init__(self, size, interpolation=1):
         super().__init__()
@@ -130,16 +123,7 @@ class CenterCrop(Block):
         self._args = (size, interpolation)
 
     def forward(self, x):
-        (w, h), interp = self._args
-        src_h, src_w = x.shape[-3], x.shape[-2]
-        new_w, new_h = w, h
-        if src_w < w or src_h < h:  # scale the box down to fit, keeping its aspect ratio
-            new_h = int(src_w * h / w) if w * src_h > h * src_w else src_h
-            new_w = int(src_h * w / h) if w * src_h <= h * src_w else src_w
-            new_w, new_h = min(new_w, src_w), min(new_h, src_h)
-        x0 = int((src_w - new_w) / 2)
-        y0 = int((src_h - new_h) / 2)
-        return _crop_resize(x, x0, y0, new_w, new_h, (w, h), interp)
+        return image.center_crop(x, *self._args)[0]
 
 
 class RandomResizedCrop(Block):
@@ -153,20 +137,42 @@ class RandomResizedCrop(Block):
         self._args = (size, scale, ratio, interpolation)
 
     def forward(self, x):
-        size, scale, ratio, interp = self._args
-        h, w = x.shape[-3], x.shape[-2]
-        area = h * w
-        for _ in range(10):
-            target = random.uniform(scale[0], scale[1]) * area
-            log_ratio = (np.log(ratio[0]), np.log(ratio[1]))
-            aspect = np.exp(random.uniform(*log_ratio))
-            new_w = int(round(np.sqrt(target * aspect)))
-            new_h = int(round(np.sqrt(target / aspect)))
-            if 0 < new_w <= w and 0 < new_h <= h:
-                x0 = random.randint(0, w - new_w)
-                y0 = random.randint(0, h - new_h)
-                return _crop_resize(x, x0, y0, new_w, new_h, size, interp)
-        return CenterCrop(size, interp)(x)
+        return image.random_size_crop(x, *self._args)[0]
+
+
+class Rotate(Block):
+    """Rotates a CHW / NCHW float32 image by `rotation_degrees` counter-clockwise (mx.image.imrotate)."""
+
+    def __init__(self, rotation_degrees, zoom_in=False, zoom_out=False):
+        super().__init__()
+        self._args = (rotation_degrees, zoom_in, zoom_out)
+
+    def forward(self, x):
+        if x.dtype != np.float32:
+            raise TypeError("This transformation only supports float32. Consider calling it after ToTensor, "
+                            "given: {}".format(x.dtype))
+        return image.imrotate(x, *self._args)
+
+
+class RandomRotation(Block):
+    """Rotates by an angle ~ U[angle_limits] with probability rotate_with_proba (mx.image.random_rotate)."""
+
+    def __init__(self, angle_limits, zoom_in=False, zoom_out=False, rotate_with_proba=1.0):
+        super().__init__()
+        lower, upper = angle_limits
+        if lower >= upper:
+            raise ValueError("`angle_limits` must be an ordered tuple")
+        if rotate_with_proba < 0 or rotate_with_proba > 1:
+            raise ValueError("Probability of rotating the image should be between 0 and 1")
+        self._args = (angle_limits, zoom_in, zoom_out)
+        self._rotate_with_proba = rotate_with_proba
+
+    def forward(self, x):
+        if np.random.random() > self._rotate_with_proba:
+            return x
+        if x.dtype != np.float32:
+            raise TypeError("This transformation only supports float32. Consider calling it after ToTensor")
+        return image.random_rotate(x, *self._args)
 
 
 class RandomFlipLeftRight(HybridBlock):
