@@ -164,3 +164,55 @@ def test_transform_blocks():
         assert block(img.astype("float32")).shape == img.shape
     assert T.RandomApply(T.Cast("float64"), p=0.0)(img).dtype == np.uint8
     assert T.RandomApply(T.Cast("float64"), p=1.0)(img).dtype == np.float64
+
+
+def test_crop_gradient():
+    x = mx.nd.array(np.arange(60).reshape(5, 4, 3).astype(np.float32))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = I.crop(x, x=1, y=2, width=2, height=3)
+    y.backward(mx.nd.ones_like(y) * 3)
+    want = np.zeros((5, 4, 3), np.float32)
+    want[2:5, 1:3] = 3
+    np.testing.assert_array_equal(x.grad.asnumpy(), want)
+
+
+def test_image_module():
+    Image = pytest.importorskip("PIL.Image")
+    import io
+    rs = np.random.RandomState(6)
+    arr = rs.randint(0, 256, (9, 12, 3)).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, format="PNG")
+    img = mx.image.imdecode(buf.getvalue())
+    np.testing.assert_array_equal(img.asnumpy(), arr)
+    np.testing.assert_array_equal(mx.image.imdecode(buf.getvalue(), to_rgb=False).asnumpy(), arr[:, :, ::-1])
+    assert mx.image.imdecode(buf.getvalue(), flag=0).shape == (9, 12, 1)
+    out, box = mx.image.center_crop(img, (6, 4))
+    assert box == (3, 2, 6, 4)
+    np.testing.assert_array_equal(out.asnumpy(), arr[2:6, 3:9])
+    assert mx.image.scale_down((12, 9), (20, 30)) == (6, 9)
+    assert mx.image.resize_short(img, 6).shape == (6, 8, 3)
+    out, (x0, y0, w, h) = mx.image.random_size_crop(img, (5, 5), (0.3, 0.6), (0.75, 1.33))
+    assert out.shape == (5, 5, 3) and 0.2 <= w * h / (9 * 12) <= 0.7
+    with pytest.raises(ValueError, match="Unknown interp"):
+        mx.image.imresize(img, 3, 3, interp=7)
+    with pytest.raises(TypeError, match="float32"):
+        mx.image.imrotate(img, 10)
+    with pytest.raises(TypeError):
+        T.Rotate(10.0)(mx.nd.ones((3, 4, 4), dtype="uint8"))
+    with pytest.raises(ValueError):
+        T.RandomRotation([-10, 10.0], rotate_with_proba=1.5)
+    # a quarter turn of a square image moves the right-middle pixel to the top-middle
+    sq = mx.nd.array([[[0.0, 0, 0], [0, 0, 1], [0, 0, 0]]])
+    np.testing.assert_allclose(T.Rotate(90.0)(sq).asnumpy(), [[[0, 1, 0], [0, 0, 0], [0, 0, 0]]], atol=1e-6)
+    batch = mx.nd.ones((2, 3, 5, 6))
+    assert T.RandomRotation([-10.0, 10.0])(batch).shape == (2, 3, 5, 6)
+    assert T.RandomRotation([-10.0, 10.0], rotate_with_proba=0.0)(batch) is batch
+
+
+def test_pin_memory_loader():
+    from ember.gluon import data as gdata
+    loader = gdata.DataLoader(gdata.ArrayDataset(np.ones((4, 2), np.float32)), batch_size=2, pin_memory=True)
+    batches = list(loader)
+    assert len(batches) == 2 and batches[0].context == mx.cpu_pinned(0)
