@@ -19,6 +19,8 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
+from .state_file import _check_index  # one rule for the indices a state file holds
+
 PROTOCOL = 4  # what MXNet 1.9.1's pickle.dumps writes under Python 3.8-3.13
 NDARRAY_GLOBAL = ("mxnet.ndarray.ndarray", "NDArray")
 OPTIMIZER_MODULE = "mxnet.optimizer.optimizer"
@@ -143,19 +145,12 @@ def _check_tree(state, where: str) -> None:
                     "None and tuples/lists of them can be saved")
 
 
-def _check_index(index):
-    if isinstance(index, bool) or not isinstance(index, (int, str, np.integer)):
-        raise TypeError(f"optimizer states: index {index!r} is a {type(index).__name__}; only int and str "
-                        "indices can be saved")
-    return int(index) if isinstance(index, np.integer) else index
-
-
 def dumps(states: Dict[Any, Any], optimizer: Optional[Any] = None) -> bytes:
     """MXNet 1.9.1's `Updater.get_states` bytes: the pickle of `states` (index -> NDArray, None or
     a tuple/list of them) or, with `optimizer`, of `(states, optimizer)`."""
     checked = {}
     for index, state in states.items():
-        index = _check_index(index)
+        index = _check_index(index, "optimizer states")
         _check_tree(state, f"index {index!r}")
         checked[index] = state
     out = io.BytesIO()

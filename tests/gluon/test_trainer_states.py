@@ -9,7 +9,6 @@ import os
 import pickle
 import pickletools
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -121,10 +120,10 @@ def steps(pdict, tr, data, rng):
     ctxs = pdict["net_weight"].list_ctx()
     for s in rng:
         for c, ctx in enumerate(ctxs):
+            grads = {k: data["grad_%d_%s" % (s, k)] for k in spec["mults"]}
             with autograd.record():
-                loss = mx.nd.add_n(*[(pdict[k].data(ctx) * mx.nd.array(data["grad_%d_%s" % (s, k)] * (c + 1),
-                                                                        ctx=ctx, dtype=data["grad_%d_%s" % (s, k)].dtype)).sum()
-                                     for k in spec["mults"]])
+                loss = mx.nd.add_n(*[(pdict[k].data(ctx) * mx.nd.array(g * (c + 1), ctx=ctx, dtype=g.dtype)).sum()
+                                     for k, g in grads.items()])
             loss.backward()
         tr.step(spec["batch"])
 
@@ -337,8 +336,8 @@ _arrays = st.builds(lambda shape, dtype, seed: np.random.default_rng(seed).unifo
                     st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple), st.sampled_from(_DTYPES),
                     st.integers(0, 99))
 _leaves = st.one_of(st.none(), _arrays, st.integers(-2**40, 2**40), st.floats(allow_nan=False), st.booleans())
-_trees = st.recursive(_leaves, lambda kids: st.one_of(st.lists(kids, max_size=3), st.lists(kids, max_size=3).map(tuple)),
-                      max_leaves=6)
+_trees = st.recursive(_leaves, lambda kids: st.one_of(st.lists(kids, max_size=3),
+                                                    st.lists(kids, max_size=3).map(tuple)), max_leaves=6)
 
 
 def _materialise(tree):
