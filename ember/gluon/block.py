@@ -499,6 +499,19 @@ class HybridBlock(Block):
         super().hybridize(active, static_alloc=static_alloc, static_shape=static_shape, inline_limit=inline_limit,
                           forward_bulk_size=forward_bulk_size, backward_bulk_size=backward_bulk_size)
 
+    def optimize_for(self, x, *args, backend=None, clear: bool = False, static_alloc: bool = False,
+                     static_shape: bool = False, inline_limit: int = 2, forward_bulk_size=None,
+                     backward_bulk_size=None, **kwargs) -> None:
+        """Hybridize and build the cached graph for inputs like `x, *args` without running it."""
+        self.hybridize(True, backend=backend, clear=clear, static_alloc=static_alloc, static_shape=static_shape,
+                       inline_limit=inline_limit, forward_bulk_size=forward_bulk_size,
+                       backward_bulk_size=backward_bulk_size, **kwargs)
+        has_sym, has_nd, ctxs, first_ctx = _input_kinds([x] + list(args))
+        if has_sym or not has_nd:
+            raise HybridizeError(f"optimize_for: HybridBlock '{self.name}' needs NDArray inputs to build its graph for")
+        with first_ctx:
+            self._build_cache(x, *args)
+
     def cast(self, dtype) -> None:
         self._clear_cached_op()
         super().cast(dtype)

@@ -446,3 +446,13 @@ def test_summary_of_hybridized_block_is_refused():
     net.hybridize()
     with pytest.raises(AssertionError, match="must not be hybridized"):
         net.summary(nd.ones((2, 6)))
+
+
+def test_optimize_for_builds_the_graph_without_running():
+    dense = BLOCKS["TinyDense"](2, in_units=3)
+    dense.initialize(mx.init.One())
+    dense.optimize_for(nd.ones((1, 3)))
+    assert dense._cached_op is not None and dense._active
+    np.testing.assert_allclose(dense(nd.ones((1, 3))).asnumpy(), [[3, 3]])
+    with pytest.raises(ValueError, match="no graph backend 'MKLDNN'"):
+        dense.optimize_for(nd.ones((1, 3)), backend="MKLDNN")
