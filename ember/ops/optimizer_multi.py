@@ -37,17 +37,18 @@ _F32 = np.dtype(np.float32)
 
 def _floats(value, op: str, name: str, n: int) -> Tuple[float, ...]:
     """A per-weight tuple attribute (MXNet's tuple of <float>), given as a sequence or its string."""
+    bad = f"{op}: invalid value {value!r} for attribute '{name}' (tuple of floats expected)"
     if isinstance(value, str):
         try:
             value = ast.literal_eval(value.strip())
         except (ValueError, SyntaxError):
-            raise OperatorError(f"{op}: invalid value {value!r} for attribute '{name}' (tuple of floats expected)") from None
+            raise OperatorError(bad) from None
     if isinstance(value, (int, float, np.number)):
         value = (value,)
     try:
         out = tuple(float(v) for v in value)
     except (TypeError, ValueError):
-        raise OperatorError(f"{op}: invalid value {value!r} for attribute '{name}' (tuple of floats expected)") from None
+        raise OperatorError(bad) from None
     if len(out) != n:
         raise OperatorError(f"{op}: attribute '{name}' needs {n} values (one per weight), got {len(out)}")
     return out
@@ -120,8 +121,8 @@ def _group_types(op: str, per: Sequence[str], tail: Sequence[str], count: Callab
                 d = ins[i * k + j]
                 want = _F32 if p in fp32 else w
                 if d is not None and want is not None and np.dtype(d) != np.dtype(want):
-                    raise DTypeError(f"{op}: {p}_{i} has dtype {np.dtype(d).name} but "
-                                     f"{'float32 is required' if p in fp32 else f'{per[0]}_{i} is ' + np.dtype(w).name}")
+                    expected = "float32 is required" if p in fp32 else f"{per[0]}_{i} is {np.dtype(w).name}"
+                    raise DTypeError(f"{op}: {p}_{i} has dtype {np.dtype(d).name} but {expected}")
                 ins[i * k + j] = want if d is None else d
             if w is not None and np.dtype(w).kind != "f":
                 raise DTypeError(f"{op}: floating point weights expected, got {np.dtype(w).name}")

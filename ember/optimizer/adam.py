@@ -26,8 +26,9 @@ class Adam(Optimizer):
         self.lazy_update = lazy_update
 
     def create_state(self, index, weight):
-        return (nd.zeros(weight.shape, weight.context, dtype=weight.dtype),
-                nd.zeros(weight.shape, weight.context, dtype=weight.dtype))
+        stype = weight.stype if self.lazy_update else "default"
+        return (nd.zeros(weight.shape, weight.context, dtype=weight.dtype, stype=stype),  # mean
+                nd.zeros(weight.shape, weight.context, dtype=weight.dtype, stype=stype))  # variance
 
     def update(self, index, weight, grad, state) -> None:
         self._update_count(index)
@@ -35,7 +36,8 @@ class Adam(Optimizer):
         t = self._index_update_count[index]
         lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
         mean, var = state
-        nd.adam_update(weight, grad, mean, var, out=weight, lr=lr, wd=wd, beta1=self.beta1,
+        nd.adam_update(weight, grad, mean, var, out=weight, lazy_update=self.lazy_update, lr=lr, wd=wd,
+                       beta1=self.beta1,
                        beta2=self.beta2, epsilon=self.epsilon, **self._common_kwargs())
 
 
