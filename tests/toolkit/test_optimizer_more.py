@@ -731,3 +731,67 @@ def test_lars_and_lamb_states_survive_get_set_states():
         updater(0, nd.ones((3,)), w)
         other(0, nd.ones((3,)), w2)
         np.testing.assert_allclose(w2.asnumpy(), w.asnumpy(), rtol=1e-6)
+
+
+# -- lazy updates for row_sparse gradients ------------------------------------------------------------
+def _rsp_grad(rows, shape=(5, 3), seed=11):
+    values = np.random.RandomState(seed).uniform(-1, 1, (len(rows),) + shape[1:]).astype(np.float32)
+    dense = np.zeros(shape, np.float32)
+    dense[rows] = values
+    return nd.sparse.row_sparse_array((values, rows), shape=shape), dense
+
+
+@pytest.mark.parametrize("row_sparse_weight", [False, True])
+def test_lazy_sgd_momentum_touches_only_gradient_rows(row_sparse_weight):
+    rows = [1, 3]
+    g, g_dense = _rsp_grad(rows)
+    w0 = np.random.RandomState(12).uniform(-1, 1, (5, 3)).astype(np.float32)
+    w = nd.sparse.row_sparse_array((w0, np.arange(5)), shape=(5, 3)) if row_sparse_weight else nd.array(w0)
+    mom0 = np.full((5, 3), 0.1, np.float32)
+    mom = nd.array(mom0)
+    nd.sgd_mom_update(w, g, mom, out=w, lr=0.1, wd=0.2, momentum=0.9, rescale_grad=0.5, clip_gradient=0.3)
+    want_mom = mom0.copy()
+    want_mom[rows] = 0.9 * mom0[rows] - 0.1 * 0.2 * w0[rows] - 0.1 * np.clip(0.5 * g_dense[rows], -0.3, 0.3)
+    want_w = w0.copy()
+    want_w[rows] += want_mom[rows]
+    np.testing.assert_allclose(mom.asnumpy(), want_mom, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(w.asnumpy(), want_w, rtol=1e-6, atol=1e-7)
+    assert w.stype == ("row_sparse" if row_sparse_weight else "default")
+
+
+def test_standard_update_with_lazy_update_off_decays_every_row():
+    g, g_dense = _rsp_grad([0, 4])
+    w0 = np.ones((5, 3), np.float32)
+    lazy, std = nd.array(w0), nd.array(w0)
+    nd.sgd_update(lazy, g, out=lazy, lr=0.1, wd=0.5)
+    nd.sgd_update(std, g, out=std, lr=0.1, wd=0.5, lazy_update=False)
+    np.testing.assert_allclose(std.asnumpy(), (1 - 0.05) * w0 - 0.1 * g_dense, rtol=1e-6)
+    np.testing.assert_allclose(lazy.asnumpy()[[1, 2, 3]], 1.0)  # rows without gradient: no decay
+    np.testing.assert_allclose(lazy.asnumpy()[[0, 4]], std.asnumpy()[[0, 4]], rtol=1e-6)
+
+
+def test_lazy_adam_and_ftrl_rows():
+    rows = [2]
+    g, g_dense = _rsp_grad(rows)
+    w0 = np.random.RandomState(13).uniform(-1, 1, (5, 3)).astype(np.float32)
+    o = opt.Adam(learning_rate=0.1, wd=0.1)
+    w = nd.array(w0)
+    state = o.create_state(0, w)
+    o.update(0, w, g, state)
+    r = g_dense[rows] + 0.1 * w0[rows]
+    lr = 0.1 * np.sqrt(1 - 0.999) / (1 - 0.9)
+    want = w0.copy()
+    want[rows] = w0[rows] - lr * (0.1 * r) / (np.sqrt(0.001 * r * r) + 1e-8)
+    np.testing.assert_allclose(w.asnumpy(), want, rtol=1e-5, atol=1e-6)
+    assert not state[0].asnumpy()[[0, 1, 3, 4]].any()
+    # ftrl: sparse rows when weight, states and gradient are all row_sparse
+    f = opt.Ftrl(learning_rate=0.1, lamda1=0.01)
+    w = nd.sparse.row_sparse_array((w0, np.arange(5)), shape=(5, 3))
+    z, n = f.create_state(0, w)
+    assert z.stype == "row_sparse" and n.stype == "row_sparse"
+    f.update(0, w, g, (z, n))
+    gz = g_dense[rows]
+    z_want = gz - (np.sqrt(gz * gz) - 0.0) * w0[rows] / 0.1
+    want = w0.copy()
+    want[rows] = (np.sign(z_want) * 0.01 - z_want) / ((1 + np.sqrt(gz * gz)) / 0.1) * (np.abs(z_want) > 0.01)
+    np.testing.assert_allclose(w.asnumpy(), want, rtol=1e-5, atol=1e-6)
