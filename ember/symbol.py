@@ -11,6 +11,7 @@ from . import ops as _ops
 from .symbolic.json_io import load, load_json  # noqa: F401
 from .symbolic.naming import AttrScope, NameManager, Prefix  # noqa: F401
 from .symbolic.symbol import Group, Symbol, Variable, make_op_function, var  # noqa: F401
+from .symbolic.legacy_helpers import histogram, linspace, split_v2  # noqa: F401
 
 
 class _PrefixedNamespace:

@@ -21,6 +21,7 @@ from . import contrib, linalg, random  # noqa: F401
 from . import image  # noqa: F401  (mx.nd.image: the _image_* operators)
 from . import sparse  # noqa: F401  (CSRNDArray, RowSparseNDArray and their constructors)
 from .sparse import CSRNDArray, RowSparseNDArray  # noqa: F401
+from .legacy_helpers import histogram, linspace, moveaxis, onehot_encode, split_v2  # noqa: F401
 from .arith import (add, divide, equal, greater, greater_equal, lesser, lesser_equal,  # noqa: F401
                     maximum, minimum, modulo, multiply, not_equal, power, subtract, true_divide)
 

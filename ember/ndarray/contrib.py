@@ -10,6 +10,7 @@ from typing import Any, Callable, List, Tuple
 
 from ..imperative.ndarray import NDArray
 from ._prefixed import resolver
+from .legacy_helpers import isfinite, isinf, isnan  # noqa: F401  (MXNet's Python-level contrib helpers)
 
 _op_getattr, _op_dir = resolver("contrib", ("_contrib_",))
 
@@ -19,7 +20,7 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(_op_dir()) | {"foreach", "while_loop", "cond"})
+    return sorted(set(_op_dir()) | {"foreach", "while_loop", "cond", "isinf", "isfinite", "isnan"})
 
 
 # -- nested structures of NDArrays (MXNet's _flatten / _regroup) -------------------------------------

@@ -1,0 +1,100 @@
+"""MXNet 1.x's Python-level `mx.nd` helpers written over registry operators: moveaxis, linspace,
+histogram, split_v2 and onehot_encode (MXNet defines them in python/mxnet/ndarray/ndarray.py)."""
+from __future__ import annotations
+
+import warnings
+from typing import Sequence, Tuple, Union
+
+import numpy as np
+
+from ..imperative.invoke import call as _call
+from ..imperative.ndarray import NDArray
+
+
+def _axes(value, ndim: int, what: str) -> Tuple[int, ...]:
+    items = [value] if isinstance(value, (int, np.integer)) else list(value)
+    out = []
+    for a in items:
+        if not -ndim <= int(a) < ndim:
+            raise ValueError(f"{what} axis {a} is out of range for a {ndim}-D array")
+        out.append(int(a) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"repeated axis in {what} argument: {tuple(items)}")
+    return tuple(out)
+
+
+def moveaxis(tensor: NDArray, source, destination) -> NDArray:
+    """Move axis/axes `source` to position(s) `destination`, keeping the others in order."""
+    src = _axes(source, tensor.ndim, "source")
+    dst = _axes(destination, tensor.ndim, "destination")
+    if len(src) != len(dst):
+        raise ValueError("`source` and `destination` arguments must have the same number of elements")
+    order = [n for n in range(tensor.ndim) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return _call("transpose", (tensor,), {"axes": tuple(order)})
+
+
+def linspace(start: float, stop: float, num: int, endpoint: bool = True, ctx=None,
+             dtype="float32") -> NDArray:
+    """`num` evenly spaced values over [start, stop] (stop left out when not `endpoint`)."""
+    attrs = {"start": start, "stop": stop, "num": num, "endpoint": endpoint, "dtype": dtype}
+    if ctx is not None:
+        attrs["ctx"] = ctx
+    return _call("_linspace", (), attrs)
+
+
+def histogram(a: NDArray, bins: Union[int, NDArray] = 10, range=None):  # noqa: A002 (MXNet's name)
+    """(counts, bin_edges) of the flattened `a`; bins: a count (with `range`) or an NDArray of edges."""
+    if isinstance(bins, NDArray):
+        return _call("_histogram", (a, bins), {})
+    if isinstance(bins, (int, np.integer)):
+        if range is None:
+            warnings.warn("range is not specified, using numpy's result to ensure consistency with numpy")
+            from ..imperative.creation import array
+            res, edges = np.histogram(a.asnumpy(), bins=bins)
+            return array(res), array(edges)
+        return _call("_histogram", (a,), {"bin_cnt": bins, "range": range})
+    raise ValueError("bins argument should be either an integer or an NDArray")
+
+
+def split_indices(axis_size: int, indices_or_sections) -> Sequence[int]:
+    """The `indices` attribute of _split_v2 for split_v2's `indices_or_sections` argument."""
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0 or axis_size % sections:
+            raise ValueError("array split does not result in an equal division")
+        size = axis_size // sections
+        return [i * size for i in range(sections)]
+    if isinstance(indices_or_sections, tuple):
+        return [0] + list(indices_or_sections)
+    raise ValueError("indices_or_sections must either int or tuple of ints")
+
+
+def split_v2(ary: NDArray, indices_or_sections, axis: int = 0, squeeze_axis: bool = False):
+    """Split `ary` into equal sections (an int) or at the given indices (a tuple), as numpy.split."""
+    indices = split_indices(ary.shape[axis], indices_or_sections)
+    return _call("_split_v2", (ary,), {"indices": tuple(indices), "axis": axis, "squeeze_axis": squeeze_axis})
+
+
+def onehot_encode(indices: NDArray, out: NDArray) -> NDArray:
+    """Write the one-hot rows of `indices` into the 2-D `out` and return it."""
+    return _call("_onehot_encode", (indices, out), {"out": out})
+
+
+# -- mx.nd.contrib.isinf / isfinite / isnan (1 where true, 0 elsewhere, in the data's dtype) -------------
+def isinf(data: NDArray) -> NDArray:
+    """1 where `data` is +-inf."""
+    return _call("_equal_scalar", (_call("abs", (data,), {}),), {"scalar": np.inf})
+
+
+def isfinite(data: NDArray) -> NDArray:
+    """1 where `data` is neither inf nor NaN."""
+    not_nan = _call("_equal", (data, data), {})
+    not_inf = _call("_not_equal_scalar", (_call("abs", (data,), {}),), {"scalar": np.inf})
+    return _call("_logical_and", (not_inf, not_nan), {})
+
+
+def isnan(data: NDArray) -> NDArray:
+    """1 where `data` is NaN."""
+    return _call("_not_equal", (data, data), {})

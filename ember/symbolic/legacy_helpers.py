@@ -1,0 +1,37 @@
+"""MXNet 1.x's Python-level `mx.sym` helpers over registry operators: linspace, histogram and
+split_v2 (MXNet defines them in python/mxnet/symbol/symbol.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .symbol import Symbol, make_op_function
+
+
+def linspace(start: float, stop: float, num: int, endpoint: bool = True, name=None, dtype=None) -> Symbol:
+    """Symbol of `num` evenly spaced values over [start, stop]."""
+    return make_op_function("_linspace")(start=start, stop=stop, num=num, endpoint=endpoint, name=name,
+                                         dtype="float32" if dtype is None else dtype)
+
+
+def histogram(a: Symbol, bins=10, range=None, **kwargs) -> Symbol:  # noqa: A002 (MXNet's name)
+    """(counts, bin_edges) symbol; bins: a Symbol of edges, or a count with a required `range`."""
+    if isinstance(bins, Symbol):
+        return make_op_function("_histogram")(data=a, bins=bins, **kwargs)
+    if isinstance(bins, (int, np.integer)):
+        if range is None:
+            raise ValueError("null range is not supported in symbol mode")
+        return make_op_function("_histogram")(data=a, bin_cnt=bins, range=range, **kwargs)
+    raise ValueError("bins argument should be either an integer or an NDArray")
+
+
+def split_v2(ary: Symbol, indices_or_sections, axis: int = 0, squeeze_axis: bool = False) -> Symbol:
+    """Split into `indices_or_sections` equal parts (an int) or at the given indices (a tuple)."""
+    indices, sections = [], 0
+    if isinstance(indices_or_sections, int):
+        sections = indices_or_sections
+    elif isinstance(indices_or_sections, tuple):
+        indices = [0] + list(indices_or_sections)
+    else:
+        raise ValueError("indices_or_sections must either int or tuple of ints")
+    return make_op_function("_split_v2")(ary, indices=tuple(indices), axis=axis, squeeze_axis=squeeze_axis,
+                                         sections=sections)
