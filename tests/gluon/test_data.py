@@ -416,3 +416,17 @@ def test_image_decoding_without_pillow(monkeypatch, tmp_path):
     monkeypatch.setattr(builtins, "__import__", no_pil)
     with pytest.raises(ImportError, match="Pillow"):
         mx.recordio.decode_image(b"\x89PNG....")
+
+
+@pytest.mark.parametrize("thread_pool", [False, True])
+def test_two_passes_at_once(thread_pool):
+    ds, x = _dataset(20)
+    loader = gdata.DataLoader(ds, batch_size=3, num_workers=2, thread_pool=thread_pool)
+    a, b = iter(loader), iter(loader)
+    got_a, got_b = [], []
+    for (da, la), (db, lb) in zip(a, b):  # interleaved passes keep their own order
+        got_a += la.asnumpy().tolist()
+        got_b += lb.asnumpy().tolist()
+        np.testing.assert_array_equal(da.asnumpy(), x[la.asnumpy()])
+    assert got_a == got_b == list(range(20))
+    del a, b, loader

@@ -144,11 +144,9 @@ def test_transform_blocks():
     mixed = T.Compose([T.CenterCrop(4), T.ToTensor(), T.RandomFlipLeftRight()])
     assert len(mixed) == 2 and isinstance(mixed[0], T.CenterCrop)
     assert mixed(img).shape == (3, 4, 4)
-    hc = T.HybridCompose([T.ToTensor(), T.Normalize(0.5, 0.5)])
-    hc.hybridize()
+    hc = T.Compose([T.ToTensor(), T.Normalize(0.5, 0.5)])
     np.testing.assert_allclose(hc(img).asnumpy(), (img.asnumpy().transpose(2, 0, 1) / 255.0 - 0.5) / 0.5, rtol=1e-5)
-    with pytest.raises(ValueError):
-        T.HybridCompose([T.CenterCrop(2)])
+    assert not hasattr(T, "HybridCompose")  # MXNet 2.0's, not 1.9.1's
     # RandomResizedCrop with the whole area and the image's own ratio: a plain resize
     whole = T.RandomResizedCrop((5, 4), scale=(1.0, 1.0), ratio=(10 / 8, 10 / 8))(img)
     np.testing.assert_array_equal(whole.asnumpy(), I.resize(img, size=(5, 4)).asnumpy())

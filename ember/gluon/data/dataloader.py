@@ -162,9 +162,10 @@ class _WorkerProcesses:
         return [p.pid for p in self._workers]
 
     def submit(self, key: int, samples) -> None:
+        """Ask worker key % num_workers for batch `key` (returns no handle: workers answer in order)."""
         self._tasks[key % len(self._workers)].send((key, list(samples)))
 
-    def get(self, key: int):
+    def get(self, key: int, handle=None):
         """Batch `key`, waiting at most `timeout` seconds for it."""
         w = key % len(self._workers)
         conn, proc = self._results[w], self._workers[w]
@@ -247,6 +248,7 @@ class _MultiWorkerIter:
         self._batch_sampler = batch_sampler
         self._iter = iter(batch_sampler)
         self._sent = self._rcvd = 0
+        self._handles = {}
         self._pin = context.cpu_pinned(pin_device_id) if pin_memory else None
         for _ in range(prefetch):
             self._push_next()
@@ -258,7 +260,7 @@ class _MultiWorkerIter:
         samples = next(self._iter, None)
         if samples is None:
             return
-        self._pool.submit(self._sent, samples)
+        self._handles[self._sent] = self._pool.submit(self._sent, samples)
         self._sent += 1
 
     def __iter__(self):
@@ -270,7 +272,7 @@ class _MultiWorkerIter:
             self.close()
             raise StopIteration
         try:
-            batch = self._pool.get(self._rcvd)
+            batch = self._pool.get(self._rcvd, self._handles.pop(self._rcvd))
         except BaseException:
             self.close()
             raise
@@ -302,16 +304,15 @@ class _ThreadPool:
             num_workers, thread_name_prefix="ember-dataloader",
             initializer=set_np_shape, initargs=(np_shape,))
         self._dataset, self._batchify_fn, self._timeout = dataset, batchify_fn, timeout
-        self._futures = {}
 
     def _make(self, samples):
         return self._batchify_fn([self._dataset[i] for i in samples])
 
-    def submit(self, key: int, samples) -> None:
-        self._futures[key] = self._executor.submit(self._make, list(samples))
+    def submit(self, key: int, samples):
+        """Start batch `key`; returns its future (several passes may share the threads)."""
+        return self._executor.submit(self._make, list(samples))
 
-    def get(self, key: int):
-        future = self._futures.pop(key)
+    def get(self, key: int, future):
         try:
             return future.result(self._timeout)
         except concurrent.futures.TimeoutError:

@@ -11,7 +11,7 @@ from ....base import numeric_types
 from ...block import Block, HybridBlock
 from ...nn import HybridSequential, Sequential
 
-__all__ = ["Compose", "HybridCompose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop", "CropResize",
+__all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop", "CropResize",
            "Rotate", "RandomRotation",
            "RandomResizedCrop", "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness",
            "RandomContrast", "RandomSaturation", "RandomHue", "RandomColorJitter", "RandomLighting",
@@ -40,17 +40,6 @@ class Compose(Sequential):
             run = []
             if t is not None:
                 self.add(t)
-
-
-class HybridCompose(HybridSequential):
-    """Applies HybridBlock `transforms` in order, as one HybridBlock."""
-
-    def __init__(self, transforms):
-        super().__init__()
-        for t in transforms:
-            if not isinstance(t, HybridBlock):
-                raise ValueError(f"HybridCompose takes HybridBlocks only, got {type(t).__name__}")
-            self.add(t)
 
 
 class Cast(HybridBlock):
