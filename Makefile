@@ -9,7 +9,7 @@ CFLAGS_NATIVE := -std=c11 -O1 -g -Wall -Wextra -Werror -pthread -Inative
 
 $(STAMP): setup.cfg setup.py pyproject.toml native/engine.c native/engine.h native/collectives.c native/collectives.h \
           native/host_copy.c native/host_copy.h native/build_engine.py
-	$(PIP) install -q -e '.[test,dist,demo]'
+	$(PIP) install -q -e '.[test,dist,demo,image]'
 	@touch $(STAMP)
 
 install: $(STAMP)
