@@ -66,6 +66,7 @@ VARIANTS = {
     "vision.SqueezeNet('1.0', classes=6)": (1, 3, 224, 224),
     "vision.Inception3(classes=12)": (1, 3, 299, 299),
     "vision.AlexNet(classes=9)": (1, 3, 224, 224),
+    "vision.inception.make_aux(7)": (1, 768, 17, 17),
 }
 
 # name -> input shape (classes=10).  squeezenet and densenet end with fixed 13x13 / 7x7 average

@@ -173,6 +173,24 @@ def test_mxnet_weights_give_mxnets_outputs(name, recorded, tmp_path):
     assert _sha1(str(tmp_path / "again.params")) == str(recorded[name]["params_sha1"])
 
 
+def test_weights_load_into_a_second_instance(recorded, tmp_path):
+    """Structural names do not depend on the block counter, and a file of prefix-stripped full
+    names (ParameterDict.save(strip_prefix=...)) loads through load_parameters' full-name path."""
+    with mx.name.NameManager():
+        vision.mobilenet_v2_0_25(classes=10)
+        second = vision.mobilenet_v2_0_25(classes=10)
+    assert second.prefix == "mobilenetv21_"
+    second.load_parameters(os.path.join(FIX, COMMITTED + ".params"))
+    data = nd.array(_input(NETS[COMMITTED]))
+    _assert_close(second(data).asnumpy(), recorded[COMMITTED]["output"])
+    stripped = str(tmp_path / "stripped.params")
+    second.collect_params().save(stripped, strip_prefix=second.prefix)
+    assert "features_conv0_weight" in nd.load(stripped)
+    third = vision.mobilenet_v2_0_25(classes=10)
+    third.load_parameters(stripped)
+    _assert_close(third(data).asnumpy(), recorded[COMMITTED]["output"])
+
+
 def test_committed_mxnet_file_holds_the_recipe():
     for key, arr in nd.load(os.path.join(FIX, COMMITTED + ".params")).items():
         np.testing.assert_array_equal(arr.asnumpy(), model_recipe.recipe_value(key, arr.shape), err_msg=key)

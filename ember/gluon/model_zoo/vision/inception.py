@@ -99,6 +99,16 @@ def _mixed_e(prefix: str) -> HybridConcurrent:
         lambda: _branch("avg", (192, 1, None, None))])
 
 
+def make_aux(classes: int) -> nn.HybridSequential:
+    """The auxiliary classifier head of the paper (5x5/3 average pool, 1x1 and 5x5 basic
+    convolutions, Dense to `classes`); Inception3 does not use it, as in MXNet."""
+    aux = nn.HybridSequential(prefix="")
+    for layer in (nn.AvgPool2D(pool_size=5, strides=3), _basic_conv(channels=128, kernel_size=1),
+                  _basic_conv(channels=768, kernel_size=5), nn.Flatten(), nn.Dense(classes)):
+        aux.add(layer)
+    return aux
+
+
 class Inception3(HybridBlock):
     """Inception v3 with `classes` outputs.  The features end with an 8x8 average pool, so the
     network needs inputs of 299x299 (smaller ones shrink below the pool before it)."""
