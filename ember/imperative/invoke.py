@@ -162,7 +162,7 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
     in_data = [x._data for x in inputs[:n_in]]
     aux_data = [x._data for x in inputs[n_in:]]
     out_data = [o._data for o in outputs]
-    copy_back = _aliased_outputs(opdef, inputs, outputs) if out is not None else None
+    copy_back = _aliased_outputs(opdef, attrs, inputs, outputs) if out is not None else None
     if copy_back:
         for i in copy_back:  # compute into scratch, then copy: the kernel must not see its input change
             scratch, chunk = storage.alloc(out_data[i].shape, out_data[i].dtype, ctx)
@@ -207,10 +207,10 @@ def _check_out(name: str, i: int, t, shape, dtype, ctx) -> None:
         raise ContextError(f"{name}: out= array is on {t._chunk.ctx} but the inputs are on {ctx}")
 
 
-def _aliased_outputs(opdef: OpDef, inputs, outputs) -> Optional[dict]:
+def _aliased_outputs(opdef: OpDef, attrs: dict, inputs, outputs) -> Optional[dict]:
     """Outputs sharing storage with an input, other than declared in-place pairs (need scratch)."""
     found = None
-    inplace = opdef.inplace
+    inplace = opdef.inplace_pairs(attrs) if callable(opdef.inplace) else opdef.inplace
     for o_i, o in enumerate(outputs):
         chunk = o._chunk
         for i_i, x in enumerate(inputs):

@@ -29,7 +29,7 @@ from typing import Callable, List, Sequence, Tuple
 import numpy as np
 
 from ..base import DTypeError, OperatorError, ShapeError
-from .optimizer_updates import _clip, _sgd, _sgd_mom
+from .optimizer_updates import _clip, _sgd, _sgd_kernel, _sgd_mom, _sgd_mom_kernel
 from .registry import Attr, OpDef, register
 
 _F32 = np.dtype(np.float32)
@@ -153,6 +153,7 @@ def _register_multi(name: str, per: Sequence[str], tail: Sequence[str], attrs: d
         outputs=lambda a: [f"output{i}" for i in range(count(a))],
         infer_shape=_group_shapes(name, per, tail, count, lists), infer_type=_group_types(name, per, tail, count, fp32),
         kernels={"any": kernel}, key_var_num_args=count_key,
+        inplace=lambda a: [(i * len(per), i) for i in range(count(a))],  # weight i -> output i
         mutates=_every(tuple(mutated_slots), len(per), count) if mutated_slots else (), doc=doc))
 
 
@@ -169,6 +170,7 @@ _MOM = {"momentum": Attr("float", 0.0, doc="momentum")}
 
 def _multi_sgd_kernel(name: str, k: int, mom: bool, mp: bool, preloaded: bool) -> Callable:
     formula = _sgd_mom if mom else _sgd
+    one = _sgd_mom_kernel if mom else _sgd_kernel  # the single-weight kernels, in place and lean
 
     def kernel(ctx, attrs, inputs, outputs, aux):
         xp = ctx.xp
@@ -189,7 +191,7 @@ def _multi_sgd_kernel(name: str, k: int, mom: bool, mp: bool, preloaded: bool) -
                 w32[...] = formula(xp, a, w32, g.astype(np.float32), states)
                 outputs[i][...] = w32
             else:
-                outputs[i][...] = formula(xp, a, w, g, states)
+                one(ctx, a, group, [outputs[i]], aux)
     return kernel
 
 

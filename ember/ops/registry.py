@@ -200,7 +200,9 @@ class OpDef:
     infer_type_backward: Optional[Callable] = None
     kernels: Dict[str, Callable] = field(default_factory=dict)
     gradient: Optional[Callable] = None
-    inplace: Sequence[Tuple[int, int]] = ()
+    # (input, output) pairs that may share storage; a callable attrs -> pairs when they depend on
+    # attributes (multi_sgd_update: weight i is input 2*i and output i)
+    inplace: Union[Sequence[Tuple[int, int]], Callable[[dict], Sequence[Tuple[int, int]]]] = ()
     # indices of inputs written in place; a callable attrs -> indices when they depend on attributes
     # (MXNet's FMutateInputs: multi_sgd_mom_update's momenta are inputs 2, 5, 8, ...)
     mutates: Union[Sequence[int], Callable[[dict], Sequence[int]]] = ()
@@ -252,6 +254,10 @@ class OpDef:
 
     def aux_names(self, attrs: dict) -> List[str]:
         return _names(self.aux, attrs)
+
+    def inplace_pairs(self, attrs: dict) -> List[Tuple[int, int]]:
+        """The (input, output) pairs of this call that may share storage."""
+        return list(self.inplace(attrs)) if callable(self.inplace) else list(self.inplace)
 
     def mutated_inputs(self, attrs: dict) -> List[int]:
         """Indices of the inputs this call writes in place."""

@@ -311,7 +311,7 @@ def inplace(g: GraphState) -> GraphState:
         if n.op is None or not n.op.inplace or n.op.mutates:
             continue
         taken_inputs = set()
-        for in_i, out_i in n.op.inplace:
+        for in_i, out_i in n.op.inplace_pairs(n.parsed_attrs):
             if in_i >= len(n.inputs):
                 continue
             c, j = n.inputs[in_i]

@@ -632,7 +632,9 @@ def test_multi_op_errors():
 
 def test_multi_op_mutates_its_states_for_the_engine():
     op = ops.get("multi_mp_sgd_mom_update")
-    assert op.mutated_inputs(op.parse_attrs({"lrs": "(0.1, 0.2)", "wds": "(0, 0)", "num_weights": 2})) == [2, 3, 6, 7]
+    attrs = op.parse_attrs({"lrs": "(0.1, 0.2)", "wds": "(0, 0)", "num_weights": 2})
+    assert op.mutated_inputs(attrs) == [2, 3, 6, 7]
+    assert op.inplace_pairs(attrs) == [(0, 0), (4, 1)]  # out=weights updates each weight in place
     # momenta written by the update are seen by a later read without an explicit wait
     w, g, m = nd.ones((1000,)), nd.ones((1000,)), nd.zeros((1000,))
     for _ in range(3):
