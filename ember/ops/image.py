@@ -131,7 +131,8 @@ class _FloatTupleAttr(Attr):
         try:
             return _float_tuple(value)
         except Exception:
-            raise OperatorError(f"{op}: invalid value {value!r} for attribute '{name}' (tuple of floats expected)") from None
+            raise OperatorError(f"{op}: invalid value {value!r} for attribute '{name}' "
+                                "(tuple of floats expected)") from None
 
     def format(self, value):
         return "(" + ", ".join(repr(float(v)) for v in _float_tuple(value)) + ")"

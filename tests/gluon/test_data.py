@@ -306,7 +306,8 @@ def test_no_process_left_at_interpreter_exit(tmp_path):
     assert len(pids) == 2
     time.sleep(0.5)
     for pid in pids:
-        assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+        gone = not os.path.exists(f"/proc/{pid}")
+        assert gone or open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def test_auto_reload_prefetches_next_epoch():

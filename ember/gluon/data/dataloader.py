@@ -21,7 +21,6 @@ import os
 import pickle
 import signal
 import sys
-import threading
 import traceback
 import weakref
 from typing import Any, Callable, List, Optional
