@@ -797,3 +797,15 @@ def test_lazy_adam_and_ftrl_rows():
     want = w0.copy()
     want[rows] = (np.sign(z_want) * 0.01 - z_want) / ((1 + np.sqrt(gz * gz)) / 0.1) * (np.abs(z_want) > 0.01)
     np.testing.assert_allclose(w.asnumpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_kvstore_updater_uses_the_fused_op():
+    kv = mx.kv.create("local")
+    kv.set_optimizer(opt.SGD(learning_rate=0.1, momentum=0.9))
+    kv.init([0, 1], [nd.ones((2,)), nd.ones((3,))])
+    with _Counting("multi_sgd_mom_update") as fused:
+        kv.push([0, 1], [nd.ones((2,)), nd.ones((3,))])
+        out = [nd.zeros((2,)), nd.zeros((3,))]
+        kv.pull([0, 1], out=out)
+    assert fused.calls == 2  # one per key, as MXNet's store calls its updater
+    np.testing.assert_allclose(out[1].asnumpy(), 0.9)
