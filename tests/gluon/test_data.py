@@ -262,7 +262,7 @@ class _Slow(gdata.Dataset):
         return 4
 
     def __getitem__(self, i):
-        time.sleep(30 if i == 2 else 0)
+        time.sleep(4 if i == 2 else 0)  # longer than the 1 s timeout
         return np.float32(i)
 
 
