@@ -103,11 +103,12 @@ class Var:
     Deleting it (`delete()` or garbage collection) is ordered after every op pending on it.
     """
 
-    __slots__ = ("_h", "name", "__weakref__")
+    __slots__ = ("_h", "name", "nbytes", "__weakref__")
 
-    def __init__(self, name: Optional[str] = None):
+    def __init__(self, name: Optional[str] = None, nbytes: int = 0):
         self._h = lib.ember_var_new(_E)
         self.name = name
+        self.nbytes = nbytes  # bytes of the resource it stands for (0: unknown); read by ember.engine.lab
 
     def wait(self) -> None:
         """Block until every pending write finishes; re-raise an error recorded on this variable."""
@@ -379,6 +380,8 @@ def _run_here_slot():
 
 
 def _push_now(fn, read, write, priority, device, name, prop, inline, flags=0):
+    if recorder is not None:  # ember.engine.lab is recording: it notes the op and times fn
+        fn, read, write = recorder.on_push(fn, read, write, priority, device, name, prop)
     inline = inline or getattr(_tls, "in_caller", False)
     reads, writes = op_handles(read, write)
     hid = next(_op_ids)
@@ -424,6 +427,8 @@ def push_native(fn_ptr, ctx=None, read: Iterable[Var] = (), write: Iterable[Var]
                 device=None, name: Optional[str] = None, inline: bool = False) -> None:
     """Push a C kernel (an `int (*)(void *ctx, ember_opr *op)` cdata); it runs without the GIL."""
     flush_bulk()
+    if recorder is not None:  # ember.engine.lab notes it (a C kernel is not timed)
+        _, read, write = recorder.on_push(None, read, write, priority, device, name, "native")
     reads = _handles(read, "read")
     writes = _handles(write, "write")
     rc = _push(_E, fn_ptr, ctx if ctx is not None else _NULL, reads, len(reads), writes, len(writes),
@@ -527,6 +532,9 @@ def set_bulk_size(size: int) -> int:
 # imperative tiny-op path) check this one global instead of a thread-local on every op: while it
 # is non-zero they take the pushing path, which respects this thread's open group.
 bulk_threads = 0
+# While ember.engine.lab records, it holds one count here too (so every op takes the pushing path
+# and is seen) and sets `recorder`; None otherwise: the push path's only cost is that one check.
+recorder = None
 _bulk_count_lock = threading.Lock()
 
 

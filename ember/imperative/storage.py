@@ -114,7 +114,7 @@ class Chunk:
     def var(self):
         v = self._var
         if v is None:
-            v = self._var = engine.Var()
+            v = self._var = engine.Var(nbytes=getattr(self.block, "nbytes", 0))
         return v
 
     def free(self) -> None:
@@ -165,7 +165,7 @@ def alloc(shape: Tuple[int, ...], dtype, ctx: Context, name: Optional[str] = Non
     else:
         data = block.data[:nbytes].view(dtype).reshape(shape)
         block.view = (dtype, shape, data)
-    return data, Chunk(engine.Var(name) if name else None, block, ctx)
+    return data, Chunk(engine.Var(name, nbytes) if name else None, block, ctx)
 
 
 def wrap(data, var, ctx: Context, owns_var: bool = False) -> Chunk:

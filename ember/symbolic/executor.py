@@ -197,7 +197,8 @@ class _Storage:
         seg_vars: Dict[int, tuple] = {}
         for b, pts in per_block.items():
             bounds = sorted(set(pts))
-            seg_vars[b] = (bounds, [engine.Var(f"exec:block{b}:{bounds[i]}") for i in range(len(bounds) - 1)])
+            seg_vars[b] = (bounds, [engine.Var(f"exec:block{b}:{bounds[i]}", bounds[i + 1] - bounds[i])
+                                    for i in range(len(bounds) - 1)])
         self.group_vars: List[List[object]] = []
         for gid in range(ngroups):
             b, off, size = pl.block[gid], pl.offset[gid], plan.sizes[gid]

@@ -1,0 +1,205 @@
+"""What the simulator replays: per-op costs, queues, priorities, a successor list, and buffers.
+
+A `Workload` is built from a recorded `Trace` (costs measured or from a `CostModel`) or directly
+from edge arrays (the synthetic generators), so a million-op DAG never needs Python objects per op.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .trace_format import Trace
+
+
+@dataclass
+class CostModel:
+    """Per-op cost when no measurement is used (seconds):
+
+    compute op:        dispatch_s + max(flops / flops_per_s[queue], bytes / bytes_per_s[queue])
+    communication op:  dispatch_s + latency_s + bytes / bandwidth_Bps
+
+    `bytes` of an op is the sum of the sizes of the variables it reads and writes; `flops` per op
+    is given by the caller (a sequence, or a function of (name, bytes)); missing: 0.  An op is a
+    communication op when `is_comm(name, prop)` says so (default: async ops and names starting
+    with 'kvstore' or 'allreduce').  Rates are per queue index; `default_*` covers the rest.
+    """
+
+    flops_per_s: Dict[int, float] = field(default_factory=dict)
+    bytes_per_s: Dict[int, float] = field(default_factory=dict)
+    default_flops_per_s: float = 50e9
+    default_bytes_per_s: float = 10e9
+    dispatch_s: float = 5e-6
+    latency_s: float = 20e-6
+    bandwidth_Bps: float = 10e9
+    flops: Optional[object] = None
+    is_comm: Optional[object] = None
+
+    def costs(self, names: Sequence[str], queue: np.ndarray, nbytes: np.ndarray,
+              prop: Optional[Sequence[str]] = None) -> np.ndarray:
+        n = len(names)
+        if self.flops is None:
+            flops = np.zeros(n)
+        elif callable(self.flops):
+            flops = np.array([float(self.flops(names[i], int(nbytes[i]))) for i in range(n)])
+        else:
+            flops = np.asarray(self.flops, dtype=np.float64)
+            if len(flops) != n:
+                raise ValueError(f"CostModel: flops has {len(flops)} entries for {n} ops")
+        fr = np.array([self.flops_per_s.get(int(q), self.default_flops_per_s) for q in queue])
+        br = np.array([self.bytes_per_s.get(int(q), self.default_bytes_per_s) for q in queue])
+        if np.any(fr <= 0) or np.any(br <= 0) or self.bandwidth_Bps <= 0:
+            raise ValueError("CostModel: rates and bandwidth must be positive")
+        cost = self.dispatch_s + np.maximum(flops / fr, nbytes / br)
+        is_comm = self.is_comm or _default_is_comm
+        props = prop if prop is not None else ["normal"] * n
+        comm = np.array([bool(is_comm(names[i], props[i])) for i in range(n)], dtype=bool)
+        cost[comm] = self.dispatch_s + self.latency_s + nbytes[comm] / self.bandwidth_Bps
+        return cost
+
+
+def _default_is_comm(name: str, prop: str) -> bool:
+    return prop == "async" or name.startswith(("kvstore", "allreduce"))
+
+
+def csr(n: int, src: np.ndarray, dst: np.ndarray):
+    """(indptr, indices) of the distinct dst of each src (sorted), for n nodes."""
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    if len(src):
+        if src.min() < 0 or dst.min() < 0 or src.max() >= n or dst.max() >= n:
+            raise ValueError("edge endpoints must be op indices in 0..n-1")
+        pair = np.sort(src * n + dst)  # (np.unique's hash path is several times slower at 1M edges)
+        pair = pair[np.concatenate(([True], pair[1:] != pair[:-1]))]
+        src, dst = pair // n, pair % n
+    counts = np.bincount(src, minlength=n)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return ptr, dst
+
+
+@dataclass
+class Workload:
+    """Ops in push order (index = push sequence) with their successors and the buffers they use.
+
+    Buffer b has buf_nbytes[b] bytes; it is allocated when op buf_alloc_op[b] starts (-1: it exists
+    from time 0) and freed when the last of its accessors (buf_acc_idx[buf_acc_ptr[b]:buf_acc_ptr[b+1]])
+    ends.  release_s[i]: op i cannot start earlier (its push time), 0 when not modelled.
+    in_caller[i]: the op runs in the pushing thread, on no worker (as recorded).
+    """
+
+    cost_s: np.ndarray
+    queue: np.ndarray
+    priority: np.ndarray
+    succ_ptr: np.ndarray
+    succ_idx: np.ndarray
+    names: Optional[List[str]] = None
+    release_s: Optional[np.ndarray] = None
+    in_caller: Optional[np.ndarray] = None
+    buf_nbytes: Optional[np.ndarray] = None
+    buf_alloc_op: Optional[np.ndarray] = None
+    buf_acc_ptr: Optional[np.ndarray] = None
+    buf_acc_idx: Optional[np.ndarray] = None
+
+    def __post_init__(self):
+        n = len(self.cost_s)
+        self.cost_s = np.asarray(self.cost_s, dtype=np.float64)
+        if np.any(~np.isfinite(self.cost_s)) or np.any(self.cost_s < 0):
+            raise ValueError("Workload: op costs must be finite and >= 0")
+        self.queue = np.asarray(self.queue, dtype=np.int64)
+        self.priority = np.asarray(self.priority, dtype=np.int64)
+        if len(self.queue) != n or len(self.priority) != n or len(self.succ_ptr) != n + 1:
+            raise ValueError("Workload: queue, priority and succ_ptr must match the number of ops")
+        if len(self.succ_idx) and np.any(self.succ_idx <= np.repeat(np.arange(n), np.diff(self.succ_ptr))):
+            raise ValueError("Workload: every edge must go from an earlier-pushed op to a later one")
+        if self.buf_nbytes is None:
+            self.buf_nbytes = np.zeros(0, np.int64)
+            self.buf_alloc_op = np.zeros(0, np.int64)
+            self.buf_acc_ptr = np.zeros(1, np.int64)
+            self.buf_acc_idx = np.zeros(0, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.cost_s)
+
+    @property
+    def dependants(self) -> np.ndarray:
+        """Direct successors per op (what the critical_path policy counts)."""
+        return np.diff(self.succ_ptr)
+
+    def name(self, i: int) -> str:
+        return self.names[i] if self.names is not None else f"op{i}"
+
+    @classmethod
+    def from_edges(cls, cost_s, src, dst, queue=None, priority=None, out_nbytes=None, names=None,
+                   release_s=None) -> "Workload":
+        """A workload from edge arrays (src pushed before dst).  With out_nbytes, op i writes one
+        buffer of out_nbytes[i] bytes, allocated when it starts and freed when its last successor ends."""
+        cost_s = np.asarray(cost_s, dtype=np.float64)
+        n = len(cost_s)
+        ptr, idx = csr(n, src, dst)
+        kw = {}
+        if out_nbytes is not None:
+            deg = np.diff(ptr)
+            acc_ptr = np.zeros(n + 1, np.int64)
+            np.cumsum(deg + 1, out=acc_ptr[1:])
+            acc_idx = np.empty(acc_ptr[-1], np.int64)
+            acc_idx[acc_ptr[:-1]] = np.arange(n)
+            mask = np.ones(acc_ptr[-1], bool)
+            mask[acc_ptr[:-1]] = False
+            acc_idx[mask] = idx
+            kw = dict(buf_nbytes=np.asarray(out_nbytes, np.int64), buf_alloc_op=np.arange(n, dtype=np.int64),
+                      buf_acc_ptr=acc_ptr, buf_acc_idx=acc_idx)
+        return cls(cost_s=cost_s, queue=np.zeros(n, np.int64) if queue is None else queue,
+                   priority=np.zeros(n, np.int64) if priority is None else priority,
+                   succ_ptr=ptr, succ_idx=idx, names=names, release_s=release_s, **kw)
+
+    @classmethod
+    def from_trace(cls, trace: Trace, cost_model: Optional[CostModel] = None, cost_s=None,
+                   dispatch_s: float = 0.0, release: bool = False, caller: bool = False) -> "Workload":
+        """The workload of a recorded trace.
+
+        Costs: `cost_s` if given, else the cost model's, else the measured run times (0 where an op
+        was not timed) plus `dispatch_s` each.  release=True: an op may not start before its
+        recorded push time.  caller=True: ops the recording ran in the pushing thread run there
+        again (on no worker).  Every variable of known size is a buffer (see the class doc).
+        """
+        n = len(trace)
+        nb = trace.var_nbytes
+        if cost_s is not None:
+            cost = np.asarray(cost_s, dtype=np.float64)
+        elif cost_model is not None:
+            op_bytes = np.array([int(nb[list(set(r) | set(w))].sum()) if (r or w) else 0
+                                 for r, w in zip(trace.reads, trace.writes)], dtype=np.float64)
+            cost = cost_model.costs(trace.names, trace.queue, op_bytes, trace.prop)
+        else:
+            cost = np.nan_to_num(trace.durations_s(), nan=0.0) + dispatch_s
+        edges = trace.edges
+        src = np.array([e[0] for e in edges], np.int64)
+        dst = np.array([e[1] for e in edges], np.int64)
+        ptr, idx = csr(n, src, dst)
+        # buffers: variables of known size, their accessors in push order
+        acc: Dict[int, List[int]] = {}
+        first_is_write: Dict[int, bool] = {}
+        for i, (r, w) in enumerate(zip(trace.reads, trace.writes)):
+            for v in set(r) | set(w):
+                if nb[v] <= 0:
+                    continue
+                if v not in acc:
+                    acc[v] = []
+                    first_is_write[v] = v in w
+                acc[v].append(i)
+        vs = sorted(acc)
+        acc_ptr = np.zeros(len(vs) + 1, np.int64)
+        np.cumsum([len(acc[v]) for v in vs], out=acc_ptr[1:])
+        acc_idx = np.array([i for v in vs for i in acc[v]], np.int64)
+        alloc = np.array([acc[v][0] if first_is_write[v] else -1 for v in vs], np.int64)
+        release_s = None
+        if release:
+            push = np.nan_to_num(trace.push_ns, nan=0.0) / 1e9
+            release_s = push - push.min() if n else push
+        return cls(cost_s=cost, queue=trace.queue.copy(), priority=trace.priority.copy(), succ_ptr=ptr,
+                   succ_idx=idx, names=list(trace.names), release_s=release_s,
+                   in_caller=trace.in_caller.copy() if caller else None,
+                   buf_nbytes=nb[vs] if vs else np.zeros(0, np.int64), buf_alloc_op=alloc,
+                   buf_acc_ptr=acc_ptr, buf_acc_idx=acc_idx)
