@@ -328,3 +328,31 @@ register(OpDef(name="lamb_update_phase2", attrs={"lr": Attr("float"), "lower_bou
                inputs=["weight", "g", "r1", "r2"], outputs=["output"], infer_shape=_lamb2_infer,
                infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _lamb2}, inplace=[(0, 0)],
                doc="LAMB phase 2: weight - lr * (|weight| / |g|, clamped) * g, with r1 = |weight|, r2 = |g|."))
+
+
+# -- Group AdaGrad (one adaptive rate per row) --------------------------------------------------------
+def _group_adagrad(xp, a, w, g, states):
+    (hist,) = states
+    r = _grad(xp, a, g)
+    hist += xp.mean(r * r, axis=1, keepdims=True)
+    return w - a["lr"] * r / xp.sqrt(hist + a["epsilon"])
+
+
+def _group_adagrad_shapes(attrs, in_shapes):
+    w, g, h = in_shapes
+    s = unify("_contrib_group_adagrad_update", [w, g], ["weight", "grad"])
+    if s is not None and len(s) != 2:
+        raise ShapeError(f"_contrib_group_adagrad_update: weight must be 2-D, got shape {tuple(s)}")
+    want = (s[0], 1) if s is not None else None
+    if h is not None and want is not None and tuple(h) != want:
+        raise ShapeError(f"_contrib_group_adagrad_update: history must have shape {want}, got {tuple(h)}")
+    return [s, s, want], [s]
+
+
+register(OpDef(name="_contrib_group_adagrad_update",
+               attrs={"lr": Attr("float"), "rescale_grad": Attr("float", 1.0), "clip_gradient": Attr("float", -1.0),
+                      "epsilon": Attr("float", 1e-5)},
+               inputs=["weight", "grad", "history"], outputs=["output"], infer_shape=_group_adagrad_shapes,
+               infer_type=_float_weights("_contrib_group_adagrad_update", ["weight", "grad", "history"]),
+               kernels={"any": _kernel(_group_adagrad)}, inplace=[(0, 0)], mutates=[2],
+               doc="Group AdaGrad: history (rows, 1) += row means of g^2; w -= lr * g / sqrt(history + epsilon)."))

@@ -14,5 +14,6 @@ from .lars import LARS, LBSGD  # noqa: F401
 from .sgld import SGLD  # noqa: F401
 from .dcasgd import DCASGD  # noqa: F401
 from .testing import Test  # noqa: F401
+from . import contrib  # noqa: F401  (GroupAdaGrad)
 from .updater import Updater, get_updater  # noqa: F401
 from . import lazy_updates  # noqa: F401  (sparse kernels of the update ops for row_sparse gradients)

@@ -4,7 +4,7 @@ With a row_sparse gradient and `lazy_update=True`, MXNet's sgd_update, sgd_mom_u
 adam_update touch only the rows the gradient stores: those rows of the weight and of the states
 (momentum, mean/var) are updated by the ordinary formula, every other row, weight decay included,
 is left as it is.  ftrl_update does the same when the weight, z, n and the gradient are all
-row_sparse.  Other storage combinations (lazy_update=False, dense gradients) keep the storage
+row_sparse, and _contrib_group_adagrad_update (GroupAdaGrad) always does it.  Other storage combinations (lazy_update=False, dense gradients) keep the storage
 fallback: the dense formula on dense copies, MXNet's "standard" update.
 
 These are the sparse kernels of those ops (ember.imperative.sparse_ops.SPARSE_KERNELS): they run
@@ -18,7 +18,7 @@ import numpy as np
 
 from ..imperative import sparse_ops
 from ..imperative.sparse_ndarray import RowSparseNDArray, from_dense_numpy
-from ..ops.optimizer_updates import _adam, _ftrl, _sgd, _sgd_mom
+from ..ops.optimizer_updates import _adam, _ftrl, _group_adagrad, _sgd, _sgd_mom
 
 
 def _lazy_kernel(formula: Callable, needs_all_row_sparse: bool = False) -> Callable:
@@ -55,5 +55,6 @@ def _as_stype(values: np.ndarray, like):
 
 
 for _name, _formula, _all_rsp in (("sgd_update", _sgd, False), ("sgd_mom_update", _sgd_mom, False),
-                                  ("adam_update", _adam, False), ("ftrl_update", _ftrl, True)):
+                                  ("adam_update", _adam, False), ("ftrl_update", _ftrl, True),
+                                  ("_contrib_group_adagrad_update", _group_adagrad, False)):
     sparse_ops.SPARSE_KERNELS.setdefault(_name, _lazy_kernel(_formula, _all_rsp))

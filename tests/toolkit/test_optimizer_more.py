@@ -809,3 +809,38 @@ def test_kvstore_updater_uses_the_fused_op():
         kv.pull([0, 1], out=out)
     assert fused.calls == 2  # one per key, as MXNet's store calls its updater
     np.testing.assert_allclose(out[1].asnumpy(), 0.9)
+
+
+# -- mx.optimizer.contrib.GroupAdaGrad ------------------------------------------------------------------
+def _group_adagrad_reference(w, g, h, lr, rows, rescale=1.0, clip=None, eps=1e-5):
+    w, h = w.astype(np.float64).copy(), h.astype(np.float64).copy()
+    r = _clip(rescale * g.astype(np.float64), clip)
+    h[rows] += np.mean(r[rows] ** 2, axis=1, keepdims=True)
+    w[rows] -= lr * r[rows] / np.sqrt(h[rows] + eps)
+    return w, h
+
+
+def test_group_adagrad_dense_and_lazy():
+    w0 = np.random.RandomState(30).uniform(-1, 1, (4, 3)).astype(np.float32)
+    g0 = np.random.RandomState(31).uniform(-1, 1, (4, 3)).astype(np.float32)
+    o = opt.create("groupadagrad", learning_rate=0.1, rescale_grad=0.5, clip_gradient=0.2, eps=1e-3)
+    assert type(o) is opt.contrib.GroupAdaGrad
+    w = nd.array(w0)
+    h = o.create_state(0, w)
+    assert h.shape == (4, 1)
+    o.update(0, w, nd.array(g0), h)
+    want_w, want_h = _group_adagrad_reference(w0, g0, np.zeros((4, 1)), 0.1, slice(None), 0.5, 0.2, 1e-3)
+    np.testing.assert_allclose(w.asnumpy(), want_w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h.asnumpy(), want_h, rtol=1e-5, atol=1e-7)
+    # a row_sparse gradient: the fused op, only its rows
+    g, g_dense = _rsp_grad([1, 3], shape=(4, 3))
+    h0 = h.asnumpy()
+    w_before = w.asnumpy()
+    o.update(0, w, g, h)
+    want_w, want_h = _group_adagrad_reference(w_before, g_dense, h0, 0.1, [1, 3], 0.5, 0.2, 1e-3)
+    np.testing.assert_allclose(w.asnumpy(), want_w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h.asnumpy(), want_h, rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match="Weight decay is not supported"):
+        opt.create("groupadagrad", wd=0.1).update(0, w, nd.array(g0), h)
+    with pytest.raises(mx.base.ShapeError, match="history must have shape"):
+        nd.contrib.group_adagrad_update(w, nd.array(g0), nd.zeros((4, 3)), lr=0.1)
