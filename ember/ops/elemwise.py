@@ -80,6 +80,8 @@ def _d_div(xp, g, a, b):
 
 
 def _d_mod(xp, g, a, b):
+    if g.dtype.kind != "f":  # MXNet's integer mod gradients are 0 (no INT_MIN from floor(a/0))
+        return xp.zeros_like(g), xp.zeros_like(g)
     with np.errstate(divide="ignore", invalid="ignore"):
         q = xp.floor(a / b)
     return g * xp.ones_like(a), -g * q
