@@ -11,6 +11,8 @@ from typing import Any, Callable, List, Tuple
 from ..imperative.ndarray import NDArray
 from ._prefixed import resolver
 from .legacy_helpers import isfinite, isinf, isnan  # noqa: F401  (MXNet's Python-level contrib helpers)
+from .contrib_optimizer import (adamw_update, mp_adamw_update, multi_adamw_update,  # noqa: F401
+                                multi_lamb_update, multi_mp_adamw_update, multi_mp_lamb_update)
 
 _op_getattr, _op_dir = resolver("contrib", ("_contrib_",))
 

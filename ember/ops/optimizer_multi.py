@@ -152,7 +152,7 @@ def _register_multi(name: str, per: Sequence[str], tail: Sequence[str], attrs: d
         name=name, attrs=attrs, inputs=_names_for(per, tail, count),
         outputs=lambda a: [f"output{i}" for i in range(count(a))],
         infer_shape=_group_shapes(name, per, tail, count, lists), infer_type=_group_types(name, per, tail, count, fp32),
-        kernels={"any": kernel}, key_var_num_args=count_key,
+        kernels={"any": kernel},  # count_key defaults to 1 and is never inferred from the inputs, as MXNet
         inplace=lambda a: [(i * len(per), i) for i in range(count(a))],  # weight i -> output i
         mutates=_every(tuple(mutated_slots), len(per), count) if mutated_slots else (), doc=doc))
 
@@ -404,8 +404,8 @@ def _adamw_kernel(mp: bool) -> Callable:
         w, g, mean, var = inputs[:4]
         master = inputs[4] if mp else w
         ok, scale = _usable_scale(inputs[-1])
-        if not ok:  # MXNet skips the whole update (a loss-scaling overflow)
-            outputs[0][...] = master
+        if not ok:  # MXNet skips the whole update (a loss-scaling overflow): out=weight stays as it is
+            outputs[0][...] = w
             return
         new = _adamw_step(ctx.xp, attrs, master, g.astype(np.float32) if mp else g, mean, var, scale,
                           attrs["lr"], attrs["wd"], attrs["eta"])
@@ -444,7 +444,7 @@ def _multi_adamw_kernel(name: str, mp: bool) -> Callable:
             w, g, mean, var = inputs[i * k:i * k + 4]
             master = inputs[i * k + 4] if mp else w
             if not ok:
-                outputs[i][...] = master
+                outputs[i][...] = w
                 continue
             new = _adamw_step(ctx.xp, attrs, master, g.astype(np.float32) if mp else g, mean, var, scale,
                               lrs[i], wds[i], etas[i])

@@ -844,3 +844,29 @@ def test_group_adagrad_dense_and_lazy():
         opt.create("groupadagrad", wd=0.1).update(0, w, nd.array(g0), h)
     with pytest.raises(mx.base.ShapeError, match="history must have shape"):
         nd.contrib.group_adagrad_update(w, nd.array(g0), nd.zeros((4, 3)), lr=0.1)
+
+
+def test_nd_contrib_wrappers_take_lists_and_float_rescale():
+    shapes = [(2, 3), (4,)]
+    ws = _arrays(40, shapes)
+    gs = _arrays(41, shapes)
+    weights = [nd.array(w) for w in ws]
+    means, vars_ = [nd.zeros(s) for s in shapes], [nd.zeros(s) for s in shapes]
+    nd.contrib.multi_adamw_update(weights, [nd.array(g) for g in gs], means, vars_, 0.5, out=weights,
+                                  lrs=[0.1, 0.2], wds=[0.0, 0.01], etas=[1.0, 0.5])
+    for i, (w, g) in enumerate(zip(ws, gs)):
+        r = 0.5 * g.astype(np.float64)
+        m, v = 0.1 * r, 0.001 * r * r
+        want = w - [1.0, 0.5][i] * ([0.1, 0.2][i] * m / (np.sqrt(v) + 1e-8) + [0.0, 0.01][i] * w)
+        np.testing.assert_allclose(weights[i].asnumpy(), want, rtol=1e-5, atol=1e-6)
+    before = weights[0].asnumpy().copy()
+    nd.contrib.adamw_update(weights[0], nd.array(gs[0]), means[0], vars_[0], float("nan"), lr=0.1, eta=1.0,
+                            out=weights[0])
+    np.testing.assert_array_equal(weights[0].asnumpy(), before)  # NaN rescale: skipped
+    lamb_w = [nd.array(w) for w in ws]
+    nd.contrib.multi_lamb_update(lamb_w, [nd.array(g) for g in gs], [nd.zeros(s) for s in shapes],
+                                 [nd.zeros(s) for s in shapes], step_count=[1, 1], lrs=[0.1, 0.1], wds=[0, 0],
+                                 out=lamb_w)
+    d = gs[0] / (np.abs(gs[0]) + 1e-6)  # first step with bias correction: m / sqrt(v) = sign(g)
+    want = ws[0] - 0.1 * np.linalg.norm(ws[0]) / np.linalg.norm(d) * d
+    np.testing.assert_allclose(lamb_w[0].asnumpy(), want, rtol=1e-5, atol=1e-6)
