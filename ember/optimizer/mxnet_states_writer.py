@@ -24,6 +24,7 @@ from .state_file import _check_index  # one rule for the indices a state file ho
 PROTOCOL = 4  # what MXNet 1.9.1's pickle.dumps writes under Python 3.8-3.13
 NDARRAY_GLOBAL = ("mxnet.ndarray.ndarray", "NDArray")
 OPTIMIZER_MODULE = "mxnet.optimizer.optimizer"
+CONTRIB_MODULE = "mxnet.optimizer.contrib"  # GroupAdaGrad
 LR_SCHEDULER_MODULE = "mxnet.lr_scheduler"
 _LIST_HEADER = 24  # u64 magic, u64 reserved, u64 count before the first record of an NDArray file
 _LIST_TRAILER = 8  # u64 name count (0) after the last record
@@ -100,7 +101,8 @@ class _Pickler(pickle._Pickler):  # pylint: disable=protected-access
         if isinstance(obj, NDArray):
             return _MXNetNDArray(_record(obj))
         if isinstance(obj, Optimizer):
-            return _object_class(OPTIMIZER_MODULE, type(obj).__name__)(_optimizer_state(obj))
+            module = CONTRIB_MODULE if type(obj).__module__.endswith(".optimizer.contrib") else OPTIMIZER_MODULE
+            return _object_class(module, type(obj).__name__)(_optimizer_state(obj))
         if isinstance(obj, LRScheduler):
             return _object_class(LR_SCHEDULER_MODULE, type(obj).__name__)(dict(vars(obj)))
         return None
