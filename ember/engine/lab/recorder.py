@@ -105,8 +105,10 @@ class Recorder:
         rec = [name or "op", queue, int(priority), prop, None, None, perf_counter_ns(), None, None, None,
                threading.get_ident()]
         with self._lock:
-            rec[_READS] = tuple(self._var_id(v) for v in read)
-            rec[_WRITES] = tuple(self._var_id(v) for v in write)
+            # as the engine sees them: duplicates once, a variable both read and written is a write
+            writes = tuple(dict.fromkeys(self._var_id(v) for v in write))
+            rec[_READS] = tuple(v for v in dict.fromkeys(self._var_id(v) for v in read) if v not in writes)
+            rec[_WRITES] = writes
             self._ops.append(rec)
         if fn is None:
             return fn, read, write
