@@ -23,7 +23,8 @@ TOL = dict(rtol=1e-4, atol=2e-5)
 def cases(kind: str):
     """Names of the recorded cases of one kind ('layer' or 'cell')."""
     found = []
-    for path in sorted(p for p in glob.glob(os.path.join(DATA, "*.npz")) if not os.path.basename(p).startswith("export-")):
+    paths = [p for p in glob.glob(os.path.join(DATA, "*.npz")) if not os.path.basename(p).startswith("export-")]
+    for path in sorted(paths):
         with np.load(path) as d:
             if str(d["kind"]) == kind:
                 found.append(os.path.basename(path)[:-4])
