@@ -1,0 +1,93 @@
+"""Record MXNet 1.9.1 outputs and gradients of the breadth operators for tests/ops/test_ops_breadth_fixtures.py.
+
+Run with the MXNet venv (see tests/data/README.md):
+    ~/.cache/ember-anchors/mxnet/bin/python tests/data/make_breadth_fixtures.py
+Writes tests/data/breadth/ops.npz and ops.json.
+
+Each case calls an mx.nd function (a dotted path under mx.nd) on float32 inputs drawn from
+RandomState(seed) (integer-valued inputs are given as literal arrays), records the output and, with
+`grad` inputs, the input gradients for a random head gradient (RandomState(seed + 1)) under
+autograd.  ops.json lists the cases; ops.npz holds `<case>/in<i>`, `<case>/out`, `<case>/og`,
+`<case>/grad<i>`.
+"""
+import json
+import os
+
+import mxnet as mx
+import numpy as np
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "breadth")
+
+# (case, function path under mx.nd, attrs, inputs: ("randn", shape) | ("const", list) | ("uniform", shape, lo, hi),
+#  indices of inputs that get gradients)
+CASES = [
+    ("l2_instance", "L2Normalization", {"mode": "instance"}, [("randn", (2, 3, 4, 5))], [0]),
+    ("l2_channel", "L2Normalization", {"mode": "channel", "eps": 1e-4}, [("randn", (2, 3, 4, 5))], [0]),
+    ("l2_spatial", "L2Normalization", {"mode": "spatial"}, [("randn", (2, 3, 4, 5))], [0]),
+    ("svm_l2", "SVMOutput", {"margin": 0.5, "regularization_coefficient": 2.0},
+     [("randn", (4, 3)), ("const", [1, 0, 2, 2])], [0]),
+    ("svm_l1", "SVMOutput", {"use_linear": True}, [("randn", (4, 3)), ("const", [1, 0, 2, 2])], [0]),
+    ("up_nearest", "UpSampling", {"scale": 2, "sample_type": "nearest"}, [("randn", (2, 3, 4, 5))], [0]),
+    ("up_nearest_concat", "UpSampling", {"scale": 2, "sample_type": "nearest", "num_args": 2},
+     [("randn", (2, 3, 2, 3)), ("randn", (2, 2, 4, 6))], [0, 1]),
+    ("up_nearest_sum", "UpSampling", {"scale": 3, "sample_type": "nearest", "num_args": 2,
+                                      "multi_input_mode": "sum"},
+     [("randn", (1, 2, 2, 2)), ("randn", (1, 2, 6, 6))], [0, 1]),
+    ("up_bilinear", "UpSampling", {"scale": 2, "sample_type": "bilinear", "num_filter": 3},
+     [("randn", (2, 3, 4, 5)), ("randn", (3, 1, 4, 4))], [0, 1]),
+    ("resize_align", "contrib.BilinearResize2D", {"height": 7, "width": 3}, [("randn", (2, 3, 4, 5))], [0]),
+    ("resize_noalign", "contrib.BilinearResize2D", {"height": 9, "width": 4, "align_corners": False},
+     [("randn", (2, 3, 4, 5))], [0]),
+    ("resize_odd_scale", "contrib.BilinearResize2D", {"scale_height": 2.0, "scale_width": 1.5,
+                                                      "mode": "odd_scale"}, [("randn", (1, 2, 4, 5))], [0]),
+    ("resize_to_even_up", "contrib.BilinearResize2D", {"mode": "to_even_up"}, [("randn", (1, 2, 3, 4))], [0]),
+    ("adaptive_avg_3x2", "contrib.AdaptiveAvgPooling2D", {"output_size": (3, 2)}, [("randn", (2, 3, 7, 5))], [0]),
+    ("adaptive_avg_1", "contrib.AdaptiveAvgPooling2D", {}, [("randn", (2, 3, 4, 5))], [0]),
+    ("softmin_t2", "softmin", {"axis": 1, "temperature": 2.0}, [("randn", (3, 4, 2))], [0]),
+    ("softmax_ce", "softmax_cross_entropy", {}, [("randn", (4, 5)), ("const", [0, 4, 2, 2])], [0]),
+]
+
+
+def make_input(spec, rng):
+    if spec[0] == "randn":
+        return rng.randn(*spec[1]).astype(np.float32)
+    if spec[0] == "uniform":
+        return rng.uniform(spec[2], spec[3], size=spec[1]).astype(np.float32)
+    return np.array(spec[1], dtype=np.float32)
+
+
+def resolve(path):
+    fn = mx.nd
+    for part in path.split("."):
+        fn = getattr(fn, part)
+    return fn
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    arrays, index = {}, []
+    for seed, (case, path, attrs, specs, wrt) in enumerate(CASES):
+        rng = np.random.RandomState(seed)
+        ins = [make_input(s, rng) for s in specs]
+        nds = [mx.nd.array(x) for x in ins]
+        for i in wrt:
+            nds[i].attach_grad()
+        with mx.autograd.record():
+            out = resolve(path)(*nds, **attrs)
+        og = np.random.RandomState(seed + 1).randn(*out.shape).astype(np.float32)
+        if wrt:
+            out.backward(mx.nd.array(og))
+        for i, x in enumerate(ins):
+            arrays[f"{case}/in{i}"] = x
+        arrays[f"{case}/out"] = out.asnumpy()
+        arrays[f"{case}/og"] = og
+        for i in wrt:
+            arrays[f"{case}/grad{i}"] = nds[i].grad.asnumpy()
+        index.append({"case": case, "path": path, "attrs": attrs, "n_inputs": len(ins), "wrt": wrt})
+    np.savez_compressed(os.path.join(OUT, "ops.npz"), **arrays)
+    with open(os.path.join(OUT, "ops.json"), "w") as f:
+        json.dump({"mxnet": mx.__version__, "cases": index}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
