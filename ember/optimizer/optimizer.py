@@ -35,6 +35,8 @@ class Optimizer:
     lr/wd multipliers; parameters whose name ends neither in '_weight' nor in
     '_gamma' get wd_mult 0 (no decay of biases and BN shifts), as in MXNet.
     sym: a Symbol whose '__lr_mult__' / '__wd_mult__' attributes set multipliers.
+    multi_precision: float16 weights are updated through float32 master copies kept in their
+    state (create_state_multi_precision / update_multi_precision).
     """
 
     def __init__(self, rescale_grad: float = 1.0, param_idx2name: Optional[dict] = None, wd: float = 0.0,
