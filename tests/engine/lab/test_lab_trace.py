@@ -126,3 +126,16 @@ def test_layered_structure_and_pipeline_queues():
     assert res.makespan_s == 12
     with pytest.raises(ValueError):
         lab.synthetic.layered(0, 3)
+
+
+def test_cli_replay_json_and_compare(tmp_path, capsys):
+    from ember.engine.lab.__main__ import main
+    path = _recorded_trace().save(str(tmp_path / "t.jsonl"))
+    assert main(["replay", path, "--workers", "2", "--policy", "lifo", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    expected = lab.simulate(lab.Workload.from_trace(lab.load(path)), workers=2, policy="lifo")
+    assert out["makespan_s"] == expected.makespan_s and out["peak_bytes"] == expected.peak_bytes
+    assert out["lower_bound_s"] == expected.lower_bound_s and out["ops"] == len(expected.start_s)
+    assert main(["compare", path, "--workers", "1", "2", "--policies", "fifo", "priority", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["workers"], r["policy"]) for r in rows] == [(1, "fifo"), (1, "priority"), (2, "fifo"), (2, "priority")]

@@ -1,0 +1,192 @@
+"""Validate the scheduling-policy lab's simulator against the real engine on this machine.
+
+For a ResNet-18 training step (batch 8 of 3x64x64) and an unrolled 32-step LSTM training step
+(bench/memplan.py's nets, bulk execution off: one engine op per graph node), with 1 and 2 CPU
+workers (one child process each: the worker count is fixed when the engine starts), it
+
+1. records one step with ember.engine.lab.record (default policy),
+2. times `--reps` unrecorded steps under each built-in policy (interleaved, the order rotating),
+3. replays the recording in the simulator with the same worker count and each policy (op costs:
+   recorded run times; release: recorded push times; ops the recording ran in the pushing thread
+   run there again), and also from the other worker count's recording (cross prediction),
+
+and prints one JSON line per (net, workers, policy): measured median, simulated makespan and
+the relative error, plus the simulated peak bytes next to the executor's planned bytes.
+BLAS is pinned to one thread so that one op uses one core.
+
+    python bench/lab_validate.py                 # both nets, 1 and 2 workers, 10 reps
+    python bench/lab_validate.py --nets lstm32 --reps 20
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+POLICIES = ("priority", "fifo", "lifo", "critical_path")
+
+
+def _args():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nets", default="resnet18,lstm32")
+    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--record-steps", type=int, default=3,
+                    help="recorded steps; the replay uses each op's median time and push offset over them")
+    ap.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--out", default="", help=argparse.SUPPRESS)
+    return ap.parse_args()
+
+
+ARGS = _args()
+if ARGS.child:
+    for _k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_k] = "1"
+    os.environ["EMBER_CPU_WORKER_NTHREADS"] = str(ARGS.child)
+    os.environ["EMBER_EXEC_BULK_EXEC_MAX_NODE"] = "1"
+    os.environ["MXNET_EXEC_BULK_EXEC_TRAIN"] = "0"
+
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+
+BATCH = {"resnet18": 8, "lstm32": 8}
+
+
+def bind(mx, net):
+    from memplan import build, label_shape  # same net definitions as the memory benchmark
+    sym, shapes = build(mx, net, BATCH[net])
+    if net == "resnet18":
+        shapes = {"data": (BATCH[net], 3, 64, 64)}
+    inputs = ("data", "softmax_label", "h0", "c0")
+    req = {n: ("null" if n in inputs else "write") for n in sym.list_arguments()}
+    exe = sym.simple_bind(mx.cpu(), grad_req=req, softmax_label=label_shape(net, BATCH[net]), **shapes)
+    rng = np.random.RandomState(0)
+    for name, arr in exe.arg_dict.items():
+        if name == "softmax_label":
+            arr[:] = rng.randint(0, 10, arr.shape)
+        else:
+            arr[:] = rng.normal(0, 0.05, arr.shape).astype(np.float32)
+    for name, arr in exe.aux_dict.items():
+        arr[:] = 1.0 if name.endswith("_var") else 0.0
+    mx.nd.waitall()
+    return exe
+
+
+def child():
+    import ember as mx
+    from ember import engine
+    from ember.engine import lab
+
+    def step(exe):
+        engine.wait_all()
+        t0 = time.perf_counter()
+        exe.forward(is_train=True)
+        exe.backward()
+        engine.wait_all()
+        return time.perf_counter() - t0
+
+    out = {}
+    for net in ARGS.nets.split(","):
+        exe = bind(mx, net)
+        engine.set_policy("priority")
+        for _ in range(ARGS.warmup):
+            step(exe)
+        paths = []
+        for k in range(ARGS.record_steps):
+            paths.append(os.path.join(ARGS.out, f"{net}_w{ARGS.child}_{k}.jsonl"))
+            with lab.record(paths[-1]) as rec:
+                exe.forward(is_train=True)
+                exe.backward()
+        times = {p: [] for p in POLICIES}
+        for p in POLICIES:
+            engine.set_policy(p)
+            for _ in range(ARGS.warmup):
+                step(exe)
+        for r in range(ARGS.reps):
+            for p in POLICIES[r % 4:] + POLICIES[:r % 4]:
+                engine.set_policy(p)
+                times[p].append(step(exe))
+        engine.set_policy("priority")
+        out[net] = {"traces": paths, "ops": len(rec.trace), "planned_bytes": exe.memory_stats()["planned_bytes"],
+                    "median_s": {p: statistics.median(t) for p, t in times.items()},
+                    "q1_s": {p: float(np.percentile(t, 25)) for p, t in times.items()},
+                    "q3_s": {p: float(np.percentile(t, 75)) for p, t in times.items()}}
+    print(json.dumps(out), flush=True)
+
+
+def median_workload(paths):
+    """The recordings' workload with each op's median run time and push offset (same graph, same
+    push order in every recording)."""
+    from ember.engine import lab
+    traces = [lab.load(p) for p in paths]
+    first = traces[0]
+    for t in traces[1:]:
+        if t.names != first.names:
+            raise RuntimeError("recorded steps pushed different ops")
+    cost = np.nanmedian([np.nan_to_num(t.durations_s(), nan=0.0) for t in traces], axis=0)
+    first.push_ns = np.median([t.push_ns for t in traces], axis=0)
+    wl = lab.Workload.from_trace(first, cost_s=cost, release=True, caller=True)
+    wl.var_names = first.var_names
+    wl.buffer_vars = sorted({v for r, w in zip(first.reads, first.writes) for v in set(r) | set(w)
+                             if first.var_nbytes[v] > 0})
+    return wl
+
+
+def planned_peak(wl, sim) -> int:
+    """Peak of the live bytes of the executor's planned blocks alone (variables 'exec:block...')."""
+    from ember.engine import lab
+    keep = np.array([str(wl.var_names[v]).startswith("exec:block") for v in wl.buffer_vars], bool)
+    if not keep.any():
+        return 0
+    ptr = wl.buf_acc_ptr
+    sub = lab.Workload(cost_s=wl.cost_s, queue=wl.queue, priority=wl.priority, succ_ptr=wl.succ_ptr,
+                       succ_idx=wl.succ_idx, buf_nbytes=wl.buf_nbytes[keep], buf_alloc_op=wl.buf_alloc_op[keep],
+                       buf_acc_ptr=np.concatenate(([0], np.cumsum(np.diff(ptr)[keep]))),
+                       buf_acc_idx=np.concatenate([wl.buf_acc_idx[ptr[b]:ptr[b + 1]] for b in np.flatnonzero(keep)]))
+    return int(lab.memory_curve(sub, sim.start_s, sim.end_s)[1].max())
+
+
+def parent():
+    from ember.engine import lab
+    workers = [int(w) for w in ARGS.workers.split(",")]
+    tmp = tempfile.mkdtemp(prefix="lab_validate_")
+    runs = {}
+    for w in workers:
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", str(w), "--out", tmp, "--nets", ARGS.nets,
+               "--reps", str(ARGS.reps), "--warmup", str(ARGS.warmup)]
+        res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        runs[w] = json.loads(res.stdout.strip().splitlines()[-1])
+    load = os.getloadavg()
+    for net in ARGS.nets.split(","):
+        wls = {w: median_workload(runs[w][net]["traces"]) for w in workers}
+        for w in workers:
+            for p in POLICIES:
+                measured = runs[w][net]["median_s"][p]
+                sim = lab.simulate(wls[w], workers=w, policy=p)
+                row = {"bench": "lab_validate", "net": net, "workers": w, "policy": p, "ops": runs[w][net]["ops"],
+                       "measured_median_s": round(measured, 5),
+                       "measured_iqr_s": [round(runs[w][net]["q1_s"][p], 5), round(runs[w][net]["q3_s"][p], 5)],
+                       "simulated_s": round(sim.makespan_s, 5),
+                       "error": round(sim.makespan_s / measured - 1, 4),
+                       "lower_bound_s": round(sim.lower_bound_s, 5),
+                       "sim_peak_bytes": sim.peak_bytes,
+                       "sim_peak_planned_blocks_bytes": planned_peak(wls[w], sim),
+                       "planned_bytes": runs[w][net]["planned_bytes"]}
+                for other in workers:
+                    if other != w:
+                        cross = lab.simulate(wls[other], workers=w, policy=p)
+                        row[f"from_w{other}_recording_error"] = round(cross.makespan_s / measured - 1, 4)
+                row["loadavg"] = [round(x, 2) for x in load]
+                print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    child() if ARGS.child else parent()

@@ -1,0 +1,86 @@
+"""Command line: record a script's ops, replay a trace, compare policies.
+
+    python -m ember.engine.lab record -o TRACE.jsonl SCRIPT.py [script args]
+    python -m ember.engine.lab replay TRACE.jsonl --workers 16 --policy critical_path [--json]
+    python -m ember.engine.lab compare TRACE.jsonl --workers 1 2 4 --policies priority fifo lifo critical_path
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import runpy
+import sys
+from typing import List, Optional
+
+from . import load, record, simulate, Workload
+from .. import policy as _policy
+
+
+def _workload(args) -> Workload:
+    return Workload.from_trace(load(args.trace), dispatch_s=args.dispatch_us * 1e-6,
+                               release=args.release, caller=args.caller)
+
+
+def _add_replay_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace")
+    p.add_argument("--dispatch-us", type=float, default=0.0, help="fixed cost added to every op (µs)")
+    p.add_argument("--release", action="store_true", help="ops may not start before their recorded push time")
+    p.add_argument("--caller", action="store_true", help="ops recorded in the pushing thread run there again")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ember.engine.lab", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record", help="run a Python script and record every engine op it pushes")
+    r.add_argument("script")
+    r.add_argument("-o", "--output", required=True)
+    r.add_argument("script_args", nargs=argparse.REMAINDER)
+    p = sub.add_parser("replay", help="simulate a trace on a machine size under a policy")
+    _add_replay_options(p)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--policy", default="priority", choices=sorted(_policy.BUILTIN))
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    c = sub.add_parser("compare", help="makespan and peak bytes for each (workers, policy)")
+    _add_replay_options(c)
+    c.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4, 8])
+    c.add_argument("--policies", nargs="+", default=sorted(_policy.BUILTIN), choices=sorted(_policy.BUILTIN))
+    c.add_argument("--json", action="store_true", help="print one JSON object per line")
+    args = ap.parse_args(argv)
+
+    if args.cmd == "record":
+        sys.argv = [args.script] + [a for a in args.script_args if a != "--"]
+        with record(args.output):
+            runpy.run_path(args.script, run_name="__main__")
+        print(f"trace: {args.output} (Chrome trace: {args.output}.chrome.json)")
+        return 0
+    wl = _workload(args)
+    if args.cmd == "replay":
+        res = simulate(wl, workers=args.workers, policy=args.policy)
+        out = res.to_dict()
+        if args.json:
+            print(json.dumps(out))
+        else:
+            print(f"{out['ops']} ops, {args.workers} workers/queue, policy {args.policy}: "
+                  f"makespan {out['makespan_s'] * 1e3:.3f} ms (lower bound {out['lower_bound_s'] * 1e3:.3f} ms), "
+                  f"peak {out['peak_bytes'] / 2**20:.2f} MiB")
+        return 0
+    print_rows = []
+    for w in args.workers:
+        for pol in args.policies:
+            res = simulate(wl, workers=w, policy=pol)
+            row = {"workers": w, "policy": pol, "makespan_s": res.makespan_s, "peak_bytes": res.peak_bytes,
+                   "lower_bound_s": res.lower_bound_s}
+            print_rows.append(row)
+    if args.json:
+        for row in print_rows:
+            print(json.dumps(row))
+    else:
+        print(f"{'workers':>8} {'policy':<14} {'makespan ms':>12} {'bound ms':>10} {'peak MiB':>10}")
+        for row in print_rows:
+            print(f"{row['workers']:>8} {row['policy']:<14} {row['makespan_s'] * 1e3:>12.3f} "
+                  f"{row['lower_bound_s'] * 1e3:>10.3f} {row['peak_bytes'] / 2**20:>10.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
