@@ -93,15 +93,6 @@ class CachedGraph:
             callback(name, op_name, arr)
         return report
 
-    @property
-    def param_names(self) -> List[str]:
-        """Names of the graph inputs that are parameters, in the order the executor binds them."""
-        return list(self._param_names)
-
-    def executors(self) -> List[object]:
-        """Every executor bound so far (for memory plans and debugging)."""
-        return [s.executor for slots in self._slots.values() for s in slots]
-
     # -- one call ---------------------------------------------------------------------------
     def __call__(self, inputs: Sequence[NDArray]) -> List[NDArray]:
         ctx = inputs[0].context
@@ -151,15 +142,16 @@ class CachedGraph:
         for name, x, used in zip(self._data_names, inputs, self._used_data):
             if used:
                 args[name] = nd.empty(x.shape, ctx=ctx, dtype=x.dtype)
+        aux_names = set(self._aux_names)
         for name, arr in zip(self._param_names, param_arrays):
-            (aux if name in set(self._aux_names) else args)[name] = arr
+            (aux if name in aux_names else args)[name] = arr
         grads = {n: nd.zeros(args[n].shape, ctx=ctx, dtype=args[n].dtype) for n in grad_names}
         reqs = {n: ("write" if n in grads else "null") for n in self._arg_names}
         return self.symbol.bind(ctx, args, args_grad=grads or None, grad_req=reqs, aux_states=aux)
 
     def _record(self, slot: _Slot, inputs, param_arrays, outs: List[NDArray], grad_names) -> None:
         ex = slot.executor
-        names = [n for n in self._data_names] + list(self._param_names)
+        names = self._data_names + self._param_names
         wanted = set(grad_names)
 
         def gradient(F, attrs, ins, outputs, out_grads):
