@@ -45,6 +45,20 @@ CASES = [
     ("adaptive_avg_1", "contrib.AdaptiveAvgPooling2D", {}, [("randn", (2, 3, 4, 5))], [0]),
     ("softmin_t2", "softmin", {"axis": 1, "temperature": 2.0}, [("randn", (3, 4, 2))], [0]),
     ("softmax_ce", "softmax_cross_entropy", {}, [("randn", (4, 5)), ("const", [0, 4, 2, 2])], [0]),
+    ("grid_affine", "GridGenerator", {"transform_type": "affine", "target_shape": (4, 5)},
+     [("randn", (2, 6))], [0]),
+    ("grid_warp", "GridGenerator", {"transform_type": "warp"}, [("randn", (2, 2, 3, 4))], [0]),
+    ("bilinear_sampler", "BilinearSampler", {}, [("randn", (2, 3, 5, 6)), ("uniform", (2, 2, 4, 3), -1.2, 1.2)],
+     [0, 1]),
+    # sample 1 keeps every grid point off pixel boundaries (the gradient jumps there; float32 rounding
+    # of the grid decides the side)
+    ("spatial_transformer", "SpatialTransformer", {"target_shape": (4, 3), "transform_type": "affine",
+                                                   "sampler_type": "bilinear"},
+     [("randn", (2, 3, 5, 6)), ("const", [[0.9, 0.1, 0.05, -0.2, 1.1, 0.1], [0.45, -0.3, 0.2, 0.4, 0.7, -0.15]])],
+     [0, 1]),
+    ("roi_pooling", "ROIPooling", {"pooled_size": (2, 3), "spatial_scale": 0.5},
+     [("randn", (2, 3, 8, 9)), ("const", [[0, 1, 2, 10, 12], [1, 0, 0, 17, 15], [0, 4.6, 3.2, 7.9, 6.1],
+                                          [1, 14, 12, 16, 14]])], [0]),
 ]
 
 

@@ -145,3 +145,57 @@ def test_adaptive_avg_pooling_reference_and_gradient():
     check_grad("_contrib_AdaptiveAvgPooling2D", [x], {"output_size": (3, 2)})
     s = mx.sym.contrib.AdaptiveAvgPooling2D(mx.sym.var("x"), output_size=4)
     assert s.infer_shape(x=(2, 3, 9, 9))[1] == [(2, 3, 4, 4)]
+
+
+def test_grid_generator_affine_identity_and_gradients():
+    theta = np.array([[1, 0, 0, 0, 1, 0]], np.float64)
+    grid = run("GridGenerator", [theta], {"transform_type": "affine", "target_shape": (3, 4)})
+    np.testing.assert_allclose(grid[0, 0], np.tile(np.linspace(-1, 1, 4), (3, 1)))
+    np.testing.assert_allclose(grid[0, 1], np.tile(np.linspace(-1, 1, 3)[:, None], (1, 4)))
+    check_grad("GridGenerator", [RNG.standard_normal((2, 6))], {"transform_type": "affine", "target_shape": (3, 4)})
+    check_grad("GridGenerator", [RNG.standard_normal((1, 2, 3, 4))], {"transform_type": "warp"})
+    s = mx.sym.GridGenerator(mx.sym.var("loc"), transform_type="affine", target_shape=(5, 6))
+    assert s.infer_shape(loc=(2, 6))[1] == [(2, 2, 5, 6)]
+    with pytest.raises(ShapeError):
+        s.infer_shape(loc=(2, 5))
+
+
+def test_bilinear_sampler_identity_grid_reproduces_input():
+    x = RNG.standard_normal((2, 3, 4, 5))
+    theta = np.tile(np.array([[1.0, 0, 0, 0, 1, 0]]), (2, 1))
+    grid = run("GridGenerator", [theta], {"transform_type": "affine", "target_shape": (4, 5)})
+    np.testing.assert_allclose(run("BilinearSampler", [x, grid]), x, atol=1e-12)
+
+
+def test_bilinear_sampler_gradients_off_pixel_boundaries():
+    x = RNG.standard_normal((1, 2, 4, 5))
+    # points strictly inside cells (and some outside the image), where the sampler is differentiable
+    gx = np.array([[-0.9, -0.31, 0.12, 0.77], [1.3, -1.4, 0.55, 0.05]])
+    gy = np.array([[-0.8, 0.2, 0.45, -0.1], [0.9, 0.1, -1.2, 0.6]])
+    grid = np.stack([gx, gy])[None]
+    check_grad("BilinearSampler", [x, grid], rtol=1e-5, atol=1e-6)
+
+
+def test_spatial_transformer_equals_generator_then_sampler_and_gradient():
+    x = RNG.standard_normal((1, 2, 4, 5))
+    loc = np.array([[0.83, 0.11, 0.07, -0.13, 0.91, 0.06]])  # no grid point on a pixel boundary
+    attrs = {"target_shape": (3, 3), "transform_type": "affine", "sampler_type": "bilinear"}
+    grid = run("GridGenerator", [loc], {"transform_type": "affine", "target_shape": (3, 3)})
+    np.testing.assert_allclose(run("SpatialTransformer", [x, loc], attrs), run("BilinearSampler", [x, grid]))
+    check_grad("SpatialTransformer", [x, loc], attrs, rtol=1e-5, atol=1e-6)
+
+
+def test_roi_pooling_reference_and_gradient():
+    x = RNG.standard_normal((1, 2, 6, 6))
+    rois = np.array([[0, 0, 0, 5, 5], [0, 2, 1, 4, 4]], np.float64)
+    attrs = {"pooled_size": (2, 2), "spatial_scale": 1.0}
+    out = run("ROIPooling", [x, rois], attrs)
+    np.testing.assert_allclose(out[0, :, 0, 0], x[0, :, 0:3, 0:3].max(axis=(1, 2)))
+    np.testing.assert_allclose(out[0, :, 1, 1], x[0, :, 3:6, 3:6].max(axis=(1, 2)))
+    # roi 2: rows 1..4 (height 4), columns 2..4 (width 3): bins rows [1,3) [3,5), columns [2,4) [3,5)
+    np.testing.assert_allclose(out[1, :, 1, 0], x[0, :, 3:5, 2:4].max(axis=(1, 2)))
+    check_grad("ROIPooling", [x, rois], attrs, wrt=[0])
+    s = mx.sym.ROIPooling(mx.sym.var("x"), mx.sym.var("rois"), pooled_size=(3, 3), spatial_scale=0.25)
+    assert s.infer_shape(x=(2, 4, 8, 8), rois=(5, 5))[1] == [(5, 4, 3, 3)]
+    with pytest.raises(ShapeError):
+        s.infer_shape(x=(2, 4, 8, 8), rois=(5, 4))
