@@ -12,7 +12,10 @@ workers (one child process each: the worker count is fixed when the engine start
 
 and prints one JSON line per (net, workers, policy): measured median, simulated makespan and
 the relative error, plus the simulated peak bytes next to the executor's planned bytes.
-BLAS is pinned to one thread so that one op uses one core.
+BLAS is pinned to one thread so that one op uses one core.  Each op's replayed cost is its
+recorded run time plus the engine's cost per op at that worker count, measured with empty ops
+(`dispatch_us`).  Two models: `simulated_s` lets op bodies on different workers overlap freely;
+`simulated_gil_s` makes every op body hold Python's GIL (gil=1.0), so bodies never overlap.
 
     python bench/lab_validate.py                 # both nets, 1 and 2 workers, 10 reps
     python bench/lab_validate.py --nets lstm32 --reps 20
@@ -80,6 +83,10 @@ def bind(mx, net):
     return exe
 
 
+def _noop():
+    pass
+
+
 def child():
     import ember as mx
     from ember import engine
@@ -93,7 +100,18 @@ def child():
         engine.wait_all()
         return time.perf_counter() - t0
 
-    out = {}
+    def dispatch_cost(n=3000):
+        """Engine cost per op on a worker: n empty Python ops (independent, as graph nodes often are)
+        take total_s with all workers busy, so each op holds a worker workers * total_s / n."""
+        out_vars = [engine.Var() for _ in range(n)]
+        engine.wait_all()
+        t0 = time.perf_counter()
+        for v in out_vars:
+            engine.push(_noop, write=[v], name="empty")
+        engine.wait_all()
+        return ARGS.child * (time.perf_counter() - t0) / n
+
+    out = {"dispatch_s": statistics.median(dispatch_cost() for _ in range(5))}
     for net in ARGS.nets.split(","):
         exe = bind(mx, net)
         engine.set_policy("priority")
@@ -134,16 +152,14 @@ def median_workload(paths):
     cost = np.nanmedian([np.nan_to_num(t.durations_s(), nan=0.0) for t in traces], axis=0)
     first.push_ns = np.median([t.push_ns for t in traces], axis=0)
     wl = lab.Workload.from_trace(first, cost_s=cost, release=True, caller=True)
-    wl.var_names = first.var_names
-    wl.buffer_vars = sorted({v for r, w in zip(first.reads, first.writes) for v in set(r) | set(w)
-                             if first.var_nbytes[v] > 0})
+    wl.var_names = first.var_names  # for planned_peak
     return wl
 
 
 def planned_peak(wl, sim) -> int:
     """Peak of the live bytes of the executor's planned blocks alone (variables 'exec:block...')."""
     from ember.engine import lab
-    keep = np.array([str(wl.var_names[v]).startswith("exec:block") for v in wl.buffer_vars], bool)
+    keep = np.array([str(wl.var_names[v]).startswith("exec:block") for v in wl.buf_var], bool)
     if not keep.any():
         return 0
     ptr = wl.buf_acc_ptr
@@ -167,15 +183,20 @@ def parent():
     load = os.getloadavg()
     for net in ARGS.nets.split(","):
         wls = {w: median_workload(runs[w][net]["traces"]) for w in workers}
+        for w in workers:  # the engine's cost per op at this worker count, measured with empty ops
+            wls[w].cost_s = wls[w].cost_s + runs[w]["dispatch_s"] * ~wls[w].in_caller
         for w in workers:
             for p in POLICIES:
                 measured = runs[w][net]["median_s"][p]
                 sim = lab.simulate(wls[w], workers=w, policy=p)
+                sim_gil = lab.simulate(wls[w], workers=w, policy=p, gil=1.0)
                 row = {"bench": "lab_validate", "net": net, "workers": w, "policy": p, "ops": runs[w][net]["ops"],
                        "measured_median_s": round(measured, 5),
                        "measured_iqr_s": [round(runs[w][net]["q1_s"][p], 5), round(runs[w][net]["q3_s"][p], 5)],
                        "simulated_s": round(sim.makespan_s, 5),
                        "error": round(sim.makespan_s / measured - 1, 4),
+                       "simulated_gil_s": round(sim_gil.makespan_s, 5),
+                       "error_gil": round(sim_gil.makespan_s / measured - 1, 4),
                        "lower_bound_s": round(sim.lower_bound_s, 5),
                        "sim_peak_bytes": sim.peak_bytes,
                        "sim_peak_planned_blocks_bytes": planned_peak(wls[w], sim),
@@ -184,6 +205,7 @@ def parent():
                     if other != w:
                         cross = lab.simulate(wls[other], workers=w, policy=p)
                         row[f"from_w{other}_recording_error"] = round(cross.makespan_s / measured - 1, 4)
+                row["dispatch_us"] = round(runs[w]["dispatch_s"] * 1e6, 2)
                 row["loadavg"] = [round(x, 2) for x in load]
                 print(json.dumps(row), flush=True)
 

@@ -26,6 +26,7 @@ def _add_replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dispatch-us", type=float, default=0.0, help="fixed cost added to every op (µs)")
     p.add_argument("--release", action="store_true", help="ops may not start before their recorded push time")
     p.add_argument("--caller", action="store_true", help="ops recorded in the pushing thread run there again")
+    p.add_argument("--gil", type=float, default=0.0, help="fraction of each op spent holding the GIL (0..1)")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -55,7 +56,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     wl = _workload(args)
     if args.cmd == "replay":
-        res = simulate(wl, workers=args.workers, policy=args.policy)
+        res = simulate(wl, workers=args.workers, policy=args.policy, gil=args.gil)
         out = res.to_dict()
         if args.json:
             print(json.dumps(out))
@@ -67,7 +68,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     print_rows = []
     for w in args.workers:
         for pol in args.policies:
-            res = simulate(wl, workers=w, policy=pol)
+            res = simulate(wl, workers=w, policy=pol, gil=args.gil)
             row = {"workers": w, "policy": pol, "makespan_s": res.makespan_s, "peak_bytes": res.peak_bytes,
                    "lower_bound_s": res.lower_bound_s}
             print_rows.append(row)

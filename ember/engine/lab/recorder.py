@@ -59,6 +59,7 @@ class Recorder:
         self._var_names: List[Optional[str]] = []
         self._lock = threading.Lock()
         self._profiling_was_on = False
+        self._t0 = 0
         self.trace: Optional[Trace] = None
 
     # -- lifetime ------------------------------------------------------------------------------
@@ -73,6 +74,7 @@ class Recorder:
             core.bulk_threads += 1
         if not self._profiling_was_on:
             lib.ember_profile_set(core.native_engine(), 1)  # no idle-inline shortcut while on
+        self._t0 = perf_counter_ns()  # the trace's time origin: ops pushed later are timed from here
         core.recorder = self
         return self
 
@@ -139,7 +141,7 @@ class Recorder:
     # -- result --------------------------------------------------------------------------------
     def _build(self) -> Trace:
         ops = self._ops
-        t0 = min((r[_PUSH] for r in ops), default=0)
+        t0 = self._t0
 
         def rel(t):
             return np.nan if t is None else float(t - t0)

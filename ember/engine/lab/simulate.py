@@ -73,9 +73,17 @@ def _python_key(fn, name, priority, seq, dependants, queue) -> int:
         return priority
 
 
-def simulate(wl: Workload, workers: Union[int, Dict[int, int]] = 1, policy="priority") -> SimResult:
+def simulate(wl: Workload, workers: Union[int, Dict[int, int]] = 1, policy="priority",
+             gil: float = 0.0) -> SimResult:
     """Replay `wl` with `workers` per queue under `policy` (a built-in name or a Python policy
-    object / key function, exactly as given to ember.engine.set_policy)."""
+    object / key function, exactly as given to ember.engine.set_policy).
+
+    gil: the fraction of each worker-run op's cost spent holding one process-wide lock (Python's
+    GIL; numpy releases it inside large kernels), taken first, in the order workers ask for it.
+    A worker that took an op waits for the lock before the op starts.  0 (default): no lock.
+    """
+    if not 0.0 <= gil <= 1.0:
+        raise ValueError(f"simulate: gil must be a fraction in [0, 1], got {gil!r}")
     n = len(wl)
     queues = sorted(set(wl.queue.tolist()))
     if isinstance(workers, int):
@@ -124,14 +132,20 @@ def simulate(wl: Workload, workers: Union[int, Dict[int, int]] = 1, policy="prio
                 make_ready(i, 0.0)
     now = 0.0
     done = 0
+    gil_free = 0.0
     while True:
         for q in dirty:
             rq, iq = ready[q], idle[q]
             while rq and iq:
                 _, i = pop(rq)
                 w = pop(iq)
-                start[i] = now
-                end[i] = e = now + cost[i]
+                t = now
+                if gil:
+                    if gil_free > t:
+                        t = gil_free
+                    gil_free = t + gil * cost[i]
+                start[i] = t
+                end[i] = e = t + cost[i]
                 wid[i] = w
                 push_ev(events, (e, 0, i, i))
         dirty.clear()

@@ -8,7 +8,7 @@ File layout (docs/lab.md, "Trace format"), one JSON object per line:
      "reads": [0], "writes": [1], "deps": [[src_op, var, "raw"|"war"|"waw"], ...],
      "push_ns": 0, "start_ns": 1200, "end_ns": 5400, "worker": 0, "in_caller": false}   one per op
 
-Times are nanoseconds from the first push (null when the op never ran or was a C kernel).
+Times are nanoseconds from the start of the recording (null when the op never ran or was a C kernel).
 `worker` is -1 for ops run by the pushing thread, else a small index per worker thread.
 A path ending in ".gz" is gzip-compressed.
 """

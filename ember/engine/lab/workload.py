@@ -101,6 +101,7 @@ class Workload:
     buf_alloc_op: Optional[np.ndarray] = None
     buf_acc_ptr: Optional[np.ndarray] = None
     buf_acc_idx: Optional[np.ndarray] = None
+    buf_var: Optional[np.ndarray] = None   # the trace variable of each buffer (from_trace)
 
     def __post_init__(self):
         n = len(self.cost_s)
@@ -196,10 +197,9 @@ class Workload:
         alloc = np.array([acc[v][0] if first_is_write[v] else -1 for v in vs], np.int64)
         release_s = None
         if release:
-            push = np.nan_to_num(trace.push_ns, nan=0.0) / 1e9
-            release_s = push - push.min() if n else push
+            release_s = np.maximum(np.nan_to_num(trace.push_ns, nan=0.0), 0.0) / 1e9
         return cls(cost_s=cost, queue=trace.queue.copy(), priority=trace.priority.copy(), succ_ptr=ptr,
                    succ_idx=idx, names=list(trace.names), release_s=release_s,
                    in_caller=trace.in_caller.copy() if caller else None,
                    buf_nbytes=nb[vs] if vs else np.zeros(0, np.int64), buf_alloc_op=alloc,
-                   buf_acc_ptr=acc_ptr, buf_acc_idx=acc_idx)
+                   buf_acc_ptr=acc_ptr, buf_acc_idx=acc_idx, buf_var=np.array(vs, np.int64))

@@ -125,6 +125,18 @@ def test_cost_model():
     np.testing.assert_allclose(cost, [5e-3, 21e-3])
 
 
+def test_interpreter_lock_serialises_the_held_part():
+    # three independent 2 s ops, 3 workers.  gil=1: one after another; gil=0.5: each holds the lock
+    # for its first second: starts 0, 1, 2, ends 2, 3, 4
+    wl = lab.Workload.from_edges([2, 2, 2], [], [])
+    assert lab.simulate(wl, 3).makespan_s == 2
+    assert lab.simulate(wl, 3, gil=1.0).start_s.tolist() == [0, 2, 4]
+    res = lab.simulate(wl, 3, gil=0.5)
+    assert res.start_s.tolist() == [0, 1, 2] and res.makespan_s == 4
+    with pytest.raises(ValueError, match="gil"):
+        lab.simulate(wl, 3, gil=2.0)
+
+
 def test_bad_inputs():
     with pytest.raises(ValueError, match="earlier-pushed"):
         lab.Workload.from_edges([1, 1], [1], [0])
