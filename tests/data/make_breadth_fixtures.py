@@ -59,6 +59,16 @@ CASES = [
     ("roi_pooling", "ROIPooling", {"pooled_size": (2, 3), "spatial_scale": 0.5},
      [("randn", (2, 3, 8, 9)), ("const", [[0, 1, 2, 10, 12], [1, 0, 0, 17, 15], [0, 4.6, 3.2, 7.9, 6.1],
                                           [1, 14, 12, 16, 14]])], [0]),
+    ("correlation_mul", "Correlation", {"kernel_size": 3, "max_displacement": 2, "stride1": 1, "stride2": 2,
+                                        "pad_size": 2}, [("randn", (2, 3, 6, 7)), ("randn", (2, 3, 6, 7))], [0, 1]),
+    ("correlation_abs", "Correlation", {"kernel_size": 1, "max_displacement": 1, "stride1": 2, "stride2": 1,
+                                        "pad_size": 1, "is_multiply": False},
+     [("randn", (1, 2, 5, 6)), ("randn", (1, 2, 5, 6))], [0, 1]),
+    ("im2col_2d", "im2col", {"kernel": (2, 3), "stride": (2, 1), "dilate": (1, 2), "pad": (1, 1)},
+     [("randn", (2, 3, 5, 6))], [0]),
+    # (a 1-D im2col fails inside MXNet 1.9.1's kernel: not recorded)
+    ("col2im_2d", "col2im", {"output_size": (5, 6), "kernel": (2, 3), "stride": (2, 1), "dilate": (1, 2),
+                             "pad": (1, 1)}, [("randn", (2, 18, 12))], [0]),
 ]
 
 
