@@ -175,49 +175,83 @@ _GEMM2 = {"transpose_a": Attr("bool", False), "transpose_b": Attr("bool", False)
 _GEMM = dict(_GEMM2, beta=Attr("float", 1.0))
 
 
-def _check_axis(op, attrs):
-    if attrs["axis"] != -2:
-        raise OperatorError(f"{op}: only axis=-2 (matrices on the last two axes) is supported, got {attrs['axis']}")
+def _row_axis(op, attrs, ndim):
+    """The matrices' row axis as a non-negative index (MXNet's `axis`: rows on `axis`, columns on the
+    last axis, every other axis a batch axis)."""
+    axis = attrs["axis"]
+    if not -ndim <= axis < ndim - 1 or axis == -1:
+        raise OperatorError(f"{op}: axis {axis} must name a row axis before the last of a {ndim}-D input")
+    return axis % ndim
+
+
+def _rows_last(shape, axis):
+    """`shape` with the row axis moved to -2 (as numpy.moveaxis(x, axis, -2))."""
+    s = list(shape)
+    r = s.pop(axis)
+    return tuple(s[:-1] + [r, s[-1]])
+
+
+def _rows_back(shape, axis):
+    s = list(shape)
+    r = s.pop(-2)
+    s.insert(axis, r)
+    return tuple(s)
+
+
+def _to_rows(xp, x, attrs):
+    axis = attrs["axis"] % x.ndim
+    return x if axis == x.ndim - 2 else xp.moveaxis(x, axis, -2)
+
+
+def _from_rows(xp, x, attrs):
+    axis = attrs["axis"] % x.ndim
+    return x if axis == x.ndim - 2 else xp.moveaxis(x, -2, axis)
 
 
 def _gemm2_infer(attrs, s):
-    _check_axis("linalg_gemm2", attrs)
     if not known(s[0]) or not known(s[1]):
         return s, [None]
-    return s, [_gemm_shape("linalg_gemm2", s[0], s[1], attrs["transpose_a"], attrs["transpose_b"])]
+    ax = _row_axis("linalg_gemm2", attrs, len(s[0]))
+    out = _gemm_shape("linalg_gemm2", _rows_last(s[0], ax), _rows_last(s[1], ax), attrs["transpose_a"],
+                      attrs["transpose_b"])
+    return s, [_rows_back(out, ax)]
 
 
 def _gemm_infer(attrs, s):
-    _check_axis("linalg_gemm", attrs)
     if not known(s[0]) or not known(s[1]):
         return s, [s[2]]
-    out = _gemm_shape("linalg_gemm", s[0], s[1], attrs["transpose_a"], attrs["transpose_b"])
+    ax = _row_axis("linalg_gemm", attrs, len(s[0]))
+    out = _rows_back(_gemm_shape("linalg_gemm", _rows_last(s[0], ax), _rows_last(s[1], ax), attrs["transpose_a"],
+                                 attrs["transpose_b"]), ax)
     if known(s[2]) and tuple(s[2]) != out:
         raise ShapeError(f"linalg_gemm: C has shape {fmt(s[2])} but op(A) op(B) has shape {out}")
     return [s[0], s[1], out], [out]
 
 
 def _gemm2(ctx, attrs, inputs, outputs, aux):
-    a, b = inputs
-    res = ctx.xp.matmul(_t(a, attrs["transpose_a"]), _t(b, attrs["transpose_b"]))
-    outputs[0][...] = attrs["alpha"] * res
+    xp = ctx.xp
+    a, b = (_to_rows(xp, x, attrs) for x in inputs)
+    res = xp.matmul(_t(a, attrs["transpose_a"]), _t(b, attrs["transpose_b"]))
+    outputs[0][...] = _from_rows(xp, attrs["alpha"] * res, attrs)
 
 
 def _gemm(ctx, attrs, inputs, outputs, aux):
-    a, b, c = inputs
-    res = ctx.xp.matmul(_t(a, attrs["transpose_a"]), _t(b, attrs["transpose_b"]))
-    outputs[0][...] = attrs["alpha"] * res + attrs["beta"] * c
+    xp = ctx.xp
+    a, b = (_to_rows(xp, x, attrs) for x in inputs[:2])
+    res = xp.matmul(_t(a, attrs["transpose_a"]), _t(b, attrs["transpose_b"]))
+    outputs[0][...] = _from_rows(xp, attrs["alpha"] * res, attrs) + attrs["beta"] * inputs[2]
 
 
 def _gemm_backward(ctx, attrs, inputs, outputs, aux):
-    g, a, b = inputs[0], inputs[1], inputs[2]
     xp = ctx.xp
+    g, a, b = (_to_rows(xp, x, attrs) for x in inputs[:3])
     ta, tb, alpha = attrs["transpose_a"], attrs["transpose_b"], attrs["alpha"]
     x, y = _t(a, ta), _t(b, tb)
     ga = alpha * xp.matmul(g, _mT(y))
     gb = alpha * xp.matmul(_mT(x), g)
-    outputs[0][...] = _t(ga, ta)
-    outputs[1][...] = _t(gb, tb)
+    outputs[0][...] = _from_rows(xp, _t(ga, ta), attrs)
+    outputs[1][...] = _from_rows(xp, _t(gb, tb), attrs)
+    g = inputs[0]
     if len(outputs) == 3:
         outputs[2][...] = attrs["beta"] * g
 

@@ -6,8 +6,8 @@ Writes tests/data/breadth/ops.npz and ops.json.
 
 Each case calls an mx.nd function (a dotted path under mx.nd) on float32 inputs drawn from
 RandomState(seed) (integer-valued inputs are given as literal arrays), records the output and, with
-`grad` inputs, the input gradients for a random head gradient (RandomState(seed + 1)) under
-autograd.  ops.json lists the cases; ops.npz holds `<case>/in<i>`, `<case>/out`, `<case>/og`,
+`grad` inputs, the input gradients for random head gradients (RandomState(seed + 1 + k) for output k)
+under autograd.  ops.json lists the cases; ops.npz holds `<case>/in<i>`, `<case>/out<k>`, `<case>/og<k>`,
 `<case>/grad<i>`.
 """
 import json
@@ -18,7 +18,8 @@ import numpy as np
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "breadth")
 
-# (case, function path under mx.nd, attrs, inputs: ("randn", shape) | ("const", list) | ("uniform", shape, lo, hi),
+# (case, function path under mx.nd, attrs, inputs: ("randn", shape) | ("const", list) | ("uniform", shape, lo, hi)
+#  | ("sym", shape) (symmetric),
 #  indices of inputs that get gradients)
 CASES = [
     ("l2_instance", "L2Normalization", {"mode": "instance"}, [("randn", (2, 3, 4, 5))], [0]),
@@ -67,6 +68,17 @@ CASES = [
     ("im2col_2d", "im2col", {"kernel": (2, 3), "stride": (2, 1), "dilate": (1, 2), "pad": (1, 1)},
      [("randn", (2, 3, 5, 6))], [0]),
     # (a 1-D im2col fails inside MXNet 1.9.1's kernel: not recorded)
+    ("gemm_axis1", "linalg.gemm", {"axis": 1, "alpha": 0.5, "beta": 2.0},
+     [("randn", (2, 3, 4, 5)), ("randn", (2, 5, 4, 6)), ("randn", (2, 3, 4, 6))], [0, 1, 2]),
+    ("gemm2_axis0_ta", "linalg.gemm2", {"axis": 0, "transpose_a": True},
+     [("randn", (3, 2, 4)), ("randn", (3, 2, 5))], [0, 1]),
+    ("extracttrian_lower", "linalg.extracttrian", {}, [("randn", (2, 4, 4))], [0]),
+    ("extracttrian_upper_off1", "linalg.extracttrian", {"offset": 1}, [("randn", (4, 4))], [0]),
+    ("extracttrian_off_m2", "linalg.extracttrian", {"offset": -2, "lower": False}, [("randn", (2, 5, 5))], [0]),
+    ("maketrian_upper", "linalg.maketrian", {"lower": False}, [("randn", (2, 6))], [0]),
+    ("maketrian_off_m1", "linalg.maketrian", {"offset": -1}, [("randn", (10,))], [0]),
+    ("gelqf", "linalg.gelqf", {}, [("randn", (2, 3, 5))], [0]),
+    ("syevd", "linalg.syevd", {}, [("sym", (2, 4, 4))], [0]),
     ("col2im_2d", "col2im", {"output_size": (5, 6), "kernel": (2, 3), "stride": (2, 1), "dilate": (1, 2),
                              "pad": (1, 1)}, [("randn", (2, 18, 12))], [0]),
 ]
@@ -75,6 +87,9 @@ CASES = [
 def make_input(spec, rng):
     if spec[0] == "randn":
         return rng.randn(*spec[1]).astype(np.float32)
+    if spec[0] == "sym":  # symmetric matrices (last two axes)
+        a = rng.randn(*spec[1]).astype(np.float32)
+        return (a + np.swapaxes(a, -1, -2)) / 2
     if spec[0] == "uniform":
         return rng.uniform(spec[2], spec[3], size=spec[1]).astype(np.float32)
     return np.array(spec[1], dtype=np.float32)
@@ -98,16 +113,19 @@ def main():
             nds[i].attach_grad()
         with mx.autograd.record():
             out = resolve(path)(*nds, **attrs)
-        og = np.random.RandomState(seed + 1).randn(*out.shape).astype(np.float32)
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        ogs = [np.random.RandomState(seed + 1 + k).randn(*o.shape).astype(np.float32) for k, o in enumerate(outs)]
         if wrt:
-            out.backward(mx.nd.array(og))
+            mx.autograd.backward(outs, [mx.nd.array(g) for g in ogs])
         for i, x in enumerate(ins):
             arrays[f"{case}/in{i}"] = x
-        arrays[f"{case}/out"] = out.asnumpy()
-        arrays[f"{case}/og"] = og
+        for k, (o, g) in enumerate(zip(outs, ogs)):
+            arrays[f"{case}/out{k}"] = o.asnumpy()
+            arrays[f"{case}/og{k}"] = g
         for i in wrt:
             arrays[f"{case}/grad{i}"] = nds[i].grad.asnumpy()
-        index.append({"case": case, "path": path, "attrs": attrs, "n_inputs": len(ins), "wrt": wrt})
+        index.append({"case": case, "path": path, "attrs": attrs, "n_inputs": len(ins), "n_outputs": len(outs),
+                      "wrt": wrt})
     np.savez_compressed(os.path.join(OUT, "ops.npz"), **arrays)
     with open(os.path.join(OUT, "ops.json"), "w") as f:
         json.dump({"mxnet": mx.__version__, "cases": index}, f, indent=1)

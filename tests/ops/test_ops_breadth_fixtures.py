@@ -30,11 +30,14 @@ def test_matches_mxnet(case):
         nds[i].attach_grad()
     with autograd.record():
         out = _resolve(case["path"])(*nds, **case["attrs"])
-    want = DATA[f"{name}/out"]
-    assert out.shape == want.shape
-    np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-5, atol=1e-5, err_msg=f"{name}: output")
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    assert len(outs) == case["n_outputs"]
+    for k, o in enumerate(outs):
+        want = DATA[f"{name}/out{k}"]
+        assert o.shape == want.shape
+        np.testing.assert_allclose(o.asnumpy(), want, rtol=1e-5, atol=1e-5, err_msg=f"{name}: output {k}")
     if case["wrt"]:
-        out.backward(mx.nd.array(DATA[f"{name}/og"]))
+        autograd.backward(outs, [mx.nd.array(DATA[f"{name}/og{k}"]) for k in range(len(outs))])
         for i in case["wrt"]:
             np.testing.assert_allclose(nds[i].grad.asnumpy(), DATA[f"{name}/grad{i}"], rtol=1e-4, atol=1e-5,
                                        err_msg=f"{name}: gradient of input {i}")
