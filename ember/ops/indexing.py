@@ -414,9 +414,20 @@ def _ravel_infer(attrs, in_shapes):
     return in_shapes, [tuple(d[1:]) or (1,)]
 
 
+def _strides(shape):
+    """Row-major strides of `shape`; the leading size is never read, so it may be -1 (unknown), as MXNet."""
+    strides, acc = [], 1
+    for n in reversed(tuple(shape)[1:]):
+        strides.append(acc)
+        acc *= n
+    return [acc] + strides[::-1]
+
+
 def _ravel(ctx, attrs, inputs, outputs, aux):
+    # MXNet sums index * stride without bounds checks (so a leading -1 in `shape` works)
     i = _int(ctx.xp, inputs[0])
-    outputs[0][...] = ctx.xp.ravel_multi_index(tuple(i[k] for k in range(i.shape[0])), attrs["shape"]).reshape(outputs[0].shape)
+    flat = sum(i[k] * st for k, st in enumerate(_strides(attrs["shape"])))
+    outputs[0][...] = ctx.xp.asarray(flat).reshape(outputs[0].shape)
 
 
 def _unravel_infer(attrs, in_shapes):
@@ -425,8 +436,15 @@ def _unravel_infer(attrs, in_shapes):
 
 
 def _unravel(ctx, attrs, inputs, outputs, aux):
-    i = _int(ctx.xp, inputs[0])
-    outputs[0][...] = ctx.xp.stack(ctx.xp.unravel_index(i, attrs["shape"]))
+    # as MXNet: trailing coordinates wrap by their sizes, the leading one is the remaining quotient
+    # (unbounded, so a leading -1 in `shape` works)
+    idx = _int(ctx.xp, inputs[0])
+    shape = tuple(attrs["shape"])
+    out = outputs[0]
+    for j in range(len(shape) - 1, 0, -1):
+        out[j] = idx % shape[j]
+        idx = idx // shape[j]
+    out[0] = idx
 
 
 register(OpDef(name="_ravel_multi_index", aliases=["ravel_multi_index"], attrs={"shape": Attr("shape")},

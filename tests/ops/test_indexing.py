@@ -139,8 +139,13 @@ def test_ravel_unravel_match_mxnet():
                                   [[1, 2], [0, 1]])
     with pytest.raises(ShapeError, match="_ravel_multi_index: data .* must have 2 rows"):
         infer("_ravel_multi_index", {"shape": (3, 4)}, [(3, 2)])
-    with pytest.raises(ValueError):
-        run("ravel_multi_index", [np.array([[5], [0]], np.float32)], {"shape": (3, 4)})
+    # MXNet 1.9.1 checks no bounds: [[5], [0]] in shape (3, 4) is 5 * 4 + 0 = 20, and a leading -1 works
+    np.testing.assert_array_equal(run("ravel_multi_index", [np.array([[5], [0]], np.float32)], {"shape": (3, 4)}),
+                                  [20])
+    np.testing.assert_array_equal(run("ravel_multi_index", [np.array([[1, 2], [0, 1]], np.float32)],
+                                      {"shape": (-1, 4)}), [4, 9])
+    np.testing.assert_array_equal(run("unravel_index", [np.array([4, 9, 39], np.float32)], {"shape": (-1, 4)}),
+                                  [[1, 2, 9], [0, 1, 3]])
 
 
 def test_scatter_nd_matches_mxnet():
