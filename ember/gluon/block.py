@@ -25,8 +25,11 @@ from ..symbolic.naming import NameManager, Prefix
 from ..symbolic.symbol import Symbol
 from .cached_graph import CachedGraph
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict, ParameterMismatchError,
-                        mx_real_t)
+                        SparseStorageError, mx_real_t)
 from .utils import HookHandle, _brief_print_list, _indent
+
+
+_ROW_SPARSE_ID = "1"  # a variable's __storage_type__ attribute for row_sparse (MXNet's storage type id)
 
 
 class HybridizeError(EmberError, ValueError):
@@ -748,6 +751,11 @@ class SymbolBlock(HybridBlock):
             if len(s.get_internals().list_outputs()) != 1:
                 raise HybridizeError(f"Input symbols must be variable, but {s} is an output of operators")
             input_names.add(s.name)
+        for o in out:  # as MXNet: a SymbolBlock runs dense arrays only
+            for node in o.get_internals():
+                if node.attr("__storage_type__") == _ROW_SPARSE_ID:
+                    raise SparseStorageError(f"SymbolBlock doesn't support Parameter '{node.name}' because its "
+                                             "storage type is 'row_sparse'.")
         out = sym_mod.Group(out) if len(out) > 1 else out[0]
         args = out.list_arguments()
         missing = sorted(n for n in input_names if n not in out.list_inputs())

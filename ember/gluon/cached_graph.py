@@ -115,8 +115,8 @@ class CachedGraph:
         prev = _ag.set_recording(False)
         try:
             for name, x, used in zip(self._data_names, inputs, self._used_data):
-                if used:
-                    args[name][:] = x
+                if used:  # the executor computes on dense arrays: a sparse input is given densely
+                    args[name][:] = x if x.stype == "default" else x.tostype("default")
             outs = [o.copy() for o in ex.forward(is_train=_ag.is_training())]
         finally:
             _ag.set_recording(prev)

@@ -42,6 +42,10 @@ class ParameterMismatchError(EmberError, AssertionError):
     """A saved or shared value does not match the parameter (MXNet asserts here: AssertionError)."""
 
 
+class SparseStorageError(EmberError, AssertionError):
+    """A row_sparse parameter where sparse storage is not supported (MXNet asserts: AssertionError)."""
+
+
 def _as_ctx_list(ctx) -> List[Context]:
     if ctx is None:
         return [current_context()]
@@ -277,7 +281,8 @@ class Parameter:
         prev = _ag.set_recording(False)
         try:
             if data is None:
-                data = nd.zeros(self.shape, dtype=self.dtype, ctx=cpu())
+                # a row_sparse parameter starts as a row_sparse array the initializer fills (every row)
+                data = nd.zeros(self.shape, dtype=self.dtype, ctx=cpu(), stype=self._stype)
                 # MXNet's rule: the parameter's own (or the default) initializer fills it as a weight
                 initializer.create(default_init)(initializer.InitDesc(self.name, {"__init__": init}), data)
             self._init_impl(data, ctx)
@@ -293,7 +298,8 @@ class Parameter:
         if self.grad_req == "null":
             self._grad = None
             return
-        self._grad = [nd.zeros(d.shape, dtype=d.dtype, ctx=d.context) for d in self._data]
+        # a row_sparse gradient buffer starts with no rows; backward writes the rows it touches
+        self._grad = [nd.zeros(d.shape, dtype=d.dtype, ctx=d.context, stype=self._grad_stype) for d in self._data]
         for d, g in zip(self._data, self._grad):
             _ag.mark_variable(d, g, self.grad_req)
 
@@ -323,6 +329,8 @@ class Parameter:
                 data = data.astype(self.dtype, copy=False)
             else:
                 self.dtype = data.dtype
+        if self._stype != data.stype:
+            data = data.tostype(self._stype)
         if isinstance(ctx, Context):
             ctx = [ctx]
         if self._data is None:
@@ -378,7 +386,16 @@ class Parameter:
             arr[:] = data if data.context == arr.context else data.as_in_context(arr.context)
 
     def _reduce(self) -> NDArray:
-        """The value on cpu: the average of the copies when there are several."""
+        """The value on cpu: the average of the copies when there are several; a row_sparse
+        parameter's every row, pulled through its Trainer's store (as MXNet)."""
+        if self._stype != "default":
+            if self._trainer is None:
+                raise UninitializedParameterError(
+                    f"Cannot reduce row_sparse Parameter '{self.name}' when no Trainer is created with it.")
+            all_rows = nd.arange(0, self.shape[0], dtype="int64", ctx=cpu())
+            data = nd.zeros(self.shape, dtype=self.dtype, ctx=cpu(), stype="row_sparse")
+            self._trainer._row_sparse_pull(self, data, all_rows, full_idx=True)
+            return data
         block = self._check_and_get(self._data, list)
         if len(block) == 1:
             return block[0].copyto(cpu())
@@ -392,7 +409,10 @@ class Parameter:
         if self._grad is None:
             return
         for g in self._grad:
-            g[:] = 0
+            if g.stype == "default":
+                g[:] = 0
+            else:  # no stored rows, as zeros_like does (assigning 0 would store every row)
+                nd.zeros_like(g, out=g)
 
     def var(self) -> sym_mod.Symbol:
         """The symbol variable standing for this parameter in traced graphs."""
@@ -588,7 +608,10 @@ class ParameterDict:
         for v in self.values():
             if v.grad_req != "null" and v._grad is not None:
                 for g in v._grad:
-                    by_ctx.setdefault(g.context, []).append(g)
+                    if g.stype != "default":
+                        nd.zeros_like(g, out=g)
+                    else:
+                        by_ctx.setdefault(g.context, []).append(g)
         for grads in by_ctx.values():
             nd.reset_arrays(*grads, num_arrays=len(grads))
 

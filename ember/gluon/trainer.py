@@ -119,8 +119,8 @@ class Trainer:
 
     def _init_kvstore(self) -> None:
         """Create the store and decide where updates run (MXNet's three cases: sparse weights,
-        sparse gradients, dense).  ember keeps every array dense; a row_sparse declaration
-        changes these decisions, and row_sparse weights are read back through row_sparse_data."""
+        sparse gradients, dense).  row_sparse weights live in the store and are read back through
+        row_sparse_data; row_sparse gradients are pushed and pulled on their own."""
         config = self._kvstore_params
         if self._contains_sparse_weight:
             kvstore, update_on_kvstore = _create_sparse_kvstore(config["kvstore"])
@@ -181,7 +181,7 @@ class Trainer:
                 arrays = param._check_and_get(param._data, list)
                 idx = self._param2idx[param.name]
                 if param._stype != "default":
-                    sparse.append((idx, arrays[0]))  # read back through row_sparse_data's pull
+                    sparse.append((idx, arrays[0]))  # read back through row_sparse_data's row_sparse_pull
                 else:
                     keys.append(idx)
                     values.append(arrays[0])
@@ -267,26 +267,28 @@ class Trainer:
         self._update(ignore_stale_grad)
 
     def _allreduce_grads(self) -> None:
-        """One pushpull of every trainable parameter's gradients: back into the gradients, or,
-        when the store updates, the new weights into every copy of the parameters.  Weights
-        declared row_sparse are updated in the store by one push and read back by
-        row_sparse_data (as MXNet pulls them)."""
+        """One pushpull of every trainable parameter's dense gradients: back into the gradients,
+        or, when the store updates, the new weights into every copy of the parameters.  Sparse
+        gradients are pushed on their own, as MXNet: a dense weight then pulls the new weight
+        (or the summed gradient) back; a row_sparse weight stays in the store until
+        row_sparse_data pulls the rows it needs."""
         if not self._kvstore:
             return
-        keys, grads, outs, sparse_keys, sparse_grads = [], [], [], [], []
+        keys, grads, outs = [], [], []
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
                 continue
-            if param._stype != "default":
-                sparse_keys.append(i)
-                sparse_grads.append(param.list_grad())
+            grad_list = param.list_grad()
+            if grad_list[0].stype != "default":
+                self._kvstore.push(i, grad_list, priority=-i)
+                if param._stype == "default":
+                    pull_list = param.list_data() if self._update_on_kvstore else grad_list
+                    self._kvstore.pull(i, pull_list, priority=-i, ignore_sparse=self._distributed)
                 continue
             keys.append(i)
-            grads.append(param.list_grad())
+            grads.append(grad_list)
             if self._update_on_kvstore:
                 outs.append(param.list_data())
-        if sparse_keys:
-            self._kvstore.push(sparse_keys, sparse_grads)
         if keys:
             self._kvstore.pushpull(keys, grads, out=outs if self._update_on_kvstore else None)
 
@@ -315,12 +317,17 @@ class Trainer:
                 updater(list(indices), list(grads), list(weights))
 
     def _row_sparse_pull(self, parameter: Parameter, out, row_id, full_idx: bool = False) -> None:
-        """Pull `parameter`'s weight from the store into `out` (what a row_sparse parameter's
-        data reads when the store updates it).  ember keeps every weight dense, so the whole
-        weight comes, the rows `row_id` among them; `full_idx` changes nothing."""
+        """Pull rows `row_id` of `parameter`'s weight from the store into the row_sparse `out`
+        (one array or one per context); `full_idx` (every row wanted) pulls the whole value
+        from a single-process store, as MXNet."""
         self._ensure_kvstore()
         idx = self._param2idx[parameter.name]
-        self._kvstore.pull(idx, out=out, priority=-idx)
+        if full_idx and "dist" not in self._kvstore.type:
+            if row_id.size != out.shape[0]:
+                raise ValueError(f"full_idx needs every row id: got {row_id.size} for {out.shape[0]} rows")
+            self._kvstore.pull(idx, out=out, priority=-idx, ignore_sparse=False)
+        else:
+            self._kvstore.row_sparse_pull(idx, out=out, row_ids=row_id, priority=-idx)
 
     # -- states ----------------------------------------------------------------------------------------
     def save_states(self, fname: str) -> None:

@@ -134,6 +134,7 @@ def backward(heads, head_grads=None, retain_graph: bool = False, train_mode: boo
     for h in heads:
         _collect_leaves(h, leaves)  # before run_backward, which may free the graph
     grads = run_backward(heads, head_grads, retain_graph, train_mode, create_graph=False)
+    from . import creation
     for key, leaf in leaves.items():
         if leaf.grad_req == "null":
             continue
@@ -142,10 +143,12 @@ def backward(heads, head_grads=None, retain_graph: bool = False, train_mode: boo
             # reached, but every path blocks the gradient (BlockGrad, argmax, ...): as in MXNet,
             # the gradient is zero ('write' stores it, 'add' adds nothing) and counts as written
             if leaf.grad_req == "write":
-                leaf.grad[:] = 0
+                creation.zeros_like(leaf.grad, out=leaf.grad)  # a row_sparse buffer keeps no rows
         else:
             if g.dtype != leaf.grad.dtype:
                 g = g.astype(leaf.grad.dtype)
+            # a row_sparse gradient buffer receives a dense gradient's rows that hold a non-zero
+            # (MXNet's cast_storage), a sparse gradient's stored rows (sparse_ops.assign)
             if leaf.grad_req == "add":
                 leaf.grad += g.detach()
             else:

@@ -105,6 +105,11 @@ def zeros_like(data: NDArray, out: Optional[NDArray] = None, **kwargs) -> NDArra
     if out is None and data.stype != "default":  # zeros of a sparse array keep its storage type
         from .sparse_ndarray import sparse_zeros
         return sparse_zeros(data.stype, data.shape, data.context, data.dtype)
+    if out is not None and out.stype != "default":  # a sparse out= ends with no stored values
+        from .sparse_ndarray import sparse_zeros
+        from .sparse_ops import assign
+        assign(out, sparse_zeros(out.stype, out.shape, out.context, out.dtype))
+        return out
     return full(data.shape, 0, data.context, data._data.dtype, empty(data.shape, data.context, data._data.dtype)
                 if out is None else out)
 

@@ -54,7 +54,9 @@ def assign(target: NDArray, source: NDArray) -> None:
     if isinstance(target, BaseSparseNDArray):
         converted = cast_storage(source, target.stype) if stype_of(source) != target.stype else source
         converted = converted.as_in_context(target.context)
-        values = converted._values().astype(target.dtype)
+        values = converted._values()
+        if values.dtype != target.dtype or converted is source:  # a copy: target must not share source's
+            values = values.astype(target.dtype)
         target._replace(type(target)(values, [a.copy() for a in converted._aux], target.shape))
     else:
         densify(source).copyto(target)
@@ -329,7 +331,7 @@ def run(opdef, inputs, attrs: dict, out=None, ctx=None):
         result = kernel(list(inputs), attrs)
         if result is not None:
             return _deliver(result, out)
-    dense_inputs = [densify(x) for x in inputs]
+    dense_inputs = [_densify_recorded(x) for x in inputs]
     targets = [out] if isinstance(out, NDArray) else list(out) if out is not None else []
     sparse_out = any(isinstance(t, BaseSparseNDArray) for t in targets)
     result = dense_run(opdef, dense_inputs, attrs, None if sparse_out else out, ctx)
@@ -338,6 +340,19 @@ def run(opdef, inputs, attrs: dict, out=None, ctx=None):
         if i < len(inputs) and isinstance(inputs[i], BaseSparseNDArray):
             assign(inputs[i], dense_inputs[i])
     return _deliver(result, out) if sparse_out else result
+
+
+def _densify_recorded(x: NDArray) -> NDArray:
+    """`densify(x)`; under autograd.record() a sparse variable's dense copy is taped as a
+    cast_storage of it, so gradients flow back to the sparse array (MXNet's storage fallback
+    does the same cast)."""
+    from . import autograd_state
+    dense = densify(x)
+    if dense is not x and autograd_state.needs_record(x):
+        from ..ops.registry import get
+        from .invoke import _record
+        _record(get("cast_storage"), {"stype": "default"}, [x], [dense], autograd_state.is_training())
+    return dense
 
 
 def _deliver(result, out):

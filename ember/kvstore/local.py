@@ -2,7 +2,13 @@
 then either stored or handed to the updater; pulls copy the stored value to every output.
 
 Every data movement is an engine op that reads the source arrays' vars and writes the
-destination's var, so pushes of finished gradients run while the rest of backward still runs."""
+destination's var, so pushes of finished gradients run while the rest of backward still runs.
+
+Sparse values (MXNet's row_sparse weights and gradients): a key initialized from a sparse array
+keeps its value in a dense buffer; pushed sparse values are summed sparsely (the union of their
+rows) and handed to the updater as they are (so SGD/Adam update lazily, only those rows), or kept
+as the key's value; `row_sparse_pull` hands back the requested rows, `pull(ignore_sparse=False)`
+every row.  Sparse work runs on the host at call time, like ember's other sparse kernels."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,6 +35,8 @@ class Entry:
     nd_type: type
     merge_data: Any = None
     merge_var: Any = None
+    stype: str = "default"     # the storage type the key was initialized with
+    sparse_value: Any = None   # the last push's sum, when it was sparse and no updater took it
 
     def __post_init__(self):
         # Fixed at init (the distributed store may re-home `data`, never reshape it); read on
@@ -46,6 +54,19 @@ class Entry:
             self.merge_data = arrays.empty_on(self.ctx, self.shape, self.dtype)
             self.merge_var = engine.Var(name=f"kvstore_merge_{self.key}")
         return self.nd_type._wrap(self.merge_data, self.merge_var, self.ctx)
+
+
+def _is_sparse(arr) -> bool:
+    return getattr(arr, "stype", "default") != "default"
+
+
+def _sparse_sum(vals, ctx: Context):
+    """The sum of pushed values, at least one sparse, on the store's device: sparse (the union of
+    the stored rows) when all share one format, else dense (MXNet's storage fallback)."""
+    total = vals[0].as_in_context(ctx)
+    for v in vals[1:]:
+        total = total + v.as_in_context(ctx)
+    return total if len(vals) > 1 else total.copy()
 
 
 def _unique_vars(arrs) -> list:
@@ -122,10 +143,13 @@ class KVStore:
                 raise KVStoreError(f"init of key {k!r} got {len(vals)} values; give exactly one")
         entries = []
         for k, vals in pairs:
-            src = vals[0]
+            src, stype = vals[0], getattr(vals[0], "stype", "default")
+            if stype != "default":
+                from ..imperative.sparse_ops import densify
+                src = densify(src)  # the store holds every row of a sparse value
             ctx = self._store_context(src)
             entry = Entry(k, arrays.empty_on(ctx, tuple(src.shape), np.dtype(src.dtype)),
-                          engine.Var(name=f"kvstore_{k}"), ctx, type(src))
+                          engine.Var(name=f"kvstore_{k}"), ctx, type(src), stype=stype)
             self._store[k] = entry
             entries.append((entry, src))
         self._init_entries(entries)
@@ -150,8 +174,26 @@ class KVStore:
 
     def push(self, key, value, priority: int = 0) -> None:
         """Push value(s) into key(s): several values for one key (one per device) are summed,
-        then given to the updater if one is set, else stored."""
-        self._push_entries(self._check_push(key, value), priority)
+        then given to the updater if one is set, else stored.  Sparse values are summed sparsely
+        and reach the updater as a sparse gradient (see the module docstring)."""
+        checked = self._check_push(key, value)
+        dense = [(entry, vals) for entry, vals in checked if not any(_is_sparse(v) for v in vals)]
+        for entry, vals in checked:
+            entry.sparse_value = None
+            if any(_is_sparse(v) for v in vals):
+                self._push_sparse(entry, vals)
+        if dense:
+            self._push_entries(dense, priority)
+
+    def _push_sparse(self, entry: Entry, vals) -> None:
+        from ..imperative.sparse_ops import assign
+        merged = _sparse_sum(vals, entry.ctx)
+        if self._updater is not None:
+            self._updater(entry.key, merged, entry.stored_nd())
+            return
+        assign(entry.stored_nd(), merged)  # dense buffer: an engine-ordered copy
+        if _is_sparse(merged):
+            entry.sparse_value = merged
 
     def _push_entries(self, checked, priority: int) -> None:
         for entry, vals in checked:
@@ -168,8 +210,29 @@ class KVStore:
                 self._updater(entry.key, merged, entry.stored_nd())
 
     def pull(self, key, out=None, priority: int = 0, ignore_sparse: bool = True) -> None:
-        """Copy the value(s) of key(s) into `out` (an NDArray or list per key)."""
-        self._pull_entries(self._check_pull(key, out), priority)
+        """Copy the value(s) of key(s) into `out` (an NDArray or list per key).  Sparse outputs
+        are skipped when `ignore_sparse` (MXNet's default), else receive every row."""
+        checked = self._check_pull(key, out)
+        dense = []
+        for entry, outs in checked:
+            plain = [o for o in outs if not _is_sparse(o)]
+            if plain:
+                dense.append((entry, plain))
+            if not ignore_sparse:
+                for o in outs:
+                    if _is_sparse(o):
+                        self._assign_sparse(o, self._sparse_source(entry))
+        if dense:
+            self._pull_entries(dense, priority)
+
+    def _sparse_source(self, entry: Entry):
+        """The key's value to hand to sparse outputs: the last sparse push's sum, else the buffer."""
+        return entry.sparse_value if entry.sparse_value is not None else entry.stored_nd()
+
+    @staticmethod
+    def _assign_sparse(out, value) -> None:
+        from ..imperative.sparse_ops import assign
+        assign(out, value)
 
     def _check_pull(self, key, out):
         if out is None:
@@ -207,8 +270,43 @@ class KVStore:
         self.pull(key, out, priority)
 
     def row_sparse_pull(self, key, out=None, priority: int = 0, row_ids=None) -> None:
-        """Not supported: ember has no row-sparse storage."""
-        raise KVStoreError("row_sparse_pull is not supported: ember has no row_sparse storage; use pull")
+        """Pull only rows `row_ids` of key(s) into row_sparse `out` (MXNet's row_sparse_pull).
+
+        `row_ids` is one NDArray per output (or one for all outputs of a key, the result then
+        copied to the others); ids need not be unique nor sorted: each output stores the unique
+        ids, ascending, with the store's values (zeros for rows the value lacks)."""
+        from ..imperative.ndarray import NDArray
+        from ..imperative.sparse_ndarray import make_row_sparse
+        if out is None:
+            raise KVStoreError("row_sparse_pull needs `out`: the RowSparseNDArray(s) to pull into")
+        if row_ids is None:
+            raise KVStoreError("row_sparse_pull needs `row_ids`: the rows to pull")
+        if isinstance(row_ids, NDArray):
+            row_ids = [row_ids]
+        if not isinstance(row_ids, list):
+            raise KVStoreError("row_ids should be NDArray or list of NDArray")
+        single_rowid = len(row_ids) == 1 and isinstance(out, list)
+        first_out = [out[0]] if single_rowid else out
+        outs = self._check_pull(key, first_out)
+        ids = group(key, row_ids, "row_ids")
+        flat_outs = [(entry, o) for entry, os in outs for o in os]
+        flat_ids = [r for _, rs in ids for r in rs]
+        if len(flat_ids) != len(flat_outs):
+            raise KVStoreError(f"the number of row_ids ({len(flat_ids)}) doesn't match the number of values "
+                               f"({len(flat_outs)})")
+        for (entry, o), rid in zip(flat_outs, flat_ids):
+            if getattr(o, "stype", "default") != "row_sparse":
+                raise KVStoreError(f"row_sparse_pull of key {entry.key!r} needs row_sparse outputs, got "
+                                   f"storage type {getattr(o, 'stype', 'default')}")
+            rows = np.unique(rid.asnumpy().astype(np.int64).ravel())
+            if rows.size and (rows[0] < 0 or rows[-1] >= entry.shape[0]):
+                raise KVStoreError(f"row_sparse_pull of key {entry.key!r}: row ids must be in "
+                                   f"[0, {entry.shape[0]}), got {rows.tolist()}")
+            values = self._sparse_source(entry).asnumpy()[rows]
+            self._assign_sparse(o, make_row_sparse(values, rows, entry.shape, o.context, dtype=o.dtype))
+        if single_rowid:
+            for other in out[1:]:
+                out[0].copyto(other)
 
     def set_gradient_compression(self, compression_params) -> None:
         """Not supported: gradients are always sent uncompressed."""
