@@ -65,6 +65,19 @@ def poisson(lam=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> ND
     return _sample("_random_poisson", "_sample_poisson", {"lam": lam}, shape, dtype, ctx, out, kwargs)
 
 
+def negative_binomial(k=1, p=1, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
+    """Samples from NB(k, p): failures before k successes of probability p."""
+    return _sample("_random_negative_binomial", "_sample_negative_binomial", {"k": k, "p": p},
+                   shape, dtype, ctx, out, kwargs)
+
+
+def generalized_negative_binomial(mu=1, alpha=1, shape=None, dtype=None, ctx=None, out=None,
+                                  **kwargs) -> NDArray:
+    """Samples from the gamma-Poisson mixture with mean mu and dispersion alpha."""
+    return _sample("_random_generalized_negative_binomial", "_sample_generalized_negative_binomial",
+                   {"mu": mu, "alpha": alpha}, shape, dtype, ctx, out, kwargs)
+
+
 def randn(*shape, loc=0.0, scale=1.0, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
     """Normal samples of the shape given positionally: `randn(2, 3)`."""
     return normal(loc, scale, shape=shape or None, dtype=dtype, ctx=ctx, out=out, **kwargs)
