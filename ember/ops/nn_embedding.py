@@ -11,7 +11,7 @@ _ATTRS = {
     "input_dim": Attr("int", doc="vocabulary size (rows of weight)"),
     "output_dim": Attr("int", doc="embedding size (columns of weight)"),
     "dtype": Attr("dtype", np.dtype(np.float32), doc="dtype of weight and output"),
-    "sparse_grad": Attr("bool", False, doc="accepted for MXNet compatibility; the gradient is dense"),
+    "sparse_grad": Attr("bool", False, doc="imperative gradient w.r.t. weight is row_sparse: the rows indexed"),
 }
 
 
@@ -59,10 +59,25 @@ def _backward(ctx, attrs, inputs, outputs, aux):
     scatter_add(xp, dw, idx, dy.reshape(-1, attrs["output_dim"]).astype(dw.dtype, copy=False))
 
 
+_dense_gradient = backward_via("_backward_Embedding", lambda a, i, o, g: [g[0], i[0]], lambda a: [False, True])
+
+
+def _gradient(F, attrs, inputs, outputs, out_grads):
+    """The weight's gradient; with sparse_grad (imperatively) a row_sparse array storing exactly the
+    rows the data indexes, zero-valued ones included, as MXNet's sparse Embedding backward."""
+    grads = _dense_gradient(F, attrs, inputs, outputs, out_grads)
+    data = inputs[0]
+    if attrs["sparse_grad"] and hasattr(data, "asnumpy") and grads[1] is not None:
+        rows = np.unique(_indices(np, data.asnumpy(), attrs["input_dim"]))
+        weight_grad = F.cast_storage(grads[1], stype="row_sparse")
+        grads[1] = F.sparse.retain(weight_grad, F.array(rows, ctx=data.context, dtype=np.int64))
+    return grads
+
+
 register(OpDef(
     name="Embedding", attrs=_ATTRS, inputs=["data", "weight"], outputs=["output"],
     infer_shape=_infer_shape, infer_type=_infer_type, kernels={"any": _forward},
-    gradient=backward_via("_backward_Embedding", lambda a, i, o, g: [g[0], i[0]], lambda a: [False, True]),
+    gradient=_gradient,
     doc="Maps integer indices (any shape) to rows of weight: output shape data.shape + (output_dim,)."))
 
 register(OpDef(
