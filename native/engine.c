@@ -16,6 +16,8 @@
 typedef struct ember_err {
     int id;
     atomic_int refs;
+    atomic_int cleared;          /* raised once already (ember_clear_error): no longer skips readers */
+    struct ember_err *prev, *next; /* the engine's list of live errors (under err_mu) */
 } ember_err;
 
 /* One pending access in a variable's version queue. */
@@ -95,6 +97,7 @@ struct ember_engine {
     pthread_mutex_t mu;      /* pending/wait_all and naive completion */
     pthread_cond_t cv;
     pthread_mutex_t err_mu;
+    ember_err *live;          /* every error still referenced (for ember_clear_error) */
     ember_err **errors;
     int nerrors, cap_errors;
     int *released;
@@ -131,13 +134,24 @@ static void *xrealloc_array(void *p, int *cap, int need, size_t elem) {
 
 /* ----------------------------------------------------------------- errors */
 
-static ember_err *err_new(int id) {
+static ember_err *err_new(ember_engine *e, int id) {
     ember_err *x = malloc(sizeof *x);
     if (!x) abort();
     x->id = id;
     atomic_init(&x->refs, 1);
+    atomic_init(&x->cleared, 0);
+    pthread_mutex_lock(&e->err_mu);
+    x->prev = NULL;
+    x->next = e->live;
+    if (e->live) e->live->prev = x;
+    e->live = x;
+    pthread_mutex_unlock(&e->err_mu);
     return x;
 }
+
+/* An error that still counts: set and not cleared (a cleared one was raised already, as MXNet
+ * clears an exception once rethrown; readers of a variable carrying it run normally). */
+static int err_live(ember_err *x) { return x && !atomic_load(&x->cleared); }
 
 static ember_err *err_ref(ember_err *x) {
     if (x) atomic_fetch_add(&x->refs, 1);
@@ -147,6 +161,8 @@ static ember_err *err_ref(ember_err *x) {
 static void err_unref(ember_engine *e, ember_err *x) {
     if (!x || atomic_fetch_sub(&x->refs, 1) != 1) return;
     pthread_mutex_lock(&e->err_mu);
+    if (x->prev) x->prev->next = x->next; else e->live = x->next;
+    if (x->next) x->next->prev = x->prev;
     e->released = xrealloc_array(e->released, &e->cap_released, e->nreleased + 1, sizeof(int));
     e->released[e->nreleased++] = x->id;
     pthread_mutex_unlock(&e->err_mu);
@@ -200,7 +216,14 @@ uint64_t ember_var_version(ember_var *v) { return atomic_load(&v->version); }
 
 int ember_var_error(ember_var *v) {
     ember_err *x = atomic_load(&v->err);
-    return x ? x->id : 0;
+    return err_live(x) ? x->id : 0;
+}
+
+void ember_clear_error(ember_engine *e, int id) {
+    pthread_mutex_lock(&e->err_mu);
+    for (ember_err *x = e->live; x; x = x->next)
+        if (x->id == id) atomic_store(&x->cleared, 1);
+    pthread_mutex_unlock(&e->err_mu);
 }
 
 static void mark_stale(ember_opr *op);
@@ -443,7 +466,7 @@ static void inherit_error(ember_opr *op) {
     int ncheck = op->nread + op->nrw;
     for (int i = 0; i < ncheck; i++) {
         ember_err *x = atomic_load(&op->vars[i]->err);
-        if (x) {
+        if (err_live(x)) {
             op->err = err_ref(x);
             op->inherited = 1;
             return;
@@ -462,13 +485,13 @@ static void execute(ember_engine *e, ember_opr *op) {
     }
     if (atomic_load(&e->cancelled) && !(op->flags & OPF_NOSKIP)) {
         if (!(op->flags & EMBER_FLAG_ON_ERROR)) {
-            op->err = err_new(EMBER_ERR_CANCELLED);
+            op->err = err_new(e, EMBER_ERR_CANCELLED);
             complete(e, op);
             return;
         }
         /* an ON_ERROR op still runs, told its input failed, so it can release what waits on it */
         if (!op->err) {
-            op->err = err_new(EMBER_ERR_CANCELLED);
+            op->err = err_new(e, EMBER_ERR_CANCELLED);
             op->inherited = 1;
         }
     }
@@ -478,7 +501,7 @@ static void execute(ember_engine *e, ember_opr *op) {
 }
 
 void ember_complete(ember_opr *op, int err) {
-    if (err > 0 && op->err == NULL) op->err = err_new(err);
+    if (err > 0 && op->err == NULL) op->err = err_new(op->eng, err);
     complete(op->eng, op);
 }
 
@@ -541,7 +564,7 @@ static void execute_batch(ember_engine *e, ember_opr **ops, int n) {
             atomic_fetch_add(&e->skipped, 1);
             complete(e, op);
         } else if (atomic_load(&e->cancelled)) {
-            op->err = err_new(EMBER_ERR_CANCELLED);
+            op->err = err_new(e, EMBER_ERR_CANCELLED);
             complete(e, op);
         } else {
             if (atomic_load_explicit(&e->profiling, memory_order_relaxed)) op->t_start = ember_now_ns();
@@ -973,7 +996,7 @@ int ember_inline_begin(ember_engine *e) {
 
 void ember_inline_end(ember_engine *e, ember_var *const *writes, int nwrite, int err) {
     if (err > 0) {
-        ember_err *x = err_new(err);
+        ember_err *x = err_new(e, err);
         for (int i = 0; i < nwrite; i++) var_set_err(e, writes[i], x);
         pthread_mutex_lock(&e->err_mu);
         e->errors = xrealloc_array(e->errors, &e->cap_errors, e->nerrors + 1, sizeof(ember_err *));

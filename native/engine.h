@@ -96,6 +96,10 @@ void ember_inline_end(ember_engine *e, ember_var *const *writes, int nwrite, int
 int ember_wait_var(ember_engine *e, ember_var *v);
 int ember_wait_all(ember_engine *e, int timeout_ms);
 int ember_var_error(ember_var *v);
+/* Mark error `id` raised: no variable reports it any more (ember_var_error, waits) and ops reading
+ * a variable that carries it run instead of inheriting it, as MXNet clears an exception once
+ * rethrown.  Variables keep it until their next write (err_vars still counts them). */
+void ember_clear_error(ember_engine *e, int id);
 
 /* Batching: a worker that pops an op whose fn is `key` also pops the ready ops behind
  * it with the same fn and runs them all through one call of `batch` (used for Python

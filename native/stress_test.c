@@ -146,6 +146,35 @@ static int check_errors(void) {
     return bad;
 }
 
+/* ember_clear_error: a cleared error is no longer reported and no longer skips readers, on every
+ * variable carrying it (the failed op's output and what inherited it); others stay. */
+static int check_clear_error(void) {
+    ember_engine *e = ember_engine_create(0, 2, 1);
+    ember_var *a = ember_var_new(e), *b = ember_var_new(e), *c = ember_var_new(e);
+    uint64_t vals[NVARS] = {0};
+    task fail = {.id = 1, .nw = 1, .w = {0}, .fail = 1, .vals = vals};
+    task dep = {.id = 2, .nr = 1, .r = {0}, .nw = 1, .w = {1}, .vals = vals};
+    task other = {.id = 4, .nw = 1, .w = {2}, .fail = 1, .vals = vals};
+    int bad = 0;
+    ember_push(e, run_task, &fail, NULL, 0, &a, 1, 0, 0, 0, "fail", 0, NULL);
+    ember_push(e, run_task, &dep, &a, 1, &b, 1, 0, 0, 0, "dep", 0, NULL);
+    ember_push(e, run_task, &other, NULL, 0, &c, 1, 0, 0, 0, "other", 0, NULL);
+    int id = ember_wait_var(e, b);
+    if (id != 1001 || vals[1] != 0) bad = 1; /* dep was skipped, inheriting a's error */
+    ember_clear_error(e, id);
+    if (ember_var_error(a) != 0 || ember_var_error(b) != 0 || ember_wait_var(e, b) != 0) bad = 1;
+    if (ember_var_error(c) != 1004) bad = 1; /* another error stays */
+    ember_push(e, run_task, &dep, &a, 1, &b, 1, 0, 0, 0, "dep", 0, NULL);
+    if (ember_wait_var(e, b) != 0 || vals[1] == 0) bad = 1; /* a reader of a cleared error runs */
+    ember_wait_all(e, -1);
+    ember_var_delete(e, a);
+    ember_var_delete(e, b);
+    ember_var_delete(e, c);
+    ember_engine_destroy(e);
+    if (bad) fprintf(stderr, "clearing a raised error failed\n");
+    return bad;
+}
+
 typedef struct {
     ember_opr *op;
     int *flag;
@@ -321,6 +350,7 @@ int main(int argc, char **argv) {
     bad |= check_dag(n, 0, EMBER_POLICY_PRIORITY, 31u, 1);
     bad |= check_dag(n / 4, 1, 0, 99u, 0);
     bad |= check_errors();
+    bad |= check_clear_error();
     bad |= check_async(0);
     bad |= check_async(1);
     bad |= check_restart();

@@ -66,7 +66,8 @@ def _released_ids():
 
 CPU_WORKERS = _env_int(("EMBER_CPU_WORKER_NTHREADS", "MXNET_CPU_WORKER_NTHREADS"), os.cpu_count() or 1)
 _E = lib.ember_engine_create(1 if _engine_type_from_env() else 0, CPU_WORKERS, _env_int(("EMBER_COPY_NTHREADS",), 1))
-_errors = ErrorTable(_released_ids)
+_errors = ErrorTable(_released_ids, functools.partial(lib.ember_clear_error, _E))
+_naive = [_engine_type_from_env()]  # NaiveEngine: op errors raise at the call that ran the op
 _pyops: dict = {}
 _op_ids = itertools.count(1)
 _names: dict = {}
@@ -119,7 +120,7 @@ class Var:
         """The error currently recorded on this variable (None if its last write succeeded)."""
         self._check()
         eid = lib.ember_var_error(self._h)
-        return _errors.exception(eid) if eid else None
+        return _errors.exception(eid) if eid and not _errors.is_consumed(eid) else None
 
     def _check(self):
         if self._h is None:
@@ -148,17 +149,21 @@ class Var:
 class _Done:
     """Completion callback handed to async ops: call it once, with an exception on failure."""
 
-    __slots__ = ("_op", "_name")
+    __slots__ = ("_op", "_name", "_thread")
 
     def __init__(self, op, name):
         self._op = op
         self._name = name
+        self._thread = threading.get_ident()
 
     def __call__(self, exc: Optional[BaseException] = None) -> None:
         op, self._op = self._op, None
         if op is None:
             raise EngineError(f"completion of async op '{self._name}' called twice")
-        lib.ember_complete(op, _errors.register(exc, self._name) if exc is not None else 0)
+        eid = _errors.register(exc, self._name) if exc is not None else 0
+        lib.ember_complete(op, eid)
+        if eid and _naive[0] and threading.get_ident() == self._thread:
+            _tls.naive_failed = eid  # raised by the push that ran it, if it completed there
 
     @property
     def input_failed(self) -> bool:
@@ -176,7 +181,23 @@ def _run(fn, prop, name, op):
         fn()
         return 0
     except BaseException as exc:  # noqa: BLE001 - recorded, re-raised at wait
-        return _errors.register(exc, name)
+        eid = _errors.register(exc, name)
+        if _naive[0]:  # NaiveEngine runs ops in the pushing thread: the push raises it
+            _tls.naive_failed = eid
+        return eid
+
+
+def _raise_naive_failure(writes=()) -> None:
+    """NaiveEngine (as MXNet's): the error of an op just run (NaiveEngine's push returns once it
+    finished, also an async op completed by another thread) raises at the call that ran it."""
+    eid = getattr(_tls, "naive_failed", 0)
+    if eid:
+        _tls.naive_failed = 0
+        _errors.raise_for(eid)
+    for h in writes:
+        eid = lib.ember_var_error(h)
+        if eid:
+            _errors.raise_for(eid)
 
 
 @ffi.def_extern()
@@ -259,8 +280,8 @@ def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), prio
     if on_error and prop != "async":
         raise ValueError(f"push: on_error=True needs prop='async' (the op learns of the failure "
                          f"through done.input_failed), got prop={prop!r}")
-    if bulk is not None and prop == "normal" and priority == 0:
-        bulk.add(fn, read, write, name)
+    if bulk is not None and prop == "normal" and priority == 0 and not _naive[0]:
+        bulk.add(fn, read, write, name)  # (NaiveEngine runs each op at its call, as MXNet's)
         return
     if bulk is not None:
         bulk.flush()
@@ -316,6 +337,8 @@ def release_claim_failed(exc: BaseException, name: Optional[str], writes: Sequen
     eid = _errors.register(exc, name)
     handles = [v._h for v in writes]
     _inline_end(_E, handles, len(handles), eid)
+    if _naive[0]:
+        _errors.raise_for(eid)
 
 
 _FLAG_NOW = lib.EMBER_FLAG_CALLER | lib.EMBER_FLAG_NOW
@@ -338,8 +361,12 @@ def claim_vars(read: Sequence[Var], write: Sequence[Var], name: Optional[str] = 
 
 
 def finish_claimed(op, exc: Optional[BaseException] = None, name: Optional[str] = None) -> None:
-    """Complete an op from claim_vars; `exc` (if it raised) is recorded on its writes, raised at their wait."""
-    _complete(op, _errors.register(exc, name) if exc is not None else 0)
+    """Complete an op from claim_vars; `exc` (if it raised) is recorded on its writes, raised at their wait
+    (under NaiveEngine, here)."""
+    eid = _errors.register(exc, name) if exc is not None else 0
+    _complete(op, eid)
+    if eid and _naive[0]:
+        _errors.raise_for(eid)
 
 
 def register_error(exc: BaseException, name: Optional[str] = None) -> int:
@@ -386,6 +413,8 @@ def _push_now(fn, read, write, priority, device, name, prop, inline, flags=0):
     reads, writes = op_handles(read, write)
     hid = next(_op_ids)
     _pyops[hid] = (fn, prop, name)
+    if _naive[0]:
+        _tls.naive_failed = 0
     run_here = _run_here_slot()
     cname = _names.get(name) or op_name(name)
     queue = _CPU_QUEUE if device is None and prop == "normal" else _queue_for(device, prop)
@@ -405,6 +434,8 @@ def _push_now(fn, read, write, priority, device, name, prop, inline, flags=0):
     elif rc < 0:
         _pyops.pop(hid, None)
         raise EngineError(f"push of '{name}' rejected by the engine (code {rc})")
+    if _naive[0]:
+        _raise_naive_failure(writes)
 
 
 @contextlib.contextmanager
@@ -465,8 +496,7 @@ def wait_all(timeout: Optional[float] = None) -> None:
     eid = lib.ember_wait_all(_E, -1 if timeout is None else int(timeout * 1000))
     if eid == -1:
         raise TimeoutError(f"engine still has {stats()['pending']} pending ops after {timeout} s")
-    if eid:
-        _errors.raise_for(eid)
+    _errors.raise_for_wait_all(eid)
 
 
 class _Bulk:
@@ -572,6 +602,7 @@ def set_engine_type(name: str) -> str:
     old = engine_type()
     wait_all_quiet()
     lib.ember_engine_set_naive(_E, 1 if ENGINE_TYPES[key] else 0)
+    _naive[0] = ENGINE_TYPES[key]
     return old
 
 

@@ -1,4 +1,7 @@
-"""Errors raised inside ops: recorded on writes, inherited by readers, re-raised at waits, cleared by a good write."""
+"""Errors raised inside ops: recorded on writes, inherited by readers, re-raised at waits, cleared by a good write.
+
+As in MXNet, an error is raised once: a later wait or wait_all does not raise it again
+(tests/engine/test_error_clearing.py has the details)."""
 import threading
 
 import pytest
@@ -23,9 +26,7 @@ def test_error_surfaces_at_wait_with_type_message_and_op_name():
     with pytest.raises(CustomError, match="bad value 42") as info:
         v.wait()
     assert any("my_failing_op" in note for note in info.value.__notes__)
-    with pytest.raises(CustomError):
-        engine.wait_all()
-    engine.wait_all()  # wait_all reports each failure once
+    engine.wait_all()  # raised once, by the wait
 
 
 def test_chain_of_inherited_errors_skips_dependants():
@@ -38,8 +39,7 @@ def test_chain_of_inherited_errors_skips_dependants():
         c.wait()
     assert ran == []
     assert engine.stats()["skipped"] >= 2
-    with pytest.raises(KeyError):
-        engine.wait_all()
+    engine.wait_all()  # the chain shares the root's error, raised once
 
 
 def test_recovery_after_successful_write():
@@ -54,8 +54,7 @@ def test_recovery_after_successful_write():
     engine.push(lambda: out.append(1), read=[a], write=[b])
     b.wait()
     assert out == [1]
-    with pytest.raises(ValueError):
-        engine.wait_all()
+    engine.wait_all()
 
 
 def test_thousand_failures_in_a_row_then_engine_still_runs():
@@ -64,10 +63,11 @@ def test_thousand_failures_in_a_row_then_engine_still_runs():
     for i in range(1000):
         engine.push(fail(RuntimeError(f"failure {i}")), write=[v], name="fails")
         engine.push(lambda: None, read=[v], write=[w])
+    engine.wait_all_quiet()  # finishes them, raising nothing
+    assert isinstance(w.error, RuntimeError) and "failure 999" in str(w.error)
     with pytest.raises(RuntimeError, match="failure 0"):
         engine.wait_all()
-    with pytest.raises(RuntimeError, match="failure 999"):
-        w.wait()
+    w.wait()  # wait_all raised the first and cleared them all
     total = []
     u = engine.Var()
     for i in range(1000):
@@ -89,8 +89,7 @@ def test_async_op_error_and_success_from_another_thread():
     engine.push(start, write=[v], prop="async", name="send")
     with pytest.raises(OSError, match="link down"):
         v.wait()
-    with pytest.raises(OSError):
-        engine.wait_all()
+    engine.wait_all()
     got = []
 
     def start_ok(done):
@@ -110,7 +109,9 @@ def test_async_done_twice_is_an_error():
         box[0]()
 
 
-@pytest.mark.parametrize("engine_type", ["ThreadedEngine", "NaiveEngine"])
+# (under NaiveEngine the root's error raises at its push and is cleared, so its readers run as
+# usual: tests/engine/test_error_clearing.py)
+@pytest.mark.parametrize("engine_type", ["ThreadedEngine"])
 def test_on_error_async_op_runs_after_a_failed_input_and_keeps_its_error(engine_type):
     previous = engine.engine_type()
     engine.set_engine_type(engine_type)
@@ -125,13 +126,14 @@ def test_on_error_async_op_runs_after_a_failed_input_and_keeps_its_error(engine_
         engine.push(release, read=[a], write=[b], prop="async", on_error=True, name="release")
         engine.push(lambda done: seen.append("plain ran"), read=[a], write=[c], prop="async")
         engine.push(release, read=[c], write=[d], prop="async", on_error=True, name="release_inherited")
+        engine.wait_all_quiet()
+        assert isinstance(b.error, CustomError)  # done() with no error still leaves the input's error
+        assert isinstance(d.error, CustomError)  # the plain async op was skipped; c passed it to d
         with pytest.raises(CustomError, match="gradient failed"):
-            b.wait()  # done() with no error still leaves the input's error on the output
-        with pytest.raises(CustomError):
-            d.wait()  # the plain async op was skipped; the error passed through c to d
+            b.wait()
+        d.wait()  # the same error: raised once
         assert seen == [True, True]
-        with pytest.raises(CustomError):
-            engine.wait_all()
+        engine.wait_all()
         engine.push(release, write=[a], prop="async", on_error=True)
         a.wait()
         assert seen[-1] is False
@@ -146,8 +148,7 @@ def test_error_in_bulk_fails_the_group_only():
         engine.push(lambda: None, write=[v])
     with pytest.raises(ZeroDivisionError):
         v.wait()
-    with pytest.raises(ZeroDivisionError):
-        engine.wait_all()
+    engine.wait_all()
     engine.push(lambda: None, write=[w])
     w.wait()
 

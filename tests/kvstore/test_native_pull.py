@@ -71,8 +71,7 @@ def test_a_failed_push_fails_the_pull_and_the_output_is_untouched(nd):
     kv.pull(1, out=out)
     with pytest.raises(ValueError, match="gradient of key 1 failed"):
         out.wait_to_read()
-    with pytest.raises(ValueError):
-        engine.wait_all()
+    engine.wait_all()  # raised once, by the read (as MXNet)
     np.testing.assert_array_equal(out._data, np.full(8, 5.0))
     assert lib.ember_host_copies_done() - before == 1  # it ran (copying nothing), so its arrays go
 
