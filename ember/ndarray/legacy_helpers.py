@@ -98,3 +98,31 @@ def isfinite(data: NDArray) -> NDArray:
 def isnan(data: NDArray) -> NDArray:
     """1 where `data` is NaN."""
     return _call("_not_equal", (data, data), {})
+
+
+# -- mx.nd.contrib.rand_zipfian ---------------------------------------------------------------------------
+def rand_zipfian(true_classes: NDArray, num_sampled: int, range_max: int, ctx=None):
+    """Draw `num_sampled` classes from the approximate Zipfian (log-uniform) distribution over
+    [0, range_max): P(c) = log((c + 2) / (c + 1)) / log(range_max + 1).
+
+    Returns (sampled_classes int64, expected count of each true class, expected count of each sample),
+    the counts being probability * num_sampled, as MXNet's sampled-softmax helper.
+    """
+    import math
+    if ctx is None:
+        ctx = true_classes.context
+    log_range = math.log(range_max + 1)
+    rand = _call("_random_uniform", (), {"low": 0.0, "high": log_range, "shape": (num_sampled,),
+                                           "dtype": "float64", "ctx": ctx})
+    # exp(u) - 1 for u uniform in [0, log(range_max + 1)) is log-uniform; the modulo keeps rounding in range
+    sampled = _call("_mod_scalar", (_call("Cast", (_call("_minus_scalar", (_call("exp", (rand,), {}),),
+                                                         {"scalar": 1.0}),), {"dtype": "int64"}),),
+                    {"scalar": range_max})
+
+    def expected_count(classes):
+        c = _call("Cast", (classes,), {"dtype": "float64"})
+        ratio = _call("elemwise_div", (_call("_plus_scalar", (c,), {"scalar": 2.0}),
+                                       _call("_plus_scalar", (c,), {"scalar": 1.0})), {})
+        return _call("_mul_scalar", (_call("log", (ratio,), {}),), {"scalar": num_sampled / log_range})
+    true_cls = true_classes.as_in_context(ctx) if hasattr(true_classes, "as_in_context") else true_classes
+    return sampled, expected_count(true_cls), expected_count(sampled)

@@ -139,3 +139,15 @@ def test_contrib_isnan_isinf_isfinite():
     np.testing.assert_array_equal(mx.nd.contrib.isinf(nd).asnumpy(), np.isinf(x))
     np.testing.assert_array_equal(mx.nd.contrib.isnan(nd).asnumpy(), np.isnan(x))
     np.testing.assert_array_equal(mx.nd.contrib.isfinite(nd).asnumpy(), np.isfinite(x))
+
+
+def test_contrib_rand_zipfian_distribution_and_expected_counts():
+    mx.random.seed(3)
+    n, rmax = 20000, 40
+    sampled, exp_true, exp_sampled = mx.nd.contrib.rand_zipfian(mx.nd.array([3, 10, 0]), n, rmax)
+    s = sampled.asnumpy()
+    assert s.dtype == np.int64 and s.shape == (n,) and s.min() >= 0 and s.max() < rmax
+    prob = np.log((np.arange(rmax) + 2) / (np.arange(rmax) + 1)) / np.log(rmax + 1)
+    np.testing.assert_allclose(np.bincount(s, minlength=rmax) / n, prob, atol=0.012)
+    np.testing.assert_allclose(exp_true.asnumpy(), prob[[3, 10, 0]] * n, rtol=1e-12)
+    np.testing.assert_allclose(exp_sampled.asnumpy(), prob[s] * n, rtol=1e-12)
