@@ -203,3 +203,24 @@ class Workload:
                    in_caller=trace.in_caller.copy() if caller else None,
                    buf_nbytes=nb[vs] if vs else np.zeros(0, np.int64), buf_alloc_op=alloc,
                    buf_acc_ptr=acc_ptr, buf_acc_idx=acc_idx, buf_var=np.array(vs, np.int64))
+
+
+def start_gaps_s(trace: Trace) -> np.ndarray:
+    """For each timed op run on a worker thread (after the first on that thread), how long it
+    started after it could have: after its thread finished the previous op, its inputs were
+    written and it was pushed.  Their mean is the engine's own cost per op in that recording
+    (hand-offs, the GIL, queue operations), a measured `dispatch_s` for from_trace."""
+    ready = np.nan_to_num(trace.push_ns, nan=0.0).copy()
+    for src, dst, _, _ in trace.edges:
+        e = trace.end_ns[src]
+        if not np.isnan(e) and e > ready[dst]:
+            ready[dst] = e
+    gaps = []
+    timed = ~np.isnan(trace.start_ns) & ~np.isnan(trace.end_ns)
+    for w in sorted(set(trace.worker[timed & (trace.worker >= 0)].tolist())):
+        idx = np.flatnonzero(timed & (trace.worker == w))
+        idx = idx[np.argsort(trace.start_ns[idx], kind="stable")]
+        prev_end = trace.end_ns[idx[:-1]]
+        nxt = idx[1:]
+        gaps.append(trace.start_ns[nxt] - np.maximum(prev_end, ready[nxt]))
+    return np.maximum(np.concatenate(gaps), 0.0) / 1e9 if gaps else np.zeros(0)

@@ -137,6 +137,16 @@ def test_interpreter_lock_serialises_the_held_part():
         lab.simulate(wl, 3, gil=2.0)
 
 
+def test_start_gaps_measure_the_engine_cost_per_op():
+    # one worker: op0 0-10; op1 needs op0, starts at 13 (gap 3); op2 pushed at 20, starts at 25 (gap 5);
+    # op3 ran in the caller (not a worker gap)
+    t = lab.Trace(names=["a", "b", "c", "d"], queue=[0] * 4, priority=[0] * 4, reads=[(), (0,), (), ()],
+                  writes=[(0,), (1,), (2,), (3,)], var_nbytes=[0, 0, 0, 0], push_ns=[0, 0, 20, 21],
+                  start_ns=[0, 13, 25, 21], end_ns=[10, 15, 30, 22], worker=[0, 0, 0, -1],
+                  in_caller=[False, False, False, True])
+    np.testing.assert_allclose(lab.start_gaps_s(t), [3e-9, 5e-9])
+
+
 def test_bad_inputs():
     with pytest.raises(ValueError, match="earlier-pushed"):
         lab.Workload.from_edges([1, 1], [1], [0])
