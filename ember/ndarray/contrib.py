@@ -10,7 +10,8 @@ from typing import Any, Callable, List, Tuple
 
 from ..imperative.ndarray import NDArray
 from ._prefixed import resolver
-from .legacy_helpers import isfinite, isinf, isnan, rand_zipfian  # noqa: F401  (MXNet's Python-level contrib helpers)
+from .legacy_helpers import (boolean_mask, isfinite, isinf, isnan,  # noqa: F401  (MXNet's Python-level
+                             rand_zipfian)  # contrib helpers; boolean_mask is imperative only, as MXNet)
 from .contrib_optimizer import (adamw_update, mp_adamw_update, multi_adamw_update,  # noqa: F401
                                 multi_lamb_update, multi_mp_adamw_update, multi_mp_lamb_update)
 
@@ -22,7 +23,8 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(_op_dir()) | {"foreach", "while_loop", "cond", "isinf", "isfinite", "isnan", "rand_zipfian"})
+    return sorted(set(_op_dir()) | {"foreach", "while_loop", "cond", "isinf", "isfinite", "isnan", "rand_zipfian",
+                                     "boolean_mask"})
 
 
 # -- nested structures of NDArrays (MXNet's _flatten / _regroup) -------------------------------------

@@ -126,3 +126,27 @@ def rand_zipfian(true_classes: NDArray, num_sampled: int, range_max: int, ctx=No
         return _call("_mul_scalar", (_call("log", (ratio,), {}),), {"scalar": num_sampled / log_range})
     true_cls = true_classes.as_in_context(ctx) if hasattr(true_classes, "as_in_context") else true_classes
     return sampled, expected_count(true_cls), expected_count(sampled)
+
+
+# -- mx.nd.contrib.boolean_mask ---------------------------------------------------------------------------
+def boolean_mask(data: NDArray, index: NDArray, axis: int = 0, out=None) -> NDArray:
+    """The slices of `data` along `axis` where `index` (1-D, one entry per slice) is non-zero.
+
+    Imperative only, as in MXNet (the output shape depends on the values).  The selection runs as a
+    `take` of the selected positions, so autograd scatters the gradient back (zeros elsewhere).
+    """
+    if index.ndim != 1:
+        raise ValueError(f"boolean_mask: index must be 1-D, got shape {index.shape}")
+    ax = axis % data.ndim if -data.ndim <= axis < data.ndim else None
+    if ax is None:
+        raise ValueError(f"boolean_mask: axis {axis} is out of range for a {data.ndim}-D array")
+    if index.shape[0] != data.shape[ax]:
+        raise ValueError(f"boolean_mask: index has {index.shape[0]} entries but data has {data.shape[ax]} "
+                         f"slices along axis {ax}")
+    from ..imperative.creation import array
+    picked = np.flatnonzero(index.asnumpy())
+    positions = array(picked, ctx=data.context, dtype="int64")
+    attrs = {"axis": ax}
+    if out is not None:
+        attrs["out"] = out
+    return _call("take", (data, positions), attrs)

@@ -151,3 +151,19 @@ def test_contrib_rand_zipfian_distribution_and_expected_counts():
     np.testing.assert_allclose(np.bincount(s, minlength=rmax) / n, prob, atol=0.012)
     np.testing.assert_allclose(exp_true.asnumpy(), prob[[3, 10, 0]] * n, rtol=1e-12)
     np.testing.assert_allclose(exp_sampled.asnumpy(), prob[s] * n, rtol=1e-12)
+
+
+def test_contrib_boolean_mask_values_gradient_and_errors():
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    d = mx.nd.array(x)
+    d.attach_grad()
+    with autograd.record():
+        y = mx.nd.contrib.boolean_mask(d, mx.nd.array([0, 1, 0, 1]))
+    y.backward(mx.nd.ones_like(y) * 2)
+    np.testing.assert_array_equal(y.asnumpy(), x[[1, 3]])
+    np.testing.assert_array_equal(d.grad.asnumpy(), np.repeat([[0], [2], [0], [2]], 3, axis=1))
+    np.testing.assert_array_equal(mx.nd.contrib.boolean_mask(d, mx.nd.array([1, 0, 1]), axis=1).asnumpy(),
+                                  x[:, [0, 2]])
+    assert mx.nd.contrib.boolean_mask(d, mx.nd.array([0, 0, 0, 0])).shape == (0, 3)
+    with pytest.raises(ValueError):
+        mx.nd.contrib.boolean_mask(d, mx.nd.array([1, 0]))
