@@ -327,7 +327,8 @@ def _where_infer(attrs, in_shapes):
         if tuple(c) != tuple(s) and not (len(c) == 1 and len(s) >= 1 and c[0] == s[0]):
             raise ShapeError(f"where: condition has shape {tuple(c)}; it must equal x's shape {tuple(s)} "
                              f"or be 1-D of length {s[0] if s else '?'}")
-    return [c if c is not None else s, s, s], [s]
+    # as MXNet, the output is known only once the condition's shape is (x/y's still follow each other)
+    return [c if c is not None else s, s, s], [s if known(c) else None]
 
 
 def _where_cond(xp, c, ndim):

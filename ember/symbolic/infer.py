@@ -253,11 +253,14 @@ def _show(v, kind):
     return tuple(v) if kind == "shape" else np.dtype(v).name
 
 
-def infer_shapes(order: Sequence[Node], known: Dict[Key, tuple]) -> Dict[Key, tuple]:
+def infer_shapes(order: Sequence[Node], known: Dict[Key, tuple], zero_is_unknown: bool = True) -> Dict[Key, tuple]:
     """Every entry's shape that can be inferred from `known` (raises ShapeError on conflicts).
 
-    A 0 dimension in `known` means unknown (MXNet 1.x); it is None in the result until inferred."""
-    known = {k: (unknown_dims_as_none(v) if v is not None and (0 in v or not v) else v) for k, v in known.items()}
+    A 0 dimension in `known` means unknown (MXNet 1.x; not under NumPy shape semantics, where the
+    caller gives unknown dimensions as None); it is None in the result until inferred."""
+    if zero_is_unknown:
+        known = {k: (unknown_dims_as_none(v) if v is not None and (0 in v or not v) else v)
+                 for k, v in known.items()}
     return _run(order, known, "shape")
 
 

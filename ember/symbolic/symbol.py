@@ -11,6 +11,11 @@ from .graph import Entry, Node, aux_variable_ids, topo_order
 from .infer import infer_dtypes, infer_shapes, is_complete_shape
 from .naming import AttrScope, NameManager
 
+def _is_np_shape() -> bool:
+    from ..util import is_np_shape
+    return is_np_shape()
+
+
 # MXNet's numeric dtype codes, used in a variable's '__dtype__' attribute.
 DTYPE_TO_CODE = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.float16): 2,
                  np.dtype(np.uint8): 3, np.dtype(np.int32): 4, np.dtype(np.int8): 5,
@@ -130,7 +135,7 @@ class Symbol:
                 node.user_attrs.update(hide_keys({k: v}))
 
     # -- inference -------------------------------------------------------------
-    def _known(self, args, kwargs, kind: str):
+    def _known(self, args, kwargs, kind: str, np_shape: bool = False):
         order = self._nodes()
         aux = aux_variable_ids(order)
         arg_nodes = [n for n in order if n.op is None and id(n) not in aux]
@@ -162,14 +167,20 @@ class Symbol:
             if kind == "shape":
                 if isinstance(v, (int, np.integer)):
                     v = (int(v),)
-                known[(id(names[k]), 0)] = tuple(int(d) for d in v)
+                # unknown dimensions: 0 in MXNet 1.x (infer_shapes reads them), -1 under NumPy shape semantics
+                known[(id(names[k]), 0)] = tuple(None if d is None or (np_shape and d == -1) else int(d)
+                                                 for d in v)
             else:
                 known[(id(names[k]), 0)] = _ops.as_dtype(v)
         return order, aux, known
 
     def _infer(self, args, kwargs, kind: str, partial: bool):
-        order, aux, known = self._known(args, kwargs, kind)
-        vals = (infer_shapes if kind == "shape" else infer_dtypes)(order, known)
+        np_shape = _is_np_shape()
+        order, aux, known = self._known(args, kwargs, kind, np_shape)
+        if kind == "shape":
+            vals = infer_shapes(order, known, zero_is_unknown=not np_shape)
+        else:
+            vals = infer_dtypes(order, known)
         arg_nodes = [n for n in order if n.op is None and id(n) not in aux]
         aux_nodes = [n for n in order if n.op is None and id(n) in aux]
         argv = [vals.get((id(n), 0)) for n in arg_nodes]
@@ -178,7 +189,9 @@ class Symbol:
         ok = (is_complete_shape if kind == "shape" else (lambda v: v is not None))
         if not partial and not all(ok(v) for v in argv + outv + auxv):
             return None, None, None
-        if kind == "shape":
+        if kind == "shape" and np_shape:  # NumPy shape semantics: -1 for unknown dims, None for unknown shapes
+            fix = (lambda v: tuple(-1 if d is None else d for d in v) if v is not None else None)
+        elif kind == "shape":
             fix = (lambda v: tuple(0 if d is None else d for d in v) if v is not None else ())
         else:
             fix = (lambda v: np.dtype(v).type if v is not None else None)

@@ -161,3 +161,19 @@ def test_infer_type_backward_from_outputs():
     assert args == [None, np.float16] and outs == [np.float16]
     # unknown dtypes stay unknown
     assert mx.sym.sin(x).infer_type_partial() == ([None], [None], [])
+
+
+def test_numpy_shape_semantics_use_minus_one_and_none():
+    x, y = mx.sym.var("x"), mx.sym.var("y")
+    with mx.np_shape(True):
+        assert mx.sym.dot(x, y).infer_shape_partial(x=(-1, 3, 4), y=(4, 5))[1] == [(-1, 3, 5)]
+        assert mx.sym.batch_dot(x, y).infer_shape_partial(x=(-1, 3, 4), y=(-1, -1, 5))[1] == [None]
+        assert mx.sym.sin(x).infer_shape_partial() == ([None], [None], [])
+    assert mx.sym.sin(x).infer_shape_partial() == ([()], [()], [])
+
+
+def test_where_output_waits_for_a_known_condition():
+    c, x, y = mx.sym.var("cond"), mx.sym.var("x"), mx.sym.var("y")
+    w = mx.sym.where(c, x, y)
+    assert w.infer_shape_partial(cond=(0,), x=(2, 2), y=(2, 2))[1] == [()]
+    assert w.infer_shape_partial(cond=(2, 2), x=(0, 2), y=(0, 2))[1] == [(0, 2)]  # as MXNet
