@@ -280,7 +280,10 @@ class Trainer:
                 continue
             grad_list = param.list_grad()
             if grad_list[0].stype != "default":
-                self._kvstore.push(i, grad_list, priority=-i)
+                # ember's dist stores sum dense buffers over the workers: they get dense copies
+                # (the update there is then the standard, not the lazy, one)
+                pushed = [g.tostype("default") for g in grad_list] if self._distributed else grad_list
+                self._kvstore.push(i, pushed, priority=-i)
                 if param._stype == "default":
                     pull_list = param.list_data() if self._update_on_kvstore else grad_list
                     self._kvstore.pull(i, pull_list, priority=-i, ignore_sparse=self._distributed)
