@@ -141,3 +141,32 @@ def test_executor_graph_edges_follow_the_symbol(monkeypatch):
     _assert_edges_order_exactly_the_conflicts(t)
     g = lab.transitive_reduction(lab.to_networkx(t))
     assert nx.is_directed_acyclic_graph(g) and set(g.nodes) == set(range(len(t)))
+
+
+def test_hybridized_gluon_block_and_kvstore_ops_are_recorded():
+    from ember import gluon
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(8, activation="relu"), gluon.nn.Dense(3))
+    net.initialize()
+    net.hybridize()
+    x = mx.nd.ones((4, 5))
+    net(x).wait_to_read()  # traced and bound before recording
+    kv = mx.kv.create("local")
+    kv.init("w", mx.nd.zeros((2, 2)))
+    grad, out = mx.nd.ones((2, 2)), mx.nd.zeros((2, 2))
+    mx.nd.waitall()
+    with lab.record() as rec:
+        y = net(x)
+        kv.push("w", grad)
+        kv.pull("w", out=out)
+        y.wait_to_read()
+        out.wait_to_read()
+    t = rec.trace
+    _assert_edges_order_exactly_the_conflicts(t)
+    fwd = [i for i, n in enumerate(t.names) if "dense0_fwd" in n]
+    assert fwd and [t.var_nbytes[v] for v in t.reads[fwd[0]]].count(4 * 5 * 4) == 1  # reads x (4 x 5 float32)
+    push = t.names.index("kvstore_push['w']")
+    assert [t.var_nbytes[v] for v in t.reads[push]] == [2 * 2 * 4]  # reads the gradient
+    # the local store's pull is a native copy pushed from C: not recorded (docs/lab.md, "Recording")
+    assert not any("pull" in n for n in t.names)
+    np.testing.assert_allclose(out.asnumpy(), np.ones((2, 2)))
