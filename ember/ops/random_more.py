@@ -197,3 +197,58 @@ def _make_pdf(dist, names, fn):
 
 for _dist, (_names, _fn) in _PDFS.items():
     _make_pdf(_dist, list(_names), _fn)
+
+
+# -- Dirichlet: alpha (P..., K), sample (P..., extra..., K), density over the last axis -------------------
+def _dirichlet_shape(attrs, in_shapes):
+    op = "_random_pdf_dirichlet"
+    sample, alpha = in_shapes
+    if sample is None:
+        return in_shapes, [None]
+    sample = tuple(sample)
+    if alpha is not None:
+        alpha = tuple(alpha)
+        if len(alpha) < 1 or sample[:len(alpha) - 1] != alpha[:-1] or sample[-1] != alpha[-1]:
+            raise ShapeError(f"{op}: sample shape {sample} must be alpha's leading shape {alpha[:-1]} + extra "
+                             f"axes + ({alpha[-1]},)")
+    return [sample, alpha], [sample[:-1]]
+
+
+def _dirichlet_terms(xp, x, alpha):
+    """(log density, d/dx, d/dalpha) with alpha broadcast to the sample's shape."""
+    a = alpha.astype(np.float64).reshape(alpha.shape[:-1] + (1,) * (x.ndim - alpha.ndim) + alpha.shape[-1:])
+    x = x.astype(np.float64)
+    total = a.sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logp = (_lgam(xp, total)[..., 0] - _lgam(xp, a).sum(axis=-1) + ((a - 1) * xp.log(x)).sum(axis=-1))
+        return logp, (a - 1) / x, _psi(xp, total) - _psi(xp, a) + xp.log(x)
+
+
+def _dirichlet(ctx, attrs, inputs, outputs, aux):
+    logp = _dirichlet_terms(ctx.xp, inputs[0], inputs[1])[0]
+    outputs[0][...] = logp if attrs["is_log"] else ctx.xp.exp(logp)
+
+
+def _dirichlet_backward(ctx, attrs, inputs, outputs, aux):
+    g, x, alpha, out = inputs
+    _, d_x, d_a = _dirichlet_terms(ctx.xp, x, alpha)
+    scale = (g.astype(np.float64) * (1.0 if attrs["is_log"] else out.astype(np.float64)))[..., None]
+    outputs[0][...] = scale * d_x
+    full = scale * d_a  # (P..., extra..., K): sum the extra axes
+    lead = alpha.ndim - 1
+    extra = tuple(range(lead, full.ndim - 1))
+    outputs[1][...] = full.sum(axis=extra) if extra else full
+
+
+register(OpDef(
+    name="_random_pdf_dirichlet", aliases=["random_pdf_dirichlet"], attrs=_PDF_ATTRS, inputs=["sample", "alpha"],
+    outputs=["output"], infer_shape=_dirichlet_shape,
+    infer_type=lambda a, d: ([d[0], d[1] if d[1] is not None else d[0]], [d[0]]), kernels={"any": _dirichlet},
+    gradient=lambda F, a, i, o, g: list(F._backward_pdf_dirichlet(g[0], i[0], i[1], o[0], **a)),
+    doc="Density of the Dirichlet distribution (alpha of shape P + (K,)) at samples of shape P + extra + (K,); "
+        "output P + extra; is_log gives the log density."))
+register(OpDef(
+    name="_backward_pdf_dirichlet", attrs=_PDF_ATTRS, inputs=["out_grad", "sample", "alpha", "output"],
+    outputs=["sample_grad", "alpha_grad"], infer_shape=lambda a, s: (s, [s[1], s[2]]),
+    infer_type=lambda a, d: (list(d), [d[1], d[2]]), kernels={"any": _dirichlet_backward},
+    doc="Gradients of _random_pdf_dirichlet."))

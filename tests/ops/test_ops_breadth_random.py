@@ -77,3 +77,19 @@ def test_pdf_shapes():
     assert s.infer_shape(x=(2, 3, 4), mu=(2, 3))[0] == [(2, 3, 4), (2, 3), (2, 3)]
     with pytest.raises(Exception):
         s.infer_shape(x=(2, 3, 4), mu=(3, 3))
+
+
+def test_pdf_dirichlet_against_scipy_and_finite_differences():
+    alpha = np.array([[1.5, 2.0, 3.0], [0.7, 1.2, 2.2]])
+    x = np.array([[[0.2, 0.3, 0.5], [0.6, 0.1, 0.3]], [[0.3, 0.3, 0.4], [0.05, 0.15, 0.8]]])
+    out = run("_random_pdf_dirichlet", [x, alpha], {"is_log": True})
+    assert out.shape == (2, 2)
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(out[i, j], stats.dirichlet.logpdf(x[i, j], alpha[i]), rtol=1e-10)
+    check_grad("_random_pdf_dirichlet", [x, alpha], rtol=1e-5, atol=1e-8)
+    check_grad("_random_pdf_dirichlet", [x, alpha], {"is_log": True}, rtol=1e-5, atol=1e-8)
+    s = mx.sym.random_pdf_dirichlet(mx.sym.var("x"), mx.sym.var("a"))
+    assert s.infer_shape(x=(2, 5, 3), a=(2, 3))[1] == [(2, 5)]
+    with pytest.raises(Exception):
+        s.infer_shape(x=(2, 5, 4), a=(2, 3))
