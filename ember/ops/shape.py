@@ -12,7 +12,7 @@ from typing import List, Sequence, Tuple
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._common import known, mark_shape_only, no_gradient, norm_axis, ograds_or_zeros, sum_to, via
+from ._common import data_like_output, known, mark_shape_only, no_gradient, norm_axis, ograds_or_zeros, sum_to, via
 from .registry import Attr, OpDef, get, register
 
 Shape = Tuple[int, ...]
@@ -483,7 +483,8 @@ register(OpDef(name="_backward_Cast", inputs=["ograd", "data"], outputs=["data_g
                infer_type=lambda a, d: (list(d), [d[1]]), kernels={"any": _cast},
                doc="Gradient of Cast: ograd cast back to the input's dtype."))
 register(OpDef(name="Cast", aliases=["cast"], attrs={"dtype": Attr("dtype")},
-               infer_shape=lambda a, s: (s, [s[0]]), infer_type=lambda a, d: (list(d), [a["dtype"]]),
+               infer_shape=lambda a, s: (s, [s[0]]), infer_shape_backward=data_like_output,
+               infer_type=lambda a, d: (list(d), [a["dtype"]]),
                kernels={"any": _cast}, gradient=via("_backward_Cast", lambda i, o, g: [g[0], i[0]], 1, False),
                doc="Convert to `dtype`."))
 
@@ -686,7 +687,8 @@ def _amp_target(attrs, dtype):
 
 
 register(OpDef(name="amp_cast", attrs={"dtype": Attr("dtype")},
-               infer_shape=lambda a, s: (s, [s[0]]), infer_type=lambda a, d: (list(d), [_amp_target(a, d[0])]),
+               infer_shape=lambda a, s: (s, [s[0]]), infer_shape_backward=data_like_output,
+               infer_type=lambda a, d: (list(d), [_amp_target(a, d[0])]),
                kernels={"any": _cast}, inplace=[(0, 0)],
                gradient=via("_backward_Cast", lambda i, o, g: [g[0], i[0]], 1, False),
                doc="Cast floating point data to `dtype` (other dtypes unchanged), for AMP."))

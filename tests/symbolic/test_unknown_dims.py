@@ -177,3 +177,12 @@ def test_where_output_waits_for_a_known_condition():
     w = mx.sym.where(c, x, y)
     assert w.infer_shape_partial(cond=(0,), x=(2, 2), y=(2, 2))[1] == [()]
     assert w.infer_shape_partial(cond=(2, 2), x=(0, 2), y=(0, 2))[1] == [(0, 2)]  # as MXNet
+
+
+def test_cast_passes_partial_shapes_back_to_its_input():
+    data = mx.sym.Variable("data", shape=(1, 0, 0, 0))
+    weight = mx.sym.Variable("weight")
+    conv = mx.sym.Convolution(mx.sym.cast(data, dtype="float16"), weight=mx.sym.cast(weight, dtype="float16"),
+                              pad=(3, 3), num_filter=64, stride=(2, 2), no_bias=True, kernel=(7, 7))
+    args, _, _ = conv.infer_shape_partial()
+    assert args == [(1, 0, 0, 0), (64, 0, 7, 7)]  # MXNet 1.9.1's answer
