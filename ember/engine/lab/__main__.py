@@ -12,7 +12,7 @@ import runpy
 import sys
 from typing import List, Optional
 
-from . import load, record, simulate, Workload
+from . import compare, load, record, simulate, Workload
 from .. import policy as _policy
 
 
@@ -65,13 +65,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                   f"makespan {out['makespan_s'] * 1e3:.3f} ms (lower bound {out['lower_bound_s'] * 1e3:.3f} ms), "
                   f"peak {out['peak_bytes'] / 2**20:.2f} MiB")
         return 0
-    print_rows = []
-    for w in args.workers:
-        for pol in args.policies:
-            res = simulate(wl, workers=w, policy=pol, gil=args.gil)
-            row = {"workers": w, "policy": pol, "makespan_s": res.makespan_s, "peak_bytes": res.peak_bytes,
-                   "lower_bound_s": res.lower_bound_s}
-            print_rows.append(row)
+    print_rows = compare(wl, workers=args.workers, policies=args.policies, gil=args.gil)
     if args.json:
         for row in print_rows:
             print(json.dumps(row))

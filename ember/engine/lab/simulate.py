@@ -220,3 +220,17 @@ def critical_path_s(wl: Workload) -> float:
             if est[j] < f:
                 est[j] = f
     return float(max(fin))
+
+
+def compare(wl: Workload, workers=(1, 2, 4, 8), policies=("priority", "fifo", "lifo", "critical_path"),
+            gil: float = 0.0) -> List[dict]:
+    """One row per (workers, policy): makespan, lower bound, peak bytes and the makespan's ratio to
+    the lower bound (a list of dicts: a table for a notebook, e.g. pandas.DataFrame(rows))."""
+    rows = []
+    for w in workers:
+        for p in policies:
+            res = simulate(wl, workers=w, policy=p, gil=gil)
+            rows.append({"workers": w, "policy": res.policy, "makespan_s": res.makespan_s,
+                         "lower_bound_s": res.lower_bound_s, "peak_bytes": res.peak_bytes,
+                         "vs_bound": res.makespan_s / res.lower_bound_s if res.lower_bound_s > 0 else 1.0})
+    return rows

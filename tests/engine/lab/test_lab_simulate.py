@@ -147,6 +147,13 @@ def test_start_gaps_measure_the_engine_cost_per_op():
     np.testing.assert_allclose(lab.start_gaps_s(t), [3e-9, 5e-9])
 
 
+def test_compare_table():
+    rows = lab.compare(_five_ops(), workers=(1, 2), policies=("fifo", "lifo"))
+    assert [(r["workers"], r["policy"], r["makespan_s"]) for r in rows] == [
+        (1, "fifo", 20), (1, "lifo", 20), (2, "fifo", 14), (2, "lifo", 11)]
+    assert rows[3]["vs_bound"] == 1.0 and rows[2]["lower_bound_s"] == 11
+
+
 def test_bad_inputs():
     with pytest.raises(ValueError, match="earlier-pushed"):
         lab.Workload.from_edges([1, 1], [1], [0])
