@@ -11,6 +11,7 @@ from . import ops as _ops
 from .symbolic.json_io import load, load_json  # noqa: F401
 from .symbolic.naming import AttrScope, NameManager, Prefix  # noqa: F401
 from .symbolic.symbol import Group, Symbol, Variable, make_op_function, var  # noqa: F401
+from .symbolic import legacy_helpers as _legacy
 from .symbolic.legacy_helpers import histogram, linspace, split_v2  # noqa: F401
 
 
@@ -40,6 +41,7 @@ class _PrefixedNamespace:
 
 random = _PrefixedNamespace("random", ("_random_", "_sample_"))
 contrib = _PrefixedNamespace("contrib", ("_contrib_",))
+contrib.rand_zipfian = _legacy.rand_zipfian  # MXNet's Python-level helper in symbol/contrib.py
 linalg = _PrefixedNamespace("linalg", ("_linalg_",))
 image = _PrefixedNamespace("image", ("_image_",))
 _internal = _PrefixedNamespace("_internal", ("_", ""))

@@ -35,3 +35,20 @@ def split_v2(ary: Symbol, indices_or_sections, axis: int = 0, squeeze_axis: bool
         raise ValueError("indices_or_sections must either int or tuple of ints")
     return make_op_function("_split_v2")(ary, indices=tuple(indices), axis=axis, squeeze_axis=squeeze_axis,
                                          sections=sections)
+
+
+def rand_zipfian(true_classes: Symbol, num_sampled: int, range_max: int):
+    """Symbols (sampled_classes int64, expected count of each true class, expected count of each sample)
+    of `num_sampled` draws from the log-uniform distribution over [0, range_max) (see mx.nd.contrib)."""
+    import math
+    op = make_op_function
+    log_range = math.log(range_max + 1)
+    rand = op("_random_uniform")(low=0.0, high=log_range, shape=(num_sampled,), dtype="float64")
+    sampled = op("_mod_scalar")(op("Cast")(op("_minus_scalar")(op("exp")(rand), scalar=1.0), dtype="int64"),
+                                scalar=range_max)
+
+    def expected_count(classes):
+        c = op("Cast")(classes, dtype="float64")
+        ratio = op("elemwise_div")(op("_plus_scalar")(c, scalar=2.0), op("_plus_scalar")(c, scalar=1.0))
+        return op("_mul_scalar")(op("log")(ratio), scalar=num_sampled / log_range)
+    return sampled, expected_count(true_classes), expected_count(sampled)

@@ -167,3 +167,13 @@ def test_contrib_boolean_mask_values_gradient_and_errors():
     assert mx.nd.contrib.boolean_mask(d, mx.nd.array([0, 0, 0, 0])).shape == (0, 3)
     with pytest.raises(ValueError):
         mx.nd.contrib.boolean_mask(d, mx.nd.array([1, 0]))
+
+
+def test_sym_contrib_rand_zipfian_runs_in_an_executor():
+    s, et, es = mx.sym.contrib.rand_zipfian(mx.sym.var("t"), 500, 30)
+    ex = mx.sym.Group([s, et, es]).bind(mx.cpu(), {"t": mx.nd.array([1, 5])})
+    sampled, exp_true, exp_sampled = ex.forward()
+    prob = np.log((np.arange(30) + 2) / (np.arange(30) + 1)) / np.log(31)
+    assert sampled.dtype == np.int64 and sampled.shape == (500,)
+    np.testing.assert_allclose(exp_true.asnumpy(), prob[[1, 5]] * 500, rtol=1e-12)
+    np.testing.assert_allclose(exp_sampled.asnumpy(), prob[sampled.asnumpy()] * 500, rtol=1e-12)
