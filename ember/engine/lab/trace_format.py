@@ -59,6 +59,34 @@ def derive_edges(reads: Sequence[Sequence[int]], writes: Sequence[Sequence[int]]
     return edges
 
 
+def engine_dependants(reads: Sequence[Sequence[int]], writes: Sequence[Sequence[int]]) -> List[int]:
+    """What the engine's `dependants` counter (the critical_path key) holds for each op once every op
+    has been pushed and none has run: per variable, an access appended behind an op's still-queued
+    block counts one for that op (the block's owner, count_dependant in native/engine.c).  So a
+    chain of readers of one variable counts one each for the previous reader, not all for the
+    writer, and a read that could start at push (no earlier write) is not queued behind anyone.
+    Variable deletions (a write the engine appends too) are not in a trace and are not counted."""
+    counts = [0] * len(reads)
+    last: Dict[int, int] = {}
+    written: set = set()
+    for op, (r, w) in enumerate(zip(reads, writes)):
+        wset = set(w)
+        for v in dict.fromkeys(r):
+            if v in wset or v not in written:
+                continue
+            prev = last.get(v)
+            if prev is not None:
+                counts[prev] += 1
+            last[v] = op
+        for v in dict.fromkeys(w):
+            prev = last.get(v)
+            if prev is not None:
+                counts[prev] += 1
+            last[v] = op
+            written.add(v)
+    return counts
+
+
 @dataclass
 class Trace:
     """A recorded (or generated) workload: ops in push order and the variables they access."""

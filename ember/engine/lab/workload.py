@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .trace_format import Trace
+from .trace_format import Trace, engine_dependants
 
 
 @dataclass
@@ -102,6 +102,7 @@ class Workload:
     buf_acc_ptr: Optional[np.ndarray] = None
     buf_acc_idx: Optional[np.ndarray] = None
     buf_var: Optional[np.ndarray] = None   # the trace variable of each buffer (from_trace)
+    engine_dependants: Optional[np.ndarray] = None  # the engine's own count per op (from_trace)
 
     def __post_init__(self):
         n = len(self.cost_s)
@@ -125,7 +126,10 @@ class Workload:
 
     @property
     def dependants(self) -> np.ndarray:
-        """Direct successors per op (what the critical_path policy counts)."""
+        """What the critical_path policy counts per op: the engine's own count when the workload
+        comes from a trace (trace_format.engine_dependants), else the direct successors."""
+        if self.engine_dependants is not None:
+            return self.engine_dependants
         return np.diff(self.succ_ptr)
 
     def name(self, i: int) -> str:
@@ -202,7 +206,8 @@ class Workload:
                    succ_idx=idx, names=list(trace.names), release_s=release_s,
                    in_caller=trace.in_caller.copy() if caller else None,
                    buf_nbytes=nb[vs] if vs else np.zeros(0, np.int64), buf_alloc_op=alloc,
-                   buf_acc_ptr=acc_ptr, buf_acc_idx=acc_idx, buf_var=np.array(vs, np.int64))
+                   buf_acc_ptr=acc_ptr, buf_acc_idx=acc_idx, buf_var=np.array(vs, np.int64),
+                   engine_dependants=np.array(engine_dependants(trace.reads, trace.writes), np.int64))
 
 
 def start_gaps_s(trace: Trace) -> np.ndarray:
