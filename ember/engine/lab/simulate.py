@@ -76,7 +76,8 @@ def _python_key(fn, name, priority, seq, dependants, queue) -> int:
 def simulate(wl: Workload, workers: Union[int, Dict[int, int]] = 1, policy="priority",
              gil: float = 0.0) -> SimResult:
     """Replay `wl` with `workers` per queue under `policy` (a built-in name or a Python policy
-    object / key function, exactly as given to ember.engine.set_policy).
+    object / key function, exactly as given to ember.engine.set_policy).  `workers` is one count
+    for every queue or {queue: count} (a "default" entry covers queues not named; else 1).
 
     gil: the fraction of each worker-run op's cost spent holding one process-wide lock (Python's
     GIL; numpy releases it inside large kernels), taken first, in the order workers ask for it.

@@ -170,3 +170,16 @@ def test_hybridized_gluon_block_and_kvstore_ops_are_recorded():
     # the local store's pull is a native copy pushed from C: not recorded (docs/lab.md, "Recording")
     assert not any("pull" in n for n in t.names)
     np.testing.assert_allclose(out.asnumpy(), np.ones((2, 2)))
+
+
+def test_recording_under_the_naive_engine_runs_everything_in_the_caller():
+    engine.set_engine_type("NaiveEngine")
+    a = mx.nd.ones((2, 2))
+    with lab.record() as rec:
+        b = a + 1
+        c = b * b
+        c.wait_to_read()
+    t = rec.trace
+    assert t.names == ["_plus_scalar", "broadcast_mul"] and t.in_caller.all() and (t.worker == -1).all()
+    assert [(s, d) for s, d, _, _ in t.edges] == [(0, 1)]
+    assert t.meta["engine_type"] == "NaiveEngine"
