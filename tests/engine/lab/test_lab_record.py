@@ -1,5 +1,4 @@
 """ember.engine.lab.record: every op pushed inside is captured with its variables, sizes and edges."""
-import itertools
 import random
 
 import networkx as nx
