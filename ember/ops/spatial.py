@@ -8,6 +8,7 @@ by construction.  Bilinear UpSampling is MXNet's fixed-kernel grouped Deconvolut
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -256,6 +257,7 @@ register(OpDef(
 
 
 # -- separable linear maps: bilinear resize and adaptive average pooling -------------------------------
+@functools.lru_cache(maxsize=256)
 def _bilinear_matrix(n_in, n_out, align_corners):
     """(n_out, n_in) matrix of MXNet's bilinear resize along one axis."""
     a = np.zeros((n_out, n_in))
@@ -270,9 +272,11 @@ def _bilinear_matrix(n_in, n_out, align_corners):
         lam = src - i0
         a[i, i0] += 1.0 - lam
         a[i, i0 + step] += lam
+    a.flags.writeable = False  # cached: shared by every call
     return a
 
 
+@functools.lru_cache(maxsize=256)
 def _adaptive_matrix(n_in, n_out):
     """(n_out, n_in) averaging matrix: bin i covers [floor(i*n_in/n_out), ceil((i+1)*n_in/n_out))."""
     a = np.zeros((n_out, n_in))
@@ -280,14 +284,15 @@ def _adaptive_matrix(n_in, n_out):
         s = (i * n_in) // n_out
         e = -((-(i + 1) * n_in) // n_out)
         a[i, s:e] = 1.0 / (e - s)
+    a.flags.writeable = False  # cached: shared by every call
     return a
 
 
 def _apply_separable(xp, x, ah, aw, out):
+    """out = ah @ x @ aw^T over the last two axes (two matrix products, not one 3-operand einsum)."""
     ah = xp.asarray(ah, dtype=np.float64)
     aw = xp.asarray(aw, dtype=np.float64)
-    res = xp.einsum("ij,ncjk,lk->ncil", ah, x.astype(np.float64), aw)
-    out[...] = res
+    out[...] = xp.matmul(xp.matmul(ah, x.astype(np.float64)), aw.T)
 
 
 _RESIZE_MODES = ("size", "odd_scale", "like", "to_even_down", "to_even_up", "to_odd_down", "to_odd_up")

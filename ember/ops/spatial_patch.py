@@ -111,7 +111,8 @@ def _corr_backward(ctx, attrs, inputs, outputs, aux):
             g1[a] += gt * p2[b]
             g2[b] += gt * p1[a]
         else:
-            sg = xp.sign(p1[a] - p2[b]) * gt
+            # ties count as +1 (MXNet: a >= b), which matters in the zero padding
+            sg = xp.where(p1[a] >= p2[b], 1.0, -1.0) * gt
             g1[a] += sg
             g2[b] -= sg
     crop = (slice(None), slice(None), slice(pad, pad + h), slice(pad, pad + w))

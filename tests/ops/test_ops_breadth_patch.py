@@ -110,3 +110,14 @@ def test_im2col_1d_and_3d_and_shape_errors():
         s.infer_shape(c=(2, 12, 8))
     with pytest.raises(ShapeError):
         mx.sym.im2col(mx.sym.var("x"), kernel=(2, 2)).infer_shape(x=(1, 2, 3))
+
+
+def test_correlation_abs_gradient_ties_count_as_positive():
+    # equal values (here the zero padding against zeros) take sign +1 for data1, as MXNet's a >= b
+    a = np.zeros((1, 1, 3, 3))
+    b = np.zeros((1, 1, 3, 3))
+    attrs = {"kernel_size": 1, "max_displacement": 1, "pad_size": 1, "is_multiply": False}
+    outs = run("Correlation", [a, b], attrs, all_outputs=True)
+    ga, gb = grads("Correlation", [a, b], attrs, [np.ones_like(outs[0]), np.zeros_like(outs[1]),
+                                                 np.zeros_like(outs[2])])
+    assert np.all(ga > 0) and np.all(gb < 0)
