@@ -219,7 +219,8 @@ class BaseSparseNDArray(NDArray):
         return type(self)(self._values().astype(dtype), [a.copy() for a in self._aux], self.shape)
 
     def detach(self):
-        return self
+        """The same storage outside any autograd graph (a new handle, as MXNet's detach)."""
+        return type(self)(self._values(), self._aux, self.shape)
 
     def reshape(self, *shape, **kwargs):
         raise NotSupportedForSparseNDArray("reshape")
