@@ -190,7 +190,7 @@ def parent():
     runs = {}
     for w in workers:
         cmd = [sys.executable, os.path.abspath(__file__), "--child", str(w), "--out", tmp, "--nets", ARGS.nets,
-               "--reps", str(ARGS.reps), "--warmup", str(ARGS.warmup)]
+               "--reps", str(ARGS.reps), "--warmup", str(ARGS.warmup), "--record-steps", str(ARGS.record_steps)]
         res = subprocess.run(cmd, capture_output=True, text=True, check=True)
         runs[w] = json.loads(res.stdout.strip().splitlines()[-1])
     load = os.getloadavg()
