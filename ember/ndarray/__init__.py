@@ -24,6 +24,7 @@ from .sparse import CSRNDArray, RowSparseNDArray  # noqa: F401
 from .legacy_helpers import histogram, linspace, moveaxis, onehot_encode, split_v2  # noqa: F401
 from .arith import (add, divide, equal, greater, greater_equal, lesser, lesser_equal,  # noqa: F401
                     maximum, minimum, modulo, multiply, not_equal, power, subtract, true_divide)
+from .arith import logical_and, logical_or, logical_xor  # noqa: F401
 
 
 def _make_op_function(name: str) -> Callable:

@@ -85,3 +85,18 @@ def lesser(lhs, rhs):
 def lesser_equal(lhs, rhs):
     return _ufunc(lhs, rhs, "broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar",
                   lambda a, b: float(a <= b))
+
+
+def logical_and(lhs, rhs):
+    return _ufunc(lhs, rhs, "broadcast_logical_and", "_logical_and_scalar", "_logical_and_scalar",
+                  lambda a, b: float(bool(a) and bool(b)))
+
+
+def logical_or(lhs, rhs):
+    return _ufunc(lhs, rhs, "broadcast_logical_or", "_logical_or_scalar", "_logical_or_scalar",
+                  lambda a, b: float(bool(a) or bool(b)))
+
+
+def logical_xor(lhs, rhs):
+    return _ufunc(lhs, rhs, "broadcast_logical_xor", "_logical_xor_scalar", "_logical_xor_scalar",
+                  lambda a, b: float(bool(a) != bool(b)))

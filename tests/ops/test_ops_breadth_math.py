@@ -177,3 +177,12 @@ def test_sym_contrib_rand_zipfian_runs_in_an_executor():
     assert sampled.dtype == np.int64 and sampled.shape == (500,)
     np.testing.assert_allclose(exp_true.asnumpy(), prob[[1, 5]] * 500, rtol=1e-12)
     np.testing.assert_allclose(exp_sampled.asnumpy(), prob[sampled.asnumpy()] * 500, rtol=1e-12)
+
+
+def test_nd_logical_helpers_take_arrays_and_scalars():
+    a = mx.nd.array([0, 1, 2])
+    b = mx.nd.array([1, 0, 3])
+    np.testing.assert_array_equal(mx.nd.logical_and(a, b).asnumpy(), [0, 0, 1])
+    np.testing.assert_array_equal(mx.nd.logical_or(a, 0).asnumpy(), [0, 1, 1])
+    np.testing.assert_array_equal(mx.nd.logical_xor(1, b).asnumpy(), [0, 1, 0])
+    assert mx.nd.logical_and(1, 0) == 0.0
