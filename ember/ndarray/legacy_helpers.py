@@ -150,3 +150,23 @@ def boolean_mask(data: NDArray, index: NDArray, axis: int = 0, out=None) -> NDAr
     if out is not None:
         attrs["out"] = out
     return _call("take", (data, positions), attrs)
+
+
+# -- the sparse kernel of _contrib_getnnz (the registry op in ember/ops/sparse_info.py) -------------------
+def _getnnz_sparse_kernel(inputs, attrs):
+    from ..imperative.creation import array
+    from ..imperative.sparse_ndarray import CSRNDArray
+    from ..ops.sparse_info import nnz_counts
+    x = inputs[0]
+    if not isinstance(x, CSRNDArray):
+        return None  # the dense kernel refuses it, as MXNet
+    counts = nnz_counts(x.indptr.asnumpy(), x.indices.asnumpy(), x.shape, attrs["axis"])
+    return array(counts, ctx=x.context, dtype="int64")
+
+
+def _install_sparse_kernels() -> None:
+    from ..imperative import sparse_ops
+    sparse_ops.SPARSE_KERNELS.setdefault("_contrib_getnnz", _getnnz_sparse_kernel)
+
+
+_install_sparse_kernels()

@@ -186,3 +186,17 @@ def test_nd_logical_helpers_take_arrays_and_scalars():
     np.testing.assert_array_equal(mx.nd.logical_or(a, 0).asnumpy(), [0, 1, 1])
     np.testing.assert_array_equal(mx.nd.logical_xor(1, b).asnumpy(), [0, 1, 0])
     assert mx.nd.logical_and(1, 0) == 0.0
+
+
+def test_contrib_getnnz_counts_stored_values_of_csr():
+    sp = pytest.importorskip("scipy.sparse")
+    m = sp.random(5, 7, density=0.3, format="csr", random_state=0)
+    m.data[0] = 0.0  # an explicitly stored zero still counts
+    c = mx.nd.sparse.csr_matrix((m.data, m.indices, m.indptr), shape=m.shape)
+    for axis in (None, 0, 1):
+        got = mx.nd.contrib.getnnz(c, axis=axis)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got.asnumpy(), np.atleast_1d(m.getnnz(axis=axis)))
+    with pytest.raises(Exception, match="csr"):
+        mx.nd.contrib.getnnz(mx.nd.ones((2, 2))).asnumpy()
+    assert mx.sym.contrib.getnnz(mx.sym.var("x"), axis=0).infer_shape(x=(4, 9))[1] == [(9,)]
