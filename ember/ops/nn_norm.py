@@ -187,16 +187,17 @@ def _ln_backward(ctx, attrs, inputs, outputs, aux):
     dx, dgamma, dbeta = outputs
     ax = attrs["axis"] % x.ndim
     red = tuple(a for a in range(x.ndim) if a != ax)
-    # accumulate in float64: the parameter gradients sum over every other axis (millions of terms in
-    # float32 lose ~1e-4 relative; MXNet's test compares them with a float64 reference at 1e-4)
-    dyw = dy.astype(np.float64)
-    xhat = (x.astype(np.float64) - mean.astype(np.float64)) / std.astype(np.float64)
-    dxhat = dyw * _param_view(gamma.astype(np.float64), x.ndim, ax)
+    dyw = _work(dy)
+    xhat = (_work(x) - mean) / std
+    dxhat = dyw * _param_view(gamma, x.ndim, ax)
+    # sums accumulate in float64: the parameter gradients add up every other axis (millions of terms
+    # in float32 lose ~1e-4 relative; MXNet's test compares them with a float64 reference at 1e-4)
+    acc = np.float64 if dyw.dtype.kind == "f" else None
     # parameter gradients first: dx may share out_grad's buffer (inplace option)
-    dgamma[...] = (dyw * xhat).sum(axis=red)
-    dbeta[...] = dyw.sum(axis=red)
-    dx[...] = (dxhat - dxhat.mean(axis=ax, keepdims=True)
-               - xhat * (dxhat * xhat).mean(axis=ax, keepdims=True)) / std.astype(np.float64)
+    dgamma[...] = (dyw * xhat).sum(axis=red, dtype=acc)
+    dbeta[...] = dyw.sum(axis=red, dtype=acc)
+    dx[...] = (dxhat - dxhat.mean(axis=ax, keepdims=True, dtype=acc)
+               - xhat * (dxhat * xhat).mean(axis=ax, keepdims=True, dtype=acc)) / std
 
 
 register(OpDef(
