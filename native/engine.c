@@ -903,12 +903,22 @@ void ember_engine_start(ember_engine *e) {
 }
 
 void ember_engine_start_in_child(ember_engine *e) {
+    /* The child has only the forking thread. A parent thread may have held one of the engine's
+     * mutexes, or waited on one of its condition variables, at the fork: the child's copies would
+     * then stay locked, or make a broadcast wait for waiters that do not exist here (glibc). So
+     * they are made anew, before any use in the child. */
+    pthread_mutex_init(&e->push_mu, NULL);
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    pthread_mutex_init(&e->err_mu, NULL);
+    pthread_mutex_init(&e->prof_mu, NULL);
     for (int i = 0; i < e->nqueues; i++) {
         equeue *q = e->queues[i];
-        pthread_mutex_lock(&q->mu);
+        pthread_mutex_init(&q->mu, NULL);
+        pthread_cond_init(&q->cv, NULL);
+        pthread_cond_init(&q->gone, NULL);
         q->alive = 0; /* else a later joining stop would wait for threads that only the parent has */
         q->idle = 0;
-        pthread_mutex_unlock(&q->mu);
     }
     ember_engine_start(e);
 }

@@ -218,10 +218,21 @@ static int check_async(int naive) {
 
 static atomic_int release_flag;
 
+/* Set by blocked_op once a worker runs it: a stop must only be tried after that, else a busy
+ * machine may not have scheduled the worker yet, and the stop cancels the still-queued op and
+ * drains (correctly) instead of meeting a running op that cannot finish. */
+static atomic_int blocked_started;
+
+static void wait_blocked_started(void) {
+    struct timespec nap = {0, 100000};
+    while (!atomic_load(&blocked_started)) nanosleep(&nap, NULL);
+}
+
 /* Blocks until released, then lingers, so its worker is still inside when the engine restarts. */
 static int blocked_op(void *ctx, ember_opr *op) {
     (void)ctx;
     (void)op;
+    atomic_store(&blocked_started, 1);
     struct timespec nap = {0, 200000};
     while (!atomic_load(&release_flag)) nanosleep(&nap, NULL);
     nap.tv_nsec = 3000000;
@@ -238,7 +249,9 @@ static int check_restart(void) {
         ember_engine *e = ember_engine_create(0, 2, 1);
         ember_var *v = ember_var_new(e), *w = ember_var_new(e);
         atomic_store(&release_flag, 0);
+        atomic_store(&blocked_started, 0);
         ember_push(e, blocked_op, NULL, NULL, 0, &v, 1, 0, 0, 0, "blocked", 0, NULL);
+        wait_blocked_started();
         if (ember_engine_stop(e, 5) == 0) bad = 1; /* it cannot drain */
         ember_engine_start(e);
         atomic_store(&release_flag, 1);
@@ -261,10 +274,15 @@ static int check_fork_after_stuck_stop(void) {
     ember_engine *e = ember_engine_create(0, 2, 1);
     ember_var *v = ember_var_new(e), *w = ember_var_new(e);
     atomic_store(&release_flag, 0);
+    atomic_store(&blocked_started, 0);
     ember_push(e, blocked_op, NULL, NULL, 0, &v, 1, 0, 0, 0, "blocked", 0, NULL);
+    wait_blocked_started();
     int bad = ember_engine_stop(e, 5) == 0;
     atomic_store(&release_flag, 1);
-    ember_wait_var(e, v); /* the detached worker finished its op and is (probably) still leaving */
+    ember_wait_var(e, v);
+    /* its completion is counted too (pending 0: an op still running in a parent thread at the fork
+     * could never finish in the child); the detached worker is (probably) still leaving */
+    ember_wait_all(e, 10000);
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
