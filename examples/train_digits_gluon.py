@@ -17,22 +17,14 @@ import os
 import sys
 import time
 
-# The GEMMs here are tiny and the engine already runs independent ops on its workers: OpenBLAS's
-# own threads only spin (see train_digits.py).  Set before numpy loads; the environment wins.
-_USER_SET_BLAS_THREADS = "OPENBLAS_NUM_THREADS" in os.environ
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+# train_digits sets the BLAS thread defaults before numpy loads (this net's GEMMs are tiny and
+# OpenBLAS's own threads only spin beside the engine's workers) and picks ember, or real MXNet with
+# DIGITS_FRAMEWORK=mxnet; this script shares that set-up and the dataset with it.
+import train_digits as _base
 
-import numpy as np  # noqa: E402
+from train_digits import load_digits, single_threaded_blas
 
-if os.environ.get("DIGITS_FRAMEWORK") == "mxnet":  # the same script on real MXNet 1.x, for comparison
-    import mxnet as mx  # noqa: E402
-else:
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    import ember as mx  # noqa: E402
-
-from train_digits import load_digits, single_threaded_blas  # noqa: E402
-
+mx, np = _base.mx, _base.np
 gluon, nn, autograd = mx.gluon, mx.gluon.nn, mx.autograd
 
 
@@ -103,7 +95,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out-dir", default=".", help="where the exported model and the trace go")
     parser.add_argument("--min-accuracy", type=float, default=0.97)
     args = parser.parse_args(argv)
-    if not _USER_SET_BLAS_THREADS:
+    if not _base._USER_SET_BLAS_THREADS:
         single_threaded_blas()
     t0 = time.time()
     mx.random.seed(args.seed)
