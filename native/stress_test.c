@@ -163,7 +163,8 @@ static int check_clear_error(void) {
     if (id != 1001 || vals[1] != 0) bad = 1; /* dep was skipped, inheriting a's error */
     ember_clear_error(e, id);
     if (ember_var_error(a) != 0 || ember_var_error(b) != 0 || ember_wait_var(e, b) != 0) bad = 1;
-    if (ember_var_error(c) != 1004) bad = 1; /* another error stays */
+    /* another error stays (wait for its op first: only b was waited for above) */
+    if (ember_wait_var(e, c) != 1004 || ember_var_error(c) != 1004) bad = 1;
     ember_push(e, run_task, &dep, &a, 1, &b, 1, 0, 0, 0, "dep", 0, NULL);
     if (ember_wait_var(e, b) != 0 || vals[1] == 0) bad = 1; /* a reader of a cleared error runs */
     ember_wait_all(e, -1);
