@@ -136,6 +136,16 @@ def _kwargs_repr(kwargs: dict) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
 
 
+def _scale_shift_params(block, shape, center: bool, scale: bool, gamma_init, beta_init,
+                        frozen_when_off: bool = False) -> None:
+    """A normalisation layer's `gamma` and `beta`, trained only when `scale` / `center` (MXNet's rule);
+    `frozen_when_off` also makes them non-differentiable then (BatchNorm's parameters in MXNet)."""
+    for name, on, init in (("gamma", scale, gamma_init), ("beta", center, beta_init)):
+        extra = {"differentiable": on} if frozen_when_off else {}
+        setattr(block, name, block.params.get(name, grad_req="write" if on else "null", shape=shape, init=init,
+                                              allow_deferred_init=True, **extra))
+
+
 class _BatchNorm(HybridBlock):
     """Batch normalisation with running statistics (the base of BatchNorm and BatchNormReLU).
 
@@ -156,10 +166,7 @@ class _BatchNorm(HybridBlock):
         if in_channels != 0:
             self.in_channels = in_channels
         shape = (in_channels,)
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null", shape=shape,
-                                     init=gamma_initializer, allow_deferred_init=True, differentiable=scale)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null", shape=shape,
-                                    init=beta_initializer, allow_deferred_init=True, differentiable=center)
+        _scale_shift_params(self, shape, center, scale, gamma_initializer, beta_initializer, frozen_when_off=True)
         self.running_mean = self.params.get("running_mean", grad_req="null", shape=shape,
                                             init=running_mean_initializer, allow_deferred_init=True,
                                             differentiable=False)
@@ -220,10 +227,7 @@ class InstanceNorm(HybridBlock):
         self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
         self._axis = axis
         self._epsilon = epsilon
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null", shape=(in_channels,),
-                                     init=gamma_initializer, allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null", shape=(in_channels,),
-                                    init=beta_initializer, allow_deferred_init=True)
+        _scale_shift_params(self, (in_channels,), center, scale, gamma_initializer, beta_initializer)
 
     def hybrid_forward(self, F, x, gamma, beta):
         if self._axis == 1:
@@ -248,10 +252,7 @@ class LayerNorm(HybridBlock):
         self._epsilon = epsilon
         self._center = center
         self._scale = scale
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null", shape=(in_channels,),
-                                     init=gamma_initializer, allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null", shape=(in_channels,),
-                                    init=beta_initializer, allow_deferred_init=True)
+        _scale_shift_params(self, (in_channels,), center, scale, gamma_initializer, beta_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
         return F.LayerNorm(data, gamma=gamma, beta=beta, axis=self._axis, eps=self._epsilon)
@@ -272,10 +273,7 @@ class GroupNorm(HybridBlock):
         self._epsilon = epsilon
         self._center = center
         self._scale = scale
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null", shape=(num_groups,),
-                                     init=gamma_initializer, allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null", shape=(num_groups,),
-                                    init=beta_initializer, allow_deferred_init=True)
+        _scale_shift_params(self, (num_groups,), center, scale, gamma_initializer, beta_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
         return F.GroupNorm(data, gamma=gamma, beta=beta, num_groups=self._num_groups, eps=self._epsilon)
