@@ -14,6 +14,14 @@ from .base import BaseRNNCell, RNNParams
 from .initializers import LSTMBias
 
 
+def _step_params(cell) -> None:
+    """The input-to-hidden and hidden-to-hidden weights and biases of a plain step cell."""
+    cell._iW = cell.params.get("i2h_weight")
+    cell._iB = cell.params.get("i2h_bias")
+    cell._hW = cell.params.get("h2h_weight")
+    cell._hB = cell.params.get("h2h_bias")
+
+
 class RNNCell(BaseRNNCell):
     """Elman RNN step: out = activation(W_i x + b_i + W_h h + b_h).
 
@@ -25,10 +33,7 @@ class RNNCell(BaseRNNCell):
         super().__init__(prefix=prefix, params=params)
         self._num_hidden = num_hidden
         self._activation = activation
-        self._iW = self.params.get("i2h_weight")
-        self._iB = self.params.get("i2h_bias")
-        self._hW = self.params.get("h2h_weight")
-        self._hB = self.params.get("h2h_bias")
+        _step_params(self)
 
     @property
     def state_info(self):
@@ -99,10 +104,7 @@ class GRUCell(BaseRNNCell):
     def __init__(self, num_hidden: int, prefix: str = "gru_", params: Optional[RNNParams] = None):
         super().__init__(prefix=prefix, params=params)
         self._num_hidden = num_hidden
-        self._iW = self.params.get("i2h_weight")
-        self._iB = self.params.get("i2h_bias")
-        self._hW = self.params.get("h2h_weight")
-        self._hB = self.params.get("h2h_bias")
+        _step_params(self)
 
     @property
     def state_info(self):
