@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from typing import Optional
 
 import numpy as np
@@ -70,6 +71,20 @@ class BaseModule:
         self.params_initialized = False
         self.optimizer_initialized = False
         self._symbol = None
+
+    def _set_params_front(self, arg_params, aux_params, allow_missing: bool, force_init: bool,
+                          allow_extra: bool) -> bool:
+        """The part of MXNet's set_params every module shares: without allow_missing it is init_params;
+        an initialized module without force_init warns and keeps its values. True when that settled it."""
+        if not allow_missing:
+            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
+                             allow_missing=allow_missing, force_init=force_init, allow_extra=allow_extra)
+            return True
+        if self.params_initialized and not force_init:
+            warnings.warn("Parameters already initialized and force_init=False. set_params call ignored.",
+                          stacklevel=3)
+            return True
+        return False
 
     # -- checks ----------------------------------------------------------------------------
     def _require(self, binded: bool = True, params: bool = False, optimizer: bool = False, what: str = "") -> None:

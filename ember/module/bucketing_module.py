@@ -128,13 +128,7 @@ class BucketingModule(BaseModule):
     def set_params(self, arg_params, aux_params, allow_missing: bool = False, force_init: bool = True,
                    allow_extra: bool = False) -> None:
         """Assign parameter values (shared by every bucket)."""
-        if not allow_missing:
-            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                             allow_missing=allow_missing, force_init=force_init, allow_extra=allow_extra)
-            return
-        if self.params_initialized and not force_init:
-            warnings.warn("Parameters already initialized and force_init=False. set_params call ignored.",
-                          stacklevel=2)
+        if self._set_params_front(arg_params, aux_params, allow_missing, force_init, allow_extra):
             return
         self._curr_module.set_params(arg_params, aux_params, allow_missing=allow_missing, force_init=force_init,
                                      allow_extra=allow_extra)

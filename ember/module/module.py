@@ -329,13 +329,7 @@ class Module(BaseModule):
             self._arg_params, self._aux_params = dict(arg_params), dict(aux_params or {})
             self.params_initialized = True
             return
-        if not allow_missing:
-            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                             allow_missing=allow_missing, force_init=force_init, allow_extra=allow_extra)
-            return
-        if self.params_initialized and not force_init:
-            warnings.warn("Parameters already initialized and force_init=False. set_params call ignored.",
-                          stacklevel=2)
+        if self._set_params_front(arg_params, aux_params, allow_missing, force_init, allow_extra):
             return
         try:
             self._exec_group.set_params(arg_params, aux_params or {}, allow_extra=allow_extra)
