@@ -55,11 +55,6 @@ def errors(tmp_path):
     return {p.name: p.read_text() for p in tmp_path.glob("error*.txt")}
 
 
-def _have_update_ops():
-    import ember
-    return ember.ops.exists("sgd_update")
-
-
 @needs_mpiexec
 @pytest.mark.parametrize("workers,fusion_env", [
     # default: the small keys fused into one buffer, the 256 KB key alone (EMBER_KVSTORE_FUSION_KEY_LIMIT);
@@ -67,9 +62,7 @@ def _have_update_ops():
     (2, {}),
     # mixed fused/unfused + chunked, and a push without updater before the updater is set
     (3, {"EMBER_KVSTORE_FUSION_THRESHOLD": "200", "EMBER_KVSTORE_CHUNK_BYTES": "4096", "KV_TEST_PREPUSH": "1"}),
-    pytest.param(2, {"KV_TEST_OPTIMIZER": "1", "EMBER_KVSTORE_FUSION_THRESHOLD": "0"},
-                 marks=pytest.mark.skipif(not _have_update_ops(), reason="sgd_update op not registered yet"),
-                 id="2-mx.optimizer.SGD-unfused"),
+    pytest.param(2, {"KV_TEST_OPTIMIZER": "1", "EMBER_KVSTORE_FUSION_THRESHOLD": "0"}, id="2-mx.optimizer.SGD-unfused"),
 ])
 def test_dist_sync_workers_match_single_process_sgd_on_summed_gradient(tmp_path, workers, fusion_env):
     steps = 4
@@ -273,8 +266,7 @@ def test_a_rank_failing_before_mpi_starts_stops_the_job_quickly(tmp_path):
 @needs_mpiexec
 @pytest.mark.parametrize("env", [
     {},  # a picklable updater function shipped to the server
-    pytest.param({"KV_TEST_OPTIMIZER": "1"}, id="mx.optimizer.SGD",
-                 marks=pytest.mark.skipif(not _have_update_ops(), reason="sgd_update op not registered yet")),
+    pytest.param({"KV_TEST_OPTIMIZER": "1"}, id="mx.optimizer.SGD"),
 ])
 def test_dist_async_regression_converges(tmp_path, env):
     rc, out = run_job(tmp_path, 2, "async", steps=50, servers=1, env=env)
