@@ -1,8 +1,8 @@
 """Command line: record a script's ops, replay a trace, compare policies.
 
     python -m ember.engine.lab record -o TRACE.jsonl SCRIPT.py [script args]
-    python -m ember.engine.lab replay TRACE.jsonl --workers 16 --policy critical_path [--json]
-    python -m ember.engine.lab compare TRACE.jsonl --workers 1 2 4 --policies priority fifo lifo critical_path
+    python -m ember.engine.lab replay TRACE.jsonl --workers 16 --policy critical_path [--json] [--plot OUT.png]
+    python -m ember.engine.lab compare TRACE.jsonl --workers 1 2 4 --policies priority fifo lifo critical_path [--plot OUT.png]
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import runpy
 import sys
 from typing import List, Optional
 
-from . import compare, load, record, simulate, Workload
+from . import compare, load, plots, record, simulate, Workload
 from .. import policy as _policy
 
 
@@ -27,6 +27,7 @@ def _add_replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--release", action="store_true", help="ops may not start before their recorded push time")
     p.add_argument("--caller", action="store_true", help="ops recorded in the pushing thread run there again")
     p.add_argument("--gil", type=float, default=0.0, help="fraction of each op spent holding the GIL (0..1)")
+    p.add_argument("--plot", metavar="OUT.png", help="also save a plot (needs matplotlib)")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -58,6 +59,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.cmd == "replay":
         res = simulate(wl, workers=args.workers, policy=args.policy, gil=args.gil)
         out = res.to_dict()
+        if args.plot:
+            plots.replay_figure(wl, res).savefig(args.plot, dpi=120)
         if args.json:
             print(json.dumps(out))
         else:
@@ -65,15 +68,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                   f"makespan {out['makespan_s'] * 1e3:.3f} ms (lower bound {out['lower_bound_s'] * 1e3:.3f} ms), "
                   f"peak {out['peak_bytes'] / 2**20:.2f} MiB")
         return 0
-    print_rows = compare(wl, workers=args.workers, policies=args.policies, gil=args.gil)
+    rows = compare(wl, workers=args.workers, policies=args.policies, gil=args.gil)
+    if args.plot:
+        ax = plots.makespan_vs_workers(rows)
+        ax.figure.savefig(args.plot, dpi=120)
     if args.json:
-        for row in print_rows:
+        for row in rows:
             print(json.dumps(row))
     else:
-        print(f"{'workers':>8} {'policy':<14} {'makespan ms':>12} {'bound ms':>10} {'peak MiB':>10}")
-        for row in print_rows:
-            print(f"{row['workers']:>8} {row['policy']:<14} {row['makespan_s'] * 1e3:>12.3f} "
-                  f"{row['lower_bound_s'] * 1e3:>10.3f} {row['peak_bytes'] / 2**20:>10.2f}")
+        print(plots.table(rows))
     return 0
 
 
