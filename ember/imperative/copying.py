@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import engine
-from ..base import ContextError, ShapeError
+from ..base import ShapeError
 from ..context import Context
 from . import storage
 from .invoke import INLINE_MAX_ELEMENTS
@@ -55,11 +55,6 @@ def push_fill(data, ctx: Context, var, value, name: str = "fill") -> None:
         data.fill(value)
     engine.push(storage.on_device(fill, ctx), write=(var,), device=ctx, name=name,
                 inline=ctx.device_type == "cpu" and data.size <= INLINE_MAX_ELEMENTS)
-
-
-def check_same_context(name: str, a: NDArray, b: NDArray) -> None:
-    if a.context != b.context:
-        raise ContextError(f"{name}: arrays are on different devices ({a.context} and {b.context})")
 
 
 def _device_copy_gradient(F, attrs, inputs, outputs, out_grads):

@@ -69,15 +69,6 @@ def check_one_kind(keys: Sequence[Key], existing: Any = None) -> None:
                                   f"{describe(strs)} in one kvstore")
 
 
-def key_list(keys: Any) -> List[Key]:
-    """A key or list of keys as a list of checked keys."""
-    if isinstance(keys, (list, tuple)):
-        if not keys:
-            raise KVStoreError("empty list of keys")
-        return [check_key(k) for k in keys]
-    return [check_key(keys)]
-
-
 def stable_hash(key: Key) -> int:
     """A hash that is the same in every process (Python's str hash is salted per process)."""
     if isinstance(key, int):

@@ -114,13 +114,6 @@ def data_like_output(attrs, in_shapes, out_shapes):
     return [out_shapes[0] if out_shapes else None] + [None] * (len(in_shapes) - 1)
 
 
-def check_output(op: str, given, inferred: Shape, what: str = "output") -> Shape:
-    """Reconcile a shape given by the caller with the inferred one."""
-    if given is not None and known(given) and tuple(given) != tuple(inferred):
-        raise ShapeError(f"{op}: {what} has shape {tuple(given)} but {tuple(inferred)} is expected")
-    return tuple(inferred)
-
-
 # -- dtype inference ----------------------------------------------------------------
 def same_type(op: str, n_out: int = 1, names: Sequence[str] = ()) -> Callable:
     """infer_type: all inputs and outputs share one dtype (DTypeError naming the op on a mix)."""
@@ -152,18 +145,6 @@ def same_type(op: str, n_out: int = 1, names: Sequence[str] = ()) -> Callable:
         return [dt] * len(in_dtypes)
     infer.backward = backward
     return infer
-
-
-def fixed_type(dtype_of: Callable[[dict], np.dtype], n_out: int = 1) -> Callable:
-    """infer_type for ops whose output dtype comes from an attribute (inputs left as they are)."""
-    def infer(attrs, in_dtypes):
-        return list(in_dtypes), [np.dtype(dtype_of(attrs))] * n_out
-    return infer
-
-
-def float_input(op: str, dtype) -> None:
-    if dtype is not None and np.dtype(dtype).kind != "f":
-        raise DTypeError(f"{op}: floating point input expected, got {np.dtype(dtype).name}")
 
 
 # -- kernels ------------------------------------------------------------------------

@@ -164,10 +164,6 @@ class _CustomOpDef(OpDef):
             state = CustomState(op_type, kwargs)
         return {"op_type": op_type, **kwargs, STATE_KEY: state}
 
-    def format_attrs(self, attrs: Dict[str, Any], only_given=None) -> Dict[str, str]:
-        keys = attrs.keys() if only_given is None else [k for k in only_given if k in attrs]
-        return {k: _as_attr_string(attrs[k]) for k in keys if k != STATE_KEY}
-
 
 def _state(attrs: dict) -> CustomState:
     return attrs[STATE_KEY]

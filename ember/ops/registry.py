@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -239,11 +239,6 @@ class OpDef:
                     raise OperatorError(f"{self.name}: required attribute '{key}' is missing")
                 out[key] = spec.default
         return out
-
-    def format_attrs(self, attrs: Dict[str, Any], only_given: Optional[Iterable[str]] = None) -> Dict[str, str]:
-        """Attributes as MXNet's JSON strings (only those named in `only_given`, if given)."""
-        keys = attrs.keys() if only_given is None else [k for k in only_given if k in attrs]
-        return {k: self.attrs[k].format(attrs[k]) for k in keys if k in self.attrs}
 
     # -- arity ----------------------------------------------------------------
     def input_names(self, attrs: dict) -> List[str]:

@@ -31,10 +31,6 @@ class Node:
         self._arity = None
 
     @property
-    def is_variable(self) -> bool:
-        return self.op is None
-
-    @property
     def parsed_attrs(self) -> dict:
         """Operator attributes parsed and defaulted by the registry (cached)."""
         if self._parsed is None:
