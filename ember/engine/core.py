@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+from functools import partial
 import itertools
 import os
 import threading
@@ -322,6 +323,63 @@ def _run_claimed(fn, name, writes_on_error):
         release_claim_failed(exc, name, writes_on_error() if writes_on_error is not None else ())
         return
     _inline_end(_E, _NULL, 0, 0)
+
+
+def run_in_caller(fn: Callable, args: tuple, name: Optional[str], deps) -> bool:
+    """Run `fn(*args)` now, in this thread, if the engine lets the op start at once; else do
+    nothing and return False (the caller then pushes it the ordinary way, `engine.push`).
+
+    The one in-caller protocol, shared by the imperative path and the executors (internal: not
+    part of `ember.engine`'s public API).  Two ways are tried, in this order:
+
+    1. the engine-wide idle claim: nothing pending anywhere, no variable carrying an error,
+       profiler off: fn runs while no other op may start, without registering anything (no
+       engine variable is needed unless fn fails);
+    2. "every access can start now": the op is registered on its variables and handed to this
+       thread only if nothing pending stands in its way (no pending write on what it reads,
+       nothing pending on what it writes, no error); ops pushed meanwhile wait for it.
+
+    `deps` is a zero-argument callable returning `(reads, writes, fresh)` (sequences of Var),
+    called only when needed (the engine is busy, or fn raised): `reads`/`writes` are the op's
+    accesses; `fresh` holds variables of outputs made for this op that no other op can reach
+    yet: they need no ordering and are not claimed, but carry fn's error like `writes`.
+    Returns True when the op ran here: if fn raised, the error is recorded on `writes` and
+    `fresh` and raised at their next wait (under NaiveEngine, raised here).  Returns False,
+    having run and pushed nothing, when the op would have to wait, when this thread has a bulk
+    group open, or while `ember.engine.lab` records.
+    """
+    if bulk_threads:
+        if getattr(_tls, "bulk", None) is not None or recorder is not None:
+            return False
+    if _inline_begin(_E):
+        try:
+            fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - recorded on the written variables, raised at wait
+            _, writes, fresh = deps()
+            release_claim_failed(exc, name, tuple(writes) + tuple(fresh))
+            return True
+        _inline_end(_E, _NULL, 0, 0)
+        return True
+    reads, writes, fresh = deps()
+    op = claim_vars(reads, writes, name)
+    if op is None:
+        return False
+    try:
+        fn(*args)
+    except BaseException as exc:  # noqa: BLE001
+        eid = _errors.register(exc, name)
+        _complete(op, eid)
+        if fresh:  # not claimed: they get the error through an op of their own (raised once)
+            _push_now(partial(_reraise, exc), (), fresh, 0, None, name, "normal", False)
+        if _naive[0]:
+            _errors.raise_for(eid)
+        return True
+    _complete(op, 0)
+    return True
+
+
+def _reraise(exc: BaseException) -> None:
+    raise exc
 
 
 # The run_if_idle protocol in pieces, for per-op hot paths that cannot afford a closure per op
