@@ -7,6 +7,9 @@ mxnet`): ArrayDataset(uint8 NDArray images, labels).transform_first(Compose([Ran
 ToTensor(), Normalize(mean, std)])).  The torch path: a Dataset whose __getitem__ flips with
 probability 0.5 (numpy), then permute/float/div(255)/normalize with torch ops, default collate.
 Each timed epoch reads every image once and touches every batch (a sum), after one warm-up epoch.
+Correctness (any size): every batch must be float32 (N, 3, 32, 32), an epoch must give every image, and
+its sum of normalized pixels (`epoch_sum`, unchanged by flips and shuffling) must equal numpy's
+(`expected_sum`) to 1e-4 relative: `sum_ok`.
 
 One process, one JSON line:
     python3 bench/gluon_dataloader.py --impl mxnet --mx-module ember --workers 2
@@ -44,6 +47,8 @@ def make_images(n: int):
 
 
 def gluon_loader(mx_module: str, images, labels, batch: int, workers: int):
+    if mx_module == "ember":  # the checkout this script belongs to, installed or not
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     mx = importlib.import_module(mx_module)
     T = mx.gluon.data.vision.transforms
     ds = mx.gluon.data.ArrayDataset(mx.nd.array(images, dtype="uint8"), labels)
@@ -51,12 +56,26 @@ def gluon_loader(mx_module: str, images, labels, batch: int, workers: int):
     loader = mx.gluon.data.DataLoader(ds, batch_size=batch, shuffle=True, num_workers=workers)
 
     def epoch():
-        n = 0
+        n, total = 0, 0.0
         for data, label in loader:
-            data.sum().asscalar()  # the batch is really there
+            check_batch(tuple(data.shape), str(data.dtype), batch)
+            total += float(data.sum().asscalar())  # the batch is really there
             n += data.shape[0]
-        return n
+        return n, total
     return epoch
+
+
+def check_batch(shape: tuple, dtype: str, batch: int) -> None:
+    """Every batch is float32 (N, 3, 32, 32), N <= batch: a loader that hands back something else fails."""
+    if len(shape) != 4 or shape[1:] != (3, 32, 32) or not 0 < shape[0] <= batch or "float32" not in dtype:
+        raise AssertionError(f"bad batch: shape {shape} dtype {dtype}")
+
+
+def expected_sum(images) -> float:
+    """Sum of every normalized pixel of one epoch: flips and shuffling do not change it."""
+    per_channel = images.astype(np.float64).sum(axis=(0, 1, 2)) / 255.0
+    n_pixels = images.shape[0] * images.shape[1] * images.shape[2]
+    return float(sum((per_channel[c] - MEAN[c] * n_pixels) / STD[c] for c in range(3)))
 
 
 def torch_loader(images, labels, batch: int, workers: int):
@@ -78,11 +97,12 @@ def torch_loader(images, labels, batch: int, workers: int):
     loader = torch.utils.data.DataLoader(Images(), batch_size=batch, shuffle=True, num_workers=workers)
 
     def epoch():
-        n = 0
+        n, total = 0, 0.0
         for data, label in loader:
-            float(data.sum())
+            check_batch(tuple(data.shape), str(data.dtype), batch)
+            total += float(data.sum())
             n += data.shape[0]
-        return n
+        return n, total
     return epoch
 
 
@@ -95,13 +115,19 @@ def run_one(args) -> dict:
         epoch = gluon_loader(args.mx_module, images, labels, args.batch, args.workers)
         name = args.mx_module
     epoch()  # warm-up: first hybridized call, worker start-up paths
-    rates = []
+    rates, sums = [], []
     for _ in range(args.reps):
         start = time.perf_counter()
-        n = epoch()
+        n, total = epoch()
         rates.append(n / (time.perf_counter() - start))
+        sums.append(total)
+        if n != args.images:
+            raise AssertionError(f"an epoch gave {n} images, not {args.images}")
+    want = expected_sum(images)
+    ok = all(abs(s - want) <= 1e-4 * abs(want) for s in sums)
     return {"bench": "gluon_dataloader", "impl": name, "workers": args.workers, "batch": args.batch,
-            "images": args.images, "images_per_s": statistics.median(rates), "reps": rates}
+            "images": args.images, "images_per_s": statistics.median(rates), "reps": rates,
+            "epoch_sum": sums[-1], "expected_sum": want, "sum_ok": ok}
 
 
 def drive(args) -> None:
