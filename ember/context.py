@@ -30,7 +30,7 @@ class Context:
         if isinstance(device_type, int):
             device_type = self.devid2type.get(device_type, device_type)
         if device_type not in self.devtype2id:
-            raise ContextError(f"unknown device type {device_type!r}; expected 'cpu' or 'gpu'")
+            raise ContextError(f"unknown device type {device_type!r}; expected one of {sorted(self.devtype2id)}")
         if device_type in ("cpu_pinned", "cpu_shared"):
             device_type = "cpu"
         self.device_type = device_type
@@ -96,8 +96,11 @@ def current_context() -> Context:
 
 def num_gpus() -> int:
     """How many GPUs CuPy can see (0 without CuPy)."""
-    try:
-        import cupy
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:
-        return 0
+    from . import backend
+    return backend.of("gpu").count()
+
+
+def gpu_memory_info(device_id: int = 0):
+    """(free, total) bytes of GPU `device_id`'s memory (ContextError without CuPy)."""
+    from . import backend
+    return backend.of("gpu").memory_info(device_id)

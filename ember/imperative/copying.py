@@ -1,9 +1,7 @@
 """Copies, fills and device transfers of NDArrays, pushed as engine ops."""
 from __future__ import annotations
 
-import numpy as np
-
-from .. import engine
+from .. import backend, engine
 from ..base import ShapeError
 from ..context import Context
 from . import storage
@@ -11,18 +9,12 @@ from .invoke import INLINE_MAX_ELEMENTS
 from .ndarray import NDArray
 
 
-def _to_module(src, dst_ctx: Context):
-    """`src` as an array of dst_ctx's module (host<->device transfer when needed)."""
-    if dst_ctx.device_type == "cpu":
-        return src if isinstance(src, np.ndarray) else src.get()
-    cupy = storage.array_module(dst_ctx)
-    return cupy.asarray(src)
-
-
 def push_assign(dst_data, dst_ctx: Context, dst_var, src_data, src_var, name: str = "copy") -> None:
     """Push `dst_data[...] = src_data` (broadcasting, casting, across devices)."""
+    asarray = backend.of(dst_ctx).asarray
+
     def assign():
-        dst_data[...] = _to_module(src_data, dst_ctx)
+        dst_data[...] = asarray(src_data)  # a host <-> device transfer when the devices differ
     read = () if src_var is None or src_var is dst_var else (src_var,)
     engine.push(storage.on_device(assign, dst_ctx), read=read, write=(dst_var,), device=dst_ctx, name=name)
 

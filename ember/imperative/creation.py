@@ -5,7 +5,7 @@ from typing import Optional
 
 import numpy as np
 
-from .. import engine
+from .. import backend, engine
 from ..base import EmberError
 from ..context import Context, current_context
 from . import storage
@@ -133,20 +133,15 @@ def array(source_array, ctx=None, dtype=None) -> NDArray:
         return copy_to_new(source_array, _ctx(ctx) if ctx is not None else source_array.context, target)
     ctx = _ctx(ctx)
     target = _dtype(dtype)
-    if hasattr(source_array, "__cuda_array_interface__") or type(source_array).__module__.startswith("cupy"):
-        source_array = source_array.get()
+    source_array = backend.of_array(source_array).to_host(source_array)  # a device array's values
     try:
         values = np.asarray(source_array, dtype=target)
     except (TypeError, ValueError) as e:
         raise TypeError(f"array: cannot convert {type(source_array).__name__} to an array of {target}: {e}") from None
     data, chunk = storage.alloc(values.shape, target, ctx)
-    # a fresh chunk has no pending ops, so filling it synchronously is safe
-    if ctx.device_type == "cpu":
-        data[...] = values
-    else:
-        cupy = storage.array_module(ctx)
-        with cupy.cuda.Device(ctx.device_id):
-            data[...] = cupy.asarray(values)
+    table = backend.of(ctx)
+    with table.device(ctx.device_id):  # a fresh chunk has no pending ops, so filling it now is safe
+        data[...] = table.asarray(values)
     return NDArray(data, chunk)
 
 

@@ -1,26 +1,29 @@
 """DLPack exchange: NDArrays out to other frameworks and foreign tensors in, without copies."""
 from __future__ import annotations
 
-import numpy as np
-
-from .. import engine
-from ..base import ContextError
+from .. import backend, engine
 from ..context import Context
 from . import storage
 from .ndarray import NDArray
 
-_KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST = 1, 2, 3
+_KDL_CPU = 1
+
+
+def _finished(arr: NDArray) -> None:
+    """Wait for the ops pending on `arr` and the device work they queued: a capsule names no stream."""
+    arr.wait_to_read()
+    backend.of(arr.context).synchronize(arr.context.device_id)
 
 
 def to_dlpack_for_read(arr: NDArray):
     """A legacy DLPack capsule of `arr` once its pending writes are done (imports read-only)."""
-    arr.wait_to_read()
+    _finished(arr)
     return arr._data.__dlpack__()
 
 
 def to_dlpack_for_write(arr: NDArray):
     """A DLPack capsule of `arr` once every pending op on it is done (writes through it are allowed)."""
-    arr.wait_to_write()
+    _finished(arr)
     # a versioned capsule carries the writeable flag (legacy capsules import read-only in numpy)
     return arr._data.__dlpack__(max_version=(1, 0))
 
@@ -54,11 +57,8 @@ def from_dlpack(obj) -> NDArray:
     else:
         raise TypeError(f"from_dlpack expects a DLPack capsule or an object with __dlpack__, "
                         f"got {type(obj).__name__}")
-    if dev_type in (_KDL_CPU, _KDL_CUDA_HOST):
-        data, ctx = np.from_dlpack(obj), Context("cpu", 0)
-    elif dev_type == _KDL_CUDA:
-        ctx = Context("gpu", int(dev_id))
-        data = storage.array_module(ctx).from_dlpack(obj)
-    else:
-        raise ContextError(f"from_dlpack: unsupported DLPack device type {dev_type}")
+    table = backend.for_dlpack(dev_type)
+    ctx = Context(table.name, 0 if table.shared_ids else int(dev_id))
+    with table.device(ctx.device_id):
+        data = table.xp.from_dlpack(obj)
     return NDArray(data, storage.wrap(data, engine.Var("dlpack"), ctx, owns_var=True))

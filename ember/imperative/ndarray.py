@@ -12,7 +12,7 @@ from typing import Optional, Tuple, Union
 
 import numpy as np
 
-from .. import engine
+from .. import backend, engine
 from ..context import Context, current_context
 from . import storage, autograd_state
 from ..ops.shape import reshape_target
@@ -131,7 +131,7 @@ class NDArray:
         data = self._data
         if isinstance(data, np.ndarray):
             return data.copy()
-        return data.get()
+        return backend.of_array(data).to_host(data)
 
     def asscalar(self):
         """The value of a one-element array as a numpy scalar."""

@@ -14,7 +14,8 @@ from typing import Optional, Tuple
 import numpy as np
 
 from .. import engine
-from ..base import ContextError, FreedArrayError
+from ..backend import array_module, on_device  # noqa: F401 - the device table's helpers, used via storage
+from ..base import FreedArrayError
 from ..context import Context
 
 _memory = None
@@ -27,36 +28,6 @@ def _memory_api():
         from .. import memory
         _memory = memory
     return _memory
-
-
-_cupy = None
-
-
-def array_module(ctx: Context):
-    """numpy for CPU contexts, CuPy for GPU contexts (ContextError without CuPy)."""
-    if ctx.device_type == "cpu":
-        return np
-    global _cupy
-    if _cupy is None:
-        try:
-            import cupy
-        except ImportError:
-            raise ContextError(f"{ctx} needs CuPy, which is not installed") from None
-        _cupy = cupy
-    return _cupy
-
-
-def on_device(fn, ctx: Context):
-    """`fn` itself on CPU; on a GPU, `fn` wrapped to run with that GPU current."""
-    if ctx.device_type == "cpu":
-        return fn
-    cupy = array_module(ctx)
-    device_id = ctx.device_id
-
-    def gpu_fn():
-        with cupy.cuda.Device(device_id):
-            fn()
-    return gpu_fn
 
 
 # True while a cyclic GC pass runs.  Only the collecting thread runs Python code then, except

@@ -1,17 +1,19 @@
-"""Array helpers for the store: reading NDArrays' buffers and moving data between host (numpy)
-and GPU (CuPy) buffers.  Only called inside engine ops, after the engine ordered the access."""
+"""Array helpers for the store: reading NDArrays' buffers and moving data between host and device
+buffers (through the device tables of ember.backend).  Only called inside engine ops, after the engine
+ordered the access."""
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 import numpy as np
 
+from .. import backend
 from ..context import Context, cpu
 
 
-def is_gpu_array(x: Any) -> bool:
-    """True for a CuPy array (checked without importing CuPy)."""
-    return type(x).__module__.startswith("cupy")
+def is_device_array(x: Any) -> bool:
+    """True for an array in device memory (C code and MPI need a host copy of it)."""
+    return type(x) is not np.ndarray and backend.of_array(x) is not backend.of("cpu")
 
 
 def plain_host(x: Any) -> bool:
@@ -26,21 +28,18 @@ def context_of(arr: Any) -> Context:
 
 
 def to_host(x: Any) -> np.ndarray:
-    """A numpy view/copy of a numpy or CuPy array."""
-    return x.get() if is_gpu_array(x) else x
+    """A numpy view/copy of an array of any device."""
+    return backend.of_array(x).to_host(x)
 
 
 def copy_into(dst: Any, src: Any) -> None:
-    """dst[...] = src across host/GPU buffers."""
-    if type(dst) is np.ndarray and type(src) is np.ndarray:  # host to host, the common case: no module checks
+    """dst[...] = src across host/device buffers."""
+    if type(dst) is np.ndarray and type(src) is np.ndarray:  # host to host, the common case: no table lookups
         dst[...] = src
         return
-    if is_gpu_array(dst):
-        import cupy
-        with cupy.cuda.Device(dst.device.id):
-            dst[...] = cupy.asarray(src)
-    else:
-        dst[...] = to_host(src)
+    table = backend.of_array(dst)
+    with table.device(table.device_of(dst)):
+        dst[...] = table.asarray(src)
 
 
 def sum_into(dst: Any, srcs: Sequence[Any]) -> None:
@@ -48,23 +47,16 @@ def sum_into(dst: Any, srcs: Sequence[Any]) -> None:
     if len(srcs) == 1:
         copy_into(dst, srcs[0])
         return
-    if is_gpu_array(dst):
-        import cupy
-        with cupy.cuda.Device(dst.device.id):
-            cupy.add(cupy.asarray(srcs[0]), cupy.asarray(srcs[1]), out=dst)
-            for s in srcs[2:]:
-                cupy.add(dst, cupy.asarray(s), out=dst)
-        return
-    a, b = to_host(srcs[0]), to_host(srcs[1])
-    np.add(a, b, out=dst)
-    for s in srcs[2:]:
-        np.add(dst, to_host(s), out=dst)
+    table = backend.of_array(dst)
+    xp, asarray = table.xp, table.asarray
+    with table.device(table.device_of(dst)):
+        xp.add(asarray(srcs[0]), asarray(srcs[1]), out=dst)
+        for s in srcs[2:]:
+            xp.add(dst, asarray(s), out=dst)
 
 
 def empty_on(ctx: Context, shape, dtype) -> Any:
-    """An uninitialised buffer on `ctx` (CuPy for GPU contexts)."""
-    if ctx.device_type == "gpu":
-        import cupy
-        with cupy.cuda.Device(ctx.device_id):
-            return cupy.empty(shape, dtype=dtype)
-    return np.empty(shape, dtype=dtype)
+    """An uninitialised buffer on `ctx`."""
+    table = backend.of(ctx)
+    with table.device(ctx.device_id):
+        return table.xp.empty(shape, dtype=dtype)

@@ -331,8 +331,8 @@ class DistSyncKVStore(_DistBase):
         for bucket in fusion.plan(checked, self._settings.fusion_threshold, self._settings.fusion_key_limit):
             entry, vals = bucket.items[0]
             key_outs = outs_of[entry.key]
-            host = not arrays.is_gpu_array(entry.data)
-            if self._direct_serves(bucket) and len(key_outs) == 1 and not arrays.is_gpu_array(key_outs[0]._data):
+            host = not arrays.is_device_array(entry.data)
+            if self._direct_serves(bucket) and len(key_outs) == 1 and not arrays.is_device_array(key_outs[0]._data):
                 steps.append(functools.partial(self._direct, entry, vals[0], key_outs[0]))
             elif self._updater is None and host:
                 # the bucket's op copies the result out as well: no separate pull op per key
@@ -351,7 +351,7 @@ class DistSyncKVStore(_DistBase):
         """Whether `_direct` can do a planned bucket: one unfused host key with one value, no updater."""
         entry, vals = bucket.items[0]
         return (not bucket.fused and self._updater is None and len(vals) == 1
-                and not arrays.is_gpu_array(entry.data) and not arrays.is_gpu_array(vals[0]._data))
+                and not arrays.is_device_array(entry.data) and not arrays.is_device_array(vals[0]._data))
 
     def _direct(self, entry: Entry, value, out, priority: int) -> None:
         """One engine op and one allreduce for an unfused host key with one value and no updater:
@@ -430,7 +430,7 @@ class DistSyncKVStore(_DistBase):
         for entry, _ in bucket.items:
             if use_updater:
                 entry.merged_nd()  # allocates the merge buffer on first use
-        on_gpu = arrays.is_gpu_array(bucket.items[0][0].data)
+        on_gpu = arrays.is_device_array(bucket.items[0][0].data)
         mark = fusion.fingerprint(bucket.signature(), bucket.dtype) if bucket.fused or on_gpu else None
         flat = None
         homes = []  # (entry, attribute, view): re-homed at every issue (another call may have moved them)

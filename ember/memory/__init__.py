@@ -18,6 +18,7 @@ import os
 import threading
 from typing import Optional, Union
 
+from .. import backend
 from ..context import Context, current_context
 from .block import Block
 from .errors import MemoryManagerError, OutOfMemoryError
@@ -34,7 +35,7 @@ _MXNET_POOL_TYPES = {"unpooled": "plain", "naive": "pooled", "round": "pooled"}
 _PROTOCOL = ("alloc", "release", "stats")
 
 _table_lock = threading.Lock()
-_specs = {}       # device type -> manager name or custom object used for devices without their own
+_default_spec = None  # (manager name or custom object, options) set by set_manager(x) for every device
 _managers = {}    # device key -> manager in charge now
 _cpu_manager = None  # _managers['cpu'], kept in a global for the alloc fast path
 
@@ -48,10 +49,6 @@ def _spec_from_env(var: str) -> str:
         raise MemoryManagerError(f"{var}={value!r} is not a memory pool type; expected one of "
                                  "'Naive', 'Round', 'Unpooled' (or 'pooled', 'plain')")
     return name
-
-
-def _device_key(ctx: Context):
-    return "cpu" if ctx.device_type == "cpu" else (ctx.device_type, ctx.device_id)
 
 
 def _as_context(ctx) -> Context:
@@ -85,14 +82,11 @@ def _build(spec, ctx: Context, options: dict):
 def _resolve(ctx: Context):
     """The manager for `ctx`, created from the device type's spec on first use."""
     global _cpu_manager
-    key = _device_key(ctx)
+    key = backend.device_key(ctx)
     with _table_lock:
         mgr = _managers.get(key)
         if mgr is None:
-            if ctx.device_type not in _specs:
-                env = "MXNET_CPU_MEM_POOL_TYPE" if ctx.device_type == "cpu" else "MXNET_GPU_MEM_POOL_TYPE"
-                _specs[ctx.device_type] = (_spec_from_env(env), {})
-            spec, options = _specs[ctx.device_type]
+            spec, options = _default_spec or (_spec_from_env(backend.of(ctx).pool_env), {})
             mgr = _build(spec, Context(ctx.device_type, ctx.device_id), options)
             _managers[key] = mgr
             if key == "cpu":
@@ -111,7 +105,7 @@ def alloc(nbytes: int, ctx: Optional[Context] = None) -> Block:
         if mgr is None:
             mgr = _resolve(_as_context(ctx))
     else:
-        mgr = _managers.get(_device_key(ctx))
+        mgr = _managers.get(backend.device_key(ctx))
         if mgr is None:
             mgr = _resolve(ctx)
     block = mgr.alloc(nbytes, ctx)
@@ -138,7 +132,7 @@ def set_manager(name_or_obj: Union[str, object], ctx: Optional[Context] = None, 
     go to the built-in manager's constructor (e.g. `limit_bytes=` for 'pooled').
     Returns the manager now serving `ctx` (the current context if `ctx` is None).
     """
-    global _cpu_manager
+    global _cpu_manager, _default_spec
     if isinstance(name_or_obj, str):
         spec = _manager_name(name_or_obj)
     else:
@@ -148,15 +142,14 @@ def set_manager(name_or_obj: Union[str, object], ctx: Optional[Context] = None, 
         spec = name_or_obj
     if ctx is None:
         with _table_lock:
-            for device_type in ("cpu", "gpu"):
-                _specs[device_type] = (spec, dict(options))
+            _default_spec = (spec, dict(options))
             _managers.clear()
             _cpu_manager = None
         return get_manager(None)
     ctx = _as_context(ctx)
     mgr = _build(spec, Context(ctx.device_type, ctx.device_id), options)
     with _table_lock:
-        key = _device_key(ctx)
+        key = backend.device_key(ctx)
         _managers[key] = mgr
         if key == "cpu":
             _cpu_manager = mgr
@@ -166,7 +159,7 @@ def set_manager(name_or_obj: Union[str, object], ctx: Optional[Context] = None, 
 def get_manager(ctx: Optional[Context] = None):
     """The manager serving `ctx` now (default: the current context)."""
     ctx = _as_context(ctx)
-    mgr = _managers.get(_device_key(ctx))
+    mgr = _managers.get(backend.device_key(ctx))
     return mgr if mgr is not None else _resolve(ctx)
 
 

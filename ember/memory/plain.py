@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import threading
 
+from .. import backend
 from .block import Block
 from .errors import MemoryManagerError, OutOfMemoryError
-from .raw import allocator_for
 from .sizes import check_nbytes
 
 
@@ -20,7 +20,7 @@ class PlainManager:
 
     def __init__(self, ctx, raw_alloc=None):
         self.ctx = ctx
-        default_alloc, self._release_system_cache = allocator_for(ctx)
+        default_alloc, self._release_system_cache = backend.of(ctx).allocator(ctx.device_id)
         self._raw_alloc = raw_alloc or default_alloc
         self._lock = threading.Lock()
         self._in_use = 0

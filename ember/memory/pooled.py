@@ -12,10 +12,10 @@ from __future__ import annotations
 import threading
 from typing import Callable, Dict, List, Optional
 
+from .. import backend
 from .arena import Arena, ArenaBlock, segment_size_for
 from .block import Block
 from .errors import MemoryManagerError, OutOfMemoryError
-from .raw import allocator_for
 from .size_classes import size_class
 from .sizes import check_nbytes
 
@@ -36,7 +36,7 @@ class PooledManager:
     def __init__(self, ctx, limit_bytes: Optional[int] = None,
                  raw_alloc: Optional[Callable[[int], object]] = None, split_large: bool = True):
         self.ctx = ctx
-        default_alloc, self._release_system_cache = allocator_for(ctx)
+        default_alloc, self._release_system_cache = backend.of(ctx).allocator(ctx.device_id)
         self._raw_alloc = raw_alloc or default_alloc
         if limit_bytes is not None:
             limit_bytes = check_nbytes(limit_bytes)

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .. import engine
+from .. import backend, engine
 from ..base import ArgumentError, ContextError, EmberError, ShapeError, brief_names
 from ..context import Context, current_context
 from ..ops.registry import OpContext
@@ -27,18 +27,6 @@ _MB = 1 << 20
 def _nd():
     from .. import ndarray as nd
     return nd
-
-
-def _xp(ctx: Context):
-    if ctx.device_type == "gpu":
-        import cupy  # noqa: F401 - GPU executors need CuPy
-        return cupy
-    return np
-
-
-def _same_device(a: Context, b: Context) -> bool:
-    # every cpu(i) is host memory; a GPU executor needs its arrays on its own GPU
-    return a.device_type == b.device_type and (a.device_type == "cpu" or a.device_id == b.device_id)
 
 
 def bulk_size() -> int:
@@ -132,7 +120,7 @@ class SharedPool:
         self._current = None                  # weakref to the storage that used the pool last
         self._current_vars: Optional[List[object]] = None  # and its vars
 
-    def take(self, sizes: Sequence[int], xp) -> List[tuple]:
+    def take(self, sizes: Sequence[int], alloc) -> List[tuple]:
         """(pool block, byte offset) for each planned block: packed into the pool's blocks (largest
         first, into the first free range that fits), new pool blocks only for what does not fit."""
         used = [0] * len(self.blocks)  # bytes of each pool block already given to this executor
@@ -141,7 +129,7 @@ class SharedPool:
             need = _align(max(int(sizes[b]), 1))
             pick = next((i for i, blk in enumerate(self.blocks) if blk.size - used[i] >= need), None)
             if pick is None:
-                self.blocks.append(xp.empty(need, dtype=np.uint8))
+                self.blocks.append(alloc(need))
                 self._heads.append([])
                 used.append(0)
                 pick = len(self.blocks) - 1
@@ -180,11 +168,12 @@ class SharedPool:
 class _Storage:
     """Blocks of the memory plan, their segment vars, and one view per planned entry."""
 
-    def __init__(self, g: GraphState, ctx: Context, xp, pool: Optional[SharedPool] = None):
+    def __init__(self, g: GraphState, ctx: Context, pool: Optional[SharedPool] = None):
         plan = g.plan
         pl = plan.placement
         self.pool = pool if pool is not None else SharedPool()
-        where = self.pool.take(pl.block_sizes, xp)   # planned block -> (pool block, byte offset)
+        alloc = backend.of(ctx).allocator(ctx.device_id)[0]
+        where = self.pool.take(pl.block_sizes, alloc)   # planned block -> (pool block, byte offset)
         self.blocks = [self.pool.blocks[pb][base:base + max(int(size), 1)]
                        for (pb, base), size in zip(where, pl.block_sizes)]
         ngroups = len(plan.sizes)
@@ -266,9 +255,9 @@ class Executor:
         reqs = {n: (r if grads_d.get(n) is not None else "null") for n, r in reqs.items()}
         for what, d in (("argument", args_d), ("gradient", grads_d), ("aux state", aux_d)):
             for k, v in d.items():
-                if v is not None and not _same_device(v.context, self._ctx):
+                if v is not None and backend.device_key(v.context) != backend.device_key(self._ctx):
                     raise ContextError(f"bind: {what} '{k}' is on {v.context}, the executor on {self._ctx}")
-        self._xp = _xp(self._ctx)
+        self._xp = backend.of(self._ctx).xp
         self.arg_arrays = [args_d[n] for n in self._arg_names]
         self.grad_arrays = [grads_d.get(n) for n in self._arg_names]
         self.aux_arrays = [aux_d[n] for n in self._aux_names]
@@ -289,7 +278,7 @@ class Executor:
             if n.op is None and n.name in shapes and g.shapes[(id(n), 0)] != shapes[n.name]:
                 raise ShapeError(f"bind: array for '{n.name}' has shape {shapes[n.name]}, "
                                  f"the graph needs {g.shapes[(id(n), 0)]}")
-        self._storage = _Storage(g, self._ctx, self._xp, shared_pool)
+        self._storage = _Storage(g, self._ctx, shared_pool)
         self._group2ctx = dict(group2ctx) if group2ctx else None
         nd = _nd()
         self._head_grads = [nd.ones(g.shapes[(id(v), 0)], ctx=self._ctx, dtype=g.dtypes[(id(v), 0)])
@@ -410,7 +399,7 @@ class Executor:
             def fn(runs=runs, rng=rng, is_train=is_train):
                 for run in runs:
                     run(is_train, rng)
-            engine.push(fn, read=reads, write=writes, device=self._ctx, name=name)
+            engine.push(backend.on_device(fn, self._ctx), read=reads, write=writes, device=self._ctx, name=name)
 
     # -- running ------------------------------------------------------------------------
     def forward(self, is_train: bool = False, **kwargs):
