@@ -1,0 +1,150 @@
+"""CSVIter: batches from comma-separated text files (`mx.io.CSVIter`)."""
+from __future__ import annotations
+
+import errno
+import os
+from typing import Optional
+
+import numpy as np
+
+from .. import ndarray as nd
+from ..base import ArgumentError, FormatError, MissingFileError
+from .data import DataBatch, DataDesc, DataIter
+
+_DTYPES = {"float32": np.float32, "int32": np.int32, "int64": np.int64}
+
+
+def _shape(value, what: str) -> tuple:
+    if isinstance(value, (int, np.integer)):
+        value = (int(value),)
+    try:
+        shape = tuple(int(d) for d in value)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"CSVIter: {what} must be a tuple of positive ints, got {value!r}") from None
+    if not shape or any(d <= 0 for d in shape):
+        raise ArgumentError(f"CSVIter: {what} must be a tuple of positive ints, got {value!r}")
+    return shape
+
+
+def _read_rows(path: str, shape: tuple, dtype, what: str) -> np.ndarray:
+    """The file's rows as an array (rows, *shape); each row must hold prod(shape) values."""
+    if not os.path.isfile(path):
+        raise MissingFileError(errno.ENOENT, f"CSVIter: {what}: no such file", path)
+    width = int(np.prod(shape))
+    rows = []
+    with open(path, "r") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            fields = line.split(",")
+            if len(fields) != width:
+                raise FormatError(f"CSVIter: line {lineno} of {what} '{path}' has {len(fields)} values, "
+                                  f"shape {shape} needs {width}")
+            try:
+                # integers are parsed as integers: int64 values beyond 2**53 stay exact
+                rows.append(np.array(fields, dtype=dtype))
+            except ValueError:
+                raise FormatError(f"CSVIter: line {lineno} of {what} '{path}' holds a value that is not "
+                                  f"{np.dtype(dtype).name}: {line[:80]!r}") from None
+    if not rows:
+        raise FormatError(f"CSVIter: {what} '{path}' has no rows")
+    return np.stack(rows).reshape((len(rows),) + shape)
+
+
+class CSVIter(DataIter):
+    """Batches of `batch_size` rows of `data_csv` (each row reshaped to `data_shape`) and of
+    `label_csv` (`label_shape`, default (1,); zeros when no label file is given), named 'data'
+    and 'softmax_label' as MXNet's.
+
+    The files are read whole when the iterator is made (MXNet streams them).  With
+    `round_batch` (the default) the last, incomplete batch is completed from the start of the
+    data and `getpad()` says by how many rows; the next epoch then starts after those rows, as
+    MXNet's does.  Without it the padded rows keep the previous batch's values.  `dtype`
+    ('float32', 'int32' or 'int64') is the dtype of data and label.
+    """
+
+    def __init__(self, data_csv: str, data_shape, label_csv: Optional[str] = None, label_shape=(1,),
+                 batch_size: int = 1, round_batch: bool = True, prefetch_buffer: int = 4, ctx: str = "gpu",
+                 dtype: Optional[str] = None, **kwargs):
+        if kwargs:
+            raise ArgumentError(f"CSVIter: unknown argument(s) {sorted(kwargs)}")
+        if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+            raise ArgumentError(f"CSVIter: batch_size must be a positive int, got {batch_size!r}")
+        super().__init__(int(batch_size))
+        dtype_name = "float32" if dtype is None else np.dtype(dtype).name
+        if dtype_name not in _DTYPES:
+            raise ArgumentError(f"CSVIter: dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+        self._dtype = _DTYPES[dtype_name]
+        data_shape, label_shape = _shape(data_shape, "data_shape"), _shape(label_shape, "label_shape")
+        self._data = _read_rows(data_csv, data_shape, self._dtype, "data_csv")
+        if label_csv is None:
+            self._label = np.zeros((len(self._data),) + label_shape, self._dtype)
+        else:
+            self._label = _read_rows(label_csv, label_shape, self._dtype, "label_csv")
+            if len(self._label) != len(self._data):
+                raise FormatError(f"CSVIter: data_csv has {len(self._data)} rows, label_csv {len(self._label)}")
+        self._round_batch = bool(round_batch)
+        # a label of shape (1,) is given per batch as (batch_size,), as MXNet does
+        batch_label_shape = () if label_shape == (1,) else label_shape
+        self._data_buf = np.zeros((self.batch_size,) + data_shape, self._dtype)
+        self._label_buf = np.zeros((self.batch_size,) + batch_label_shape, self._dtype)
+        self.provide_data = [DataDesc("data", self._data_buf.shape, self._dtype)]
+        self.provide_label = [DataDesc("softmax_label", self._label_buf.shape, self._dtype)]
+        self._start = 0        # the row the epoch starts at (after rows a rounded batch took)
+        self._cursor = 0       # the next row to read
+        self._overflow = 0     # rows the last rounded batch took from the start
+        self._batch = None     # (data, label, pad, index) of the current batch
+
+    def reset(self) -> None:
+        """Back to the start of the data (after the rows a rounded last batch already used)."""
+        self._start = self._overflow if self._round_batch else 0
+        self._cursor, self._overflow, self._batch = self._start, 0, None
+
+    def iter_next(self) -> bool:
+        """Load the next batch; False at the end of the epoch."""
+        n, total = self.batch_size, len(self._data)
+        if self._cursor >= total:
+            return False
+        take = min(n, total - self._cursor)
+        index = np.arange(self._cursor, self._cursor + take)
+        pad = n - take
+        if pad and self._round_batch:
+            wrap = np.arange(pad) % total
+            index = np.concatenate([index, wrap])
+            self._overflow = pad % total
+        self._data_buf[:len(index)] = self._data[index]
+        self._label_buf[:len(index)] = self._label[index].reshape((len(index),) + self._label_buf.shape[1:])
+        self._cursor += take
+        if not self._round_batch:
+            index = np.concatenate([index, np.zeros(pad, np.int64)])
+        self._batch = (nd.array(self._data_buf, dtype=self._dtype), nd.array(self._label_buf, dtype=self._dtype),
+                       pad, index.astype(np.uint64))
+        return True
+
+    def _current(self):
+        if self._batch is None:
+            raise StopIteration("CSVIter: no current batch; call iter_next() or next() first")
+        return self._batch
+
+    def next(self) -> DataBatch:
+        if not self.iter_next():
+            raise StopIteration
+        data, label, pad, index = self._batch
+        return DataBatch(data=[data], label=[label], pad=pad, index=index)
+
+    def getdata(self):
+        """The current batch's data (one NDArray)."""
+        return self._current()[0]
+
+    def getlabel(self):
+        """The current batch's label (one NDArray)."""
+        return self._current()[1]
+
+    def getpad(self) -> int:
+        """How many rows at the end of the current batch are padding."""
+        return self._current()[2]
+
+    def getindex(self):
+        """The row numbers of the current batch."""
+        return self._current()[3]
