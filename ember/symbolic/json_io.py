@@ -39,9 +39,12 @@ def to_json(sym: Symbol) -> str:
         if n.op is None:
             arg_nodes.append(i)
         row_ptr.append(row_ptr[-1] + n.num_outputs())
+    graph_attrs = {"mxnet_version": ["int", MXNET_VERSION]}
+    from ..util import is_np_shape
+    if is_np_shape():  # as MXNet 1.6+: the file's 0 dimensions are zero-size, -1 unknown
+        graph_attrs = {"is_np_shape": ["int", 1], **graph_attrs}
     doc = {"nodes": nodes, "arg_nodes": arg_nodes, "node_row_ptr": row_ptr,
-           "heads": [[index[id(n)], j, 0] for n, j in sym._outputs],
-           "attrs": {"mxnet_version": ["int", MXNET_VERSION]}}
+           "heads": [[index[id(n)], j, 0] for n, j in sym._outputs], "attrs": graph_attrs}
     # One node per line keeps files small and diffable (MXNet's reader accepts any layout).
     parts = ['{\n  "nodes": [\n', ",\n".join("    " + json.dumps(n) for n in nodes), "\n  ],\n"]
     for key in ("arg_nodes", "node_row_ptr", "heads", "attrs"):

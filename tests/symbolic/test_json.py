@@ -72,6 +72,20 @@ def test_save_and_load_file(tmp_path):
     assert back.attr_dict()["a"]["__shape__"] == "(2, 2)"
 
 
+
+def test_numpy_shape_mode_is_recorded_in_graph_attrs(tmp_path):
+    # MXNet 1.6+ marks JSON written under NumPy shape semantics (0 = zero-size dimension) with
+    # attrs["is_np_shape"] = ["int", 1], and leaves it out otherwise.
+    net = mx.sym.FullyConnected(mx.sym.var("data"), mx.sym.var("weight", shape=(8, 0)), num_hidden=8)
+    assert json.loads(net.tojson())["attrs"] == {"mxnet_version": ["int", 10901]}
+    with mx.util.np_shape(True):
+        doc = json.loads(net.tojson())
+    assert doc["attrs"] == {"is_np_shape": ["int", 1], "mxnet_version": ["int", 10901]}
+    assert not mx.util.is_np_shape()
+    back = mx.sym.load_json(json.dumps(doc))
+    arg_shapes, out_shapes, _ = back.infer_shape(data=(4, 5))
+    assert arg_shapes == [(4, 5), (8, 5), (8,)] and out_shapes == [(4, 8)]
+
 def test_legacy_param_and_attr_keys():
     text = json.dumps({
         "nodes": [
