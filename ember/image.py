@@ -65,7 +65,11 @@ def _get_interp_method(interp: int, sizes=()) -> int:
 
 def imresize(src: NDArray, w: int, h: int, interp: int = 1, out=None) -> NDArray:
     """Resize an HWC image to width w, height h."""
-    return nd.image.resize(src, size=(int(w), int(h)), interp=_get_interp_method(interp), out=out)
+    # As MXNet's imresize, only the automatic methods (9, 10) are resolved here; the operator
+    # rejects any other unknown method with MXNetError (the Python helpers raise ValueError).
+    if interp in (9, 10):
+        interp = _get_interp_method(interp)
+    return nd.image.resize(src, size=(int(w), int(h)), interp=interp, out=out)
 
 
 def scale_down(src_size: Tuple[int, int], size: Tuple[int, int]) -> Tuple[int, int]:

@@ -193,8 +193,14 @@ def test_image_module():
     assert mx.image.resize_short(img, 6).shape == (6, 8, 3)
     out, (x0, y0, w, h) = mx.image.random_size_crop(img, (5, 5), (0.3, 0.6), (0.75, 1.33))
     assert out.shape == (5, 5, 3) and 0.2 <= w * h / (9 * 12) <= 0.7
+    # as MXNet: the Python helpers refuse an unknown method with ValueError, imresize (the
+    # operator itself) with MXNetError
     with pytest.raises(ValueError, match="Unknown interp"):
-        mx.image.imresize(img, 3, 3, interp=7)
+        mx.image.resize_short(img, 6, interp=7)
+    for bad in (7, -1):
+        with pytest.raises(mx.base.MXNetError, match=f"interp {bad}"):
+            mx.image.imresize(img, 3, 3, interp=bad).asnumpy()
+    assert mx.image.imresize(img, 3, 3, interp=9).shape == (3, 3, 3)
     with pytest.raises(TypeError, match="float32"):
         mx.image.imrotate(img, 10)
     with pytest.raises(TypeError):
