@@ -603,9 +603,9 @@ class Perplexity(EvalMetric):
             if label.size != pred.shape[0]:
                 raise MetricError(f"Perplexity: {label.size} labels for {pred.shape[0]} predicted distributions")
             keep = numpy.ones(label.size, bool) if self.ignore_label is None else label != self.ignore_label
-            index = label.astype(numpy.int64)
-            if keep.any() and (index[keep].min() < 0 or index[keep].max() >= pred.shape[1]):
-                raise MetricError(f"Perplexity: labels must be class indices in [0, {pred.shape[1]})")
+            # MXNet picks with pick()'s default mode 'clip': a label past either end of the class
+            # axis reads the first / last class (language-model data often holds the vocabulary size)
+            index = numpy.clip(label.astype(numpy.int64), 0, pred.shape[1] - 1)
             prob = pred[numpy.arange(label.size)[keep], index[keep]]
             # kept in the predictions' precision (as MXNet's NDArray sum), not widened to a Python float
             self._add(-numpy.log(numpy.maximum(prob, 1e-10)).sum(), int(keep.sum()))

@@ -160,6 +160,17 @@ def test_perplexity_with_ignore_label():
     assert ppl.get() == ("perplexity", pytest.approx(want, rel=1e-5))
 
 
+
+def test_perplexity_clips_labels_outside_the_classes():
+    # MXNet 1.9.1 reads the probability with pick(mode='clip'): label 5 of 5 classes reads class 4,
+    # label -3 class 0; the ignored label (-1) is left out before that
+    probs = np.array([[0.1, 0.2, 0.3, 0.15, 0.25], [0.3, 0.1, 0.2, 0.2, 0.2], [0.5, 0.1, 0.1, 0.1, 0.2]],
+                     np.float32)
+    ppl = metric.Perplexity(ignore_label=-1)
+    ppl.update([nd.array([5, -3, -1])], [nd.array(probs)])
+    want = np.exp(-(np.log(0.25) + np.log(0.3)) / 2)
+    assert ppl.get() == ("perplexity", pytest.approx(want, rel=1e-5))
+
 def test_pearson_macro_and_micro():
     rs = np.random.RandomState(6)
     batches = [(rs.randn(n), rs.randn(n)) for n in (10, 7)]
