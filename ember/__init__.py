@@ -39,5 +39,6 @@ from .numpy import extension as numpy_extension  # noqa: F401,E402  (mx.npx)
 from .numpy import extension as npx  # noqa: F401,E402
 
 from . import contrib  # noqa: F401,E402  (mx.contrib: contrib operator namespaces, amp)
+from . import runtime  # noqa: F401,E402  (mx.runtime.Features: what this installation can do)
 # Last, once every module (and the BLAS libraries they load) is imported: EMBER_BLAS_THREADS.
 engine.blas.configure()
