@@ -7,7 +7,7 @@ input shapes, input dtypes), made once from the registry: its shape and dtype ru
 output, and the op's current CPU kernel is what runs.  Two kinds of plans:
 
 - operator plans (`binary_operator`: NDArray `+ - * / ** == ...` and their in-place forms) hold
-  the numpy ufunc the kernel declares as its exact equivalent (`registry.ufunc_form`) and call it
+  the numpy ufunc the op declares as its CPU kernel's exact equivalent (`OpDef.ufunc_form`) and call it
   directly;
 - kernel plans (`kernel_call`: `mx.nd.<op>(x[, y], **attrs)` and the NDArray methods built on it,
   for ops with one output and no aux states, mutated inputs or resources) call the kernel.
@@ -101,7 +101,7 @@ def binary_operator(lhs: NDArray, rhs, array_op: Optional[str], scalar_op: str, 
 def _make_operator_plan(key: tuple, name: str, inputs):
     plan = False
     opdef = registry.get(name)
-    form = getattr(opdef.kernels.get("cpu") or opdef.kernels.get("any"), "ufunc_form", None)
+    form = opdef.cpu_ufunc()
     if form is not None and (form[0] == "binary") == (len(inputs) == 2):
         kind, ufunc, kinds = form
         out = _infer(opdef, opdef.parse_attrs({}), inputs)

@@ -217,22 +217,12 @@ def _aliased_outputs(opdef: OpDef, attrs: dict, inputs, outputs) -> Optional[dic
             if x._chunk is chunk and (i_i, o_i) not in inplace:
                 if x._data.__array_interface__["data"][0] == o._data.__array_interface__["data"][0] \
                         and x._data.shape == o._data.shape and x._data.strides == o._data.strides \
-                        and _elementwise(opdef, x, o):
+                        and opdef.elementwise:
                     continue  # same elements, element-wise op: safe in place
                 found = found or {}
                 found[o_i] = None
                 break
     return found
-
-
-def _elementwise(opdef: OpDef, x, o) -> bool:
-    # Output element i depends only on element i of each input: running in place is safe.
-    name = opdef.name
-    return name in _ELEMENTWISE or name.startswith(("broadcast_", "elemwise_")) or name.endswith("_scalar")
-
-
-_ELEMENTWISE = frozenset(("negative", "abs", "exp", "log", "sqrt", "square", "sign", "relu", "sigmoid",
-                          "tanh", "clip", "Cast", "_copy", "reciprocal", "rsqrt", "floor", "ceil"))
 
 
 def _record(opdef: OpDef, attrs: dict, inputs, outputs, is_train: bool) -> None:

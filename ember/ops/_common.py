@@ -195,21 +195,3 @@ def need(op: str, cond: bool, message: str) -> None:
 def ograds_or_zeros(F, out_grads, outputs, n: int) -> list:
     """The first n output gradients, with zeros for outputs no gradient reached (callers may pass None)."""
     return [g if g is not None else F.zeros_like(outputs[i]) for i, g in enumerate(list(out_grads)[:n])]
-
-
-# -- inputs read for their shape only -------------------------------------------------------
-def mark_shape_only(op, indices) -> None:
-    """Declare that `op` reads inputs `indices` for their shape (and dtype) only, never their values.
-
-    Sets `op.shape_only_inputs`: a tuple of input positions, or a callable(attrs) -> tuple for
-    variable-arity ops.  A memory planner may then end such an input's lifetime before `op`
-    runs (the kernel still gets an array of the right shape, whatever its bytes hold).
-    Read it with `shape_only_inputs(op, attrs)`.
-    """
-    op.shape_only_inputs = indices if callable(indices) else tuple(indices)
-
-
-def shape_only_inputs(op, attrs) -> tuple:
-    """The input positions `op` reads for their shape only (empty when none were declared)."""
-    spec = getattr(op, "shape_only_inputs", ())
-    return tuple(spec(attrs)) if callable(spec) else tuple(spec)

@@ -84,7 +84,7 @@ def _second_order(bwd_name: str, second: Callable) -> Callable:
 def register_unary(name: str, kernel: Callable, deriv: Optional[Callable],
                    attrs: Optional[Dict[str, Attr]] = None, aliases: Sequence[str] = (),
                    doc: str = "", gradient: Optional[Callable] = None, uses: str = "both",
-                   second: Optional[Callable] = None) -> OpDef:
+                   second: Optional[Callable] = None, **fields) -> OpDef:
     """Register `name` and, when `deriv(xp, x, y, attrs)` is given, `_backward_<name>`.
 
     `uses` ('in', 'out', 'both') says which of x (input) and y (output) `deriv` reads; the
@@ -92,7 +92,8 @@ def register_unary(name: str, kernel: Callable, deriv: Optional[Callable],
     derivative of f' with respect to the array the backward op reads, written with registry
     ops through F; it makes the backward op differentiable.  `gradient` overrides the
     default (which calls `_backward_<name>`), e.g. for ops whose gradient is another forward
-    op; `deriv=None` with no `gradient` means not differentiable.
+    op; `deriv=None` with no `gradient` means not differentiable.  The forward op is declared
+    `elementwise`; `fields` are further OpDef fields for it (`ufunc_form`).
     """
     if uses not in _BWD_INPUTS:
         raise ValueError(f"register_unary({name}): uses must be 'in', 'out' or 'both', not {uses!r}")
@@ -117,5 +118,5 @@ def register_unary(name: str, kernel: Callable, deriv: Optional[Callable],
             grad.__doc__ = f"Gradient through the backward op {bwd_name}."
     return register(OpDef(name=name, attrs=attrs, inputs=["data"], outputs=["output"],
                           infer_shape=same_shape(name), infer_type=same_type(name),
-                          kernels={"any": kernel}, gradient=grad, inplace=[(0, 0)],
-                          aliases=list(aliases), doc=doc))
+                          kernels={"any": kernel}, gradient=grad, inplace=[(0, 0)], elementwise=True,
+                          aliases=list(aliases), doc=doc, **fields))

@@ -26,7 +26,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..base import DTypeError, EmberError, OperatorError, ShapeError
-from ._common import mark_shape_only
 from .registry import Attr, OpDef, register
 
 STATE_KEY = "_custom_state"
@@ -376,14 +375,13 @@ def _not_needed(attrs) -> tuple:
 
 _OP_TYPE = {"op_type": Attr("str", doc="name the CustomOpProp was registered under (mx.operator.register)")}
 
-_backward = register(_CustomOpDef(
+register(_CustomOpDef(
     name="_backward_Custom", attrs=dict(_OP_TYPE), inputs=_backward_inputs,
     outputs=lambda attrs: [f"{n}_grad" for n in _state(attrs).arg_names],
     num_visible_outputs=lambda attrs: len(_state(attrs).arg_names),
     infer_shape=_backward_infer_shape, infer_type=_backward_infer_type,
-    kernels={"any": _backward_kernel},
+    kernels={"any": _backward_kernel}, shape_only_inputs=_not_needed,
     doc="Gradient of Custom: runs the CustomOp's backward on (out_grad, in_data, out_data)."))
-mark_shape_only(_backward, _not_needed)
 
 register(_CustomOpDef(
     name="Custom", attrs=dict(_OP_TYPE),

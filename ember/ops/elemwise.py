@@ -7,32 +7,32 @@ and have zero gradients.
 """
 from __future__ import annotations
 
-from functools import partial
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional
 
 import numpy as np
 
 from ..base import ShapeError
-from ._common import (as_scalar, broadcast_shape, known, mark_shape_only, no_gradient, ograds_or_zeros, same_shape,
-                      same_type, sum_to, via)
+from ._common import (as_scalar, broadcast_shape, known, no_gradient, ograds_or_zeros, same_shape, same_type, sum_to,
+                      via)
 from ._unary import register_unary
-from .registry import Attr, OpDef, get, register, ufunc_form
+from .registry import Attr, OpDef, UfuncForm, get, register
 
 _BIN_INPUTS = ["lhs", "rhs"]
 
 
 # -- forward kernels ------------------------------------------------------------------
-def _binary_kernel(ufunc: str) -> Callable:
+def _binary(ufunc: str, kernel: Optional[Callable] = None, kinds: str = "biuf") -> dict:
+    """OpDef fields of a binary op that is the array-module ufunc `ufunc` on outputs of dtype kinds `kinds`
+    (its kernel by default: the ufunc straight into the output)."""
     np_fn = getattr(np, ufunc)
 
-    def kernel(ctx, attrs, inputs, outputs, aux):
+    def ufunc_kernel(ctx, attrs, inputs, outputs, aux):
         xp = ctx.xp
         (np_fn if xp is np else getattr(xp, ufunc))(inputs[0], inputs[1], out=outputs[0])
-    kernel.__name__ = f"{ufunc}_kernel"
-    return ufunc_form(kernel, "binary", np_fn)
+    ufunc_kernel.__name__ = f"{ufunc}_kernel"
+    return {"kernels": {"any": kernel or ufunc_kernel}, "ufunc_form": UfuncForm("binary", np_fn, kinds)}
 
 
-@partial(ufunc_form, form="binary", ufunc=np.divide, kinds="f")
 def _div_kernel(ctx, attrs, inputs, outputs, aux):
     a, b, o = inputs[0], inputs[1], outputs[0]
     if o.dtype.kind == "f":
@@ -44,21 +44,17 @@ def _div_kernel(ctx, attrs, inputs, outputs, aux):
 
 def _mod(xp, a, b, o):
     # MXNet's mod follows the divisor's sign (Python's %) and gives 0 for a zero divisor
+    zero = b == 0  # before o is written: o may be b (elementwise ops may run in place)
     with np.errstate(divide="ignore", invalid="ignore"):
         if o.dtype.kind == "f":
             xp.mod(a, b, out=o)
         else:
-            xp.mod(a, xp.where(b == 0, 1, b), out=o, casting="unsafe")
-    xp.copyto(o, 0, where=(b == 0))
+            xp.mod(a, xp.where(zero, 1, b), out=o, casting="unsafe")
+    xp.copyto(o, 0, where=zero)
 
 
 def _mod_kernel(ctx, attrs, inputs, outputs, aux):
     _mod(ctx.xp, inputs[0], inputs[1], outputs[0])
-
-
-@partial(ufunc_form, form="binary", ufunc=np.power)
-def _power_kernel(ctx, attrs, inputs, outputs, aux):
-    ctx.xp.power(inputs[0], inputs[1], out=outputs[0])
 
 
 # -- derivatives (at the broadcast shape) -------------------------------------------------
@@ -109,16 +105,17 @@ def _d_hypot(xp, g, a, b):
     return g * a / h, g * b / h
 
 
+# name: (OpDef fields giving the kernel and ufunc form, derivative)
 _ARITH: Dict[str, tuple] = {
-    "add": (_binary_kernel("add"), _d_add),
-    "sub": (_binary_kernel("subtract"), _d_sub),
-    "mul": (_binary_kernel("multiply"), _d_mul),
-    "div": (_div_kernel, _d_div),
-    "mod": (_mod_kernel, _d_mod),
-    "power": (_power_kernel, _d_power),
-    "maximum": (_binary_kernel("maximum"), _d_maximum),
-    "minimum": (_binary_kernel("minimum"), _d_minimum),
-    "hypot": (_binary_kernel("hypot"), _d_hypot),
+    "add": (_binary("add"), _d_add),
+    "sub": (_binary("subtract"), _d_sub),
+    "mul": (_binary("multiply"), _d_mul),
+    "div": (_binary("divide", _div_kernel, kinds="f"), _d_div),
+    "mod": ({"kernels": {"any": _mod_kernel}}, _d_mod),
+    "power": (_binary("power"), _d_power),
+    "maximum": (_binary("maximum"), _d_maximum),
+    "minimum": (_binary("minimum"), _d_minimum),
+    "hypot": (_binary("hypot"), _d_hypot),
 }
 
 _COMPARE = {"equal": "equal", "not_equal": "not_equal", "greater": "greater",
@@ -284,24 +281,21 @@ def _same_shape_grad(name: str):
 _BINARY_GRADS = {"add": lambda b: _add_sub_grad(b, False), "sub": lambda b: _add_sub_grad(b, True),
                  "mul": _mul_grad, "div": _div_grad}
 
-# Backward inputs read only for their shapes (the reduction target), never for their values: a
-# memory planner may let their storage be reused before the backward op runs (_common.mark_shape_only).
-SHAPE_ONLY_INPUTS = {"_backward_broadcast_add": (1, 2), "_backward_broadcast_sub": (1, 2)}
-
-for _name, (_kernel, _deriv) in _ARITH.items():
+for _name, (_fields, _deriv) in _ARITH.items():
     _bwd = f"_backward_broadcast_{_name}"
-    _bop = register(OpDef(name=_bwd, inputs=["ograd", "lhs", "rhs"], outputs=["lhs_grad", "rhs_grad"],
-                          infer_shape=_backward_infer(_bwd), infer_type=same_type(_bwd, 2),
-                          kernels={"any": _backward_binary_kernel(_deriv)},
-                          doc=f"Gradient of broadcast_{_name} w.r.t. both inputs, reduced to their shapes."))
-    if _bwd in SHAPE_ONLY_INPUTS:
-        mark_shape_only(_bop, SHAPE_ONLY_INPUTS[_bwd])
-    if _name in ("add", "sub"):  # linear in ograd: differentiable again (second order)
-        _bop.gradient = _reduce_back_grad(f"broadcast_{_name}")
+    _linear = _name in ("add", "sub")
+    register(OpDef(name=_bwd, inputs=["ograd", "lhs", "rhs"], outputs=["lhs_grad", "rhs_grad"],
+                   infer_shape=_backward_infer(_bwd), infer_type=same_type(_bwd, 2),
+                   kernels={"any": _backward_binary_kernel(_deriv)},
+                   # linear in ograd: differentiable again (second order)
+                   gradient=_reduce_back_grad(f"broadcast_{_name}") if _linear else None,
+                   # add/sub read lhs and rhs for their shapes (the reduction target) only
+                   shape_only_inputs=(1, 2) if _linear else (),
+                   doc=f"Gradient of broadcast_{_name} w.r.t. both inputs, reduced to their shapes."))
     register(OpDef(name=f"broadcast_{_name}", inputs=_BIN_INPUTS, outputs=["output"],
                    infer_shape=_broadcast_infer(f"broadcast_{_name}"),
                    infer_type=same_type(f"broadcast_{_name}", names=_BIN_INPUTS),
-                   kernels={"any": _kernel},
+                   **_fields, elementwise=True,
                    gradient=_BINARY_GRADS[_name](_bwd) if _name in _BINARY_GRADS else _binary_grad(_bwd),
                    inplace=[(0, 0), (1, 0)],
                    aliases=["broadcast_plus"] if _name == "add" else
@@ -326,7 +320,7 @@ for _name in ("add", "sub", "mul", "div"):
     register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"],
                    infer_shape=same_shape(_op, names=_BIN_INPUTS),
                    infer_type=same_type(_op, names=_BIN_INPUTS),
-                   kernels={"any": _same_kernel_as(get(f"broadcast_{_name}"))},
+                   kernels={"any": _same_kernel_as(get(f"broadcast_{_name}"))}, elementwise=True,
                    gradient=_same_shape_grad(_name),
                    inplace=[(0, 0), (1, 0)],
                    aliases=["_add", "_plus", "_Plus", "_grad_add"] if _name == "add" else
@@ -341,7 +335,7 @@ for _name, _camel in _ELEMWISE_MORE.items():
     _op = f"_{_name}"
     register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"], aliases=[_camel],
                    infer_shape=same_shape(_op, names=_BIN_INPUTS), infer_type=same_type(_op, names=_BIN_INPUTS),
-                   kernels={"any": _same_kernel_as(get(f"broadcast_{_name}"))},
+                   kernels={"any": _same_kernel_as(get(f"broadcast_{_name}"))}, elementwise=True,
                    gradient=_binary_grad(f"_backward_broadcast_{_name}"), inplace=[(0, 0), (1, 0)],
                    doc=f"Elementwise {_name} of two arrays of the same shape."))
 
@@ -352,14 +346,14 @@ for _name, _ufunc in _COMPARE.items():
     _op = f"_{_name}"
     register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"], aliases=[_CAMEL_COMPARE[_name]],
                    infer_shape=same_shape(_op, names=_BIN_INPUTS), infer_type=same_type(_op, names=_BIN_INPUTS),
-                   kernels={"any": _binary_kernel(_ufunc)}, gradient=no_gradient(2), inplace=[(0, 0), (1, 0)],
+                   **_binary(_ufunc), elementwise=True, gradient=no_gradient(2), inplace=[(0, 0), (1, 0)],
                    doc=f"1 where lhs {_name} rhs else 0 (same shapes), in the input dtype."))
 
 for _name, _ufunc in _COMPARE.items():
     _op = f"broadcast_{_name}"
     register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"],
                    infer_shape=_broadcast_infer(_op), infer_type=same_type(_op, names=_BIN_INPUTS),
-                   kernels={"any": _binary_kernel(_ufunc)}, gradient=no_gradient(2),
+                   **_binary(_ufunc), elementwise=True, gradient=no_gradient(2),
                    inplace=[(0, 0), (1, 0)],
                    doc=f"1 where lhs {_name} rhs else 0 (broadcasting), in the input dtype."))
 
@@ -383,7 +377,7 @@ def _scalar_kernel(ufunc: str, reverse: bool = False) -> Callable:
             s = attrs["scalar"]
             fn = np_fn if ctx.xp is np else getattr(ctx.xp, ufunc)
             fn(x, s if x.dtype.kind == "f" else x.dtype.type(s), out=outputs[0], casting="unsafe")
-    return ufunc_form(kernel, "rscalar" if reverse else "scalar", np_fn)
+    return kernel
 
 
 def _mod_scalar(ctx, attrs, inputs, outputs, aux):
@@ -438,21 +432,25 @@ def _no_second(F, v, a):
 
 
 def _scalar_op(name, kernel, deriv, attrs, **kw):
+    """Register a scalar op; `kernel` is a kernel or the UfuncForm the op is (the kernel made from it)."""
+    if isinstance(kernel, UfuncForm):
+        kw["ufunc_form"] = kernel
+        kernel = _scalar_kernel(kernel.ufunc.__name__, kernel.form == "rscalar")
     return register_unary(name, kernel, deriv, attrs, aliases=[_CAMEL_SCALAR[name]], **kw)
 
 
-_scalar_op("_plus_scalar", _scalar_kernel("add"), None, _SCALAR, gradient=_copy_grad,
+_scalar_op("_plus_scalar", UfuncForm("scalar", np.add), None, _SCALAR, gradient=_copy_grad,
                doc="x + scalar")
-_scalar_op("_minus_scalar", _scalar_kernel("subtract"), None, _SCALAR, gradient=_copy_grad,
+_scalar_op("_minus_scalar", UfuncForm("scalar", np.subtract), None, _SCALAR, gradient=_copy_grad,
                doc="x - scalar")
-_scalar_op("_rminus_scalar", _scalar_kernel("subtract", True), None, _SCALAR, gradient=_neg_grad,
+_scalar_op("_rminus_scalar", UfuncForm("rscalar", np.subtract), None, _SCALAR, gradient=_neg_grad,
                doc="scalar - x")
-_scalar_op("_mul_scalar", _scalar_kernel("multiply"), None, _SCALAR, gradient=_mul_scalar_grad,
+_scalar_op("_mul_scalar", UfuncForm("scalar", np.multiply), None, _SCALAR, gradient=_mul_scalar_grad,
                doc="x * scalar")
-_scalar_op("_div_scalar", _scalar_kernel("divide"), None, _SCALAR, gradient=_div_scalar_grad,
+_scalar_op("_div_scalar", UfuncForm("scalar", np.divide), None, _SCALAR, gradient=_div_scalar_grad,
                doc="x / scalar")
 # d(s/x) = -s/x^2 from x alone (-y/x would need both, and fails for s = 0)
-_scalar_op("_rdiv_scalar", _scalar_kernel("divide", True),
+_scalar_op("_rdiv_scalar", UfuncForm("rscalar", np.divide),
                _errs(lambda xp, x, y, a: -a["scalar"] / (x * x)), _SCALAR, uses="in",
                second=lambda F, v, a: F._mul_scalar(F._power_scalar(v, scalar=-3.0), scalar=2.0 * a["scalar"]),
                doc="scalar / x")
@@ -461,32 +459,32 @@ _scalar_op("_mod_scalar", _mod_scalar, lambda xp, x, y, a: xp.ones_like(x), _SCA
 _scalar_op("_rmod_scalar", _rmod_scalar,
                _errs(lambda xp, x, y, a: -xp.floor(a["scalar"] / x)), _SCALAR, uses="in", second=_no_second,
                doc="scalar mod x")
-_scalar_op("_power_scalar", _scalar_kernel("power"),
+_scalar_op("_power_scalar", UfuncForm("scalar", np.power),
                _errs(lambda xp, x, y, a: a["scalar"] * xp.power(x, a["scalar"] - 1)), _SCALAR, uses="in",
                second=lambda F, v, a: F._mul_scalar(F._power_scalar(v, scalar=a["scalar"] - 2),
                                                     scalar=a["scalar"] * (a["scalar"] - 1)),
                doc="x ** scalar")
-_scalar_op("_rpower_scalar", _scalar_kernel("power", True),
+_scalar_op("_rpower_scalar", UfuncForm("rscalar", np.power),
                _errs(lambda xp, x, y, a: y * np.log(a["scalar"])), _SCALAR, uses="out",
                second=lambda F, v, a: F._mul_scalar(F.ones_like(v), scalar=float(np.log(a["scalar"]))),
                doc="scalar ** x")
-_scalar_op("_maximum_scalar", _scalar_kernel("maximum"),
+_scalar_op("_maximum_scalar", UfuncForm("scalar", np.maximum),
                lambda xp, x, y, a: x >= a["scalar"], _SCALAR, uses="in", second=_no_second, doc="max(x, scalar)")
-_scalar_op("_minimum_scalar", _scalar_kernel("minimum"),
+_scalar_op("_minimum_scalar", UfuncForm("scalar", np.minimum),
                lambda xp, x, y, a: x <= a["scalar"], _SCALAR, uses="in", second=_no_second, doc="min(x, scalar)")
-_scalar_op("_hypot_scalar", _scalar_kernel("hypot"),
+_scalar_op("_hypot_scalar", UfuncForm("scalar", np.hypot),
                lambda xp, x, y, a: x / y, _SCALAR, doc="sqrt(x**2 + scalar**2)")
 
 for _name, _ufunc in _COMPARE.items():
     if _name.startswith("logical"):
         continue
-    _scalar_op(f"_{_name}_scalar", _scalar_kernel(_ufunc), None, _SCALAR, gradient=no_gradient(1),
+    _scalar_op(f"_{_name}_scalar", UfuncForm("scalar", getattr(np, _ufunc)), None, _SCALAR, gradient=no_gradient(1),
                    doc=f"1 where x {_name} scalar else 0, in x's dtype")
-_scalar_op("_logical_and_scalar", _scalar_kernel("logical_and"), None, _SCALAR,
+_scalar_op("_logical_and_scalar", UfuncForm("scalar", np.logical_and), None, _SCALAR,
                gradient=no_gradient(1), doc="x and scalar (as 1/0)")
-_scalar_op("_logical_or_scalar", _scalar_kernel("logical_or"), None, _SCALAR,
+_scalar_op("_logical_or_scalar", UfuncForm("scalar", np.logical_or), None, _SCALAR,
                gradient=no_gradient(1), doc="x or scalar (as 1/0)")
-_scalar_op("_logical_xor_scalar", _scalar_kernel("logical_xor"), None, _SCALAR,
+_scalar_op("_logical_xor_scalar", UfuncForm("scalar", np.logical_xor), None, _SCALAR,
                gradient=no_gradient(1), doc="x xor scalar (as 1/0)")
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._common import mark_shape_only, same_shape, same_type
-from .registry import Attr, OpDef, get, register
+from ._common import same_shape, same_type
+from .registry import Attr, OpDef, register
 
 _LUMA = np.array([0.299, 0.587, 0.114])
 # AlexNet's PCA of ImageNet RGB values (MXNet's adjust_lighting constants)
@@ -333,8 +333,7 @@ def _crop_backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(name="_backward_image_crop", attrs=dict(_CROP_ATTRS), inputs=["ograd", "data"],
                outputs=["data_grad"], infer_shape=lambda a, s: (s, [s[1]]),
                infer_type=lambda a, d: (d, [d[1] if d[1] is not None else d[0]]),
-               kernels={"any": _crop_backward}))
-mark_shape_only(get("_backward_image_crop"), (1,))  # data is read for its shape only
+               kernels={"any": _crop_backward}, shape_only_inputs=(1,)))  # data: its shape only
 register(OpDef(name="_image_crop", attrs=dict(_CROP_ATTRS),
                inputs=["data"], outputs=["output"], infer_shape=_crop_shape,
                infer_type=same_type("_image_crop"), kernels={"any": _crop},

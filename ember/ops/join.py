@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import List
 
 from ..base import OperatorError, ShapeError
-from ._common import known, mark_shape_only, norm_axis, ograds_or_zeros, same_type, unify
-from .registry import Attr, OpDef, get, register
+from ._common import known, norm_axis, ograds_or_zeros, same_type, unify
+from .registry import Attr, OpDef, register
 
 
 def _args(attrs) -> List[str]:
@@ -93,7 +93,9 @@ register(OpDef(name="_backward_Concat", attrs=_CONCAT_ATTRS,
                inputs=lambda a: ["ograd"] + _args(a), outputs=lambda a: [f"arg{i}_grad" for i in range(a["num_args"])],
                infer_shape=lambda a, s: (s, list(s[1:])),
                infer_type=lambda a, d: (list(d), [d[0]] * a["num_args"]),
-               kernels={"any": _concat_backward}, doc="Gradient of Concat: ograd cut back into the inputs."))
+               kernels={"any": _concat_backward}, doc="Gradient of Concat: ograd cut back into the inputs.",
+               # the inputs are read only for their sizes along `dim`
+               shape_only_inputs=lambda attrs: tuple(range(1, attrs["num_args"] + 1))))
 register(OpDef(name="Concat", aliases=["concat"], attrs=_CONCAT_ATTRS, inputs=_args, key_var_num_args="num_args",
                infer_shape=_concat_infer, infer_shape_backward=_concat_backward_infer,
                infer_type=same_type("Concat"), kernels={"any": _concat},
@@ -215,7 +217,3 @@ register(OpDef(name="ElementWiseSum", aliases=["add_n"], attrs={"num_args": Attr
                infer_type=same_type("ElementWiseSum"), kernels={"any": _add_n}, inplace=[(0, 0)],
                gradient=lambda F, a, i, o, g: [F._copy(g[0]) for _ in i],
                doc="The sum of all inputs (same shapes)."))
-
-
-# _backward_Concat(ograd, *inputs) reads the inputs only for their sizes along `dim`
-mark_shape_only(get("_backward_Concat"), lambda attrs: tuple(range(1, attrs["num_args"] + 1)))

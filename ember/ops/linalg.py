@@ -94,7 +94,7 @@ register(OpDef(name="_backward_dot", attrs=_BWD_ATTRS, inputs=["ograd", "lhs", "
                infer_type=same_type("_backward_dot", 2), kernels={"any": _dot_backward},
                doc="Gradient of dot w.r.t. lhs and rhs."))
 register(OpDef(name="dot", attrs=_DOT_ATTRS, inputs=["lhs", "rhs"], infer_shape=_dot_infer,
-               infer_type=same_type("dot", names=["lhs", "rhs"]), kernels={"any": _dot},
+               infer_type=same_type("dot", names=["lhs", "rhs"]), kernels={"any": _dot}, expensive=True,
                gradient=_pair_grad("_backward_dot"),
                doc="Matrix product; N-D inputs contract lhs's last axis with rhs's first (see module doc)."))
 
@@ -145,7 +145,7 @@ register(OpDef(name="_backward_batch_dot", attrs=_BWD_ATTRS, inputs=["ograd", "l
                infer_type=same_type("_backward_batch_dot", 2), kernels={"any": _batch_dot_backward},
                doc="Gradient of batch_dot."))
 register(OpDef(name="batch_dot", attrs=_DOT_ATTRS, inputs=["lhs", "rhs"], infer_shape=_batch_infer,
-               infer_type=same_type("batch_dot", names=["lhs", "rhs"]), kernels={"any": _batch_dot},
+               infer_type=same_type("batch_dot", names=["lhs", "rhs"]), kernels={"any": _batch_dot}, expensive=True,
                gradient=_pair_grad("_backward_batch_dot"),
                doc="Batched matrix product over the leading axes (transpose_a/b swap the last two)."))
 
@@ -261,7 +261,7 @@ register(OpDef(name="_backward_linalg_gemm2", attrs=_GEMM2, inputs=["ograd", "A"
                kernels={"any": _gemm_backward}, doc="Gradient of linalg_gemm2."))
 register(OpDef(name="linalg_gemm2", aliases=["_linalg_gemm2"],
                attrs=_GEMM2, inputs=["A", "B"], infer_shape=_gemm2_infer,
-               infer_type=same_type("linalg_gemm2", names=["A", "B"]), kernels={"any": _gemm2},
+               infer_type=same_type("linalg_gemm2", names=["A", "B"]), kernels={"any": _gemm2}, expensive=True,
                gradient=lambda F, a, i, o, g: list(F._backward_linalg_gemm2(g[0], i[0], i[1], **a)),
                doc="alpha * op(A) @ op(B), batched."))
 register(OpDef(name="_backward_linalg_gemm", attrs=_GEMM, inputs=["ograd", "A", "B"],
@@ -270,7 +270,7 @@ register(OpDef(name="_backward_linalg_gemm", attrs=_GEMM, inputs=["ograd", "A", 
                doc="Gradient of linalg_gemm."))
 register(OpDef(name="linalg_gemm", aliases=["_linalg_gemm"],
                attrs=_GEMM, inputs=["A", "B", "C"], infer_shape=_gemm_infer,
-               infer_type=same_type("linalg_gemm", names=["A", "B", "C"]), kernels={"any": _gemm},
+               infer_type=same_type("linalg_gemm", names=["A", "B", "C"]), kernels={"any": _gemm}, expensive=True,
                gradient=lambda F, a, i, o, g: list(F._backward_linalg_gemm(g[0], i[0], i[1], **a)),
                doc="alpha * op(A) @ op(B) + beta * C, batched."))
 

@@ -606,7 +606,7 @@ def _float_types(op):
 register(OpDef(
     name="Convolution", attrs=_CONV_ATTRS, inputs=_inputs, outputs=["output"],
     infer_shape=_conv_shape, infer_shape_backward=_conv_backward_infer, infer_type=_float_types("Convolution"),
-    kernels={"any": _conv_forward},
+    kernels={"any": _conv_forward}, expensive=True,
     gradient=backward_via("_backward_Convolution", lambda a, i, o, g: [g[0], i[0], i[1]],
                           lambda a: [True, True] + ([] if a["no_bias"] else [True])),
     doc="1-D/2-D/3-D convolution (NCW/NCHW/NCDHW) with stride, pad, dilate and groups, via im2col + GEMM."))
@@ -668,6 +668,7 @@ def _deconv_backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(
     name="Deconvolution", attrs=_DECONV_ATTRS, inputs=_inputs, outputs=["output"],
     infer_shape=_deconv_shape, infer_type=_float_types("Deconvolution"), kernels={"any": _deconv_forward},
+    expensive=True,
     gradient=backward_via("_backward_Deconvolution", lambda a, i, o, g: [g[0], i[0], i[1]],
                           lambda a: [True, True] + ([] if a["no_bias"] else [True])),
     doc="1-D/2-D/3-D transposed convolution (weight (C, num_filter/num_group, *kernel)); adj and target_shape."))

@@ -114,7 +114,7 @@ def _backward_shape(attrs, in_shapes):
 register(OpDef(
     name="FullyConnected", attrs=_ATTRS, inputs=_inputs, outputs=["output"],
     infer_shape=_infer_shape, infer_shape_backward=_infer_backward, infer_type=_infer_type, kernels={"any": _forward},
-    gradient=backward_via("_backward_FullyConnected",
+    expensive=True, gradient=backward_via("_backward_FullyConnected",
                           lambda a, i, o, g: [g[0], i[0], i[1]],
                           lambda a: [True, True] + ([] if a["no_bias"] else [True])),
     doc="Fully connected layer: output = dot(data, weight.T) + bias."))

@@ -76,7 +76,7 @@ def _gradient(F, attrs, inputs, outputs, out_grads):
 
 register(OpDef(
     name="Embedding", attrs=_ATTRS, inputs=["data", "weight"], outputs=["output"],
-    infer_shape=_infer_shape, infer_type=_infer_type, kernels={"any": _forward},
+    infer_shape=_infer_shape, infer_type=_infer_type, kernels={"any": _forward}, expensive=True,
     gradient=_gradient,
     doc="Maps integer indices (any shape) to rows of weight: output shape data.shape + (output_dim,)."))
 

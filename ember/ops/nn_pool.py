@@ -12,7 +12,6 @@ from typing import NamedTuple, Tuple
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._common import mark_shape_only
 from ._nn_util import backward_via, float_types, known, parse_optional_bool, positive, spatial
 from .registry import Attr, OpDef, register
 
@@ -198,9 +197,6 @@ register(OpDef(
     kernels={"any": _forward},
     gradient=backward_via("_backward_Pooling", lambda a, i, o, g: [g[0], i[0], o[0]], lambda a: [True]),
     doc="1-D/2-D/3-D max, avg, sum or lp pooling with stride, pad, global_pool and valid/full conventions."))
-_bwd = register(OpDef(
-    name="_backward_Pooling", attrs=_ATTRS, inputs=["out_grad", "data", "output"], outputs=["data_grad"],
-    infer_shape=lambda a, s: (s, [s[1]]), kernels={"any": _backward}, doc="Gradient of Pooling."))
 
 
 def _linear_pooling(attrs) -> bool:
@@ -208,5 +204,8 @@ def _linear_pooling(attrs) -> bool:
     return attrs["pool_type"] in ("avg", "sum") or (attrs["pool_type"] == "lp" and attrs["p_value"] == 1)
 
 
-# data and output are read for their shapes only there (max and lp>1 compare values)
-mark_shape_only(_bwd, lambda a: (1, 2) if _linear_pooling(a) else ())
+register(OpDef(
+    name="_backward_Pooling", attrs=_ATTRS, inputs=["out_grad", "data", "output"], outputs=["data_grad"],
+    infer_shape=lambda a, s: (s, [s[1]]), kernels={"any": _backward}, doc="Gradient of Pooling.",
+    # linear pooling reads data and output for their shapes only (max and lp>1 compare values)
+    shape_only_inputs=lambda a: (1, 2) if _linear_pooling(a) else ()))

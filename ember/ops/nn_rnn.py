@@ -467,7 +467,7 @@ def _backward_infer_shape(attrs, in_shapes):
 register(OpDef(
     name="RNN", attrs=_ATTRS, inputs=_inputs, outputs=_outputs, num_visible_outputs=_visible,
     infer_shape=_infer_shape, infer_type=_infer_type,
-    kernels={"any": _forward}, resources=("rng",),
+    kernels={"any": _forward}, resources=("rng",), expensive=True,
     gradient=backward_via("_backward_RNN", _gradient_inputs, _gradient_flags),
     doc="Fused multi-layer (bidirectional) RNN/LSTM/GRU over TNC data with MXNet's flat parameter layout."))
 register(OpDef(

@@ -274,7 +274,7 @@ def _so_backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(
     name="SoftmaxOutput", attrs=_SO_ATTRS, inputs=["data", "label"], outputs=["output"], aliases=["Softmax"],
     infer_shape_backward=data_like_output,
-    infer_shape=_so_shape, infer_type=_so_type, kernels={"any": _so_forward}, inplace=[(0, 0)],
+    infer_shape=_so_shape, infer_type=_so_type, kernels={"any": _so_forward}, inplace=[(0, 0)], expensive=True,
     gradient=backward_via("_backward_SoftmaxOutput",
                           lambda a, i, o, g: [o[0], i[1]] + ([g[0]] if a["out_grad"] else []),
                           lambda a: [True, False]),

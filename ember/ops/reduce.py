@@ -13,8 +13,8 @@ from typing import Tuple
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._common import mark_shape_only, no_gradient, norm_axis, ograds_or_zeros, same_type, via
-from .registry import Attr, OpDef, get, register
+from ._common import no_gradient, norm_axis, ograds_or_zeros, same_type, via
+from .registry import Attr, OpDef, register
 
 _REDUCE_ATTRS = {
     "axis": Attr("shape_or_none", None, doc="axes to reduce (None or (): all)"),
@@ -136,6 +136,8 @@ for _name, (_kernel, _deriv, _aliases) in _REDUCERS.items():
     register(OpDef(name=_bwd, attrs=_REDUCE_ATTRS, inputs=["ograd", "data", "output"], outputs=["data_grad"],
                    infer_shape=_backward_infer(_bwd), infer_type=same_type(_bwd),
                    kernels={"any": _backward_kernel(_bwd, _deriv)},
+                   # sum/mean spread ograd over data's shape: data and output are read for their shapes only
+                   shape_only_inputs=(1, 2) if _name in ("sum", "mean") else (),
                    doc=f"Gradient of {_name}: ograd spread back over the reduced axes."))
     register(OpDef(name=_name, attrs=_REDUCE_ATTRS, inputs=["data"], outputs=["output"],
                    infer_shape=_reduce_infer(_name), infer_type=same_type(_name),
@@ -352,8 +354,3 @@ register(OpDef(name="_histogram", inputs=_hist_inputs, outputs=["counts", "bin_e
                infer_shape=_hist_infer,
                infer_type=lambda a, d: (list(d), [np.dtype(np.int64), d[0]]), kernels={"any": _histogram},
                doc="Counts of data in bin_cnt equal bins over range (or in the given bin edges)."))
-
-
-# sum/mean gradients spread ograd over data's shape: data and output are read for their shapes only
-for _name in ("sum", "mean"):
-    mark_shape_only(get(f"_backward_{_name}"), (1, 2))

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -178,8 +178,27 @@ class OpContext:
         self.rng = rng
 
 
-def _names(spec: Names, attrs: dict) -> List[str]:
+def _per_call(spec, attrs: dict) -> list:
+    """A field that is either a sequence or a callable attrs -> sequence, for one call's attrs."""
     return list(spec(attrs)) if callable(spec) else list(spec)
+
+
+UFUNC_FORMS = ("binary", "scalar", "rscalar")
+
+
+class UfuncForm(NamedTuple):
+    """The one numpy ufunc call an op's CPU kernel is, on outputs whose dtype kind is in `kinds`.
+
+    binary:  ufunc(lhs, rhs, out=out)                       (numpy's default casting, "same_kind")
+    scalar:  ufunc(data, s, out=out, casting="unsafe")   s: attrs["scalar"], cast to data's dtype
+    rscalar: ufunc(s, data, out=out, casting="unsafe")   unless data is floating point (as MXNet's DType(s))
+
+    The imperative tiny-op path (ember/imperative/fastpath.py) then calls the ufunc directly.
+    """
+
+    form: str
+    ufunc: Callable
+    kinds: str = "biuf"
 
 
 @dataclass
@@ -213,9 +232,22 @@ class OpDef:
     # Attributes a variable composed into an input (by input name) gets unless it has them already:
     # MXNet's FSetInputVarAttrOnCompose (prelu's gamma variable gets '__init__' Constant 0.25).
     input_var_attrs: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    # Output element i reads only element i of each input, all of it before writing, so an output
+    # may share an input's elements (imperative out= aliasing an input needs no scratch copy).
+    elementwise: bool = False
+    # Inputs read for their shape (and dtype) only, never their values (a callable attrs -> positions
+    # for variable arity): a memory planner may reuse their bytes before the op runs.
+    shape_only_inputs: Union[Sequence[int], Callable[[dict], Sequence[int]]] = ()
+    # Cost class for recompute: memory mirroring never recomputes an expensive op (MXNet's list).
+    expensive: bool = False
+    # The ufunc call the CPU kernel registered here is exactly; see `cpu_ufunc`.
+    ufunc_form: Optional[UfuncForm] = None
     doc: str = ""
 
     def __post_init__(self):
+        if self.ufunc_form is not None and self.ufunc_form.form not in UFUNC_FORMS:
+            raise ValueError(f"{self.name}: ufunc form must be one of {UFUNC_FORMS}, got {self.ufunc_form.form!r}")
+        self._ufunc_kernel = self.kernels.get("cpu") or self.kernels.get("any")
         if self.infer_shape_backward is None:
             self.infer_shape_backward = getattr(self.infer_shape, "backward", None)
         if self.infer_type_backward is None:
@@ -242,21 +274,25 @@ class OpDef:
 
     # -- arity ----------------------------------------------------------------
     def input_names(self, attrs: dict) -> List[str]:
-        return _names(self.inputs, attrs)
+        return _per_call(self.inputs, attrs)
 
     def output_names(self, attrs: dict) -> List[str]:
-        return _names(self.outputs, attrs)
+        return _per_call(self.outputs, attrs)
 
     def aux_names(self, attrs: dict) -> List[str]:
-        return _names(self.aux, attrs)
+        return _per_call(self.aux, attrs)
 
     def inplace_pairs(self, attrs: dict) -> List[Tuple[int, int]]:
         """The (input, output) pairs of this call that may share storage."""
-        return list(self.inplace(attrs)) if callable(self.inplace) else list(self.inplace)
+        return _per_call(self.inplace, attrs)
 
     def mutated_inputs(self, attrs: dict) -> List[int]:
         """Indices of the inputs this call writes in place."""
-        return list(self.mutates(attrs)) if callable(self.mutates) else list(self.mutates)
+        return _per_call(self.mutates, attrs)
+
+    def shape_only(self, attrs: dict) -> Tuple[int, ...]:
+        """Positions of the inputs this call reads for their shape only."""
+        return tuple(_per_call(self.shape_only_inputs, attrs))
 
     def visible_outputs(self, attrs: dict) -> int:
         if self.num_visible_outputs is None:
@@ -327,6 +363,12 @@ class OpDef:
             raise OperatorError(f"{self.name}: no kernel for device '{device_type}'")
         return fn
 
+    def cpu_ufunc(self) -> Optional[UfuncForm]:
+        """`ufunc_form` while the CPU kernel is still the one it describes (None once `override` replaced it)."""
+        if self.ufunc_form is None or (self.kernels.get("cpu") or self.kernels.get("any")) is not self._ufunc_kernel:
+            return None
+        return self.ufunc_form
+
 
 _OPS: Dict[str, OpDef] = {}
 _ALIASES: Dict[str, str] = {}
@@ -370,7 +412,7 @@ def override(name: str, device: str, fn: Callable) -> Callable:
     return old
 
 
-# -- change listeners and ufunc forms (for callers that cache what kernels do) -----------------
+# -- change listeners (for callers that cache what kernels do) ---------------------------------
 _LISTENERS: List[Callable[[], None]] = []
 
 
@@ -382,22 +424,3 @@ def on_change(fn: Callable[[], None]) -> None:
 def _changed() -> None:
     for fn in _LISTENERS:
         fn()
-
-
-UFUNC_FORMS = ("binary", "scalar", "rscalar")
-
-
-def ufunc_form(kernel: Callable, form: str, ufunc: Callable, kinds: str = "biuf") -> Callable:
-    """Declare that `kernel`, on numpy arrays whose output dtype kind is in `kinds`, is exactly one ufunc call.
-
-    binary:  ufunc(lhs, rhs, out=out)                       (numpy's default casting, "same_kind")
-    scalar:  ufunc(data, s, out=out, casting="unsafe")   s: attrs["scalar"], cast to data's dtype
-    rscalar: ufunc(s, data, out=out, casting="unsafe")   unless data is floating point (as MXNet's DType(s))
-
-    The imperative tiny-op path (ember/imperative/fastpath.py) then calls the ufunc directly.
-    A kernel installed with `override` carries no form unless it declares one, so it always runs.
-    """
-    if form not in UFUNC_FORMS:
-        raise ValueError(f"ufunc form must be one of {UFUNC_FORMS}, got {form!r}")
-    kernel.ufunc_form = (form, ufunc, kinds)
-    return kernel

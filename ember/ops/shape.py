@@ -12,8 +12,8 @@ from typing import List, Sequence, Tuple
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._common import data_like_output, known, mark_shape_only, no_gradient, norm_axis, ograds_or_zeros, sum_to, via
-from .registry import Attr, OpDef, get, register
+from ._common import data_like_output, known, no_gradient, norm_axis, ograds_or_zeros, sum_to, via
+from .registry import Attr, OpDef, register
 
 Shape = Tuple[int, ...]
 
@@ -154,7 +154,7 @@ def _reshape_like_grad(F, attrs, inputs, outputs, out_grads):
 
 register(OpDef(name="reshape_like", inputs=["lhs", "rhs"], infer_shape=_reshape_like_infer,
                infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _copy_into},
-               gradient=_reshape_like_grad, inplace=[(0, 0)],
+               gradient=_reshape_like_grad, inplace=[(0, 0)], shape_only_inputs=(1,),
                doc="lhs reshaped to the shape of rhs (rhs only gives the shape)."))
 
 
@@ -317,7 +317,7 @@ def _sum_to_like(ctx, attrs, inputs, outputs, aux):
 
 register(OpDef(name="_backward_broadcast_to", inputs=["ograd", "data"], outputs=["data_grad"],
                infer_shape=_sum_to_like_infer, infer_type=lambda a, d: (list(d), [d[0]]),
-               kernels={"any": _sum_to_like},
+               kernels={"any": _sum_to_like}, shape_only_inputs=(1,),
                doc="ograd summed over the axes broadcasting expanded, down to data's shape."))
 
 
@@ -480,12 +480,13 @@ def _cast(ctx, attrs, inputs, outputs, aux):
 
 register(OpDef(name="_backward_Cast", inputs=["ograd", "data"], outputs=["data_grad"],
                infer_shape=lambda a, s: (s, [s[1] if s[1] is not None else s[0]]),
-               infer_type=lambda a, d: (list(d), [d[1]]), kernels={"any": _cast},
+               infer_type=lambda a, d: (list(d), [d[1]]), kernels={"any": _cast}, shape_only_inputs=(1,),
                doc="Gradient of Cast: ograd cast back to the input's dtype."))
 register(OpDef(name="Cast", aliases=["cast"], attrs={"dtype": Attr("dtype")},
                infer_shape=lambda a, s: (s, [s[0]]), infer_shape_backward=data_like_output,
                infer_type=lambda a, d: (list(d), [a["dtype"]]),
-               kernels={"any": _cast}, gradient=via("_backward_Cast", lambda i, o, g: [g[0], i[0]], 1, False),
+               kernels={"any": _cast}, elementwise=True,
+               gradient=via("_backward_Cast", lambda i, o, g: [g[0], i[0]], 1, False),
                doc="Convert to `dtype`."))
 
 
@@ -738,10 +739,3 @@ register(OpDef(name="cast_storage", attrs={"stype": Attr("str", choices=("defaul
                infer_shape=_cast_storage_infer, kernels={"any": _copy_into}, inplace=[(0, 0)],
                gradient=lambda F, a, i, o, g: [F._copy(g[0])],
                doc="Storage conversion; only 'default' (dense) exists in ember, so this copies."))
-
-
-# Gradients of Reshape/Flatten/expand_dims/... (reshape_like), broadcast_to and Cast need only the
-# input's shape or dtype: a memory planner may free that input before backward.
-mark_shape_only(get("reshape_like"), (1,))
-mark_shape_only(get("_backward_broadcast_to"), (1,))
-mark_shape_only(get("_backward_Cast"), (1,))

@@ -23,10 +23,6 @@ from .infer import infer_dtypes, infer_shapes, is_complete_shape
 
 Key = Tuple[int, int]
 
-# Operators whose recomputation would cost as much as the memory it saves (MXNet's list).
-EXPENSIVE_OPS = {"FullyConnected", "Convolution", "Deconvolution", "dot", "batch_dot", "RNN", "Embedding",
-                 "SoftmaxOutput", "_linalg_gemm", "_linalg_gemm2"}
-
 
 @dataclass
 class GraphState:
@@ -99,7 +95,7 @@ def _wants_mirror(node: Node, enabled: bool) -> bool:
     forced = node.user_attrs.get("__force_mirroring__")
     if forced is not None:
         return forced.strip().lower() in ("true", "1")
-    return enabled and node.op.name not in EXPENSIVE_OPS
+    return enabled and not node.op.expensive  # OpDef's cost class
 
 
 def mirror(g: GraphState) -> GraphState:

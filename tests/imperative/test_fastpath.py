@@ -20,11 +20,10 @@ def _apply(op, x, y):
 
 
 def _forms():
-    """Every registered op whose CPU kernel declares a ufunc form."""
+    """Every registered op that declares a ufunc form for its CPU kernel."""
     for name in ops.list():
-        kernel = ops.get(name).kernels.get("cpu") or ops.get(name).kernels.get("any")
-        if getattr(kernel, "ufunc_form", None) is not None:
-            yield name, kernel
+        if ops.get(name).cpu_ufunc() is not None:
+            yield name, ops.get(name).kernel("cpu")
 
 
 def test_operators_on_small_arrays_take_plans():
@@ -67,7 +66,7 @@ def test_every_ufunc_form_equals_its_kernel():
     rng = np.random.default_rng(1)
     checked = 0
     for name, kernel in _forms():
-        form, ufunc, kinds = kernel.ufunc_form
+        form, ufunc, kinds = ops.get(name).ufunc_form
         for dtype in ("float32", "int32"):
             if np.dtype(dtype).kind not in kinds:
                 continue
@@ -106,10 +105,12 @@ def test_override_applies_at_once_and_restores():
     old = ops.override("broadcast_add", "cpu", sub_instead)
     try:
         np.testing.assert_array_equal((a + b).asnumpy(), [0, 0, 0])
+        assert ops.get("broadcast_add").cpu_ufunc() is None  # the form described the replaced kernel
     finally:
         ops.get("broadcast_add").kernels.pop("cpu")
         registry._changed()
     assert old is ops.get("broadcast_add").kernels["any"]
+    assert ops.get("broadcast_add").cpu_ufunc() == ("binary", np.add, "biuf")
     np.testing.assert_array_equal((a + b).asnumpy(), [2, 2, 2])
 
 
@@ -182,7 +183,7 @@ def _failing_kernel(ctx, attrs, inputs, outputs, aux):
 
 if not ops.exists("_test_fastpath_fail"):
     ops.register(ops.OpDef("_test_fastpath_fail", inputs=["lhs", "rhs"], infer_shape=lambda a, s: (s, [s[0]]),
-                           kernels={"any": registry.ufunc_form(_failing_kernel, "binary", _failing_ufunc)},
+                           kernels={"any": _failing_kernel}, ufunc_form=registry.UfuncForm("binary", _failing_ufunc),
                            doc="test-only: a ufunc form that raises"))
 
 

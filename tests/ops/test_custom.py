@@ -8,7 +8,6 @@ import pytest
 import ember as mx
 from ember import ops
 from ember.base import MXNetError, OperatorError, ShapeError
-from ember.ops._common import shape_only_inputs
 
 
 # -- operators used by the tests ------------------------------------------------------------
@@ -280,7 +279,7 @@ def test_need_top_grad_false_backward_still_runs():
     np.testing.assert_allclose(rhs.grad.asnumpy(), lhs.asnumpy())
     # the output gradient is not a dependency: the backward op reads it for its shape only
     attrs = ops.get("_backward_Custom").parse_attrs({"op_type": "test_mul_no_grad"})
-    assert shape_only_inputs(ops.get("_backward_Custom"), attrs) == (0,)
+    assert ops.get("_backward_Custom").shape_only(attrs) == (0,)
 
 
 def test_forward_and_backward_of_one_call_share_the_operator_instance():
