@@ -2,9 +2,9 @@
 
     python bench/engine_breakdown.py [--n 200000]
 
-- c_push_inline:        ember_push + run + complete of an empty native op, all in C (the engine alone)
+- c_push_inline:        ember_claim + run + ember_complete of an empty native op, all in C (the engine alone)
 - cffi_call:            one trivial call through cffi (GIL released and re-taken around it)
-- raw_cffi_push:        one ember_push call from Python with a prebuilt var array (native op, inline)
+- raw_cffi_push:        one ember_push call from Python with a prebuilt var array (native op, to a worker)
 - python_push_inline:   engine.push of an empty Python op that runs inline (Python wrapper + 2 C calls)
 - python_push_worker:   the same op run on a worker thread: adds the GIL hand-over pusher -> worker -> pusher
 """
@@ -27,7 +27,7 @@ E = core.native_engine()
 v = engine.Var()
 arr = ffi.new("ember_var*[1]")
 arr[0] = v._h
-name = core.op_name("noop")
+attrs = core.op_attrs(0, 0, 0, 0, "noop")
 noop_c = lib.ember_noop
 
 
@@ -55,7 +55,7 @@ def py_worker():
 res = {
     "c_push_inline": round(min(lib.ember_bench_native(E, n, 16, 0, 1) for _ in range(args.reps)) / 1000, 3),
     "cffi_call": per_op("lib.ember_now_ns()"),
-    "raw_cffi_push": per_op("lib.ember_push(E, noop_c, ffi.NULL, ffi.NULL, 0, arr, 1, 0, 0, 0, name, 1, ffi.NULL)"),
+    "raw_cffi_push": per_op("lib.ember_push(E, noop_c, ffi.NULL, arr, 0, 1, attrs)"),
     "python_push_inline": round(statistics.median(timeit.repeat(py_inline, number=1, repeat=args.reps)) / (n // 10) * 1e6, 3),
     "python_push_worker": round(statistics.median(timeit.repeat(py_worker, number=1, repeat=args.reps)) / (n // 10) * 1e6, 3),
 }

@@ -19,8 +19,8 @@ N = args.n
 E = engine.core.native_engine()
 
 
-def native_from_c(chain, inline):
-    return min(lib.ember_bench_native(E, N, 64, chain, inline) for _ in range(args.reps)) / 1000.0
+def native_from_c(chain, in_caller):
+    return min(lib.ember_bench_native(E, N, 64, chain, in_caller) for _ in range(args.reps)) / 1000.0
 
 
 def python_ops(inline, n):
@@ -47,7 +47,7 @@ def native_from_python(n):
 
 results = {
     "native_op_pushed_from_C_on_worker_us": round(native_from_c(0, 0), 4),
-    "native_op_pushed_from_C_inline_us": round(native_from_c(0, 1), 4),
+    "native_op_claimed_in_C_us": round(native_from_c(0, 1), 4),
     "native_op_chain_pushed_from_C_on_worker_us": round(native_from_c(1, 0), 4),
     "native_op_pushed_from_python_us": round(native_from_python(N // 4), 3),
     "python_op_on_worker_us": round(python_ops(False, N // 4), 3),

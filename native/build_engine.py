@@ -1,11 +1,24 @@
-"""cffi build script (API / out-of-line mode) for ember's native core, `ember.engine._native`:
-the engine (engine.h) and the collective queue the distributed kvstore runs on (collectives.h)."""
+"""cffi build script (API / out-of-line mode) for ember's native core, `ember.engine._native`.
+
+The module is built from the components below, each a header (its whole C API) and a source
+file; docs/engine.md ("The native module") says what each is for.  A component that pushes
+engine ops uses engine.h only, like any other C client of the engine:
+
+- engine:      the dependency engine (engine.h);
+- collectives: the collective queue the distributed kvstore runs on (collectives.h);
+- host_copy:   host copies as engine ops, for kvstore pulls (host_copy.h);
+- engine_bench: benchmark-only helpers (an empty op, a C-side push loop: engine_bench.h).
+
+Python code reaches the components through `ember.engine.native`, not through this module.
+"""
 import os
 import re
 
 from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+COMPONENTS = ("engine", "collectives", "host_copy", "engine_bench")
+
 
 def cdef_from_header(path: str) -> str:
     """A header as cffi's cdef: comments, includes and guards dropped, constants as `#define X ...`."""
@@ -30,15 +43,14 @@ extern "Python" int64_t ember_py_policy_key(const char *name, int priority, uint
 extern "Python" int ember_py_coll_check(void *ctx, const char *name, int why, int code);
 """
 
-CDEF = ("".join(cdef_from_header(os.path.join(HERE, name)) for name in ("engine.h", "collectives.h", "host_copy.h"))
-        + PYTHON_CALLBACKS)
+CDEF = "".join(cdef_from_header(os.path.join(HERE, f"{c}.h")) for c in COMPONENTS) + PYTHON_CALLBACKS
 
 ffibuilder = FFI()
 ffibuilder.cdef(CDEF)
 ffibuilder.set_source(
     "ember.engine._native",
-    '#include "engine.h"\n#include "collectives.h"\n#include "host_copy.h"',
-    sources=[os.path.relpath(os.path.join(HERE, name)) for name in ("engine.c", "collectives.c", "host_copy.c")],
+    "".join(f'#include "{c}.h"\n' for c in COMPONENTS),
+    sources=[os.path.relpath(os.path.join(HERE, f"{c}.c")) for c in COMPONENTS],
     include_dirs=[os.path.relpath(HERE)],
     extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra"],
     libraries=["pthread"],

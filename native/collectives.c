@@ -375,8 +375,13 @@ int64_t ember_coll_allreduce(ember_coll *c, const void *send, void *recv, int64_
     pthread_mutex_unlock(&c->mu);
     /* Outside the mutex: the op may start at once, in this thread.  The push cannot be refused:
      * the engine only refuses bad queue ids and negative counts, checked above. */
-    (void)ember_push(c->eng, coll_op, it, reads, nread, writes, nwrite, 0, priority, EMBER_PROP_ASYNC,
-                     name, EMBER_FLAG_ON_ERROR, NULL);
+    ember_var *local[16], **vars = nread + nwrite <= 16 ? local : malloc((size_t)(nread + nwrite) * sizeof *vars);
+    if (!vars) abort();
+    for (int i = 0; i < nread; i++) vars[i] = reads[i];
+    for (int i = 0; i < nwrite; i++) vars[nread + i] = writes[i];
+    const ember_op_attrs attrs = {0, priority, EMBER_PROP_ASYNC, EMBER_ON_ERROR, name};
+    (void)ember_push(c->eng, coll_op, it, vars, nread, nwrite, &attrs);
+    if (vars != local) free(vars);
     return seq;
 }
 

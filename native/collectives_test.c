@@ -34,6 +34,17 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A plain op (cpu queue, priority 0) reading nr variables and writing nw. */
+static int push_plain(ember_engine *e, ember_fn fn, void *ctx, ember_var *const *reads, int nr,
+                      ember_var *const *writes, int nw, const char *name) {
+    ember_var *vars[8];
+    if (nr + nw > 8) return -2;
+    for (int i = 0; i < nr; i++) vars[i] = reads[i];
+    for (int i = 0; i < nw; i++) vars[nr + i] = writes[i];
+    const ember_op_attrs attrs = {0, 0, EMBER_PROP_NORMAL, 0, name};
+    return ember_push(e, fn, ctx, vars, nr, nw, &attrs);
+}
+
 /* ------------------------------------------------------------------ failing */
 
 #define FAIL(...)                                                                      \
@@ -661,15 +672,14 @@ static int64_t random_phase(ember_engine *e, int hs, int window, int64_t chunk_b
                 fill_input(cl);
             } else {
                 ember_var *w = cl->in_place ? cl->vrecv : cl->vsend;
-                CHECK(ember_push(e, produce_op, cl, NULL, 0, &w, 1, 0, 0, EMBER_PROP_NORMAL, "produce", 0, NULL) == 0,
+                CHECK(push_plain(e, produce_op, cl, NULL, 0, &w, 1, "produce") == 0,
                       "push of a producer failed");
             }
         }
         cl->seq = issue(c, cl, (int)(splitmix(rng) % 3));
         CHECK(cl->seq == i, "%s: call %d got sequence number %lld", what, i, (long long)cl->seq);
         ember_var *r[2] = {cl->vrecv, cl->vcopy};
-        CHECK(ember_push(e, consume_op, cl, r, cl->vcopy ? 2 : 1, NULL, 0, 0, 0, EMBER_PROP_NORMAL, "consume", 0,
-                         NULL) == 0,
+        CHECK(push_plain(e, consume_op, cl, r, cl->vcopy ? 2 : 1, NULL, 0, "consume") == 0,
               "push of a consumer failed");
     }
     int err = wait_all_checked(e, what);
@@ -760,7 +770,7 @@ static void test_gated_order(ember_engine *e, int hs) {
     for (int i = 0; i < N; i++) simple_call(e, &calls[i], i, counts[i], i % 2, i % 3 == 1, i % 2 == 0);
     atomic_store(&g_gate_op, NULL);
     ember_var *gw = calls[0].vsend;
-    CHECK(ember_push(e, gate_op, NULL, NULL, 0, &gw, 1, 0, 0, EMBER_PROP_NORMAL, "gate", 0, NULL) == 0, "gate push");
+    CHECK(push_plain(e, gate_op, NULL, NULL, 0, &gw, 1, "gate") == 0, "gate push");
     issue_all(c, calls, N, what);
     for (int i = 0; i < 400 && !atomic_load(&g_gate_op); i++) sleep_us(1000);
     ember_opr *gate = atomic_load(&g_gate_op);
@@ -829,8 +839,7 @@ static void test_post_error(ember_engine *e, int hs, int window, int64_t chunk, 
     F.fail_post_recv = calls[K].recv + (int64_t)kchunk * ce * calls[K].es;
     F.fail_post_code = 17;
     int input_err = 555;
-    CHECK(ember_push(e, fail_op, &input_err, NULL, 0, &calls[BAD_INPUT].vsend, 1, 0, 0, EMBER_PROP_NORMAL, "fail",
-                     0, NULL) == 0, "push");
+    CHECK(push_plain(e, fail_op, &input_err, NULL, 0, &calls[BAD_INPUT].vsend, 1, "fail") == 0, "push");
     issue_all(c, calls, N, what);
     int ids[N];
     for (int i = 0; i < N; i++) {
@@ -985,8 +994,7 @@ static void test_input_failed(ember_engine *e, int hs) {
     ptrs(calls, N, order);
     for (int i = 0; i < N; i++) simple_call(e, &calls[i], i, 7, i % 2, 0, 1);
     int input_err = 777;
-    CHECK(ember_push(e, fail_op, &input_err, NULL, 0, &calls[K].vsend, 1, 0, 0, EMBER_PROP_NORMAL, "fail", 0,
-                     NULL) == 0, "push");
+    CHECK(push_plain(e, fail_op, &input_err, NULL, 0, &calls[K].vsend, 1, "fail") == 0, "push");
     issue_all(c, calls, N, what);
     int ids[N];
     for (int i = 0; i < N; i++) {
@@ -1027,8 +1035,7 @@ static void test_lifecycle(ember_engine *e, int hs) {
     ptrs(calls, N, order);
     for (int i = 0; i < N; i++) simple_call(e, &calls[i], i, 3, 0, i == 3, 0);
     atomic_store(&g_flag, 0);
-    CHECK(ember_push(e, wait_flag_op, NULL, NULL, 0, &calls[GATED].vsend, 1, 0, 0, EMBER_PROP_NORMAL, "flag", 0,
-                     NULL) == 0, "push");
+    CHECK(push_plain(e, wait_flag_op, NULL, NULL, 0, &calls[GATED].vsend, 1, "flag") == 0, "push");
     issue_all(c, calls, N, what);
     CHECK(ember_wait_var(e, calls[0].vrecv) == 0, "%s: call 0 failed", what);
     CHECK(ember_coll_stop(c, 50) == -1, "%s: stop returned 0 with a call whose op is not ready", what);
@@ -1077,7 +1084,7 @@ static void test_lifecycle(ember_engine *e, int hs) {
 }
 
 /* The engine cancels a call's op at stop (its input was still being computed): the op still runs
- * (EMBER_FLAG_ON_ERROR) as a failed input, so the queue does not jam: the call ends with
+ * (EMBER_ON_ERROR) as a failed input, so the queue does not jam: the call ends with
  * EMBER_ERR_CANCELLED, the call after it with a STOPPED id, and the queue stops and frees. */
 static void test_cancelled(int hs) {
     const char *what = hs == 4 ? "cancelled call (handles 4)" : "cancelled call (handles 8)";
@@ -1089,7 +1096,7 @@ static void test_cancelled(int hs) {
     ember_var *v = ember_var_new(e), *w1 = ember_var_new(e), *w2 = ember_var_new(e);
     float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8};
     atomic_store(&g_flag, 0);
-    CHECK(ember_push(e, wait_flag_op, NULL, NULL, 0, &v, 1, 0, 0, EMBER_PROP_NORMAL, "slow", 0, NULL) == 0,
+    CHECK(push_plain(e, wait_flag_op, NULL, NULL, 0, &v, 1, "slow") == 0,
           "%s: push of the slow op failed", what);
     CHECK(ember_coll_allreduce(c, NULL, a, 4, f_dtype(0), 4, NULL, &v, 1, &w1, 1, 0, "waits") == 0,
           "%s: issue of call 0 failed", what);

@@ -35,9 +35,9 @@ struct ember_var {
     vblock *last;          /* last real block still queued (for dependant counting) */
     int to_delete;
     _Atomic(ember_err *) err;
-    atomic_uint_fast64_t version;
 };
 
+/* Private op flags, beside the public EMBER_ON_ERROR. */
 #define OPF_NOSKIP 0x100    /* run even when an input carries an error (waits, deletes) */
 #define OPF_ANYWHERE 0x200  /* run in whichever thread makes it ready (waits, deletes) */
 
@@ -91,7 +91,7 @@ struct ember_engine {
     atomic_int_fast64_t pending;
     atomic_uint_fast64_t pushed, completed, failed, skipped, inline_runs;
     atomic_int cancelled;
-    atomic_int inline_active; /* a caller runs an op outside the queues (ember_inline_begin) */
+    atomic_int inline_active; /* a caller holds the idle claim (ember_claim_idle) */
     atomic_int err_vars;      /* variables currently holding an error */
     pthread_mutex_t push_mu; /* appends of one push are atomic w.r.t. other pushers */
     pthread_mutex_t mu;      /* pending/wait_all and naive completion */
@@ -201,7 +201,6 @@ ember_var *ember_var_new(ember_engine *e) {
     pthread_mutex_init(&v->mu, NULL);
     v->tail = vblock_new();
     atomic_init(&v->err, NULL);
-    atomic_init(&v->version, 0);
     return v;
 }
 
@@ -211,8 +210,6 @@ static void var_free(ember_engine *e, ember_var *v) {
     free(v->tail);
     free(v);
 }
-
-uint64_t ember_var_version(ember_var *v) { return atomic_load(&v->version); }
 
 int ember_var_error(ember_var *v) {
     ember_err *x = atomic_load(&v->err);
@@ -315,7 +312,6 @@ static void ready_add(readyvec *rv, ember_opr *op) {
  * Frees the variable when it was marked for deletion and nothing is left. */
 static void complete_write(ember_engine *e, ember_var *v, readyvec *rv) {
     pthread_mutex_lock(&v->mu);
-    atomic_fetch_add(&v->version, 1);
     vblock *done = v->pending_write;
     vblock *b = done->next;
     if (v->last == done) v->last = NULL;
@@ -474,28 +470,35 @@ static void inherit_error(ember_opr *op) {
     }
 }
 
-static void execute(ember_engine *e, ember_opr *op) {
-    /* an op run by a caller outside the queues (ember_inline_begin) excludes every other op */
-    while (atomic_load(&e->inline_active) && !tl_inline_owner) sched_yield();
+/* The one place that decides how an op starts, for every way one runs (worker, batch, a claim by
+ * its caller): skipped when an input carries an error, cancelled at shutdown, run anyway when it
+ * is an EMBER_ON_ERROR op (told why through ember_op_input_failed), and its start time for the
+ * profiler.  Returns 1 when fn is to run now, 0 when the op was completed here without running. */
+static int op_start(ember_engine *e, ember_opr *op) {
     inherit_error(op);
-    if (op->err && !(op->flags & (OPF_NOSKIP | EMBER_FLAG_ON_ERROR))) {
-        atomic_fetch_add(&e->skipped, 1);
+    int cancelled = atomic_load(&e->cancelled) && !(op->flags & OPF_NOSKIP);
+    if ((op->err || cancelled) && !(op->flags & (OPF_NOSKIP | EMBER_ON_ERROR))) {
+        if (op->err) atomic_fetch_add(&e->skipped, 1); /* it inherits its input's error */
+        else op->err = err_new(e, EMBER_ERR_CANCELLED);
         complete(e, op);
-        return;
+        return 0;
     }
-    if (atomic_load(&e->cancelled) && !(op->flags & OPF_NOSKIP)) {
-        if (!(op->flags & EMBER_FLAG_ON_ERROR)) {
-            op->err = err_new(e, EMBER_ERR_CANCELLED);
-            complete(e, op);
-            return;
-        }
-        /* an ON_ERROR op still runs, told its input failed, so it can release what waits on it */
-        if (!op->err) {
-            op->err = err_new(e, EMBER_ERR_CANCELLED);
-            op->inherited = 1;
-        }
+    if (cancelled && !op->err) { /* an ON_ERROR op still runs, told it failed, to release what waits on it */
+        op->err = err_new(e, EMBER_ERR_CANCELLED);
+        op->inherited = 1;
     }
     if (atomic_load_explicit(&e->profiling, memory_order_relaxed)) op->t_start = ember_now_ns();
+    return 1;
+}
+
+/* No op starts while another thread holds the idle claim (ember_claim_idle). */
+static void wait_idle_claim(ember_engine *e) {
+    while (atomic_load(&e->inline_active) && !tl_inline_owner) sched_yield();
+}
+
+static void execute(ember_engine *e, ember_opr *op) {
+    wait_idle_claim(e);
+    if (!op_start(e, op)) return;
     int rc = op->fn ? op->fn(op->ctx, op) : 0;
     if (rc != EMBER_PENDING) ember_complete(op, rc);
 }
@@ -556,21 +559,11 @@ static void execute_batch(ember_engine *e, ember_opr **ops, int n) {
     ember_opr *run[BATCH_MAX];
     int errs[BATCH_MAX];
     int m = 0;
-    while (atomic_load(&e->inline_active) && !tl_inline_owner) sched_yield();
+    wait_idle_claim(e);
     for (int i = 0; i < n; i++) {
-        ember_opr *op = ops[i];
-        inherit_error(op);
-        if (op->err && !(op->flags & EMBER_FLAG_ON_ERROR)) {
-            atomic_fetch_add(&e->skipped, 1);
-            complete(e, op);
-        } else if (atomic_load(&e->cancelled)) {
-            op->err = err_new(e, EMBER_ERR_CANCELLED);
-            complete(e, op);
-        } else {
-            if (atomic_load_explicit(&e->profiling, memory_order_relaxed)) op->t_start = ember_now_ns();
-            ctxs[m] = op->ctx;
-            run[m++] = op;
-        }
+        if (!op_start(e, ops[i])) continue;
+        ctxs[m] = ops[i]->ctx;
+        run[m++] = ops[i];
     }
     if (m == 0) return;
     e->batch_fn(ctxs, run, m, errs);
@@ -677,10 +670,10 @@ static int contains(ember_var *const *vs, int n, ember_var *v) {
     return 0;
 }
 
-/* Would every access of op start at once (EMBER_FLAG_NOW)?  Called under push_mu, after op was
- * counted in e->pending, so an idle-inline claim taken by another thread is seen here. */
+/* Would every access of op start at once (ember_claim)?  Called under push_mu, after op was
+ * counted in e->pending, so an idle claim taken by another thread is seen here. */
 static int ready_now(ember_engine *e, const ember_opr *op) {
-    if (!(op->flags & EMBER_FLAG_CALLER) || (atomic_load(&e->inline_active) && !tl_inline_owner)) return 0;
+    if ((atomic_load(&e->inline_active) && !tl_inline_owner) || atomic_load(&e->cancelled)) return 0;
     for (int i = 0; i < op->nread + op->nwrite; i++) {
         ember_var *v = op->vars[i];
         pthread_mutex_lock(&v->mu);
@@ -691,20 +684,19 @@ static int ready_now(ember_engine *e, const ember_opr *op) {
     return 1;
 }
 
-int ember_push(ember_engine *e, ember_fn fn, void *ctx,
-               ember_var *const *reads, int nread, ember_var *const *writes, int nwrite,
-               int queue, int priority, int prop, const char *name, int flags, ember_opr **run_here) {
-    if (queue < 0 || queue >= e->nqueues || nread < 0 || nwrite < 0) return -2;
-    (void)prop;
+/* A new op on vars (nread reads, then nwrite writes), deduplicated: its vars hold the reads that
+ * are not written, then the writes, those also read first (nrw of them).  NULL on misuse. */
+static ember_opr *op_new(ember_engine *e, ember_fn fn, void *ctx, ember_var *const *vars, int nread, int nwrite,
+                         const ember_op_attrs *a, int private_flags) {
+    if (a->queue < 0 || a->queue >= e->nqueues || nread < 0 || nwrite < 0) return NULL;
+    ember_var *const *reads = vars, *const *writes = vars + nread;
     ember_opr *op = malloc(sizeof *op + (size_t)(nread + nwrite) * sizeof(ember_var *));
     if (!op) abort();
-    /* Dedup: writes first (a var in both lists counts as written), then reads not written. */
     int nw = 0, nrw = 0;
     ember_var **tmpw = op->vars + nread; /* writes are placed after the reads below */
     for (int i = 0; i < nwrite; i++)
         if (!contains(tmpw, nw, writes[i])) tmpw[nw++] = writes[i];
-    /* move writes that are also read to the front of the write section */
-    for (int i = 0; i < nw; i++) {
+    for (int i = 0; i < nw; i++) { /* writes that are also read go to the front of the write section */
         if (contains(reads, nread, tmpw[i])) {
             ember_var *t = tmpw[nrw];
             tmpw[nrw] = tmpw[i];
@@ -721,68 +713,78 @@ int ember_push(ember_engine *e, ember_fn fn, void *ctx,
     op->eng = e;
     op->err = NULL;
     op->inherited = 0;
-    op->name = name;
+    op->name = a->name;
     op->t_start = 0;
     atomic_init(&op->dependants, 0);
     atomic_init(&op->queued, 0);
-    op->queue = queue;
-    op->priority = priority;
-    op->prop = prop;
-    op->flags = flags;
+    op->queue = a->queue;
+    op->priority = a->priority;
+    op->prop = a->prop;
+    op->flags = (a->flags & EMBER_ON_ERROR) | private_flags;
     op->nread = nr;
     op->nwrite = nw;
     op->nrw = nrw;
     op->sync_done = NULL;
     atomic_init(&op->wait, nr + nw + 1);
-    int done = 0;
-    int naive = e->naive && !(flags & OPF_ANYWHERE); /* waits and deletes never block their pusher */
-    if (naive) op->sync_done = &done;
-    atomic_fetch_add(&e->pending, 1); /* before the inline_active check below (see ember_inline_begin) */
+    return op;
+}
 
+/* Appends op to its variables' queues (atomically w.r.t. other pushes); returns how many of its
+ * accesses may start now.  With claim, appends nothing and returns -1 unless all of them may. */
+static int op_register(ember_engine *e, ember_opr *op, int claim) {
     int nready = 0;
     pthread_mutex_lock(&e->push_mu);
-    if ((flags & EMBER_FLAG_NOW) && !ready_now(e, op)) {
-        /* nothing was appended; pushes are serialized by push_mu, so readiness can only grow meanwhile */
+    if (claim && !ready_now(e, op)) {
+        /* pushes are serialized by push_mu, so readiness can only grow meanwhile */
         pthread_mutex_unlock(&e->push_mu);
-        free(op);
-        pending_done(e, NULL);
-        return EMBER_NOT_READY;
+        return -1;
     }
     atomic_fetch_add(&e->pushed, 1);
     op->seq = atomic_fetch_add(&e->seq, 1);
-    for (int i = 0; i < nr; i++) nready += append_read(op->vars[i], op);
-    for (int i = 0; i < nw; i++) nready += append_write(op->vars[nr + i], op);
+    for (int i = 0; i < op->nread; i++) nready += append_read(op->vars[i], op);
+    for (int i = 0; i < op->nwrite; i++) nready += append_write(op->vars[op->nread + i], op);
     pthread_mutex_unlock(&e->push_mu);
+    return nready;
+}
+
+static int push_op(ember_engine *e, ember_opr *op) {
+    int done = 0;
+    int naive = e->naive && !(op->flags & OPF_ANYWHERE); /* waits and deletes never block their pusher */
+    if (naive) op->sync_done = &done;
+    atomic_fetch_add(&e->pending, 1); /* before the inline_active check in schedule (see ember_claim_idle) */
+    int nready = op_register(e, op, 0);
     /* release the dependencies already satisfied plus the pusher's own +1 in one step */
-    int rc = 0;
-    if (atomic_fetch_sub(&op->wait, nready + 1) == nready + 1) {
-        int exclusive = atomic_load(&e->inline_active) && !tl_inline_owner;
-        if ((flags & EMBER_FLAG_CALLER) && run_here && !exclusive) {
-            op->sync_done = NULL;
-            inherit_error(op);
-            if (op->err && !(flags & EMBER_FLAG_ON_ERROR)) { /* skipped: it inherits its input's error */
-                atomic_fetch_add(&e->skipped, 1);
-                complete(e, op);
-                return EMBER_SKIPPED;
-            }
-            *run_here = op; /* the caller runs it to completion itself */
-            atomic_fetch_add(&e->inline_runs, 1);
-            return EMBER_RUN_IN_CALLER;
-        }
-        if (naive || (flags & OPF_ANYWHERE) || prop == EMBER_PROP_ASYNC ||
-            ((flags & EMBER_FLAG_INLINE) && !exclusive)) {
-            atomic_fetch_add(&e->inline_runs, 1);
-            execute(e, op);
-        } else {
-            enqueue(e, op);
-        }
-    }
+    if (atomic_fetch_sub(&op->wait, nready + 1) == nready + 1) schedule(e, op);
     if (naive) {
         pthread_mutex_lock(&e->mu);
         while (!done) pthread_cond_wait(&e->cv, &e->mu);
         pthread_mutex_unlock(&e->mu);
     }
-    return rc;
+    return 0;
+}
+
+int ember_push(ember_engine *e, ember_fn fn, void *ctx, ember_var *const *vars, int nread, int nwrite,
+               const ember_op_attrs *attrs) {
+    ember_opr *op = op_new(e, fn, ctx, vars, nread, nwrite, attrs, 0);
+    return op ? push_op(e, op) : -2;
+}
+
+ember_opr *ember_claim(ember_engine *e, ember_var *const *vars, int nread, int nwrite, const ember_op_attrs *attrs) {
+    ember_opr *op = op_new(e, NULL, NULL, vars, nread, nwrite, attrs, 0);
+    if (!op) return NULL;
+    atomic_fetch_add(&e->pending, 1);
+    int nready = op_register(e, op, 1);
+    if (nready < 0) {
+        free(op);
+        pending_done(e, NULL);
+        return NULL;
+    }
+    atomic_store(&op->wait, 0); /* every access started at registration */
+    /* op_start cannot skip it (no input carried an error); a shutdown that starts cancelling
+     * right now ends it cancelled: then the caller runs nothing and pushes it again, also cancelled. */
+    if (!op_start(e, op)) return NULL;
+    atomic_fetch_add(&e->inline_runs, 1);
+    return op;
 }
 
 /* ---------------------------------------------------------------- waiting */
@@ -813,8 +815,8 @@ int ember_wait_var(ember_engine *e, ember_var *v) {
         pthread_cond_init(&w.cv, NULL);
         w.done = 0;
         ember_var *r[1] = {v};
-        ember_push(e, waiter_fn, &w, r, 1, NULL, 0, 0, 0, EMBER_PROP_NORMAL, "WaitForVar",
-                   OPF_NOSKIP | OPF_ANYWHERE, NULL);
+        static const ember_op_attrs wait_attrs = {0, 0, EMBER_PROP_NORMAL, 0, "WaitForVar"};
+        push_op(e, op_new(e, waiter_fn, &w, r, 1, 0, &wait_attrs, OPF_NOSKIP | OPF_ANYWHERE));
         pthread_mutex_lock(&w.mu);
         while (!w.done) pthread_cond_wait(&w.cv, &w.mu);
         pthread_mutex_unlock(&w.mu);
@@ -835,7 +837,8 @@ static int delete_fn(void *ctx, ember_opr *op) {
 
 void ember_var_delete(ember_engine *e, ember_var *v) {
     ember_var *w[1] = {v};
-    ember_push(e, delete_fn, v, NULL, 0, w, 1, 0, 0, EMBER_PROP_NORMAL, NULL, OPF_NOSKIP | OPF_ANYWHERE, NULL);
+    static const ember_op_attrs delete_attrs = {0, 0, EMBER_PROP_NORMAL, 0, NULL};
+    push_op(e, op_new(e, delete_fn, v, w, 0, 1, &delete_attrs, OPF_NOSKIP | OPF_ANYWHERE));
 }
 
 int ember_wait_all(ember_engine *e, int timeout_ms) {
@@ -955,8 +958,6 @@ void ember_set_policy(ember_engine *e, int policy, ember_key_fn custom) {
     atomic_store(&e->policy, policy);
 }
 
-int ember_get_policy(ember_engine *e) { return atomic_load(&e->policy); }
-
 /* ---------------------------------------------------------- stats, profile */
 
 void ember_get_stats(ember_engine *e, ember_stats *out) {
@@ -990,9 +991,9 @@ int ember_profile_fetch(ember_engine *e, ember_prof_record *buf, int cap) {
     return n;
 }
 
-/* ------------------------------------------------------------ idle inline */
+/* ------------------------------------------------------------- idle claim */
 
-int ember_inline_begin(ember_engine *e) {
+int ember_claim_idle(ember_engine *e) {
     if (atomic_load(&e->profiling) || atomic_load(&e->err_vars) > 0) return 0;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&e->inline_active, &expected, 1)) return 0;
@@ -1004,7 +1005,7 @@ int ember_inline_begin(ember_engine *e) {
     return 1;
 }
 
-void ember_inline_end(ember_engine *e, ember_var *const *writes, int nwrite, int err) {
+void ember_release_idle(ember_engine *e, ember_var *const *writes, int nwrite, int err) {
     if (err > 0) {
         ember_err *x = err_new(e, err);
         for (int i = 0; i < nwrite; i++) var_set_err(e, writes[i], x);
@@ -1019,31 +1020,4 @@ void ember_inline_end(ember_engine *e, ember_var *const *writes, int nwrite, int
     atomic_fetch_add(&e->inline_runs, 1);
     tl_inline_owner = 0;
     atomic_store(&e->inline_active, 0);
-}
-
-/* ----------------------------------------------------------------- native */
-
-int ember_noop(void *ctx, ember_opr *op) {
-    (void)ctx;
-    (void)op;
-    return 0;
-}
-
-double ember_bench_native(ember_engine *e, int n, int nvars, int chain, int inline_ok) {
-    if (nvars < 1) nvars = 1;
-    ember_var **vars = malloc((size_t)nvars * sizeof *vars);
-    if (!vars) abort();
-    for (int i = 0; i < nvars; i++) vars[i] = ember_var_new(e);
-    int flags = inline_ok ? EMBER_FLAG_INLINE : 0;
-    int64_t t0 = ember_now_ns();
-    for (int i = 0; i < n; i++) {
-        ember_var *w = vars[chain ? 0 : i % nvars];
-        ember_push(e, ember_noop, NULL, NULL, 0, &w, 1, 0, 0, EMBER_PROP_NORMAL, "noop", flags, NULL);
-    }
-    ember_wait_all(e, -1);
-    int64_t t1 = ember_now_ns();
-    for (int i = 0; i < nvars; i++) ember_var_delete(e, vars[i]);
-    ember_wait_all(e, -1);
-    free(vars);
-    return (double)(t1 - t0) / n;
 }

@@ -38,16 +38,20 @@ typedef int64_t (*ember_key_fn)(const char *name, int priority, uint64_t seq, in
 enum { EMBER_PROP_NORMAL = 0, EMBER_PROP_COPY = 1, EMBER_PROP_ASYNC = 2 };
 enum { EMBER_POLICY_PRIORITY = 0, EMBER_POLICY_FIFO = 1, EMBER_POLICY_LIFO = 2,
        EMBER_POLICY_CRITICAL_PATH = 3, EMBER_POLICY_CUSTOM = 4 };
-/* push flags */
-#define EMBER_FLAG_INLINE 1   /* may run in the pushing thread when ready at push */
-#define EMBER_FLAG_CALLER 2   /* if ready at push, return EMBER_RUN_IN_CALLER instead of running fn */
-#define EMBER_RUN_IN_CALLER 1 /* ember_push result: the caller must run the op, then ember_complete */
-#define EMBER_SKIPPED 2       /* ember_push result: ready at push but skipped, inheriting an input's error */
-#define EMBER_FLAG_NOW 4      /* with EMBER_FLAG_CALLER: if not ready at push, queue nothing and return EMBER_NOT_READY */
-#define EMBER_NOT_READY 3     /* ember_push result for EMBER_FLAG_NOW: nothing was pushed */
-#define EMBER_FLAG_ON_ERROR 8 /* run fn even when an input carries an error or the engine cancels the op
-                                 (ember_op_input_failed says so); the op still ends with that error
-                                 (EMBER_ERR_CANCELLED when cancelled), whatever fn returns */
+
+/* An op's attributes (everything but its body and variables); one may serve many pushes. */
+typedef struct {
+    int queue;        /* 0 = cpu, 1 = copy, more from ember_queue_add */
+    int priority;     /* larger runs first (priority policy) */
+    int prop;         /* EMBER_PROP_* */
+    int flags;        /* EMBER_ON_ERROR or 0 */
+    const char *name; /* kept by pointer (profiler records): must outlive the op; may be NULL */
+} ember_op_attrs;
+
+/* Run fn even when an input carries an error or the engine cancels the op (ember_op_input_failed
+ * says so); the op still ends with that error (EMBER_ERR_CANCELLED when cancelled), whatever fn
+ * returns.  The only public flag. */
+#define EMBER_ON_ERROR 1
 
 /* Engine lifetime.  naive != 0: every op runs synchronously inside ember_push. */
 ember_engine *ember_engine_create(int naive, int cpu_threads, int copy_threads);
@@ -64,31 +68,33 @@ int ember_queue_add(ember_engine *e, int nthreads);
 /* Variables */
 ember_var *ember_var_new(ember_engine *e);
 void ember_var_delete(ember_engine *e, ember_var *v); /* freed after every op pending on it */
-uint64_t ember_var_version(ember_var *v);
 
-/* Push.  Returns 0; or, when EMBER_FLAG_CALLER was given and the op is ready now,
- * EMBER_RUN_IN_CALLER with *run_here set (the caller runs it, then calls
- * ember_complete) or EMBER_SKIPPED (an input carries an error, now inherited);
- * with EMBER_FLAG_CALLER|EMBER_FLAG_NOW, EMBER_NOT_READY when the op would have to
- * wait (or a variable holds an error): then nothing was pushed at all;
- * or a negative value on misuse. */
-int ember_push(ember_engine *e, ember_fn fn, void *ctx,
-               ember_var *const *reads, int nread, ember_var *const *writes, int nwrite,
-               int queue, int priority, int prop, const char *name, int flags,
-               ember_opr **run_here);
+/* Push an op: `vars` holds its nread read variables, then its nwrite written ones (a variable in
+ * both counts as written; duplicates are tolerated).  Returns 0, or a negative value on misuse
+ * (bad queue or counts: nothing was pushed). */
+int ember_push(ember_engine *e, ember_fn fn, void *ctx, ember_var *const *vars, int nread, int nwrite,
+               const ember_op_attrs *attrs);
+/* Ending an op that returned EMBER_PENDING, or one handed to its caller by ember_claim. */
 void ember_complete(ember_opr *op, int err);
 /* Whether a running op inherited an error from an input or was cancelled (only EMBER_FLAG_ON_ERROR
  * ops run then). */
 int ember_op_input_failed(const ember_opr *op);
 
-/* Idle inline execution: when nothing at all is pending and no variable holds an
- * error, a caller may run an op itself without registering it: ember_inline_begin
- * returns 1 and, until ember_inline_end, no other op starts anywhere (workers and
- * other callers wait), so the op sees every earlier write and no later access.
- * ember_inline_end records err (> 0) on the written variables.  Returns 0 when the
- * engine is busy: push the op the ordinary way. */
-int ember_inline_begin(ember_engine *e);
-void ember_inline_end(ember_engine *e, ember_var *const *writes, int nwrite, int err);
+/* Running an op in the calling thread: the only two ways.
+ *
+ * 1. The idle claim: when nothing at all is pending, no variable holds an error and the profiler
+ *    is off, ember_claim_idle returns 1 and, until ember_release_idle, no other op starts anywhere
+ *    (workers and other callers wait), so the caller runs its op without registering it: the op
+ *    sees every earlier write and no later access.  ember_release_idle records err (> 0) on the
+ *    written variables.  Returns 0 when the engine is busy.
+ * 2. Run here if every access can start now: ember_claim registers the op (as ember_push) only if
+ *    it waits for nothing (no pending write on what it reads, nothing pending on what it writes,
+ *    no error on either, no idle claim held elsewhere, engine not cancelling) and returns it: the
+ *    caller runs it, then calls ember_complete(op, err); ops pushed meanwhile wait for it.
+ *    Returns NULL, having pushed nothing, otherwise.  Its fn is never called. */
+int ember_claim_idle(ember_engine *e);
+void ember_release_idle(ember_engine *e, ember_var *const *writes, int nwrite, int err);
+ember_opr *ember_claim(ember_engine *e, ember_var *const *vars, int nread, int nwrite, const ember_op_attrs *attrs);
 
 /* Waiting: both return the error id found (0 = none). wait_all clears the
  * list of errors seen since the previous wait_all; timeout_ms < 0 waits forever;
@@ -108,7 +114,6 @@ void ember_set_batch(ember_engine *e, ember_fn key, ember_batch_fn batch);
 
 /* Scheduling policy */
 void ember_set_policy(ember_engine *e, int policy, ember_key_fn custom);
-int ember_get_policy(ember_engine *e);
 
 /* Error ids whose last reference went away (the caller may forget them). */
 int ember_released_errors(ember_engine *e, int *buf, int cap);
@@ -131,9 +136,5 @@ typedef struct {
 void ember_profile_set(ember_engine *e, int on);
 int ember_profile_fetch(ember_engine *e, ember_prof_record *buf, int cap); /* moves records out */
 int64_t ember_now_ns(void);
-
-/* Native helpers: an empty op, and a C-side push loop to measure the engine alone. */
-int ember_noop(void *ctx, ember_opr *op);
-double ember_bench_native(ember_engine *e, int n, int nvars, int chain, int inline_ok);
 
 #endif

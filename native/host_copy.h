@@ -9,7 +9,7 @@
  * runs in the pushing thread before ember_push_host_copy returns.
  *
  * The op also runs when its input failed or the engine cancelled it
- * (EMBER_FLAG_ON_ERROR): it then copies nothing and its output keeps the error.
+ * (EMBER_ON_ERROR): it then copies nothing and its output keeps the error.
  * Either way it counts itself in ember_host_copies_done(), so the caller knows
  * when every copy it issued is over and the buffers it kept alive may go.
  */

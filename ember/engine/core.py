@@ -77,15 +77,13 @@ _queue_names = {_CPU_QUEUE: "cpu", _COPY_QUEUE: "copy"}
 _tls = threading.local()
 _NULL = ffi.NULL
 _push = lib.ember_push
-_inline_begin = lib.ember_inline_begin
-_inline_end = lib.ember_inline_end
+_claim = lib.ember_claim
+_claim_idle = lib.ember_claim_idle
+_release_idle = lib.ember_release_idle
 _complete = lib.ember_complete
 _cast = ffi.cast
 _trampoline = None  # set below, after the callback is defined
-_RUN_IN_CALLER = lib.EMBER_RUN_IN_CALLER
-_FLAG_CALLER = lib.EMBER_FLAG_CALLER
-_FLAG_ON_ERROR = lib.EMBER_FLAG_ON_ERROR
-_SKIPPED = lib.EMBER_SKIPPED
+_ON_ERROR = lib.EMBER_ON_ERROR
 _PENDING = lib.EMBER_PENDING
 _REQUEUE = lib.EMBER_REQUEUE
 
@@ -97,6 +95,29 @@ def op_name(name: Optional[str]):
         c = ffi.new("char[]", (name or "op").encode())
         _names[name] = c
     return c
+
+
+_attrs_cache: dict = {}
+_plain_attrs: dict = {}  # name -> attributes of a plain op (cpu queue, priority 0, normal, no flags)
+
+
+def op_attrs(queue: int, priority: int, prop: int, flags: int, name: Optional[str]):
+    """An `ember_op_attrs *` for these attributes (cached: a push only passes a pointer)."""
+    key = (queue, priority, prop, flags, name)
+    a = _attrs_cache.get(key)
+    if a is None:
+        a = ffi.new("ember_op_attrs *", {"queue": queue, "priority": priority, "prop": prop, "flags": flags,
+                                         "name": op_name(name)})
+        if len(_attrs_cache) < 4096:  # priorities vary (one per kvstore key): bounded
+            _attrs_cache[key] = a
+    return a
+
+
+def _plain(name):
+    a = _plain_attrs.get(name)
+    if a is None:
+        a = _plain_attrs[name] = op_attrs(_CPU_QUEUE, 0, 0, 0, name)
+    return a
 
 
 class Var:
@@ -263,67 +284,87 @@ def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), prio
          on_error: bool = False) -> None:
     """Schedule `fn` after the ops it depends on through `read` and `write`.
 
-    fn() runs on a worker of the device's queue (or, with inline=True, in this
-    thread when everything it needs is ready now).  prop='async': fn(done) is
-    called and must call done() or done(exc) later, from any thread.
-    prop='copy' runs on the copy queue.  An exception raised by fn is recorded
-    on every var in `write` and re-raised by wait()/wait_all().  An op whose input
-    failed is skipped (its writes inherit the error), unless on_error=True (async
-    ops only): then it still runs, `done.input_failed` is true, and it must still
-    call done(), e.g. to release an ordered resource that later ops wait for.
+    fn() runs on a worker of the device's queue (or, with inline=True, in this thread when it
+    may start at once: see run_in_caller).  prop='async': fn(done) is called and must call
+    done() or done(exc) later, from any thread.  prop='copy' runs on the copy queue.  An
+    exception raised by fn is recorded on every var in `write` and re-raised by wait()/wait_all().
+    An op whose input failed is skipped (its writes inherit the error), unless on_error=True
+    (async ops only): then it still runs, `done.input_failed` is true, and it must still call
+    done(), e.g. to release an ordered resource that later ops wait for.
     """
-    bulk = getattr(_tls, "bulk", None)
-    if inline and bulk is None and prop == "normal" and _inline_begin(_E):
-        _run_idle_inline(fn, read, write, name)
-        return
-    if prop not in PROPS:
-        raise ValueError(f"push: prop must be one of {sorted(PROPS)}, got {prop!r}")
+    if prop != "normal":
+        if prop not in PROPS:
+            raise ValueError(f"push: prop must be one of {sorted(PROPS)}, got {prop!r}")
     if on_error and prop != "async":
         raise ValueError(f"push: on_error=True needs prop='async' (the op learns of the failure "
                          f"through done.input_failed), got prop={prop!r}")
-    if bulk is not None and prop == "normal" and priority == 0 and not _naive[0]:
-        bulk.add(fn, read, write, name)  # (NaiveEngine runs each op at its call, as MXNet's)
-        return
-    if bulk is not None:
-        bulk.flush()
-    _push_now(fn, read, write, priority, device, name, prop, inline, _FLAG_ON_ERROR if on_error else 0)
+    if bulk_threads:
+        bulk = getattr(_tls, "bulk", None)
+        if bulk is not None:
+            if prop == "normal" and priority == 0 and not _naive[0]:
+                bulk.add(fn, read, write, name)  # (NaiveEngine runs each op at its call, as MXNet's)
+                return
+            bulk.flush()
+    _push_now(fn, read, write, priority, device, name, prop, inline, on_error)
 
 
-def _run_idle_inline(fn, read, write, name):
-    """push() of an inline op while the engine is idle: check the variables, then run it now."""
+def _push_now(fn, read, write, priority, device, name, prop, inline, on_error=False):
+    if recorder is not None:  # ember.engine.lab is recording: it notes the op and times fn
+        fn, read, write = recorder.on_push(fn, read, write, priority, device, name, prop)
+    if _in_caller_threads and getattr(_tls, "in_caller", False):
+        inline = True
+    vs, nr = var_handles(read, write)
+    if prop == "normal":
+        queue = _CPU_QUEUE if device is None else _queue_for(device, prop)
+        attrs = _plain(name) if queue == 0 and priority == 0 else op_attrs(queue, priority, 0, 0, name)
+        if inline and _run_here(fn, (), name, vs, nr, attrs):
+            return
+    else:
+        attrs = op_attrs(_queue_for(device, prop), priority, PROPS[prop], _ON_ERROR if on_error else 0, name)
+        if prop == "async" and not _naive[0]:
+            # an async op ready at push would start in this thread anyway: start it here, without
+            # the C-to-Python callback (NaiveEngine pushes it: its push waits for done())
+            op = _claim(_E, vs, nr, len(vs) - nr, attrs)
+            if op:
+                rc = _run(fn, prop, name, op)
+                if rc != _PENDING:
+                    _complete(op, rc)
+                return
+    hid = next(_op_ids)
+    _pyops[hid] = (fn, prop, name)
+    if _naive[0]:
+        _tls.naive_failed = 0
+    rc = _push(_E, _trampoline, _cast("void *", hid), vs, nr, len(vs) - nr, attrs)
+    if rc < 0:
+        _pyops.pop(hid, None)
+        raise EngineError(f"push of '{name}' rejected by the engine (code {rc})")
+    if _naive[0]:
+        _raise_naive_failure(vs[nr:])
+
+
+def var_handles(read: Sequence[Var], write: Sequence[Var]):
+    """(C handles of `read` then of `write`, len(read)) for a push; TypeError/EngineError naming a
+    Var that is not one or was deleted."""
     try:
-        bad = any(v._h is None for v in write) or any(v._h is None for v in read)
+        vs = [v._h for v in read]
+        nr = len(vs)
+        vs += [v._h for v in write]
     except AttributeError:
-        bad = True
-    if bad:
-        _inline_end(_E, _NULL, 0, 0)
-        raise _handle_error(read, write)
-    _run_claimed(fn, name, lambda: write)
+        _handles(read, "read"), _handles(write, "write")  # raises the clear error
+        raise
+    if None in vs:
+        _handles(read, "read"), _handles(write, "write")
+    return vs, nr
 
 
-def run_if_idle(fn: Callable, name: Optional[str] = None, writes_on_error: Optional[Callable] = None) -> bool:
-    """Run fn() now, in this thread, if the engine is idle; return False (and do nothing) if not.
-
-    Idle: nothing pending anywhere, no variable holding an error, no bulk group open in this thread,
-    profiler off.  While fn runs no other op starts, so fn sees every earlier write and no later
-    access, exactly as a pushed op would.  If fn raises, the error is recorded on the variables that
-    `writes_on_error()` returns (the caller's outputs) and re-raised at their next wait, as usual.
-    This is the cheapest way to run a tiny op: no variable needs to exist unless it fails.
-    """
-    if getattr(_tls, "bulk", None) is not None or not _inline_begin(_E):
-        return False
-    _run_claimed(fn, name, writes_on_error)
-    return True
+def op_handles(read: Sequence[Var], write: Sequence[Var]):
+    """(read handles, write handles) of live Vars, for pushes made from native code;
+    TypeError/EngineError naming a bad one."""
+    vs, nr = var_handles(read, write)
+    return vs[:nr], vs[nr:]
 
 
-def _run_claimed(fn, name, writes_on_error):
-    try:
-        fn()
-    except BaseException as exc:  # noqa: BLE001 - recorded on the written variables, raised at wait
-        release_claim_failed(exc, name, writes_on_error() if writes_on_error is not None else ())
-        return
-    _inline_end(_E, _NULL, 0, 0)
-
+# -- running an op in its caller ------------------------------------------------------------
 
 def run_in_caller(fn: Callable, args: tuple, name: Optional[str], deps) -> bool:
     """Run `fn(*args)` now, in this thread, if the engine lets the op start at once; else do
@@ -348,79 +389,102 @@ def run_in_caller(fn: Callable, args: tuple, name: Optional[str], deps) -> bool:
     having run and pushed nothing, when the op would have to wait, when this thread has a bulk
     group open, or while `ember.engine.lab` records.
     """
-    if bulk_threads:
-        if getattr(_tls, "bulk", None) is not None or recorder is not None:
-            return False
-    if _inline_begin(_E):
+    if bulk_threads and (getattr(_tls, "bulk", None) is not None or recorder is not None):
+        return False
+    if _claim_idle(_E):
         try:
             fn(*args)
         except BaseException as exc:  # noqa: BLE001 - recorded on the written variables, raised at wait
             _, writes, fresh = deps()
-            release_claim_failed(exc, name, tuple(writes) + tuple(fresh))
+            _release_idle_failed(exc, name, list(writes) + list(fresh))
             return True
-        _inline_end(_E, _NULL, 0, 0)
+        _release_idle(_E, _NULL, 0, 0)
         return True
     reads, writes, fresh = deps()
-    op = claim_vars(reads, writes, name)
-    if op is None:
+    vs, nr = var_handles(reads, writes)
+    op = _claim(_E, vs, nr, len(vs) - nr, _plain(name))
+    if not op:
         return False
+    _run_claimed(op, fn, args, name, fresh)
+    return True
+
+
+def _run_here(fn, args, name, vs, nr, attrs) -> bool:
+    """run_in_caller for push(inline=True): the handles are known already."""
+    if _claim_idle(_E):
+        try:
+            fn(*args)
+        except BaseException as exc:  # noqa: BLE001
+            eid = _errors.register(exc, name)
+            writes = vs[nr:]
+            _release_idle(_E, writes, len(writes), eid)
+            if _naive[0]:
+                _errors.raise_for(eid)
+            return True
+        _release_idle(_E, _NULL, 0, 0)
+        return True
+    op = _claim(_E, vs, nr, len(vs) - nr, attrs)
+    if not op:
+        return False
+    _run_claimed(op, fn, args, name, ())
+    return True
+
+
+def _run_claimed(op, fn, args, name, fresh) -> None:
+    """Run an op ember_claim handed to this thread, then complete it."""
     try:
         fn(*args)
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:  # noqa: BLE001 - recorded on its writes, raised at wait
         eid = _errors.register(exc, name)
         _complete(op, eid)
         if fresh:  # not claimed: they get the error through an op of their own (raised once)
             _push_now(partial(_reraise, exc), (), fresh, 0, None, name, "normal", False)
         if _naive[0]:
             _errors.raise_for(eid)
-        return True
+        return
     _complete(op, 0)
-    return True
+
+
+def _release_idle_failed(exc: BaseException, name: Optional[str], writes: Sequence[Var]) -> None:
+    eid = _errors.register(exc, name)
+    handles = [v._h for v in writes]
+    _release_idle(_E, handles, len(handles), eid)
+    if _naive[0]:
+        _errors.raise_for(eid)
 
 
 def _reraise(exc: BaseException) -> None:
     raise exc
 
 
-# The run_if_idle protocol in pieces, for per-op hot paths that cannot afford a closure per op
-# (ember/imperative/fastpath.py):  if claim_idle(): run the op, then release_claim() -- or, if it
-# raised, release_claim_failed(exc, name, written_vars).  claim_idle() does not look at bulk
-# groups: callers check `bulk_threads` first.
-claim_idle = functools.partial(_inline_begin, _E)
-release_claim = functools.partial(_inline_end, _E, _NULL, 0, 0)
+# Old entry points of the in-caller protocol, kept until every caller uses run_in_caller.
+def run_if_idle(fn: Callable, name: Optional[str] = None, writes_on_error: Optional[Callable] = None) -> bool:
+    """Deprecated: run_in_caller's idle claim alone."""
+    if getattr(_tls, "bulk", None) is not None or not _claim_idle(_E):
+        return False
+    try:
+        fn()
+    except BaseException as exc:  # noqa: BLE001
+        _release_idle_failed(exc, name, writes_on_error() if writes_on_error is not None else ())
+        return True
+    _release_idle(_E, _NULL, 0, 0)
+    return True
 
 
-def release_claim_failed(exc: BaseException, name: Optional[str], writes: Sequence[Var]) -> None:
-    """End an inline claim whose op raised `exc`: the error is recorded on `writes` (raised at their wait)."""
-    eid = _errors.register(exc, name)
-    handles = [v._h for v in writes]
-    _inline_end(_E, handles, len(handles), eid)
-    if _naive[0]:
-        _errors.raise_for(eid)
-
-
-_FLAG_NOW = lib.EMBER_FLAG_CALLER | lib.EMBER_FLAG_NOW
+claim_idle = functools.partial(_claim_idle, _E)
+release_claim = functools.partial(_release_idle, _E, _NULL, 0, 0)
+release_claim_failed = _release_idle_failed
 
 
 def claim_vars(read: Sequence[Var], write: Sequence[Var], name: Optional[str] = None):
-    """Register an op on `read`/`write` and hand it to this thread, if every access can start now.
-
-    The other half of the hot-path protocol, for when the engine is not idle: the op waits for
-    nothing (no pending write on what it reads, nothing pending on what it writes, no error), so
-    the caller runs it at once and then calls finish_claimed(op[, exc]); ops pushed on these
-    variables meanwhile wait for it, as for any pushed op.  Returns None, having pushed nothing,
-    when the op would have to wait: push it the ordinary way then.
-    """
-    reads, writes = op_handles(read, write)
-    run_here = _run_here_slot()
-    rc = _push(_E, _trampoline, _NULL, reads, len(reads), writes, len(writes), _CPU_QUEUE, 0,
-               PROPS["normal"], _names.get(name) or op_name(name), _FLAG_NOW, run_here)
-    return run_here[0] if rc == _RUN_IN_CALLER else None
+    """Deprecated: run_in_caller's second way alone (an op handle, or None)."""
+    vs, nr = var_handles(read, write)
+    op = _claim(_E, vs, nr, len(vs) - nr, _plain(name))
+    return op if op else None
 
 
 def finish_claimed(op, exc: Optional[BaseException] = None, name: Optional[str] = None) -> None:
-    """Complete an op from claim_vars; `exc` (if it raised) is recorded on its writes, raised at their wait
-    (under NaiveEngine, here)."""
+    """Deprecated: completes an op from claim_vars."""
     eid = _errors.register(exc, name) if exc is not None else 0
     _complete(op, eid)
     if eid and _naive[0]:
@@ -433,96 +497,39 @@ def register_error(exc: BaseException, name: Optional[str] = None) -> int:
     return _errors.register(exc, name)
 
 
-def _handle_error(read, write):
-    try:
-        _handles(read, "read")
-        _handles(write, "write")
-    except (TypeError, EngineError) as exc:
-        return exc
-    return EngineError("push: bad variable")
-
-
-def op_handles(read: Sequence[Var], write: Sequence[Var]):
-    """(read handles, write handles) of live Vars, for pushes made from native code;
-    TypeError/EngineError naming a bad one."""
-    try:
-        reads = [v._h for v in read]
-        writes = [v._h for v in write]
-    except AttributeError:
-        reads, writes = _handles(read, "read"), _handles(write, "write")
-    if None in reads or None in writes:
-        _handles(read, "read"), _handles(write, "write")  # raises the clear error
-    return reads, writes
-
-
-def _run_here_slot():
-    """This thread's `ember_opr **` where ember_push hands back an op for the caller to run."""
-    try:
-        return _tls.run_here
-    except AttributeError:
-        run_here = _tls.run_here = ffi.new("ember_opr **")
-        return run_here
-
-
-def _push_now(fn, read, write, priority, device, name, prop, inline, flags=0):
-    if recorder is not None:  # ember.engine.lab is recording: it notes the op and times fn
-        fn, read, write = recorder.on_push(fn, read, write, priority, device, name, prop)
-    inline = inline or getattr(_tls, "in_caller", False)
-    reads, writes = op_handles(read, write)
-    hid = next(_op_ids)
-    _pyops[hid] = (fn, prop, name)
-    if _naive[0]:
-        _tls.naive_failed = 0
-    run_here = _run_here_slot()
-    cname = _names.get(name) or op_name(name)
-    queue = _CPU_QUEUE if device is None and prop == "normal" else _queue_for(device, prop)
-    rc = _push(_E, _trampoline, _cast("void *", hid), reads, len(reads), writes, len(writes),
-               queue, priority, PROPS[prop], cname,
-               # an async op ready at push starts in this thread anyway: run it here, without
-               # the C-to-Python callback the engine would otherwise make
-               (_FLAG_CALLER if inline or prop == "async" else 0) | flags, run_here)
-    if rc == _RUN_IN_CALLER:
-        del _pyops[hid]
-        op = run_here[0]
-        rc = _run(fn, prop, name, op)
-        if rc != _PENDING:
-            _complete(op, rc)
-    elif rc == _SKIPPED:
-        del _pyops[hid]
-    elif rc < 0:
-        _pyops.pop(hid, None)
-        raise EngineError(f"push of '{name}' rejected by the engine (code {rc})")
-    if _naive[0]:
-        _raise_naive_failure(writes)
+_in_caller_threads = 0  # threads inside ops_in_caller(): push checks the thread-local only then
 
 
 @contextlib.contextmanager
 def ops_in_caller():
-    """Within the block, every op this thread pushes runs at once, in this thread, when its inputs
-    are ready (as small inline ops do), however large it is and however busy the engine.
+    """Within the block, every op this thread pushes runs at once, in this thread, when it may
+    start at once (run_in_caller's rules), however large it is.
 
     For code that pushes ops from inside an op (a Python custom operator's forward, see
     ember/ops/custom.py): its ops, on variables nothing else holds, finish before it returns
     without needing a worker, so waiting for them inside the op cannot deadlock."""
+    global _in_caller_threads
     prev = getattr(_tls, "in_caller", False)
     _tls.in_caller = True
+    with _bulk_count_lock:
+        _in_caller_threads += 1
     try:
         yield
     finally:
         _tls.in_caller = prev
+        with _bulk_count_lock:
+            _in_caller_threads -= 1
 
 
 def push_native(fn_ptr, ctx=None, read: Iterable[Var] = (), write: Iterable[Var] = (), priority: int = 0,
-                device=None, name: Optional[str] = None, inline: bool = False) -> None:
+                device=None, name: Optional[str] = None) -> None:
     """Push a C kernel (an `int (*)(void *ctx, ember_opr *op)` cdata); it runs without the GIL."""
     flush_bulk()
     if recorder is not None:  # ember.engine.lab notes it (a C kernel is not timed)
         _, read, write = recorder.on_push(None, read, write, priority, device, name, "native")
-    reads = _handles(read, "read")
-    writes = _handles(write, "write")
-    rc = _push(_E, fn_ptr, ctx if ctx is not None else _NULL, reads, len(reads), writes, len(writes),
-               _queue_for(device, "normal"), priority, PROPS["normal"], op_name(name),
-               lib.EMBER_FLAG_INLINE if inline else 0, _NULL)
+    vs, nr = var_handles(read, write)
+    rc = _push(_E, fn_ptr, ctx if ctx is not None else _NULL, vs, nr, len(vs) - nr,
+               op_attrs(_queue_for(device, "normal"), priority, 0, 0, name))
     if rc < 0:
         raise EngineError(f"push of native op '{name}' rejected by the engine (code {rc})")
 

@@ -25,15 +25,12 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .. import engine
-from ..engine._native import ffi, lib
+from ..engine import native
 from . import jobdir, mpienv
 from .errors import KVStoreCommError, KVStoreError
 
 CHECK_EVERY = 0.2  # seconds between looks for a failed peer while a request is pending
-_live = set()  # callback handles of the queues not destroyed yet
-_allreduce, _finished = lib.ember_coll_allreduce, lib.ember_coll_finished
-_from_buffer, _NULL = ffi.from_buffer, ffi.NULL
-_flush_bulk = engine.core.flush_bulk
+_flush_bulk = native.flush_bulk
 
 
 def _entry_points():
@@ -94,42 +91,21 @@ def _what(name: str) -> str:
     return f"kvstore {m.group(1)} of key{'s' if ', ' in m.group(2) else ''} {m.group(2)}"
 
 
-@ffi.def_extern()
-def ember_py_coll_check(ctx, name, why, code):
-    try:
-        return ffi.from_handle(ctx)._check(_what(ffi.string(name).decode()), why, code)
-    except BaseException:  # noqa: BLE001 - a callback must answer; fail the call with a plain id
-        mpienv.mark_failed()
-        return engine.core.register_error(KVStoreCommError("kvstore communication failed"), "kvstore")
-
-
 class NativeAllreduce:
     """An in-order allreduce queue run by a C thread on its own communicator."""
 
     def __init__(self, MPI, comm, settings):
         iallreduce, test = _entry_points()
-        self._c = None
         self._MPI, self._comm = MPI, comm
         self._timeout = settings.timeout
         self._failure: Optional[str] = None
-        # The C thread calls back through this handle until the queue is destroyed, even if the
-        # store is dropped without close(): keep it alive until then.
-        self._self_handle = ffi.new_handle(self)
-        _live.add(self._self_handle)
-        fns = ffi.new("ember_mpi_fns *")
-        fns.iallreduce = ffi.cast("void *", iallreduce)
-        fns.test = ffi.cast("void *", test)
-        fns.handle_size = MPI._sizeof(MPI.Comm)
-        fns.comm = _handle(comm.handle)
-        fns.op_sum = _handle(MPI.SUM.handle)
-        fns.in_place = int(MPI.IN_PLACE)
-        self._c = lib.ember_coll_create(engine.core.native_engine(), fns, settings.window, settings.chunk_bytes,
-                                        mpienv.SPIN_SECONDS, settings.timeout, CHECK_EVERY,
-                                        lib.ember_py_coll_check, self._self_handle)
-        if self._c == ffi.NULL:
-            _live.discard(self._self_handle)
-            raise KVStoreError("could not start the kvstore's native communication thread")
-        self._max_in_flight = 0
+        try:
+            self._q = native.CollectiveQueue(
+                iallreduce, test, MPI._sizeof(MPI.Comm), _handle(comm.handle), _handle(MPI.SUM.handle),
+                int(MPI.IN_PLACE), settings.window, settings.chunk_bytes, mpienv.SPIN_SECONDS, settings.timeout,
+                CHECK_EVERY, self._check_from_c, self._check_failed)
+        except RuntimeError:
+            raise KVStoreError("could not start the kvstore's native communication thread") from None
         self._types = {}
         self._kept = deque()  # (seq, objects the call's buffers belong to) until the call finished
 
@@ -151,23 +127,21 @@ class NativeAllreduce:
         with issue(), as often as wanted.  The arrays must be C-contiguous host arrays of one
         serves()'d dtype; `keep` holds their owners (the call holds them, and each issued call
         holds them until it is done)."""
-        r, w = engine.core.op_handles(reads, writes)
-        return (_NULL if send is None else _from_buffer(send), _from_buffer(recv), recv.size,
-                self._dtype(recv.dtype), recv.itemsize, _NULL if copy_to is None else _from_buffer(copy_to),
-                ffi.new("ember_var *[]", r) if r else _NULL, len(r), ffi.new("ember_var *[]", w), len(w),
-                engine.core.op_name(name), name, keep)
+        return (self._q.prepare(send, recv, recv.size, self._dtype(recv.dtype), recv.itemsize, copy_to,
+                                reads, writes, name), name, keep)
 
     def issue(self, call: tuple, priority: int) -> None:
         """Issue a prepare()d call: it takes the next place in this queue's order."""
         _flush_bulk()  # the value may come from an op still held by this thread's bulk group
         kept = self._kept
         # after a failure, abandoned requests may still write into their buffers: keep them all
-        if kept and self._failure is None and kept[0][0] < _finished(self._c):
-            finished = _finished(self._c)
+        q = self._q
+        if kept and self._failure is None and kept[0][0] < q.finished():
+            finished = q.finished()
             while kept and kept[0][0] < finished:
                 kept.popleft()
-        send, recv, count, dtype, itemsize, copy_to, r, nr, w, nw, cname, name, keep = call
-        seq = _allreduce(self._c, send, recv, count, dtype, itemsize, copy_to, r, nr, w, nw, priority, cname)
+        args, name, keep = call
+        seq = q.issue(args, priority)
         if seq < 0:
             raise KVStoreError(f"{_what(name)}: " + ("this kvstore was closed; create a new one" if seq == -1
                                                       else f"bad arguments for the native queue (code {seq})"))
@@ -176,42 +150,46 @@ class NativeAllreduce:
     @property
     def max_in_flight(self) -> int:
         """The most allreduce requests that were in flight at once."""
-        return lib.ember_coll_max_in_flight(self._c) if self._c is not None else self._max_in_flight
+        return self._q.max_in_flight()
 
     def stop(self, timeout: float) -> bool:
         """Finish every call issued so far and stop the thread; False if calls were still
         outstanding after `timeout` seconds (then the queue is left to finish on its own)."""
-        if self._c is None:
+        if self._q.closed:
             return True
-        if lib.ember_coll_stop(self._c, int(timeout * 1000)) != 0:
+        if not self._q.stop(timeout):
             return False
-        self._max_in_flight = lib.ember_coll_max_in_flight(self._c)
-        lib.ember_coll_destroy(self._c)
-        self._c = None
-        _live.discard(self._self_handle)
         if self._failure is None:
             self._kept.clear()
         return True
 
     # ----------------------------------------------------------------- failures (from the C thread)
+    def _check_from_c(self, name: str, why: int, code: int) -> int:
+        return self._check(_what(name), why, code)
+
+    @staticmethod
+    def _check_failed(exc: BaseException) -> int:
+        mpienv.mark_failed()
+        return native.register_error(KVStoreCommError("kvstore communication failed"), "kvstore")
+
     def _check(self, what: str, why: int, code: int) -> int:
-        if why == lib.EMBER_COLL_WAITING:
+        if why == native.COLL_WAITING:
             reason = jobdir.peer_failure()
             if reason is None:
                 return 0
             exc = mpienv.peer_failed(what, reason)
-        elif why == lib.EMBER_COLL_TIMEOUT:
+        elif why == native.COLL_TIMEOUT:
             exc = mpienv.no_progress(what, self._timeout)
-        elif why == lib.EMBER_COLL_MPI_ERROR:
+        elif why == native.COLL_MPI_ERROR:
             exc = mpienv.mpi_failed(what, self._MPI.Get_error_string(code))
-        elif why == lib.EMBER_COLL_INPUT_FAILED:
+        elif why == native.COLL_INPUT_FAILED:
             mpienv.mark_failed()
             self._failure = self._failure or str(mpienv.input_failed(what))
             return 0
         else:
             exc = KVStoreCommError(f"{what}: kvstore communication stopped after an earlier failure"
                                    + (f": {self._failure}" if self._failure else ""))
-            return engine.core.register_error(exc, what)
+            return native.register_error(exc, what)
         mpienv.mark_failed()
         self._failure = self._failure or str(exc)
-        return engine.core.register_error(exc, what)
+        return native.register_error(exc, what)

@@ -16,8 +16,8 @@ from typing import Any, List, Sequence
 
 import numpy as np
 
-from ..engine import core
-from ..engine._native import ffi, lib
+from ..engine import Var, native
+from ..base import EngineError
 from . import arrays
 
 KEEP_LIMIT = 1 << 14
@@ -27,17 +27,17 @@ _kept: List[tuple] = []
 _issued = 0
 
 
-def pull(src: Any, src_var: core.Var, outs: Sequence[Any], priority: int, name: str) -> list:
+def pull(src: Any, src_var: Var, outs: Sequence[Any], priority: int, name: str) -> list:
     """Copy the host array `src` (written through `src_var`) into every NDArray of `outs` that is a
     C-contiguous host array of its dtype (not `src` itself), each as a native engine op; return
     the outputs left for the caller to copy (GPU, strided, converting, or over the keep limit)."""
     global _issued
     if not arrays.plain_host(src):
         return list(outs)
-    core.flush_bulk()  # the store's last write may still sit in this thread's bulk group
+    native.flush_bulk()  # the store's last write may still sit in this thread's bulk group
     rest = []
     with _lock:
-        if _kept and lib.ember_host_copies_done() == _issued:
+        if _kept and native.host_copies_done() == _issued:
             _kept.clear()
         for o in outs:
             dst = o._data
@@ -46,13 +46,15 @@ def pull(src: Any, src_var: core.Var, outs: Sequence[Any], priority: int, name: 
                     or np.may_share_memory(dst, src)):
                 rest.append(o)
                 continue
-            reads, writes = core.op_handles([src_var], [o.var])
             _issued += 1
             _kept.append((src, dst))
-            rc = lib.ember_push_host_copy(core.native_engine(), ffi.from_buffer(src), ffi.from_buffer(dst),
-                                          src.nbytes, reads[0], writes[0], priority, core.op_name(name))
+            rc = None
+            try:
+                rc = native.push_host_copy(src, dst, src_var, o.var, priority, name)
+            finally:
+                if rc != 0:  # nothing was pushed (or a bad variable raised): the copy is not kept
+                    _issued -= 1
+                    _kept.pop()
             if rc != 0:
-                _issued -= 1
-                _kept.pop()
-                raise core.EngineError(f"push of '{name}' rejected by the engine (code {rc})")
+                raise EngineError(f"push of '{name}' rejected by the engine (code {rc})")
     return rest

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from ember import engine
-from ember.engine._native import lib
+from ember.base import EngineError
+from ember.engine import native
 from ember.kvstore import create, native_pull
 
 
@@ -25,12 +26,12 @@ def test_plain_host_outputs_are_copied_natively_and_others_by_python(nd):
     kv.init(0, nd.array(a))
     engine.wait_all()
     outs = [nd.zeros((3, 4)), nd.zeros((3, 4)), nd.zeros((3, 4), dtype="float64")]
-    before = lib.ember_host_copies_done()
+    before = native.host_copies_done()
     kv.pull(0, out=outs)
     for o in outs:
         np.testing.assert_array_equal(o.asnumpy(), a)
     # the two float32 outputs natively; the converting one by a Python op
-    assert lib.ember_host_copies_done() - before == 2
+    assert native.host_copies_done() - before == 2
 
 
 def test_pull_waits_for_the_push_before_it_and_sees_its_sum(nd):
@@ -66,14 +67,14 @@ def test_a_failed_push_fails_the_pull_and_the_output_is_untouched(nd):
     def broken():
         raise ValueError("gradient of key 1 failed")
     engine.push(broken, write=[value.var], name="broken")
-    before = lib.ember_host_copies_done()
+    before = native.host_copies_done()
     kv.push(1, value)
     kv.pull(1, out=out)
     with pytest.raises(ValueError, match="gradient of key 1 failed"):
         out.wait_to_read()
     engine.wait_all()  # raised once, by the read (as MXNet)
     np.testing.assert_array_equal(out._data, np.full(8, 5.0))
-    assert lib.ember_host_copies_done() - before == 1  # it ran (copying nothing), so its arrays go
+    assert native.host_copies_done() - before == 1  # it ran (copying nothing), so its arrays go
 
 
 def test_kept_arrays_live_until_the_copy_ran_then_go(nd):
@@ -102,7 +103,7 @@ def test_past_the_keep_limit_pulls_go_to_python_ops(nd, monkeypatch):
     kv.init(3, nd.array(np.ones(16, dtype=np.float32)))
     engine.wait_all()
     release = _hold(kv._store[3].var)
-    before = lib.ember_host_copies_done()
+    before = native.host_copies_done()
     outs = [nd.zeros((16,)) for _ in range(5)]
     for o in outs:  # the first clears what earlier tests kept (all of it ran)
         kv.pull(3, out=o)
@@ -110,13 +111,13 @@ def test_past_the_keep_limit_pulls_go_to_python_ops(nd, monkeypatch):
     release.set()
     for o in outs:
         np.testing.assert_array_equal(o.asnumpy(), np.ones(16))
-    assert lib.ember_host_copies_done() - before == 2
+    assert native.host_copies_done() - before == 2
 
 
 def test_bad_arguments_of_the_native_copy_are_refused():
     v = engine.Var()
     buf = np.zeros(4, dtype=np.float32)
-    from ember.engine._native import ffi
-    e = engine.core.native_engine()
-    assert lib.ember_push_host_copy(e, ffi.from_buffer(buf), ffi.from_buffer(buf), 16, v._h, v._h, 0,
-                                    ffi.NULL) == -100
+    assert native.push_host_copy(buf, buf, v, v, 0, "same") == -100  # one variable read and written
+    v.delete()
+    with pytest.raises(EngineError, match="deleted"):
+        native.push_host_copy(buf, np.zeros(4, dtype=np.float32), v, engine.Var(), 0, "deleted")

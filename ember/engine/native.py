@@ -1,0 +1,144 @@
+"""The engine's API for components that push native work (C code that pushes engine ops itself).
+
+The native module (`ember.engine._native`, built from native/: docs/engine.md, "The native
+module") holds the engine and the C components built with it: the collective queue the
+distributed kvstore runs on (native/collectives.h) and host copies as engine ops
+(native/host_copy.h).  Python code outside ember/engine reaches them only through this module.
+
+    engine()                        the C engine (`ember_engine *`)
+    var_array(read, write)          (`ember_var *[]` of read then written variables, nread, nwrite)
+    op_name(name)                   an interned C string for an op name
+    register_error(exc, name)       an error id that wait()/wait_all() raise as `exc`
+    flush_bulk()                    push this thread's bulk group first (C pushes bypass it)
+    push_host_copy(...), host_copies_done()
+    CollectiveQueue                 the in-order allreduce queue (collectives.h)
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from . import core
+from ._native import ffi, lib
+
+op_name = core.op_name
+register_error = core.register_error
+flush_bulk = core.flush_bulk
+from_buffer = ffi.from_buffer
+NULL = ffi.NULL
+
+
+def engine():
+    """The C engine handle (`ember_engine *`)."""
+    return core._E
+
+
+def var_array(read: Sequence[core.Var], write: Sequence[core.Var]):
+    """(`ember_var *[]` holding the handles of `read` then of `write`, len(read), len(write)), for
+    C functions that push ops; TypeError/EngineError naming a bad variable."""
+    vs, nr = core.var_handles(read, write)
+    return ffi.new("ember_var *[]", vs), nr, len(vs) - nr
+
+
+def push_host_copy(src, dst, src_var: core.Var, dst_var: core.Var, priority: int, name: str) -> int:
+    """Push a memcpy of the host buffer `src` into `dst` (same size, not overlapping) as an op
+    reading `src_var` and writing `dst_var` (native/host_copy.h); 0, or the engine's negative
+    code (nothing was pushed).  The buffers must stay alive until host_copies_done() counts it."""
+    (sh,), (dh,) = core.op_handles([src_var], [dst_var])
+    return lib.ember_push_host_copy(core._E, from_buffer(src), from_buffer(dst), src.nbytes, sh, dh, priority,
+                                    op_name(name))
+
+
+def host_copies_done() -> int:
+    """How many pushed host copies have run (or were dropped as failed) in this process."""
+    return lib.ember_host_copies_done()
+
+
+# Why a collective queue asks its check callback (native/collectives.h).
+COLL_WAITING = lib.EMBER_COLL_WAITING
+COLL_TIMEOUT = lib.EMBER_COLL_TIMEOUT
+COLL_MPI_ERROR = lib.EMBER_COLL_MPI_ERROR
+COLL_INPUT_FAILED = lib.EMBER_COLL_INPUT_FAILED
+_live = set()  # callback handles of the queues not destroyed yet
+
+
+@ffi.def_extern()
+def ember_py_coll_check(ctx, name, why, code):
+    queue = ffi.from_handle(ctx)
+    try:
+        return queue._check(ffi.string(name).decode(), why, code)
+    except BaseException as exc:  # noqa: BLE001 - a callback must answer: fail the call
+        return queue._on_check_error(exc)
+
+
+class CollectiveQueue:
+    """An in-order allreduce queue run by a C thread (native/collectives.h), on MPI entry points
+    the caller looked up.
+
+    check(name, why, code) -> error id (0: keep waiting) is called from that thread when a
+    request waits long (why=COLL_WAITING), times out, fails in MPI or has a failed input;
+    on_check_error(exc) -> error id answers when check itself raised.
+    """
+
+    def __init__(self, iallreduce: int, test: int, handle_size: int, comm: int, op_sum: int, in_place: int,
+                 window: int, chunk_bytes: int, spin_seconds: float, timeout: float, check_every: float,
+                 check: Callable[[str, int, int], int], on_check_error: Callable[[BaseException], int]):
+        self._check, self._on_check_error = check, on_check_error
+        # The C thread calls back through this handle until the queue is destroyed, even if its
+        # owner is dropped without stop(): keep it alive until then.
+        self._self_handle = ffi.new_handle(self)
+        _live.add(self._self_handle)
+        fns = ffi.new("ember_mpi_fns *")
+        fns.iallreduce = ffi.cast("void *", iallreduce)
+        fns.test = ffi.cast("void *", test)
+        fns.handle_size = handle_size
+        fns.comm = comm
+        fns.op_sum = op_sum
+        fns.in_place = in_place
+        self._c = lib.ember_coll_create(core._E, fns, window, chunk_bytes, spin_seconds, timeout, check_every,
+                                        lib.ember_py_coll_check, self._self_handle)
+        if self._c == NULL:
+            self._c = None
+            _live.discard(self._self_handle)
+            raise RuntimeError("could not start the native collective queue's thread")
+        self._allreduce = lib.ember_coll_allreduce
+        self._final_max_in_flight = 0
+
+    def prepare(self, send, recv, count: int, dtype: int, itemsize: int, copy_to,
+                reads: Sequence[core.Var], writes: Sequence[core.Var], name: str) -> tuple:
+        """The C arguments of an allreduce of `send` (None: `recv` in place) into `recv`, copied
+        into `copy_to` if given, as an op reading `reads` and writing `writes` (issue() it)."""
+        r, w = core.op_handles(reads, writes)
+        return (NULL if send is None else from_buffer(send), from_buffer(recv), count, dtype, itemsize,
+                NULL if copy_to is None else from_buffer(copy_to), ffi.new("ember_var *[]", r) if r else NULL,
+                len(r), ffi.new("ember_var *[]", w), len(w), op_name(name))
+
+    def issue(self, call: tuple, priority: int) -> int:
+        """Issue a prepare()d call; its sequence number, -1 if the queue is stopping, -2 on bad
+        arguments."""
+        send, recv, count, dtype, itemsize, copy_to, r, nr, w, nw, cname = call
+        return self._allreduce(self._c, send, recv, count, dtype, itemsize, copy_to, r, nr, w, nw, priority, cname)
+
+    def finished(self) -> int:
+        """How many calls have finished (in sequence order, failed ones included)."""
+        return lib.ember_coll_finished(self._c)
+
+    def max_in_flight(self) -> int:
+        """The most requests that were in flight at once (also after stop())."""
+        return self._final_max_in_flight if self._c is None else lib.ember_coll_max_in_flight(self._c)
+
+    @property
+    def closed(self) -> bool:
+        return self._c is None
+
+    def stop(self, timeout: float) -> bool:
+        """Finish the calls issued and destroy the queue; False (queue left running) if calls were
+        still outstanding after `timeout` seconds."""
+        if self._c is None:
+            return True
+        if lib.ember_coll_stop(self._c, int(timeout * 1000)) != 0:
+            return False
+        self._final_max_in_flight = lib.ember_coll_max_in_flight(self._c)
+        lib.ember_coll_destroy(self._c)
+        self._c = None
+        _live.discard(self._self_handle)
+        return True
