@@ -18,6 +18,7 @@ from . import storage, autograd_state
 from ..ops.shape import reshape_target
 
 _SCALAR_TYPES = (numbers.Number, np.generic)
+py_slice = slice  # MXNet's name for the builtin, which its ndarray module shadows with the slice op
 
 # MXNet's storage type ids (as in .params records); sparse arrays live in sparse_ndarray.py
 _STORAGE_TYPE_UNDEFINED, _STORAGE_TYPE_DEFAULT, _STORAGE_TYPE_ROW_SPARSE, _STORAGE_TYPE_CSR = -1, 0, 1, 2
