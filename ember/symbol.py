@@ -16,18 +16,22 @@ from .symbolic.legacy_helpers import histogram, linspace, split_v2  # noqa: F401
 
 
 class _PrefixedNamespace:
-    """Looks `name` up as `<prefix><name>` in the registry (mx.sym.random, mx.sym.contrib...)."""
+    """Looks `name` up as `<prefix><name>` in the registry (mx.sym.random, mx.sym.contrib...).
 
-    def __init__(self, label: str, prefixes):
+    `short_names`: unnamed nodes are named after `name` without the prefix (MXNet's contrib,
+    linalg and image modules: `box_nms0`); otherwise after the full operator name (`_random_normal0`)."""
+
+    def __init__(self, label: str, prefixes, short_names: bool = False):
         self._label = label
         self._prefixes = prefixes
+        self._short_names = short_names
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
         for p in self._prefixes:
             if _ops.exists(p + name):
-                return make_op_function(p + name)
+                return make_op_function(p + name, hint=name if self._short_names else None)
         raise AttributeError(f"mx.sym.{self._label} has no operator '{name}'")
 
     def __dir__(self):
@@ -40,10 +44,10 @@ class _PrefixedNamespace:
 
 
 random = _PrefixedNamespace("random", ("_random_", "_sample_"))
-contrib = _PrefixedNamespace("contrib", ("_contrib_",))
+contrib = _PrefixedNamespace("contrib", ("_contrib_",), short_names=True)
 contrib.rand_zipfian = _legacy.rand_zipfian  # MXNet's Python-level helper in symbol/contrib.py
-linalg = _PrefixedNamespace("linalg", ("_linalg_",))
-image = _PrefixedNamespace("image", ("_image_",))
+linalg = _PrefixedNamespace("linalg", ("_linalg_",), short_names=True)
+image = _PrefixedNamespace("image", ("_image_",), short_names=True)
 _internal = _PrefixedNamespace("_internal", ("_", ""))
 op = _PrefixedNamespace("op", ("",))
 

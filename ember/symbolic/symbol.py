@@ -457,22 +457,27 @@ def _apply(op_name: str, inputs: List[Symbol], attrs: dict, hint: Optional[str] 
     return fn(*inputs, name=name, _hint=hint, **attrs)
 
 
-_FUNC_CACHE: Dict[str, Any] = {}
+_FUNC_CACHE: Dict[tuple, Any] = {}
 
 
-def make_op_function(op_name: str):
-    """The `mx.sym.<op_name>` function for a registry operator (made once, on first use)."""
-    fn = _FUNC_CACHE.get(op_name)
+def make_op_function(op_name: str, hint: Optional[str] = None):
+    """The `mx.sym.<op_name>` function for a registry operator (made once, on first use).
+
+    Unnamed nodes are named after the name the operator was called by, as MXNet names them
+    (`mx.sym.flip` makes `flip0` although its operator is `reverse`); `hint` overrides that
+    name (`mx.sym.contrib.box_nms` makes `box_nms0`)."""
+    hint = (hint or op_name).lower()
+    fn = _FUNC_CACHE.get((op_name, hint))
     if fn is not None:
         return fn
     opdef = _ops.get(op_name)  # raises OperatorError for unknown ops
 
     def op_function(*args, name: Optional[str] = None, attr: Optional[dict] = None, _hint=None, **kwargs):
-        return create(opdef, args, kwargs, name=name, attr=attr, hint=_hint or opdef.name.lower())
+        return create(opdef, args, kwargs, name=name, attr=attr, hint=_hint or hint)
     op_function.__name__ = op_name
     op_function.__qualname__ = op_name
     op_function.__doc__ = opdef.doc or f"Symbolic `{opdef.name}` operator (see ember.ops.get('{opdef.name}'))."
-    _FUNC_CACHE[op_name] = op_function
+    _FUNC_CACHE[(op_name, hint)] = op_function
     return op_function
 
 

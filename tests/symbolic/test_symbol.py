@@ -25,6 +25,25 @@ def test_automatic_names_and_arguments():
     assert nb.list_arguments() == ["data", "nb_weight"]
 
 
+
+def test_automatic_names_follow_the_name_called():
+    # MXNet 1.9.1 names unnamed nodes after the function called (an alias keeps its own name),
+    # and contrib/linalg/image functions after the name without the namespace's prefix.
+    x = mx.sym.var("x")
+    cases = [(lambda: mx.sym.flip(x, axis=0), "flip0", "reverse"), (lambda: x.flip(axis=0), "flip0", "reverse"),
+             (lambda: mx.sym.reverse(x, axis=0), "reverse0", "reverse"),
+             (lambda: mx.sym.max_axis(x), "max_axis0", "max"), (lambda: mx.sym.identity(x), "identity0", "_copy"),
+             (lambda: mx.sym.broadcast_plus(x, x), "broadcast_plus0", "broadcast_add"),
+             (lambda: mx.sym.linalg.gemm2(x, x), "gemm20", "_linalg_gemm2"),
+             (lambda: mx.sym.random_normal(), "random_normal0", "_random_normal"),
+             (lambda: mx.sym.random.normal(), "_random_normal0", "_random_normal"),
+             (lambda: mx.sym.Flatten(x), "flatten0", "Flatten")]
+    for make, name, op in cases:
+        with mx.name.NameManager():
+            s = make()
+        assert s.name == name
+        assert mx.ops.get(s._outputs[0][0].op.name) is mx.ops.get(op)
+
 def test_prefix_and_attr_scope():
     with mx.name.Prefix("net_"):
         s = mx.sym.FullyConnected(mx.sym.var("x"), num_hidden=2)
