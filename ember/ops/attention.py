@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..base import ShapeError
 from ._common import known, same_type
 from .registry import Attr, OpDef, register

@@ -70,7 +70,6 @@ def _dot(ctx, attrs, inputs, outputs, aux):
 
 def _dot_backward(ctx, attrs, inputs, outputs, aux):
     g, a, b = inputs
-    xp = ctx.xp
     ta, tb = attrs["transpose_a"], attrs["transpose_b"]
     am, bm = _mats(a, b, ta, tb)
     gm = g.reshape(am.shape[0], bm.shape[1])
@@ -652,7 +651,6 @@ def _khatri_rao(ctx, attrs, inputs, outputs, aux):
 
 def _khatri_rao_backward(ctx, attrs, inputs, outputs, aux):
     # out[(i1, ..., ik), c] = prod_j A_j[i_j, c]: each input's gradient sums ograd times the others
-    xp = ctx.xp
     g, mats = inputs[0], inputs[1:]
     c = g.shape[-1]
     gk = g.reshape(tuple(m.shape[0] for m in mats) + (c,))

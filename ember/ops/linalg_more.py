@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..base import OperatorError, ShapeError
+from ..base import ShapeError
 from ._common import fmt, known, same_type
 from .registry import Attr, OpDef, register
 

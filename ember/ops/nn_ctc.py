@@ -19,7 +19,7 @@ softmax(data) - posterior occupancy of each class, times the head gradient.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 import numpy as np
 
@@ -244,7 +244,7 @@ def _backward(ctx, attrs, inputs, outputs, aux):
     ograd, fwd = inputs[0], list(inputs[1:])
     prob, alpha, ll = _solve(xp, attrs, fwd)
     beta = prob.betas()
-    T, N, C, S = prob.T, prob.N, prob.C, prob.S
+    T, N, C = prob.T, prob.N, prob.C
     ok = prob.feasible & xp.isfinite(ll)
     safe_ll = xp.where(ok, ll, 0.0)
     with np.errstate(invalid="ignore"):
