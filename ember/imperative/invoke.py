@@ -1,30 +1,38 @@
-"""The imperative invoke path: one registry op on NDArrays, pushed to the engine.
+"""The imperative invoke path: one registry op on NDArrays, run now or pushed to the engine.
 
-`invoke` does everything that can fail at the call (attribute parsing, arity,
-device, shape and dtype inference, `out=` checks) before anything is pushed,
-then allocates the outputs, pushes one closure that looks the kernel up at run
-time (so `ember.ops.override` applies) and returns the outputs at once.  All of
-it lives in this module so the tiny-op path can be profiled in one place.
+`run` is four steps, each a function of its own so that the tiny-op path (fastpath.py) builds
+its cached plans from the very same rules instead of repeating them:
+
+    check(opdef, attrs, inputs, ctx)      arity, input types and liveness, one device
+    infer(opdef, attrs, inputs)           output shapes and dtypes (the registry's rules + checks)
+    allocate(opdef, attrs, ...)           the outputs: given (`out=`, checked) or fresh
+    dispatch(opdef, attrs, inputs, ...)   the kernel call, handed to `execute`
+
+Everything that can fail at the call fails in the first three, before anything runs.
+`execute` is the one place that decides whether an op runs now, in the calling thread
+(a small CPU op the engine lets start at once: `engine.core.run_in_caller`), or is pushed.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from functools import partial
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .. import engine
 from ..base import ContextError, DTypeError, EmberError, OperatorError, ShapeError
 from ..context import Context, current_context
+from ..engine import core as _engine
 from ..ops import registry
 from ..ops.registry import OpContext, OpDef
 from . import autograd_state, resources, storage
 from .ndarray import NDArray
 
 _F32 = np.dtype(np.float32)
-INLINE_MAX_ELEMENTS = 1 << 14  # outputs up to this many elements may run inline in the caller
+INLINE_MAX_ELEMENTS = 1 << 14  # ops with outputs up to this many elements may run in the caller
 _get_op = registry.get
 _push = engine.push
-_run_if_idle = engine.run_if_idle
+_run_in_caller = _engine.run_in_caller
 
 
 def invoke(op, inputs: Sequence[NDArray], attrs: Optional[Dict[str, Any]] = None, out=None,
@@ -38,47 +46,80 @@ def invoke(op, inputs: Sequence[NDArray], attrs: Optional[Dict[str, Any]] = None
     return run(opdef, list(inputs), opdef.parse_attrs(attrs or {}), out, ctx)
 
 
-def _sparse_ops():
-    from . import sparse_ops  # imported on first use: it needs this module
-    return sparse_ops
-
-
-def _error_context(name, inputs):
-    devs = ", ".join(str(x._chunk.ctx) for x in inputs)
-    return ContextError(f"{name}: all inputs must be on one device, got {devs}")
-
-
 def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = None):
     """invoke() after attribute parsing (the symbolic executors' imperative fallback uses it too)."""
-    name = opdef.name
-    in_names = opdef.input_names(attrs)
-    n_in = len(in_names)
-    aux_names = opdef.aux_names(attrs) if opdef.aux else ()
-    n_aux = len(aux_names)
-    if len(inputs) != n_in + n_aux:
-        expected = ", ".join(list(in_names) + list(aux_names)) or "none"
-        raise OperatorError(f"{name}: expected {n_in + n_aux} input arrays ({expected}), got {len(inputs)}")
+    dev = check(opdef, attrs, inputs, ctx)
+    if dev is None:  # a sparse input: sparse kernels or MXNet's dense storage fallback
+        return _sparse_ops().run(opdef, inputs, attrs, out, ctx)
+    out_shapes, out_dtypes = infer(opdef, attrs, inputs)
+    if out is not None and type(out) is not NDArray and any(
+            getattr(t, "stype", "default") != "default" for t in (out if isinstance(out, (list, tuple)) else [out])):
+        return _sparse_ops().run(opdef, inputs, attrs, out, ctx)  # a sparse out= gets the result converted
+    outputs = allocate(opdef, attrs, out_shapes, out_dtypes, dev, out)
+    n_vis = opdef.visible_outputs(attrs) if opdef.num_visible_outputs is not None else len(outputs)
+    recording = autograd_state.is_recording()
+    if recording and out is not None:
+        for t in outputs[:n_vis]:
+            if t._ag is not None:
+                raise EmberError(f"{opdef.name}: writing into an array that is already in an autograd graph "
+                                 "(in-place update while recording); compute into a new array instead")
+    dispatch(opdef, attrs, inputs, outputs, dev, given=out is not None)
+    if recording:
+        _record(opdef, attrs, inputs[:len(inputs) - _n_aux(opdef, attrs)], outputs, autograd_state.is_training())
+    if out is not None:
+        return out
+    return outputs[0] if n_vis == 1 else outputs[:n_vis]
 
-    # -- inputs: type, liveness, device ------------------------------------------------
+
+# -- 1. check ------------------------------------------------------------------------------
+def check(opdef: OpDef, attrs: dict, inputs, ctx: Optional[Context] = None) -> Optional[Context]:
+    """The device the op runs on, after checking the number of inputs, their types and liveness
+    and that they share one device (`ctx`, or the current one, for an op without inputs);
+    None when an input is sparse (sparse_ops runs the op then)."""
+    name = opdef.name
+    n_in, n_aux = len(opdef.input_names(attrs)), _n_aux(opdef, attrs)
+    if len(inputs) != n_in + n_aux:
+        expected = ", ".join(_labels(opdef, attrs)) or "none"
+        raise OperatorError(f"{name}: expected {n_in + n_aux} input arrays ({expected}), got {len(inputs)}")
     for i, x in enumerate(inputs):
         if type(x) is not NDArray:
             if not isinstance(x, NDArray):
-                label = (list(in_names) + list(aux_names))[i]
-                raise TypeError(f"{name}: input '{label}' must be an NDArray, got {type(x).__name__}")
-            if x.stype != "default":  # sparse kernels or MXNet's dense storage fallback
-                return _sparse_ops().run(opdef, inputs, attrs, out, ctx)
+                raise TypeError(f"{name}: input '{_labels(opdef, attrs)[i]}' must be an NDArray, "
+                                f"got {type(x).__name__}")
+            if x.stype != "default":
+                return None
         if x._chunk.freed:
             x._chunk.check()
-    if inputs:
-        ctx = inputs[0]._chunk.ctx
-        for x in inputs:
-            c = x._chunk.ctx
-            if c is not ctx and c != ctx:
-                raise _error_context(name, inputs)
-    elif ctx is None:
-        ctx = current_context()
+    if not inputs:
+        return ctx if ctx is not None else current_context()
+    dev = inputs[0]._chunk.ctx
+    for x in inputs:
+        c = x._chunk.ctx
+        if c is not dev and c != dev:
+            devs = ", ".join(str(x._chunk.ctx) for x in inputs)
+            raise ContextError(f"{name}: all inputs must be on one device, got {devs}")
+    return dev
 
-    # -- shape and dtype inference (nothing pushed yet) ------------------------------------------
+
+def _n_aux(opdef: OpDef, attrs: dict) -> int:
+    return len(opdef.aux_names(attrs)) if opdef.aux else 0
+
+
+def _labels(opdef: OpDef, attrs: dict) -> List[str]:
+    """The names of the op's input arrays, inputs then aux states (for error messages)."""
+    return list(opdef.input_names(attrs)) + (list(opdef.aux_names(attrs)) if opdef.aux else [])
+
+
+# -- 2. infer ------------------------------------------------------------------------------
+def infer(opdef: OpDef, attrs: dict, inputs) -> Tuple[List[tuple], List[np.dtype]]:
+    """(output shapes, output dtypes) of the op on `inputs`, from the registry's rules.
+
+    Raises ShapeError / DTypeError (naming the input) when an input disagrees with what the
+    op expects, or when an output's shape cannot be inferred; nothing is run.
+    """
+    name = opdef.name
+    n_aux = _n_aux(opdef, attrs)
+    n_in = len(inputs) - n_aux
     in_shapes = [x._data.shape for x in inputs]
     if n_aux:
         ins, out_shapes, aux_inf = opdef.shapes(attrs, in_shapes[:n_in], in_shapes[n_in:])
@@ -90,29 +131,32 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
     for i in range(len(in_shapes)):
         got = ins[i]
         if got is not None and tuple(got) != in_shapes[i]:
-            label = (list(in_names) + list(aux_names))[i]
-            raise ShapeError(f"{name}: input '{label}' has shape {in_shapes[i]} but the operator "
-                             f"expects {tuple(got)}")
+            raise ShapeError(f"{name}: input '{_labels(opdef, attrs)[i]}' has shape {in_shapes[i]} but the "
+                             f"operator expects {tuple(got)}")
     in_dtypes = [x._data.dtype for x in inputs[:n_in]]
-    dres = opdef.dtypes(attrs, in_dtypes)
-    in_inf, out_dtypes = dres[0], dres[1]
+    in_inf, out_dtypes = opdef.dtypes(attrs, in_dtypes)[:2]
     for i in range(n_in):
         want = in_inf[i]
         if want is not None and want is not in_dtypes[i] and np.dtype(want) != in_dtypes[i]:
-            raise DTypeError(f"{name}: input '{in_names[i]}' has dtype {in_dtypes[i]} but the operator "
-                             f"expects {np.dtype(want)}")
-    n_out = len(out_shapes)
+            raise DTypeError(f"{name}: input '{_labels(opdef, attrs)[i]}' has dtype {in_dtypes[i]} but the "
+                             f"operator expects {np.dtype(want)}")
+    shapes = []
     for i, s in enumerate(out_shapes):
         if s is None or any(d is None or d < 0 for d in s):
             raise ShapeError(f"{name}: cannot infer the shape of output {i} from input shapes {in_shapes}")
+        shapes.append(tuple(s))
+    return shapes, [_F32 if d is None else np.dtype(d) for d in out_dtypes]
 
-    # -- outputs: given (out=) or fresh ------------------------------------------------------
-    n_vis = opdef.visible_outputs(attrs) if opdef.num_visible_outputs is not None else n_out
+
+# -- 3. allocate ---------------------------------------------------------------------------
+def allocate(opdef: OpDef, attrs: dict, out_shapes, out_dtypes, ctx: Context, out=None) -> List[NDArray]:
+    """Every output of the op: the `out=` array(s) for the visible ones (checked against the
+    inferred shape, dtype and device), fresh arrays from the memory manager for the rest."""
+    name = opdef.name
+    n_out = len(out_shapes)
     outputs: List[Optional[NDArray]] = [None] * n_out
     if out is not None:
-        if type(out) is not NDArray and any(getattr(t, "stype", "default") != "default"
-                                            for t in (out if isinstance(out, (list, tuple)) else [out])):
-            return _sparse_ops().run(opdef, inputs, attrs, out, ctx)  # a sparse out= gets the result converted
+        n_vis = opdef.visible_outputs(attrs) if opdef.num_visible_outputs is not None else n_out
         if isinstance(out, NDArray):
             targets = [out]
         elif isinstance(out, (list, tuple)):
@@ -122,47 +166,42 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
         if len(targets) != n_vis:
             raise OperatorError(f"{name}: out= needs {n_vis} array(s), got {len(targets)}")
         for i, t in enumerate(targets):
-            _check_out(name, i, t, tuple(out_shapes[i]), np.dtype(out_dtypes[i] or _F32), ctx)
+            _check_out(name, i, t, out_shapes[i], out_dtypes[i], ctx)
             outputs[i] = t
     for i in range(n_out):
         if outputs[i] is None:
-            data, chunk = storage.alloc(tuple(out_shapes[i]), out_dtypes[i] or _F32, ctx)
-            outputs[i] = NDArray(data, chunk)
+            outputs[i] = NDArray(*storage.alloc(out_shapes[i], out_dtypes[i], ctx))
+    return outputs
 
-    recording = autograd_state.is_recording()
-    if recording:
-        for t in outputs[:n_vis] if out is not None else ():
-            if t._ag is not None:
-                raise EmberError(f"{name}: writing into an array that is already in an autograd graph "
-                                 "(in-place update while recording); compute into a new array instead")
 
-    # -- engine dependencies (made only when the op goes through the engine's queues) ----------
-    def dependencies():
-        write = [o._chunk.var for o in outputs]
-        if n_out > 1 or opdef.mutates or n_aux:
-            extra = [inputs[i]._chunk.var for i in opdef.mutated_inputs(attrs)] + [x._chunk.var for x in inputs[n_in:]]
-            vs, write = write + extra, []
-            for v in vs:  # each var once, even when outputs/mutated inputs share storage
-                if v not in write:
-                    write.append(v)
-        read = []
-        for x in inputs[:n_in]:
-            v = x._chunk.var
-            if v not in write and v not in read:
-                read.append(v)
-        if rng_var is not None:
-            write.append(rng_var)
-        return read, write
+def _check_out(name: str, i: int, t, shape, dtype, ctx) -> None:
+    if not isinstance(t, NDArray):
+        raise TypeError(f"{name}: out= must be an NDArray, got {type(t).__name__}")
+    t._chunk.check()
+    if t._data.shape != shape:
+        raise ShapeError(f"{name}: out= array {i} has shape {t._data.shape} but the result has shape {shape}")
+    if t._data.dtype != dtype:
+        raise DTypeError(f"{name}: out= array {i} has dtype {t._data.dtype} but the result has dtype {dtype}")
+    if t._chunk.ctx != ctx:
+        raise ContextError(f"{name}: out= array is on {t._chunk.ctx} but the inputs are on {ctx}")
 
+
+# -- 4. dispatch ---------------------------------------------------------------------------
+def dispatch(opdef: OpDef, attrs: dict, inputs, outputs, ctx: Context, given: bool = False) -> None:
+    """Run the op's kernel on `inputs` into `outputs`, through `execute` (now or pushed).
+
+    `given`: some outputs are the caller's arrays (`out=`), which may share storage with an input.
+    """
+    name = opdef.name
+    n_aux = _n_aux(opdef, attrs)
+    n_in = len(inputs) - n_aux
     rng_var = gen = None
     if opdef.resources and "rng" in opdef.resources:
         rng_var, gen = resources.rng(ctx)
-
-    # -- the op -------------------------------------------------------------------------
     in_data = [x._data for x in inputs[:n_in]]
     aux_data = [x._data for x in inputs[n_in:]]
     out_data = [o._data for o in outputs]
-    copy_back = _aliased_outputs(opdef, attrs, inputs, outputs) if out is not None else None
+    copy_back = _aliased_outputs(opdef, attrs, inputs, outputs) if given else None
     if copy_back:
         for i in copy_back:  # compute into scratch, then copy: the kernel must not see its input change
             scratch, chunk = storage.alloc(out_data[i].shape, out_data[i].dtype, ctx)
@@ -179,46 +218,65 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
             for scratch, target, _ in copy_back.values():
                 target[...] = scratch
 
+    def dependencies():
+        write = [o._chunk.var for o in outputs]
+        if len(outputs) > 1 or opdef.mutates or n_aux:
+            extra = [inputs[i]._chunk.var for i in opdef.mutated_inputs(attrs)] + [x._chunk.var for x in inputs[n_in:]]
+            vs, write = write + extra, []
+            for v in vs:  # each var once, even when outputs/mutated inputs share storage
+                if v not in write:
+                    write.append(v)
+        read = []
+        for x in inputs[:n_in]:
+            v = x._chunk.var
+            if v not in write and v not in read:
+                read.append(v)
+        if rng_var is not None:
+            write.append(rng_var)
+        return read, write, ()
+
     if devtype != "cpu":
         op_fn = storage.on_device(op_fn, ctx)
-    # Small ops whose inputs are ready run in this thread (no hand-off to a worker); big ones go async.
-    small = devtype == "cpu" and (out_data[0].size if n_out == 1 else sum(d.size for d in out_data)) \
-        <= INLINE_MAX_ELEMENTS
-    if not (small and _run_if_idle(op_fn, name, lambda: dependencies()[1])):
-        read, write = dependencies()
-        _push(op_fn, read=read, write=write, device=ctx, name=name, inline=small)
-
-    if recording:
-        _record(opdef, attrs, inputs[:n_in], outputs, is_train)
-    if out is not None:
-        return out
-    return outputs[0] if n_vis == 1 else outputs[:n_vis]
+    size = out_data[0].size if len(out_data) == 1 else sum(d.size for d in out_data)
+    execute(op_fn, (), name, size, dependencies, ctx)
 
 
-def _check_out(name: str, i: int, t, shape, dtype, ctx) -> None:
-    if not isinstance(t, NDArray):
-        raise TypeError(f"{name}: out= must be an NDArray, got {type(t).__name__}")
-    t._chunk.check()
-    if t._data.shape != shape:
-        raise ShapeError(f"{name}: out= array {i} has shape {t._data.shape} but the result has shape {shape}")
-    if t._data.dtype != dtype:
-        raise DTypeError(f"{name}: out= array {i} has dtype {t._data.dtype} but the result has dtype {dtype}")
-    if t._chunk.ctx != ctx:
-        raise ContextError(f"{name}: out= array is on {t._chunk.ctx} but the inputs are on {ctx}")
+def execute(fn: Callable, args: tuple, name: str, size: int, deps: Callable, ctx: Context) -> None:
+    """Run `fn(*args)`, an op on `ctx` whose outputs have `size` elements in all: the one place
+    that decides whether an op runs now.
+
+    A small CPU op runs at once in this thread when the engine lets it start now (idle, or
+    nothing pending on its own variables: `engine.core.run_in_caller`; no hand-off to a worker);
+    otherwise, and for every large or device op, it is pushed after the ops it depends on.
+    `deps()` -> (reads, writes, fresh) (engine Vars; `fresh`: the vars of outputs made for this
+    op) is called only when the engine needs the variables.
+    """
+    if runs_in_caller(size, ctx) and _run_in_caller(fn, args, name, deps):
+        return
+    reads, writes, fresh = deps()
+    if fresh:
+        writes = list(writes) + list(fresh)
+    _push(partial(fn, *args) if args else fn, read=reads, write=writes, device=ctx, name=name)
+
+
+def runs_in_caller(size: int, ctx: Context) -> bool:
+    """Whether an op on `ctx` whose outputs have `size` elements may run in the calling thread:
+    small CPU ops do (a hand-off to a worker costs more than they do); large ones and device ops
+    are always pushed, so they run in parallel on the workers."""
+    return size <= INLINE_MAX_ELEMENTS and ctx.device_type == "cpu"
 
 
 def _aliased_outputs(opdef: OpDef, attrs: dict, inputs, outputs) -> Optional[dict]:
     """Outputs sharing storage with an input, other than declared in-place pairs (need scratch)."""
     found = None
-    inplace = opdef.inplace_pairs(attrs) if callable(opdef.inplace) else opdef.inplace
+    inplace = opdef.inplace_pairs(attrs)
     for o_i, o in enumerate(outputs):
         chunk = o._chunk
         for i_i, x in enumerate(inputs):
             if x._chunk is chunk and (i_i, o_i) not in inplace:
-                if x._data.__array_interface__["data"][0] == o._data.__array_interface__["data"][0] \
-                        and x._data.shape == o._data.shape and x._data.strides == o._data.strides \
-                        and opdef.elementwise:
-                    continue  # same elements, element-wise op: safe in place
+                if opdef.elementwise and x._data.shape == o._data.shape and x._data.strides == o._data.strides \
+                        and x._data.__array_interface__["data"][0] == o._data.__array_interface__["data"][0]:
+                    continue  # the very same elements, element-wise op: safe in place
                 found = found or {}
                 found[o_i] = None
                 break
@@ -237,7 +295,21 @@ def _record(opdef: OpDef, attrs: dict, inputs, outputs, is_train: bool) -> None:
         o._ag = autograd_state.Entry(node, i)
 
 
+def _sparse_ops():
+    from . import sparse_ops  # imported on first use: it needs this module
+    return sparse_ops
+
+
 # -- generated-function argument handling ------------------------------------------------
+def _no_plan(op: str, args: tuple, kwargs: dict):
+    return None
+
+
+# `mx.nd.<op>(...)` tries this first: ember/imperative/__init__.py sets it to fastpath.kernel_call
+# (fastpath builds on this module, so this module does not import it), which runs small CPU calls
+# from a cached plan and returns None for every call the general path must take.
+try_plan: Callable = _no_plan
+
 
 def call(op, args: Sequence[Any], kwargs: Dict[str, Any]):
     """`mx.nd.<op>(*args, **kwargs)` as MXNet's generated functions take it.
@@ -248,7 +320,7 @@ def call(op, args: Sequence[Any], kwargs: Dict[str, Any]):
     places ops without inputs, `name=` is ignored.
     """
     if type(op) is str and args and not ("out" in kwargs or "ctx" in kwargs or "name" in kwargs):
-        result = _fastpath.kernel_call(op, args, kwargs)  # a small CPU call with a cached plan
+        result = try_plan(op, args, kwargs)
         if result is not None:
             return result
     opdef = op if isinstance(op, OpDef) else _get_op(op)
@@ -302,6 +374,3 @@ def _as_context(value) -> Context:
             return Context(kind, int(idx or 0))
         return Context(text, 0)
     raise ContextError(f"ctx must be a Context such as mx.cpu(0), got {value!r}")
-
-
-from . import fastpath as _fastpath  # noqa: E402  (fastpath builds on this module)

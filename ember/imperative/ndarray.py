@@ -179,43 +179,8 @@ class NDArray:
     def __reduce__(self):
         return (_unpickle, (self.asnumpy(), self.context))
 
-    # -- arithmetic: NDArray op NDArray -> broadcast_*, NDArray op scalar -> _*_scalar ---------
-    def __add__(self, other):
-        return _binary(self, other, "broadcast_add", "_plus_scalar")
-
-    __radd__ = __add__
-
-    def __sub__(self, other):
-        return _binary(self, other, "broadcast_sub", "_minus_scalar")
-
-    def __rsub__(self, other):
-        return _binary(self, other, None, "_rminus_scalar")
-
-    def __mul__(self, other):
-        return _binary(self, other, "broadcast_mul", "_mul_scalar")
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other):
-        return _binary(self, other, "broadcast_div", "_div_scalar")
-
-    def __rtruediv__(self, other):
-        return _binary(self, other, None, "_rdiv_scalar")
-
-    __div__, __rdiv__ = __truediv__, __rtruediv__
-
-    def __mod__(self, other):
-        return _binary(self, other, "broadcast_mod", "_mod_scalar")
-
-    def __rmod__(self, other):
-        return _binary(self, other, None, "_rmod_scalar")
-
-    def __pow__(self, other):
-        return _binary(self, other, "broadcast_power", "_power_scalar")
-
-    def __rpow__(self, other):
-        return _binary(self, other, None, "_rpower_scalar")
-
+    # -- arithmetic: the binary operators (+ - * / % ** and comparisons, their reflected and
+    # in-place forms) are attached from OPERATORS below by ember/imperative/__init__.py ----------
     def __neg__(self):
         return _call("negative", (self,), {})
 
@@ -224,45 +189,6 @@ class NDArray:
 
     def __abs__(self):
         return _call("abs", (self,), {})
-
-    def __iadd__(self, other):
-        return _binary(self, other, "broadcast_add", "_plus_scalar", out=self)
-
-    def __isub__(self, other):
-        return _binary(self, other, "broadcast_sub", "_minus_scalar", out=self)
-
-    def __imul__(self, other):
-        return _binary(self, other, "broadcast_mul", "_mul_scalar", out=self)
-
-    def __itruediv__(self, other):
-        return _binary(self, other, "broadcast_div", "_div_scalar", out=self)
-
-    __idiv__ = __itruediv__
-
-    def __imod__(self, other):
-        return _binary(self, other, "broadcast_mod", "_mod_scalar", out=self)
-
-    def __ipow__(self, other):
-        return _binary(self, other, "broadcast_power", "_power_scalar", out=self)
-
-    # comparisons give arrays of 0/1 in the inputs' dtype, as in MXNet 1.x
-    def __eq__(self, other):
-        return _binary(self, other, "broadcast_equal", "_equal_scalar")
-
-    def __ne__(self, other):
-        return _binary(self, other, "broadcast_not_equal", "_not_equal_scalar")
-
-    def __gt__(self, other):
-        return _binary(self, other, "broadcast_greater", "_greater_scalar")
-
-    def __ge__(self, other):
-        return _binary(self, other, "broadcast_greater_equal", "_greater_equal_scalar")
-
-    def __lt__(self, other):
-        return _binary(self, other, "broadcast_lesser", "_lesser_scalar")
-
-    def __le__(self, other):
-        return _binary(self, other, "broadcast_lesser_equal", "_lesser_equal_scalar")
 
     # -- indexing --------------------------------------------------------------------------
     def __getitem__(self, key):
@@ -416,6 +342,28 @@ class NDArray:
         self._chunk.free()
 
 
+# Python operator -> (registry op for an NDArray operand, for a scalar operand, in place): an NDArray
+# operand gives broadcast_*, a scalar _*_scalar; comparisons give arrays of 0/1 in the inputs' dtype,
+# as in MXNet 1.x.  Reflected forms (`2 - x`) meet scalars only.  The methods are fastpath.operator's.
+OPERATORS = {
+    "__add__": ("broadcast_add", "_plus_scalar", False), "__radd__": ("broadcast_add", "_plus_scalar", False),
+    "__sub__": ("broadcast_sub", "_minus_scalar", False), "__rsub__": (None, "_rminus_scalar", False),
+    "__mul__": ("broadcast_mul", "_mul_scalar", False), "__rmul__": ("broadcast_mul", "_mul_scalar", False),
+    "__truediv__": ("broadcast_div", "_div_scalar", False), "__rtruediv__": (None, "_rdiv_scalar", False),
+    "__mod__": ("broadcast_mod", "_mod_scalar", False), "__rmod__": (None, "_rmod_scalar", False),
+    "__pow__": ("broadcast_power", "_power_scalar", False), "__rpow__": (None, "_rpower_scalar", False),
+    "__iadd__": ("broadcast_add", "_plus_scalar", True), "__isub__": ("broadcast_sub", "_minus_scalar", True),
+    "__imul__": ("broadcast_mul", "_mul_scalar", True), "__itruediv__": ("broadcast_div", "_div_scalar", True),
+    "__imod__": ("broadcast_mod", "_mod_scalar", True), "__ipow__": ("broadcast_power", "_power_scalar", True),
+    "__eq__": ("broadcast_equal", "_equal_scalar", False), "__ne__": ("broadcast_not_equal", "_not_equal_scalar", False),
+    "__gt__": ("broadcast_greater", "_greater_scalar", False),
+    "__ge__": ("broadcast_greater_equal", "_greater_equal_scalar", False),
+    "__lt__": ("broadcast_lesser", "_lesser_scalar", False),
+    "__le__": ("broadcast_lesser_equal", "_lesser_equal_scalar", False),
+}
+OPERATOR_ALIASES = {"__div__": "__truediv__", "__rdiv__": "__rtruediv__", "__idiv__": "__itruediv__"}
+
+
 def _op_method(op_name: str):
     def method(self, *args, **kwargs):
         return _call(op_name, (self,) + args, kwargs)
@@ -449,7 +397,8 @@ def _as_dtype(dtype):
 
 
 def _call(op_name: str, args, kwargs):
-    return invoke_mod.call(op_name, args, kwargs)
+    """`mx.nd.<op_name>(*args, **kwargs)`: invoke.call, set by ember/imperative/__init__.py."""
+    raise RuntimeError("ember.imperative has not wired its modules yet")
 
 
 def _op_output_shape(op_name: str, x: "NDArray", attrs: dict) -> tuple:
@@ -460,7 +409,6 @@ def _op_output_shape(op_name: str, x: "NDArray", attrs: dict) -> tuple:
     return tuple(outs[0])
 
 
-# late imports: these modules use NDArray
-from . import invoke as invoke_mod  # noqa: E402
-from . import indexing, copying, dlpack  # noqa: E402
-from .fastpath import binary_operator as _binary  # noqa: E402
+# Set by ember/imperative/__init__.py (each of them builds on NDArray, so this module imports none
+# of them): the indexing, copying and DLPack helpers the methods above call.
+indexing = copying = dlpack = None

@@ -8,6 +8,7 @@ import pytest
 import ember as mx
 from ember import engine, ops
 from ember.imperative import fastpath
+from ember.imperative.invoke import INLINE_MAX_ELEMENTS
 from ember.ops import registry
 
 _BINARY = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "**": np.power,
@@ -27,12 +28,14 @@ def _forms():
 
 
 def test_operators_on_small_arrays_take_plans():
-    fastpath._OPERATOR_PLANS.clear()
+    fastpath._forget_plans()
     a, b = mx.nd.ones((4,)), mx.nd.ones((4,))
     (a + b).wait_to_read()
     (a * 2.0).wait_to_read()
-    assert fastpath._OPERATOR_PLANS[("broadcast_add", (4,), (4,), np.dtype("float32"), np.dtype("float32"))]
-    assert fastpath._OPERATOR_PLANS[("_mul_scalar", (4,), np.dtype("float32"))]
+    f32 = np.dtype("float32")
+    assert mx.nd.NDArray.__add__.plans[0][((4,), (4,), f32, f32)]
+    assert mx.nd.NDArray.__mul__.plans[1][((4,), f32)]
+    assert not mx.nd.NDArray.__iadd__.plans[0]  # each operator has its own plans
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "float16"])
@@ -194,7 +197,7 @@ def test_kernel_error_is_raised_at_the_next_read(busy):
         _slow_write(a, 1.0, delay=0.02)
     elif busy == "elsewhere":  # the op claims its own variables and runs at once
         _slow_write(mx.nd.zeros((1,)), 1.0, delay=0.05)
-    bad = fastpath.binary_operator(a, b, "_test_fastpath_fail", "_plus_scalar")
+    bad = fastpath.operator("_test_fastpath_fail", "_plus_scalar")(a, b)
     dependent = bad + 1.0  # reads a failed array: inherits the error
     with pytest.raises(ArithmeticError, match="test ufunc failure"):
         dependent.asnumpy()
@@ -212,7 +215,7 @@ def test_autograd_inputs_take_the_recording_path():
 
 
 def test_big_outputs_are_pushed_not_run_inline():
-    n = fastpath.INLINE_MAX_ELEMENTS * 2
+    n = INLINE_MAX_ELEMENTS * 2
     a = mx.nd.ones((n,))
     _slow_write(a, 3.0, delay=0.01)
     b = a + a
@@ -259,10 +262,15 @@ def test_memory_stats_count_fast_path_allocations():
 
 # -- kernel plans: mx.nd.<op>(...) and the NDArray methods built on it ------------------------
 def _by_general_path(fn):
-    """fn() with the plans disabled (an engine bulk group sends every call to the general path)."""
-    with engine.bulk(2):
-        result = fn()
-    return result.asnumpy()
+    """fn() with no plan made (every call takes the general path)."""
+    fastpath._forget_plans()
+    plan_makers = fastpath._operator_plan, fastpath._kernel_plan
+    fastpath._operator_plan = lambda plans, key, *rest: False
+    fastpath._kernel_plan = lambda key, *rest: False
+    try:
+        return fn().asnumpy()
+    finally:
+        fastpath._operator_plan, fastpath._kernel_plan = plan_makers
 
 
 @pytest.mark.parametrize("call", [
@@ -277,9 +285,9 @@ def test_kernel_plans_match_the_general_path(call):
     rng = np.random.default_rng(3)
     x = mx.nd.array(rng.uniform(1, 3, (4, 5)))
     y = mx.nd.array(rng.uniform(1, 3, (4, 5)))
+    want = _by_general_path(lambda: call(x, y))
     fastpath._KERNEL_PLANS.clear()
     first, second = call(x, y).asnumpy(), call(x, y).asnumpy()  # the second call takes the plan
-    want = _by_general_path(lambda: call(x, y))
     np.testing.assert_allclose(first, want, rtol=1e-6)
     np.testing.assert_allclose(second, want, rtol=1e-6)
     assert any(fastpath._KERNEL_PLANS.values())
