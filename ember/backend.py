@@ -1,17 +1,6 @@
-"""One table per device kind: everything storage, memory managers, copies, executors and the
-kvstore need to know about a device, so none of them names numpy or CuPy.
-
-    of(ctx) -> Backend          the table of a Context (or of a device type name)
-    of_array(x) -> Backend      the table whose arrays include x (host for numpy and unknown types)
-    register(table) / unregister(name)
-
-A table gives its array module (`xp`, what kernels compute with), raw allocation for the memory
-managers, host <-> device transfer (`asarray`, `to_host`), the device selection work runs under
-(`device`, `run_on`: CuPy's current device and with it its stream), `synchronize`, a free-memory
-query and a device count.  The engine gives every device that does not share host memory its own
-queue.  Registry kernels are looked up by device type, falling back to the op's 'any' kernel,
-which computes with `xp`.  A new device kind is one `Backend` subclass passed to `register`
-(tests/test_backend.py registers a second numpy-backed kind this way).
+"""One table per device kind: what storage, memory managers, copies, executors and the kvstore
+need to know about a device, so none of them names numpy or CuPy.  `of(ctx)` / `of_array(x)` find
+a table; a new device kind is one `Backend` subclass passed to `register` (see docs/architecture.md).
 """
 from __future__ import annotations
 
@@ -34,7 +23,7 @@ class Backend:
     name / type_id: the Context device type and MXNet's number for it (saved files, device_typeid).
     dlpack_types: DLPack device codes of tensors that live on this kind (`from_dlpack`).
     shared_ids: every device id names the same memory (cpu(0) and cpu(1) are both host memory),
-    so one memory manager serves them all and arrays of any id can be mixed.
+    so one memory manager serves them all and an executor takes arrays of any id.
     pool_env: the environment variable choosing its memory manager (MXNet's *_MEM_POOL_TYPE).
     """
 
@@ -160,8 +149,7 @@ class CuPyBackend(Backend):
         return x.get()
 
     def synchronize(self, device_id: int) -> None:
-        with self.device(device_id) as dev:
-            dev.synchronize()
+        self.device(device_id).synchronize()
 
     def memory_info(self, device_id: int) -> Tuple[int, int]:
         with self.device(device_id):
@@ -200,11 +188,6 @@ def of_array(x: Any) -> Backend:
             if table is not _HOST and table.owns(x):
                 return table
     return _HOST
-
-
-def kinds() -> Tuple[str, ...]:
-    """The registered device type names."""
-    return tuple(_TABLES)
 
 
 def device_key(ctx: Context):
