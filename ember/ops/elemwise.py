@@ -226,31 +226,33 @@ for _name, _neg in (("_backward_add", False), ("_backward_sub", True)):
                                                       "addition: (ograd, ograd), two copies.")))
 
 
-def _mul_grad(bwd: str):
-    """d(l*r) = (g*r, g*l) with forward ops, so it can be differentiated again (second order)."""
+def _known_shapes_grad(bwd: str, grads: Callable, doc: str):
+    """grads(F, g, lhs, rhs, out, lhs_shape, rhs_shape) written with forward ops (differentiable again)
+    when the input shapes are known now; else (symbols: shapes come at bind) `bwd(ograd, lhs, rhs)`."""
     def gradient(F, attrs, inputs, outputs, out_grads):
         g, lhs, rhs = out_grads[0], inputs[0], inputs[1]
         ls, rs = _static_shape(lhs), _static_shape(rhs)
         if ls is None or rs is None:
             res = getattr(F, bwd)(g, lhs, rhs)
             return [res[0], res[1]]
-        return [_sum_to(F, F.broadcast_mul(g, rhs), ls), _sum_to(F, F.broadcast_mul(g, lhs), rs)]
-    gradient.__doc__ = "(ograd * rhs, ograd * lhs), reduced to the input shapes."
+        return grads(F, g, lhs, rhs, outputs[0], ls, rs)
+    gradient.__doc__ = doc
     return gradient
+
+
+def _mul_grad(bwd: str):
+    """d(l*r) = (g*r, g*l), reduced to the input shapes."""
+    return _known_shapes_grad(bwd, lambda F, g, lhs, rhs, out, ls, rs: [
+        _sum_to(F, F.broadcast_mul(g, rhs), ls), _sum_to(F, F.broadcast_mul(g, lhs), rs)],
+        "(ograd * rhs, ograd * lhs), reduced to the input shapes.")
 
 
 def _div_grad(bwd: str):
-    """d(l/r) = (g/r, -(g/r) * out): reads the output instead of lhs; differentiable again."""
-    def gradient(F, attrs, inputs, outputs, out_grads):
-        g, lhs, rhs = out_grads[0], inputs[0], inputs[1]
-        ls, rs = _static_shape(lhs), _static_shape(rhs)
-        if ls is None or rs is None:
-            res = getattr(F, bwd)(g, lhs, rhs)
-            return [res[0], res[1]]
+    """d(l/r) = (g/r, -(g/r) * out): reads the output instead of lhs."""
+    def grads(F, g, lhs, rhs, out, ls, rs):
         g_over_r = F.broadcast_div(g, rhs)
-        return [_sum_to(F, g_over_r, ls), _sum_to(F, F.negative(F.broadcast_mul(g_over_r, outputs[0])), rs)]
-    gradient.__doc__ = "(ograd / rhs, -ograd * out / rhs), reduced to the input shapes."
-    return gradient
+        return [_sum_to(F, g_over_r, ls), _sum_to(F, F.negative(F.broadcast_mul(g_over_r, out)), rs)]
+    return _known_shapes_grad(bwd, grads, "(ograd / rhs, -ograd * out / rhs), reduced to the input shapes.")
 
 
 def _same_shape_grad(name: str):
