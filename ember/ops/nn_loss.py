@@ -43,6 +43,14 @@ _REG = {
 }
 
 
+def _regression_gradient(bwd_name: str):
+    """The gradient of a regression output: the data's through `bwd_name` (whose second output,
+    the label's, MXNet's monitor lists as <name>_backward_output1), none for the label."""
+    def gradient(F, attrs, inputs, outputs, out_grads):
+        return [getattr(F, bwd_name)(outputs[0], inputs[1], **attrs)[0], None]
+    return gradient
+
+
 def _register_regression(name, fwd, dfn, doc):
     attrs = {"grad_scale": Attr("float", 1.0, doc="scale of the gradient")}
 
@@ -55,15 +63,16 @@ def _register_regression(name, fwd, dfn, doc):
         num_output = max(label.size // max(label.shape[0], 1), 1) if label.ndim else 1
         diff = dfn(ctx.xp, y - label.reshape(y.shape).astype(y.dtype, copy=False))
         outputs[0][...] = diff * (attrs["grad_scale"] / num_output)
+        outputs[1][...] = 0  # MXNet's backward has a label-gradient output it leaves unset; ember zeroes it
 
     register(OpDef(
         name=name, attrs=attrs, inputs=["data", "label"], outputs=["output"],
         infer_shape=_reg_shape(name), infer_type=_reg_type(name), kernels={"any": forward}, inplace=[(0, 0)],
-        gradient=backward_via(f"_backward_{name}", lambda a, i, o, g: [o[0], i[1]], lambda a: [True, False]),
+        gradient=_regression_gradient(f"_backward_{name}"),
         doc=doc))
     register(OpDef(
-        name=f"_backward_{name}", attrs=attrs, inputs=["output", "label"], outputs=["data_grad"],
-        infer_shape=lambda a, s: (s, [s[0]]), kernels={"any": backward}, inplace=[(0, 0)],
+        name=f"_backward_{name}", attrs=attrs, inputs=["output", "label"], outputs=["data_grad", "label_grad"],
+        infer_shape=lambda a, s: (s, [s[0], s[1]]), kernels={"any": backward}, inplace=[(0, 0)],
         doc=f"Gradient of {name}."))
 
 

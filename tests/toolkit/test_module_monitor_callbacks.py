@@ -44,14 +44,15 @@ def test_monitor_collects_forward_backward_and_arguments():
     res = mon.toc()
     names = [k for _, k, _ in res]
     assert names == sorted(names)
-    # as MXNet's test_monitor, except softmax_backward_output1: MXNet's LinearRegressionOutput has an
-    # output for the label's gradient that it never writes; ember computes no label gradient.
+    # as MXNet's test_monitor: LinearRegressionOutput's backward has a second output, the label's
+    # gradient (MXNet never writes it; ember zeroes it)
     assert set(names) == {"act_0_output", "act_0_backward_output", "act_1_output", "act_1_backward_output",
                           "data", "fc_0_output", "fc_0_backward_output0", "fc_0_backward_output1",
                           "fc_0_backward_output2", "fc_0_weight", "fc_0_bias", "fc_1_output",
                           "fc_1_backward_output0", "fc_1_backward_output1", "fc_1_backward_output2",
-                          "fc_1_weight", "fc_1_bias", "softmax_output", "softmax_backward_output",
-                          "softmax_label"}
+                          "fc_1_weight", "fc_1_bias", "softmax_output", "softmax_backward_output0",
+                          "softmax_backward_output1", "softmax_label"}
+    assert len(res) == 21
     stats = {k: float(v) for _, k, v in res}
     # numbers against numpy: the forward pass of the 2-2-2 network above
     x = np.array([[0.05, .10]])
@@ -61,7 +62,8 @@ def test_monitor_collects_forward_backward_and_arguments():
     np.testing.assert_allclose(stats["softmax_output"], np.abs(o).mean(), rtol=1e-5)
     np.testing.assert_allclose(stats["fc_0_weight"], np.abs(ARGS["fc_0_weight"]).mean(), rtol=1e-5)
     d_o = 2 / 2 * (o - np.array([[.01, 0.99]]))  # grad_scale / outputs per sample, as MXNet
-    np.testing.assert_allclose(stats["softmax_backward_output"], np.abs(d_o).mean(), rtol=1e-5)
+    np.testing.assert_allclose(stats["softmax_backward_output0"], np.abs(d_o).mean(), rtol=1e-5)
+    assert stats["softmax_backward_output1"] == 0
     d_z1 = d_o * o * (1 - o)
     np.testing.assert_allclose(stats["fc_1_backward_output1"], np.abs(d_z1.T @ h).mean(), rtol=1e-5)
 
