@@ -10,6 +10,13 @@ Under `autograd.record()` a call is taped as ONE node whose gradient runs the ex
 planned backward graph.  An executor whose forward state is still needed by such a node
 (until its backward ran, or the node died) is not reused: a call made meanwhile (a block
 applied twice in one step, validation between forward and backward) takes another one.
+
+A parameter's gradient output is bound to the parameter's own `.grad` buffer (with its
+grad_req, 'write' or 'add'), as MXNet's CachedOp writes into the gradient buffers autograd
+hands it: the planned backward's last node writes the gradient there, and the taped node tells
+`backward()` it is written (`autograd_tape.WRITTEN`) instead of handing out a copy.  When the
+gradient must be handed out instead (`autograd.grad`, a parameter also used outside this block),
+the buffer's old value is saved around the backward and restored after the gradient is copied out.
 """
 from __future__ import annotations
 
@@ -18,26 +25,57 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import ndarray as nd
 from ..imperative import autograd_state as _ag
+from ..imperative.autograd_tape import WRITTEN
 from ..imperative.ndarray import NDArray
 from ..ops.registry import OpDef
 
 
+def _leaf_grad_binding(arr: NDArray) -> Optional[Tuple[NDArray, str]]:
+    """(the `.grad` buffer, grad_req) a parameter array's gradient output can be bound to, or None
+    (no autograd variable, grad_req 'null', a sparse buffer or one of another shape or dtype)."""
+    leaf = arr._ag
+    if not isinstance(leaf, _ag.Leaf) or leaf.grad_req not in ("write", "add"):
+        return None
+    grad = leaf.grad
+    if grad.stype != "default" or grad.shape != arr.shape or grad.dtype != arr.dtype or grad.context != arr.context:
+        return None
+    return grad, leaf.grad_req
+
+
 class _Slot:
-    """One bound executor and the recorded node (if any) that still needs its forward state."""
+    """One bound executor and the recorded node (if any) that still needs its forward state.
 
-    __slots__ = ("executor", "param_arrays", "node_ref", "hook")
+    `bound_grads`: name -> (`.grad` buffer, grad_req) of the parameters whose gradient output is
+    bound to their own buffer; the slot serves only while those are still the parameters' ones."""
 
-    def __init__(self, executor, param_arrays: List[NDArray]):
+    __slots__ = ("executor", "param_arrays", "bound_grads", "node_ref", "hook", "opdef")
+
+    def __init__(self, executor, param_arrays: List[NDArray], bound_grads: Dict[str, Tuple[NDArray, str]]):
         self.executor = executor
         self.param_arrays = param_arrays
+        self.bound_grads = bound_grads
         self.node_ref = None
         self.hook = None
+        self.opdef = None  # the taped node's OpDef, made at the first recorded call
 
     def is_free(self) -> bool:
         if self.node_ref is None:
             return True
         node = self.node_ref()
         return node is None or node.freed
+
+    def fits(self, param_arrays: List[NDArray], names: List[str]) -> bool:
+        """Whether the bound parameter arrays and gradient buffers are still the parameters' own."""
+        if not all(a is b for a, b in zip(self.param_arrays, param_arrays)):
+            return False
+        if self.bound_grads:
+            for name, arr in zip(names, param_arrays):
+                bound = self.bound_grads.get(name)
+                if bound is not None:
+                    leaf = arr._ag
+                    if not isinstance(leaf, _ag.Leaf) or leaf.grad is not bound[0] or leaf.grad_req != bound[1]:
+                        return False
+        return True
 
 
 def _take_grad(ex, name: str) -> NDArray:
@@ -128,16 +166,28 @@ class CachedGraph:
         slots = self._slots.setdefault(key, [])
         for slot in slots:
             if slot.is_free():
-                if all(a is b for a, b in zip(slot.param_arrays, param_arrays)):
+                if slot.fits(param_arrays, self._param_names):
                     return slot
-                # a parameter got new arrays (initialize(force_reinit), cast, reset_ctx): rebind
+                # a parameter got new arrays (initialize(force_reinit), cast, reset_ctx) or a new
+                # gradient buffer (grad_req changed): rebind
                 slots.remove(slot)
                 break
-        slot = _Slot(self._bind(ctx, inputs, param_arrays, grad_names), param_arrays)
+        bound_grads: Dict[str, Tuple[NDArray, str]] = {}
+        if grad_names:
+            # a buffer is bound to one free slot at a time: a second slot (a block applied twice
+            # in one step) writing it too would overwrite the first one's gradient
+            taken = {id(b[0]) for s in slots for b in s.bound_grads.values()}
+            wanted = set(grad_names)
+            for name, arr in zip(self._param_names, param_arrays):
+                if name in wanted:
+                    binding = _leaf_grad_binding(arr)
+                    if binding is not None and id(binding[0]) not in taken:
+                        bound_grads[name] = binding
+        slot = _Slot(self._bind(ctx, inputs, param_arrays, grad_names, bound_grads), param_arrays, bound_grads)
         slots.append(slot)
         return slot
 
-    def _bind(self, ctx, inputs, param_arrays, grad_names):
+    def _bind(self, ctx, inputs, param_arrays, grad_names, bound_grads):
         args, aux = {}, {}
         for name, x, used in zip(self._data_names, inputs, self._used_data):
             if used:
@@ -145,26 +195,63 @@ class CachedGraph:
         aux_names = set(self._aux_names)
         for name, arr in zip(self._param_names, param_arrays):
             (aux if name in aux_names else args)[name] = arr
-        grads = {n: nd.zeros(args[n].shape, ctx=ctx, dtype=args[n].dtype) for n in grad_names}
-        reqs = {n: ("write" if n in grads else "null") for n in self._arg_names}
+        grads = {n: (bound_grads[n][0] if n in bound_grads else nd.zeros(args[n].shape, ctx=ctx, dtype=args[n].dtype))
+                 for n in grad_names}
+        reqs = {n: (bound_grads[n][1] if n in bound_grads else "write" if n in grads else "null")
+                for n in self._arg_names}
         return self.symbol.bind(ctx, args, args_grad=grads or None, grad_req=reqs, aux_states=aux)
 
     def _record(self, slot: _Slot, inputs, param_arrays, outs: List[NDArray], grad_names) -> None:
-        ex = slot.executor
-        names = self._data_names + self._param_names
-        wanted = set(grad_names)
-
-        def gradient(F, attrs, ins, outputs, out_grads):
-            ex.backward(out_grads=list(out_grads), is_train=True)
-            return [_take_grad(ex, n) if n in wanted else None for n in names]
-
-        opdef = OpDef(name=f"_CachedOp:{self._block_name}", inputs=names,
-                      outputs=[f"out{i}" for i in range(len(outs))], gradient=gradient)
-        node = _ag.Node(opdef, {}, list(inputs) + list(param_arrays), [(o._data, o._chunk) for o in outs],
+        if slot.opdef is None:
+            slot.opdef = self._make_opdef(slot, grad_names, len(outs))
+        node = _ag.Node(slot.opdef, {}, list(inputs) + list(param_arrays), [(o._data, o._chunk) for o in outs],
                         _ag.is_training())
         for i, o in enumerate(outs):
             o._ag = _ag.Entry(node, i)
         slot.node_ref = weakref.ref(node)
+
+    def _make_opdef(self, slot: _Slot, grad_names, num_outputs: int) -> OpDef:
+        """The taped node's OpDef: `gradient` hands every gradient out, `gradient_into` (used by
+        autograd's backward) leaves those bound to a parameter's `.grad` there."""
+        ex = slot.executor
+        names = self._data_names + self._param_names
+        wanted = set(grad_names)
+        bound = slot.bound_grads
+
+        def run(out_grads, dests):
+            # dests[i]: the autograd variable input i's gradient may be written into (or None)
+            handed_out = [n for n, d in zip(names, dests) if n in bound and (d is None or d.grad is not bound[n][0])]
+            saved = {}
+            for n in handed_out:  # keep the buffer's value; the gradient is copied out below
+                buf, req = bound[n]
+                saved[n] = buf.copy()
+                if req == "add":
+                    buf[:] = 0
+            ex.backward(out_grads=list(out_grads), is_train=True)
+            result = []
+            for n in names:
+                if n not in wanted:
+                    result.append(None)
+                elif n in saved:
+                    buf = bound[n][0]
+                    result.append(buf.copy())
+                    saved[n].copyto(buf)
+                elif n in bound:
+                    result.append(WRITTEN)
+                else:
+                    result.append(_take_grad(ex, n))
+            return result
+
+        def gradient(F, attrs, ins, outputs, out_grads):
+            return run(out_grads, [None] * len(names))
+
+        def gradient_into(F, attrs, ins, outputs, out_grads, dests):
+            return run(out_grads, dests)
+
+        opdef = OpDef(name=f"_CachedOp:{self._block_name}", inputs=names,
+                      outputs=[f"out{i}" for i in range(num_outputs)], gradient=gradient)
+        opdef.gradient_into = gradient_into
+        return opdef
 
     def memory_plan(self, training: Optional[bool] = None) -> Optional[str]:
         """The memory plan (`debug_str`) of the most recently bound executor, if any; `training`

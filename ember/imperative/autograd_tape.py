@@ -48,14 +48,42 @@ def _topo_nodes(heads: Sequence[NDArray]) -> List[state.Node]:
     return order
 
 
+# A node's gradient function may return this for an input instead of an array: it already wrote
+# (or added, as the variable's grad_req says) that gradient into the variable's `.grad` itself.
+# Offered only by backward(), only for a variable that the node is the sole path to (see
+# `_direct_leaves`), and only to OpDefs that define `gradient_into`: a hybridized block's cached
+# graph binds its gradient outputs to the parameters' `.grad` buffers, so no copy is made.
+WRITTEN = object()
+
+
+def _direct_leaves(heads: Sequence[NDArray], nodes: List[state.Node], leaves: Dict) -> Dict:
+    """Of `leaves` (key -> Leaf), those reached by exactly one input of one node and not a head,
+    with a dense gradient buffer: a node may write their gradient straight into `.grad`."""
+    uses: Dict = {}
+    for h in heads:
+        if h._ag is not None:
+            k = _key(h._ag)
+            uses[k] = uses.get(k, 0) + 2  # a head's own gradient always goes through the dict
+    for node in nodes:
+        for x in node.inputs:
+            if isinstance(x._ag, state.Leaf):
+                k = _key(x._ag)
+                uses[k] = uses.get(k, 0) + 1
+    return {k: leaf for k, leaf in leaves.items()
+            if uses.get(k) == 1 and leaf.grad_req in ("write", "add") and leaf.grad.stype == "default"}
+
+
 def _accumulate(grads: Dict, key, g: NDArray) -> None:
     prev = grads.get(key)
     grads[key] = g if prev is None else prev + g
 
 
 def run_backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Optional[NDArray]]],
-                 retain_graph: bool, train_mode: bool, create_graph: bool) -> Dict:
-    """Gradients of the heads keyed by graph entry; leaves keyed ('v', id(leaf))."""
+                 retain_graph: bool, train_mode: bool, create_graph: bool, leaves: Optional[Dict] = None) -> Dict:
+    """Gradients of the heads keyed by graph entry; leaves keyed ('v', id(leaf)).
+
+    `leaves` (key -> Leaf, from backward()): variables whose `.grad` a node with `gradient_into`
+    may fill itself; their entry is then `WRITTEN` instead of an array."""
     from . import creation
     from .. import ndarray as F
     heads = list(heads)
@@ -77,6 +105,7 @@ def run_backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Optiona
             raise ValueError(f"backward: head gradient shape {hg.shape} differs from head shape {h.shape}")
         _accumulate(grads, _key(h._ag), hg)
     nodes = _topo_nodes(heads)
+    direct = _direct_leaves(heads, nodes, leaves) if leaves and not create_graph else {}
     prev_rec = state.set_recording(create_graph)
     prev_train = state.set_training(train_mode)
     try:
@@ -96,12 +125,20 @@ def run_backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Optiona
                 o._ag = state.Entry(node, i)
                 outputs.append(o)
             out_grads = [creation.zeros_like(outputs[i]) if g is None else g for i, g in enumerate(out_grads)]
-            in_grads = opdef.gradient(F, node.attrs, list(node.inputs), outputs, out_grads)
+            into = getattr(opdef, "gradient_into", None) if direct else None
+            if into is not None:
+                dests = [direct.get(_key(x._ag)) if isinstance(x._ag, state.Leaf) else None for x in node.inputs]
+                in_grads = into(F, node.attrs, list(node.inputs), outputs, out_grads, dests)
+            else:
+                in_grads = opdef.gradient(F, node.attrs, list(node.inputs), outputs, out_grads)
             if len(in_grads) < len(node.inputs):
                 raise AutogradError(f"gradient of '{opdef.name}' returned {len(in_grads)} values for "
                                     f"{len(node.inputs)} inputs")
             for x, g in zip(node.inputs, in_grads):
                 if g is None or x._ag is None:
+                    continue
+                if g is WRITTEN:
+                    grads[_key(x._ag)] = WRITTEN  # a direct leaf has no other contribution
                     continue
                 if g.shape != x.shape:
                     raise AutogradError(f"gradient of '{opdef.name}' has shape {g.shape} but its input "
@@ -133,13 +170,15 @@ def backward(heads, head_grads=None, retain_graph: bool = False, train_mode: boo
     leaves = {}
     for h in heads:
         _collect_leaves(h, leaves)  # before run_backward, which may free the graph
-    grads = run_backward(heads, head_grads, retain_graph, train_mode, create_graph=False)
+    grads = run_backward(heads, head_grads, retain_graph, train_mode, create_graph=False, leaves=leaves)
     from . import creation
     for key, leaf in leaves.items():
         if leaf.grad_req == "null":
             continue
         g = grads.get(key)
-        if g is None:
+        if g is WRITTEN:
+            pass
+        elif g is None:
             # reached, but every path blocks the gradient (BlockGrad, argmax, ...): as in MXNet,
             # the gradient is zero ('write' stores it, 'add' adds nothing) and counts as written
             if leaf.grad_req == "write":
