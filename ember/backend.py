@@ -27,11 +27,8 @@ class Backend:
     pool_env: the environment variable choosing its memory manager (MXNet's *_MEM_POOL_TYPE).
     """
 
-    name = "cpu"
-    type_id = 1
+    name, type_id, shared_ids, pool_env = "cpu", 1, True, "MXNET_CPU_MEM_POOL_TYPE"
     dlpack_types: Tuple[int, ...] = (1, 3)  # kDLCPU, kDLCUDAHost
-    shared_ids = True
-    pool_env = "MXNET_CPU_MEM_POOL_TYPE"
 
     @property
     def xp(self):
@@ -93,11 +90,8 @@ class Backend:
 class CuPyBackend(Backend):
     """NVIDIA GPUs through the optional CuPy package, imported on first use."""
 
-    name = "gpu"
-    type_id = 2
+    name, type_id, shared_ids, pool_env = "gpu", 2, False, "MXNET_GPU_MEM_POOL_TYPE"
     dlpack_types = (2,)  # kDLCUDA
-    shared_ids = False
-    pool_env = "MXNET_GPU_MEM_POOL_TYPE"
     _cupy = None
 
     @property
@@ -201,16 +195,6 @@ def for_dlpack(dev_type: int) -> Backend:
         if dev_type in table.dlpack_types:
             return table
     raise ContextError(f"from_dlpack: unsupported DLPack device type {dev_type}")
-
-
-def array_module(ctx: Context):
-    """numpy for host contexts, CuPy for GPU contexts, ... (ContextError if the module is missing)."""
-    return _TABLES[ctx.device_type].xp
-
-
-def on_device(fn: Callable[[], None], ctx: Context) -> Callable[[], None]:
-    """`fn` wrapped to run with ctx's device current (`fn` itself on the host)."""
-    return _TABLES[ctx.device_type].run_on(fn, ctx.device_id)
 
 
 _HOST = register(Backend())

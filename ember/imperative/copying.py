@@ -11,12 +11,13 @@ from .ndarray import NDArray
 
 def push_assign(dst_data, dst_ctx: Context, dst_var, src_data, src_var, name: str = "copy") -> None:
     """Push `dst_data[...] = src_data` (broadcasting, casting, across devices)."""
-    asarray = backend.of(dst_ctx).asarray
+    table = backend.of(dst_ctx)
+    asarray = table.asarray
 
     def assign():
         dst_data[...] = asarray(src_data)  # a host <-> device transfer when the devices differ
     read = () if src_var is None or src_var is dst_var else (src_var,)
-    engine.push(storage.on_device(assign, dst_ctx), read=read, write=(dst_var,), device=dst_ctx, name=name)
+    engine.push(table.run_on(assign, dst_ctx.device_id), read=read, write=(dst_var,), device=dst_ctx, name=name)
 
 
 def copy_to_new(src: NDArray, ctx: Context, dtype) -> NDArray:
@@ -45,7 +46,7 @@ def push_fill(data, ctx: Context, var, value, name: str = "fill") -> None:
     """Push `data[...] = value` for a scalar value."""
     def fill():
         data.fill(value)
-    engine.push(storage.on_device(fill, ctx), write=(var,), device=ctx, name=name,
+    engine.push(backend.of(ctx).run_on(fill, ctx.device_id), write=(var,), device=ctx, name=name,
                 inline=ctx.device_type == "cpu" and data.size <= INLINE_MAX_ELEMENTS)
 
 

@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-from .. import engine
+from .. import backend, engine
 from ..base import ContextError, EmberError
 from . import autograd_state, storage
 from .copying import copy_to_new, push_assign, push_fill
@@ -108,12 +108,13 @@ def getitem(arr: NDArray, key) -> NDArray:
     ctx = arr.context
     data, chunk = storage.alloc(shape, arr._data.dtype, ctx)
     src = arr._data
-    xp = storage.array_module(ctx)
+    table = backend.of(ctx)
+    xp = table.xp
 
     def gather():
         data[...] = src[_runtime_key(parts, xp)]
     read = [arr._chunk.var] + [p._chunk.var for p in nd_parts if p._chunk is not arr._chunk]
-    engine.push(storage.on_device(gather, ctx), read=read, write=(chunk.var,), device=ctx,
+    engine.push(table.run_on(gather, ctx.device_id), read=read, write=(chunk.var,), device=ctx,
                 name="advanced_indexing")
     return NDArray(data, chunk)
 
@@ -203,7 +204,8 @@ def setitem(arr: NDArray, key, value) -> None:
     else:
         src_data, src_var, keep = _value_source(arr, value, tshape)
     dst = arr._data
-    xp = storage.array_module(ctx)
+    table = backend.of(ctx)
+    xp = table.xp
 
     def scatter():
         v = src_data
@@ -213,7 +215,7 @@ def setitem(arr: NDArray, key, value) -> None:
     read = [p._chunk.var for p in nd_parts if p._chunk is not arr._chunk]
     if src_var is not None and src_var is not arr._chunk.var:
         read.append(src_var)
-    engine.push(storage.on_device(scatter, ctx), read=read, write=(arr._chunk.var,), device=ctx,
+    engine.push(table.run_on(scatter, ctx.device_id), read=read, write=(arr._chunk.var,), device=ctx,
                 name="advanced_setitem")
     del keep
 

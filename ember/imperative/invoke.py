@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import engine
+from .. import backend, engine
 from ..base import ContextError, DTypeError, EmberError, OperatorError, ShapeError
 from ..context import Context, current_context
 from ..engine import core as _engine
@@ -210,7 +210,7 @@ def dispatch(opdef: OpDef, attrs: dict, inputs, outputs, ctx: Context, given: bo
             out_data[i] = scratch
     is_train = autograd_state.is_training()
     devtype = ctx.device_type
-    xp = np if devtype == "cpu" else storage.array_module(ctx)
+    xp = np if devtype == "cpu" else backend.of(ctx).xp
 
     def op_fn():
         opdef.kernel(devtype)(OpContext(xp, is_train, ctx, gen), attrs, in_data, out_data, aux_data)
@@ -236,7 +236,7 @@ def dispatch(opdef: OpDef, attrs: dict, inputs, outputs, ctx: Context, given: bo
         return read, write, ()
 
     if devtype != "cpu":
-        op_fn = storage.on_device(op_fn, ctx)
+        op_fn = backend.of(ctx).run_on(op_fn, ctx.device_id)
     size = out_data[0].size if len(out_data) == 1 else sum(d.size for d in out_data)
     execute(op_fn, (), name, size, dependencies, ctx)
 

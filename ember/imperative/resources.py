@@ -29,7 +29,7 @@ def _key(ctx: Context) -> tuple:
 
 
 def _seeded_state(seed: int, key: tuple):
-    devtype = 1 if key[0] == "cpu" else 2
+    devtype = Context.devtype2id[key[0]]  # MXNet's number of the device kind: 1 cpu, 2 gpu, ...
     return np.random.PCG64(np.random.SeedSequence([seed, devtype, key[1]])).state
 
 

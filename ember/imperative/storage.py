@@ -14,7 +14,6 @@ from typing import Optional, Tuple
 import numpy as np
 
 from .. import engine
-from ..backend import array_module, on_device  # noqa: F401 - the device table's helpers, used via storage
 from ..base import FreedArrayError
 from ..context import Context
 

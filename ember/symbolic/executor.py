@@ -399,7 +399,8 @@ class Executor:
             def fn(runs=runs, rng=rng, is_train=is_train):
                 for run in runs:
                     run(is_train, rng)
-            engine.push(backend.on_device(fn, self._ctx), read=reads, write=writes, device=self._ctx, name=name)
+            engine.push(backend.of(self._ctx).run_on(fn, self._ctx.device_id), read=reads, write=writes,
+                        device=self._ctx, name=name)
 
     # -- running ------------------------------------------------------------------------
     def forward(self, is_train: bool = False, **kwargs):
