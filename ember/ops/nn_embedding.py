@@ -85,3 +85,16 @@ register(OpDef(
     infer_shape=lambda a, s: (s, [(a["input_dim"], a["output_dim"])]),
     infer_type=lambda a, d: (d, [as_dtype(a["dtype"])]),
     kernels={"any": _backward}, doc="Gradient of Embedding w.r.t. weight (scatter-add of out_grad rows)."))
+
+
+def _sparse_embedding_gradient(F, attrs, inputs, outputs, out_grads):
+    """Embedding's gradient, always row_sparse imperatively (sparse_grad is ignored, as MXNet's)."""
+    return _gradient(F, {**attrs, "sparse_grad": True}, inputs, outputs, out_grads)
+
+
+register(OpDef(
+    name="_contrib_SparseEmbedding", attrs=_ATTRS, inputs=["data", "weight"], outputs=["output"],
+    infer_shape=_infer_shape, infer_type=_infer_type, kernels={"any": _forward}, expensive=True,
+    gradient=_sparse_embedding_gradient,
+    doc="MXNet's deprecated contrib.SparseEmbedding: Embedding whose weight gradient is row_sparse "
+        "(the rows the data indexes)."))

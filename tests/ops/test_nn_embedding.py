@@ -47,3 +47,30 @@ def test_shapes_dtypes_errors():
         op.shapes(op.parse_attrs({"input_dim": 0, "output_dim": 3}), [(2,), None])
     with pytest.raises(OperatorError, match="Embedding: weight dtype"):
         op.dtypes(a, [np.dtype("int32"), np.dtype("float64")])
+
+
+def test_contrib_sparse_embedding_is_embedding_with_row_sparse_gradient():
+    import ember as mx
+    idx = np.array([[0, 5], [2, 2]], dtype=np.float32)
+    attrs = {"input_dim": 6, "output_dim": 4}
+    out = run_op("_contrib_SparseEmbedding", [idx, W], attrs)[0]
+    np.testing.assert_array_equal(out, W[idx.astype(int)])
+    head = rng.standard_normal((2, 2, 4)).astype(np.float32)
+    want = np.zeros_like(W)
+    np.add.at(want, idx.astype(int).ravel(), head.reshape(-1, 4))
+    # symbolic (dense executor): named and inferred as MXNet's sparseembedding0
+    with mx.name.NameManager():
+        s = mx.sym.contrib.SparseEmbedding(mx.sym.var("d"), mx.sym.var("w"), **attrs)
+    assert s.name == "sparseembedding0"
+    assert s.infer_shape(d=(2, 2)) == ([(2, 2), (6, 4)], [(2, 2, 4)], [])
+    exe = s.bind(mx.cpu(), {"d": mx.nd.array(idx), "w": mx.nd.array(W)}, args_grad={"w": mx.nd.zeros((6, 4))})
+    exe.forward(is_train=True)
+    exe.backward(mx.nd.array(head))
+    np.testing.assert_allclose(exe.grad_dict["w"].asnumpy(), want, rtol=1e-6)
+    # imperative: the gradient holds exactly the indexed rows, as a row_sparse array
+    grads = ops.get("_contrib_SparseEmbedding").gradient(
+        mx.nd, ops.get("_contrib_SparseEmbedding").parse_attrs(attrs), [mx.nd.array(idx), mx.nd.array(W)],
+        [mx.nd.array(out)], [mx.nd.array(head)])
+    assert grads[0] is None and grads[1].stype == "row_sparse"
+    np.testing.assert_array_equal(grads[1].indices.asnumpy(), [0, 2, 5])
+    np.testing.assert_allclose(grads[1].asnumpy(), want, rtol=1e-6)
