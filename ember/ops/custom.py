@@ -52,12 +52,6 @@ def register_prop(op_type: str, prop_cls: type) -> None:
         _PROPS[op_type] = prop_cls
 
 
-def registered_props() -> List[str]:
-    """Names of every registered custom operator."""
-    with _PROPS_LOCK:
-        return sorted(_PROPS)
-
-
 def _prop_class(op_type: str) -> type:
     with _PROPS_LOCK:
         cls = _PROPS.get(op_type)

@@ -443,11 +443,6 @@ def _split_depth(kernel, stride, dilate, pad, after, groups):
     return depth, Geometry(kernel[1:], stride[1:], dilate[1:], pad[1:], after[1:], groups)
 
 
-def conv_geometry(attrs: dict) -> Geometry:
-    """The Geometry of a 1-D/2-D Convolution with these (parsed) attributes."""
-    return conv_geometries(attrs)[1]
-
-
 def conv_geometries(attrs: dict):
     """(DepthGeometry or None for 1-D/2-D, Geometry of the last two spatial axes) of a Convolution."""
     kernel, stride, dilate, pad, _ = _params("Convolution", attrs)
@@ -474,12 +469,6 @@ def deconv_pad_adj(attrs: dict, in_spatial) -> Tuple[Tuple[int, ...], Tuple[int,
         if a >= max(s, d):
             raise OperatorError(f"Deconvolution: adj {tuple(adj)} must be smaller than stride or dilate")
     return pad, adj
-
-
-def deconv_geometry(attrs: dict, in_spatial) -> Tuple[Geometry, Tuple[int, ...]]:
-    """(the Geometry of the equivalent convolution run backwards, the output spatial shape); 1-D/2-D."""
-    depth, geo, out = deconv_geometries(attrs, in_spatial)
-    return geo, out
 
 
 def deconv_geometries(attrs: dict, in_spatial):
@@ -631,7 +620,7 @@ def _deconv_shape(attrs, in_shapes):
     ins[1] = merge("Deconvolution", "weight", ins[1], (d[1], f // g) + kernel)
     if not attrs["no_bias"]:
         ins[2] = merge("Deconvolution", "bias", ins[2], (f,))
-    _, out_sp = deconv_geometry(attrs, d[2:])
+    out_sp = deconv_geometries(attrs, d[2:])[2]
     return ins, [(d[0], f) + out_sp]
 
 
