@@ -179,6 +179,17 @@ class NDArray:
     def __reduce__(self):
         return (_unpickle, (self.asnumpy(), self.context))
 
+    def __getstate__(self):
+        """{'handle': MXNet's raw record bytes of this array} (MXNet's state; pickling uses __reduce__)."""
+        from .serialization import record_bytes
+        return {"handle": record_bytes(self)}
+
+    def __setstate__(self, state):
+        """Become the array of a state from __getstate__ (MXNet's bytes too), on the CPU."""
+        from .serialization import from_record_bytes
+        loaded = from_record_bytes(state["handle"])
+        self._data, self._chunk, self._ag = loaded._data, loaded._chunk, None
+
     # -- arithmetic: the binary operators (+ - * / % ** and comparisons, their reflected and
     # in-place forms) are attached from OPERATORS below by ember/imperative/__init__.py ----------
     def __neg__(self):
@@ -218,13 +229,51 @@ class NDArray:
             return _call("Reshape", (self,), {"shape": new_shape})
         return NDArray(self._data.reshape(new_shape), self._chunk)
 
-    def reshape_like(self, other: "NDArray") -> "NDArray":
-        return self.reshape(other.shape)
+    def reshape_like(self, *args, **kwargs) -> "NDArray":
+        """A view with `rhs`'s shape; with lhs_begin/lhs_end/rhs_begin/rhs_end, the reshape_like op."""
+        if len(args) + len(kwargs) == 1 and (args or "rhs" in kwargs):
+            return self.reshape((args[0] if args else kwargs["rhs"]).shape)
+        return _call("reshape_like", (self,) + args, kwargs)
 
-    def transpose(self, *axes) -> "NDArray":
+    def transpose(self, *axes, **kwargs) -> "NDArray":
+        if "axes" in kwargs:
+            if axes:
+                raise TypeError("transpose: axes given both positionally and by keyword")
+            axes = (kwargs.pop("axes"),)
+        if kwargs:
+            raise TypeError(f"transpose: unexpected keyword arguments {sorted(kwargs)}")
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         return _call("transpose", (self,), {"axes": tuple(axes)} if axes else {})
+
+    def split_v2(self, *args, **kwargs):
+        """Same as `mx.nd.split_v2(self, ...)`."""
+        from ..ndarray.legacy_helpers import split_v2
+        return split_v2(self, *args, **kwargs)
+
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape) -> bool:
+        """Whether basic indexing with `slc_key` (slices and ints) gives a C-contiguous view: from the
+        last axis inwards every step is 1, and once an axis keeps a proper part of its length, every
+        axis before it keeps at most one element."""
+        lengths_steps = []
+        for k, n in zip(slc_key, shape):
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                lengths_steps.append((len(range(start, stop, step)), step, n))
+            else:
+                lengths_steps.append((1, 1, n))
+        if any(length == 0 for length, _, _ in lengths_steps):
+            return True
+        partial = False
+        for length, step, n in reversed(lengths_steps):
+            if length == 1:
+                partial = partial or n > 1
+                continue
+            if partial or step != 1:
+                return False
+            partial = length < n
+        return True
 
     def expand_dims(self, axis: int, inplace: bool = False) -> "NDArray":
         """A new length-1 axis at `axis`; inplace=True returns a view sharing this array's data."""
@@ -380,7 +429,8 @@ _METHOD_OPS = (
     "arccosh", "arctanh", "degrees", "radians", "sigmoid", "relu", "softmax", "log_softmax",
     "clip", "tile", "repeat", "flip", "pad", "take", "pick", "one_hot", "topk", "sort",
     "argsort", "split", "slice", "slice_axis", "slice_like", "swapaxes", "zeros_like",
-    "ones_like", "broadcast_axes", "diag", "abs", "softmin",
+    "ones_like", "broadcast_axes", "diag", "abs", "softmin", "shape_array", "size_array",
+    "depth_to_space", "space_to_depth",
 )
 for _name in _METHOD_OPS:
     setattr(NDArray, _name, _op_method(_name))
