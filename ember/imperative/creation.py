@@ -167,8 +167,17 @@ def arange(start, stop=None, step=1.0, repeat: int = 1, infer_range=None, ctx=No
     return array(values, ctx=ctx, dtype=target)
 
 
+def _writeable_alias(arr: np.ndarray) -> np.ndarray:
+    """A writeable array over `arr`'s (C-contiguous) bytes that keeps `arr` alive."""
+    import ctypes
+    buf = (ctypes.c_char * arr.nbytes).from_address(arr.ctypes.data)
+    buf._owner = arr  # the alias's base is buf; buf holds the memory's owner
+    return np.frombuffer(buf, dtype=arr.dtype).reshape(arr.shape)
+
+
 def from_numpy(ndarray: np.ndarray, zero_copy: bool = True) -> NDArray:
-    """An NDArray over a numpy array: sharing its memory (zero_copy) or copying it."""
+    """An NDArray over a numpy array: sharing its memory (zero_copy; the numpy array becomes read-only)
+    or copying it."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(ndarray).__name__}")
     if not zero_copy:
@@ -176,10 +185,13 @@ def from_numpy(ndarray: np.ndarray, zero_copy: bool = True) -> NDArray:
     if not ndarray.flags.c_contiguous:
         raise ValueError("from_numpy(zero_copy=True) needs a C-contiguous array; "
                          "use numpy.ascontiguousarray or zero_copy=False")
-    if not ndarray.flags.writeable:
-        raise ValueError("from_numpy(zero_copy=True) needs a writeable array")
+    # As MXNet, the NDArray becomes the memory's writer: the caller's array turns read-only and the
+    # NDArray gets a writeable alias of the same bytes (numpy refuses writeable views of a read-only
+    # array, and a second from_numpy of the same array must still give a writeable NDArray).
+    ndarray.flags.writeable = False
+    data = _writeable_alias(ndarray)
     var = engine.Var("from_numpy")
-    return NDArray(ndarray, storage.wrap(ndarray, var, Context("cpu", 0), owns_var=True))
+    return NDArray(data, storage.wrap(data, var, Context("cpu", 0), owns_var=True))
 
 
 def waitall() -> None:

@@ -235,11 +235,31 @@ class SparseRecord(NamedTuple):
     aux: Tuple[np.ndarray, ...]
 
 
-def _read_record(r: _Reader, index: int, keep_sparse: bool = False) -> Union[None, np.ndarray, SparseRecord]:
+def _check_shape_semantics(saved_np_shape: bool) -> None:
+    """mx.nd.load's rule: a record is read under the shape semantics it was written in (MXNet 1.x's
+    v2 records treat 0 as unknown, v3 records as a real size), except that global NumPy shape
+    semantics also reads v2 records."""
+    from ..base import MXNetError
+    from .. import util
+    on = util.is_np_shape()
+    if saved_np_shape and not on:
+        raise MXNetError("ndarray was saved in np shape semantics, must be loaded in the same semantics. "
+                         "Please turn on np shape semantics in Python using `with np_shape(True)` or "
+                         "decorator `use_np_shape` to scope the code of loading the ndarray.")
+    if not saved_np_shape and on and not util._np_shape_global:
+        raise MXNetError("ndarray was not saved in np shape semantics, but being loaded in np shape "
+                         "semantics. Please turn off np shape semantics in Python using `with "
+                         "np_shape(False)` to scope the code of loading the ndarray.")
+
+
+def _read_record(r: _Reader, index: int, keep_sparse: bool = False, check_semantics: bool = False
+                 ) -> Union[None, np.ndarray, SparseRecord]:
     what = f"array {index}"
     magic = r.unpack("<I", f"{what} magic")
     if magic in (V2_MAGIC, V3_MAGIC):
         np_shape = magic == V3_MAGIC
+        if check_semantics:
+            _check_shape_semantics(np_shape)
         stype = r.unpack("<i", f"{what} storage type")
         if stype not in _AUX_COUNT:
             raise FormatError(f"corrupt NDArray file: {what} has unknown storage type {stype}")
@@ -282,13 +302,14 @@ def _read_record(r: _Reader, index: int, keep_sparse: bool = False) -> Union[Non
     return _densify_csr(shape, values, aux_arrays[0], aux_arrays[1], what)
 
 
-def _read_file(r: _Reader, keep_sparse: bool = False) -> Union[List[Optional[np.ndarray]], Dict[str, Optional[np.ndarray]]]:
+def _read_file(r: _Reader, keep_sparse: bool = False, check_semantics: bool = False
+               ) -> Union[List[Optional[np.ndarray]], Dict[str, Optional[np.ndarray]]]:
     magic = r.unpack("<Q", "list magic")
     if magic != LIST_MAGIC:
         raise FormatError(f"not an MXNet NDArray file: header 0x{magic:x}, expected 0x{LIST_MAGIC:x}")
     r.unpack("<Q", "reserved header field")
     n = r.count(4, "array count")  # the shortest record (legacy, ndim 0) is 4 bytes
-    arrays = [_read_record(r, i, keep_sparse) for i in range(n)]
+    arrays = [_read_record(r, i, keep_sparse, check_semantics) for i in range(n)]
     k = r.count(8, "name count")
     if k not in (0, n):
         raise FormatError(f"corrupt NDArray file: {k} names for {n} arrays")
@@ -498,9 +519,28 @@ def _to_ndarrays(loaded):
 def load(fname: Union[str, os.PathLike]):
     """`mx.nd.load`: the arrays of an NDArray file on the CPU, as a list or (if named) a dict."""
     with open_existing(fname) as f:
-        return _to_ndarrays(_read_file(_Reader(f, os.fstat(f.fileno()).st_size), keep_sparse=True))
+        return _to_ndarrays(_read_file(_Reader(f, os.fstat(f.fileno()).st_size), keep_sparse=True,
+                                       check_semantics=True))
 
 
 def load_frombuffer(buf: Union[bytes, bytearray, memoryview]):
     """`mx.nd.load_frombuffer`: like `load`, from the file's bytes in memory."""
-    return _to_ndarrays(loads(buf, keep_sparse=True))
+    if not isinstance(buf, (bytes, bytearray, memoryview)):
+        raise TypeError(f"load_frombuffer() expects bytes, not {type(buf).__name__}")
+    data = buf if isinstance(buf, bytes) else memoryview(buf).cast("B").tobytes()
+    return _to_ndarrays(_read_file(_Reader(io.BytesIO(data), len(data)), keep_sparse=True, check_semantics=True))
+
+
+def record_bytes(value) -> bytearray:
+    """One NDArray as MXNet's raw record bytes (MXNDArraySaveRawBytes: what `NDArray.__getstate__` holds)."""
+    record, device = _ndarray_record(value, "array")
+    out = io.BytesIO()
+    _write_record(out, record, device, value.ndim == 0 or _is_np_shape())
+    return bytearray(out.getvalue())
+
+
+def from_record_bytes(buf: Union[bytes, bytearray, memoryview]):
+    """The NDArray of one raw record (MXNDArrayLoadFromRawBytes), on the CPU whatever device it names."""
+    data = bytes(buf)
+    r = _Reader(io.BytesIO(data), len(data))
+    return _to_ndarray(_read_record(r, 0, keep_sparse=True))
