@@ -1,16 +1,16 @@
 """Python side of the native engine: variables, push, wait, bulk, engine type.
 
-A Python op is pushed as the C trampoline `ember_py_trampoline` plus an integer
-handle; the trampoline (a cffi callback) takes the GIL only while the Python
-callable runs.  Native kernels are pushed as C function pointers and run
-without the GIL.  Every call into C goes through cffi's out-of-line API mode,
-which releases the GIL for the duration of the call, so a push never blocks
-workers that need the GIL.
+A Python op is pushed as the binding's C op body `ember_py_op` plus an integer handle into
+`_pyops`; the body calls back into Python (a cffi callback) and takes the GIL only while the
+Python callable runs; a worker runs the ready Python ops it pops together under one GIL
+acquisition (`ember_py_run_batch`).  Native kernels are pushed as C function pointers and run
+without the GIL.  Every call into C goes through cffi's out-of-line API mode, which releases the
+GIL for the duration of the call, so a push never blocks workers that need the GIL.
 
-When the caller asks for it (`inline=True`) and an op's inputs are already
-available at push, the C core hands the op back to the pusher, which runs it
-at once: no thread hand-off, no GIL ping-pong.  That is the fast path for
-tiny imperative ops; large ops go to the worker pools and run in parallel.
+An op may also run in the calling thread, through the one in-caller protocol `run_in_caller`
+(the engine-wide idle claim, or "every access can start now"): no thread hand-off, no GIL
+ping-pong.  That is the path of tiny imperative ops; large ops go to the worker pools and run in
+parallel.  See docs/engine.md.
 """
 from __future__ import annotations
 
@@ -82,7 +82,6 @@ _claim_idle = lib.ember_claim_idle
 _release_idle = lib.ember_release_idle
 _complete = lib.ember_complete
 _cast = ffi.cast
-_trampoline = None  # set below, after the callback is defined
 _ON_ERROR = lib.EMBER_ON_ERROR
 _PENDING = lib.EMBER_PENDING
 _REQUEUE = lib.EMBER_REQUEUE
@@ -223,8 +222,8 @@ def _raise_naive_failure(writes=()) -> None:
 
 
 @ffi.def_extern()
-def ember_py_trampoline(ctx, op):
-    fn, prop, name = _pyops.pop(int(ffi.cast("intptr_t", ctx)))
+def ember_py_run(hid, op):
+    fn, prop, name = _pyops.pop(hid)
     return _run(fn, prop, name, op)
 
 
@@ -232,23 +231,30 @@ BATCH_SLICE_S = 0.0002  # a worker's batch of Python ops stops after this long: 
 
 
 @ffi.def_extern()
-def ember_py_batch(ctxs, ops, n, errs):
-    # Ready ops popped together run under one GIL acquisition; past the time slice the rest go
-    # back to the queue, so an op that becomes ready meanwhile (maybe of higher priority) is not
-    # stuck behind a long batch.
+def ember_py_run_batch(ids, ops, n, errs):
+    # Ready ops popped together run under one GIL acquisition (errs come zeroed); past the time
+    # slice the rest go back to the queue, so an op that becomes ready meanwhile (maybe of higher
+    # priority) is not stuck behind a long batch.  Batches never run under NaiveEngine.
+    pop = _pyops.pop
     deadline = _clock() + BATCH_SLICE_S
     for i in range(n):
-        if i and _clock() > deadline:
+        if i & 7 == 0 and i and _clock() > deadline:
             for j in range(i, n):
                 errs[j] = _REQUEUE
             return 0
-        fn, prop, name = _pyops.pop(int(ffi.cast("intptr_t", ctxs[i])))
-        errs[i] = _run(fn, prop, name, ops[i])
+        fn, prop, name = pop(ids[i])
+        if prop == "async":
+            errs[i] = _run(fn, prop, name, ops[i])
+            continue
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - recorded, re-raised at wait
+            errs[i] = _errors.register(exc, name)
     return 0
 
 
-_trampoline = lib.ember_py_trampoline
-lib.ember_set_batch(_E, lib.ember_py_trampoline, lib.ember_py_batch)
+_py_push = lib.ember_py_push
+lib.ember_set_batch(_E, lib.ember_py_op, lib.ember_py_batch)
 
 
 def _queue_for(device, prop: str) -> int:
@@ -292,6 +298,26 @@ def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), prio
     (async ops only): then it still runs, `done.input_failed` is true, and it must still call
     done(), e.g. to release an ordered resource that later ops wait for.
     """
+    if prop == "normal" and device is None and not (priority or inline or on_error or bulk_threads
+                                                     or _in_caller_threads or _naive[0]):
+        # the common case, kept short: a plain Python op for a CPU worker
+        try:  # (list comprehensions cost more than the rest of this path: one or two vars unrolled)
+            if len(write) == 1 and not read:
+                vs, nr = [write[0]._h], 0
+            elif len(write) == 1 and len(read) == 1:
+                vs, nr = [read[0]._h, write[0]._h], 1
+            else:
+                vs = [v._h for v in read]
+                nr = len(vs)
+                vs += [v._h for v in write]
+            ok = None not in vs
+        except (AttributeError, TypeError, KeyError, IndexError):
+            ok = False  # not a sequence of live Vars: the general path takes it (and names a bad one)
+        if ok:
+            hid = next(_op_ids)
+            _pyops[hid] = (fn, "normal", name)
+            _py_push(_E, hid, vs, nr, len(vs) - nr, _plain_attrs.get(name) or _plain(name))
+            return
     if prop != "normal":
         if prop not in PROPS:
             raise ValueError(f"push: prop must be one of {sorted(PROPS)}, got {prop!r}")
@@ -334,7 +360,7 @@ def _push_now(fn, read, write, priority, device, name, prop, inline, on_error=Fa
     _pyops[hid] = (fn, prop, name)
     if _naive[0]:
         _tls.naive_failed = 0
-    rc = _push(_E, _trampoline, _cast("void *", hid), vs, nr, len(vs) - nr, attrs)
+    rc = _py_push(_E, hid, vs, nr, len(vs) - nr, attrs)
     if rc < 0:
         _pyops.pop(hid, None)
         raise EngineError(f"push of '{name}' rejected by the engine (code {rc})")
