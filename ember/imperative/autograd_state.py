@@ -83,12 +83,13 @@ def check_grad_req(grad_req: str) -> str:
     return grad_req
 
 
-def attach_grad(arr, grad_req: str = "write") -> None:
-    """Give `arr` a zero gradient buffer and make it a variable."""
+def attach_grad(arr, grad_req: str = "write", stype=None) -> None:
+    """Give `arr` a zero gradient buffer of storage type `stype` (default: the array's own, as
+    MXNet) and make it a variable."""
     from .creation import zeros
     check_grad_req(grad_req)
     arr._chunk.check()
-    grad = zeros(arr.shape, ctx=arr.context, dtype=arr._data.dtype)
+    grad = zeros(arr.shape, ctx=arr.context, dtype=arr._data.dtype, stype=stype or arr.stype)
     arr._ag = Leaf(grad, grad_req)
 
 

@@ -362,8 +362,9 @@ class NDArray:
 
     # -- autograd ----------------------------------------------------------------------------
     def attach_grad(self, grad_req: str = "write", stype=None) -> None:
-        """Allocate a zero gradient buffer and make this array an autograd variable."""
-        autograd_state.attach_grad(self, grad_req)
+        """Allocate a zero gradient buffer (storage type `stype`, default dense) and make this array
+        an autograd variable."""
+        autograd_state.attach_grad(self, grad_req, stype)
 
     def backward(self, out_grad: Optional["NDArray"] = None, retain_graph: bool = False,
                  train_mode: bool = True) -> None:

@@ -229,7 +229,9 @@ class BaseSparseNDArray(NDArray):
         raise NotSupportedForSparseNDArray("as_np_ndarray", "mx.np arrays are dense")
 
     def attach_grad(self, grad_req: str = "write", stype=None) -> None:
-        raise NotSupportedForSparseNDArray("attach_grad", "autograd on sparse arrays is not supported by ember")
+        """A zero gradient buffer, of this array's storage type unless `stype` says otherwise."""
+        from . import autograd_state
+        autograd_state.attach_grad(self, grad_req, stype)
 
     # -- the dense form ----------------------------------------------------------------------
     def _to_dense_numpy(self) -> np.ndarray:

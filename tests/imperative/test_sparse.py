@@ -447,8 +447,14 @@ def test_autograd_through_the_fallback_reaches_dense_operands():
     y.backward()
     np.testing.assert_allclose(y.asnumpy(), x @ w.asnumpy())
     np.testing.assert_allclose(w.grad.asnumpy(), x.T @ np.ones((2, 2), np.float32))
-    with pytest.raises(MXNetError, match="not supported for SparseNDArray"):
-        csr.attach_grad()
+    # the csr operand can be a variable too: its gradient buffer is csr, the values dense (as MXNet)
+    csr.attach_grad()
+    w.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.dot(csr, w)
+    y.backward()
+    assert csr.grad.stype == "csr"
+    np.testing.assert_allclose(csr.grad.asnumpy(), np.ones((2, 2), np.float32) @ w.asnumpy().T)
 
 
 def test_slice_of_csr_keeps_csr_with_unit_steps():
