@@ -125,15 +125,31 @@ def _operator_plan(plans: dict, key: tuple, name: str, inputs, in_place: bool):
         out = _infer(opdef, opdef.parse_attrs({}), inputs)
         if out is not None and out[1].kind in form.kinds and \
                 (not in_place or (out[0] == inputs[0]._data.shape and out[1] == inputs[0]._data.dtype)):
-            shape, dtype, nbytes, size = out
-            in_dtype = inputs[0]._data.dtype
-            # The kernel passes casting="unsafe" for scalar forms; it only matters for integer
-            # arrays (true division), so float plans call the bare ufunc.
-            call = partial(form.ufunc, casting="unsafe") if form.form != "binary" and in_dtype.kind != "f" \
-                else form.ufunc
-            plan = (call, shape, dtype, nbytes, None if in_dtype.kind == "f" else in_dtype.type,
-                    form.form == "rscalar")
+            call, cast = ufunc_call(form, inputs[0]._data.dtype)
+            plan = (call, out[0], out[1], out[2], cast, form.form == "rscalar")
     return _remember(plans, key, plan)
+
+
+def ufunc_call(form, in_dtype: np.dtype):
+    """(call, cast) to run an op by its `OpDef.cpu_ufunc()` form on arrays of `in_dtype`:
+    `call(operand, operand, out)`, a scalar operand first converted by `cast` (None: a float).
+
+    Scalar forms are ufunc(..., casting="unsafe") with the scalar in the array's type (MXNet's
+    DType(scalar)); that only matters for integer arrays, so on floats the bare ufunc runs."""
+    ufunc = form.ufunc
+    if ufunc in _OUT_BY_KEYWORD:
+        ufunc = partial(_out_by_keyword, ufunc)
+    if form.form == "binary" or in_dtype.kind == "f":
+        return ufunc, None
+    return partial(ufunc, casting="unsafe"), in_dtype.type
+
+
+# ufuncs that deprecate an output passed by position (numpy 2: a third argument reads like max(a, b, c))
+_OUT_BY_KEYWORD = frozenset((np.maximum, np.minimum))
+
+
+def _out_by_keyword(ufunc, a, b, out, **kwargs):
+    return ufunc(a, b, out=out, **kwargs)
 
 
 # -- mx.nd.<op>(...) ------------------------------------------------------------------------

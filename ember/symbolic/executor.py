@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import bisect
 import os
-from typing import Dict, List, Optional, Sequence
+from functools import partial
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
 from .. import backend, engine
 from ..base import ArgumentError, ContextError, EmberError, ShapeError, brief_names
 from ..context import Context, current_context
+from ..ops import registry
 from ..ops.registry import OpContext
 from .cse import optimized_heads
 from .passes import GraphState, compile_graph, mirror_enabled
@@ -230,6 +232,102 @@ class _Storage:
             self.vars[key] = self.group_vars[gid]
 
 
+class _Step(NamedTuple):
+    """One node of a bound graph, ready to run."""
+
+    run: Callable[[bool, object], None]  # run(is_train, rng): the node's kernel on its arrays
+    reads: List[object]         # engine vars of the planned storage it reads
+    writes: List[object]        # ... and writes
+    array_reads: List[object]   # bound NDArrays it reads (arguments, head gradients, gradient arrays)
+    array_writes: List[object]  # ... and writes (aux states, mutated inputs, gradients written directly)
+    needs_rng: bool             # draws from the device's random generator
+    name: str
+    size: int                   # elements of its outputs
+
+
+class _Segment(NamedTuple):
+    """Consecutive steps run as one engine op (MXNet's bulk execution)."""
+
+    run: Callable[[bool, object], None]  # run(is_train, rng): every step, in order
+    deps: Callable[[], tuple]            # () -> (reads, writes, fresh): its engine variables
+    name: str
+    size: int                            # elements of all the steps' outputs
+    needs_rng: bool
+
+    @classmethod
+    def of(cls, steps: Sequence[_Step]) -> "_Segment":
+        reads, writes = [], []
+        for st in steps:
+            reads.extend(st.reads)
+            writes.extend(st.writes)
+            reads.extend(a.var for a in st.array_reads)
+            writes.extend(a.var for a in st.array_writes)
+        writes = list(dict.fromkeys(writes))
+        wid = set(map(id, writes))
+        reads = [v for v in dict.fromkeys(reads) if id(v) not in wid]
+        runs = tuple(st.run for st in steps)
+        if len(runs) == 1:
+            run = runs[0]
+        else:
+            def run(is_train, rng):
+                for r in runs:
+                    r(is_train, rng)
+        name = steps[0].name if len(steps) == 1 else f"{steps[0].name}..{steps[-1].name}"
+        return cls(run, partial(_given, (reads, writes, ())), name, sum(st.size for st in steps),
+                   any(st.needs_rng for st in steps))
+
+
+def _given(value):
+    return value
+
+
+def _with_write(deps: Callable[[], tuple], var) -> tuple:
+    reads, writes, fresh = deps()
+    return reads, writes + [var], fresh
+
+
+_kernels_version = [0]  # bumped when a kernel is registered or overridden: executors rebuild their steps
+
+
+def _kernels_changed() -> None:
+    _kernels_version[0] += 1
+
+
+registry.on_change(_kernels_changed)
+
+
+def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context, xp) -> Callable[[bool, object], None]:
+    """run(is_train, rng) of one node on fixed arrays: the ufunc its CPU kernel is, called directly
+    when the op declares one (`OpDef.cpu_ufunc`, as the imperative tiny-op path does), else its
+    kernel.  Both are the registry's of now: executors rebuild their steps when it changes."""
+    opdef, attrs, dev = node.op, node.parsed_attrs, ctx.device_type
+    form = opdef.cpu_ufunc() if dev == "cpu" and not aux and len(outs) == 1 else None
+    if form is not None and outs[0].dtype.kind in form.kinds and len(ins) == (2 if form.form == "binary" else 1):
+        from ..imperative.fastpath import ufunc_call
+        call, cast = ufunc_call(form, ins[0].dtype)
+        out = outs[0]
+        if form.form == "binary":
+            a, b = ins
+        else:
+            s = float(attrs["scalar"])
+            s = s if cast is None else cast(s)
+            a, b = (ins[0], s) if form.form == "scalar" else (s, ins[0])
+
+        def run_ufunc(is_train, rng):
+            call(a, b, out)
+        return run_ufunc
+    opctx = (OpContext(xp, False, ctx), OpContext(xp, True, ctx))
+    try:
+        kernel = opdef.kernel(dev)
+    except EmberError:  # no kernel for this device: the lookup raises again when the node runs
+        kernel = None
+
+    def run(is_train, rng):
+        (kernel or opdef.kernel(dev))(opctx[is_train] if rng is None else OpContext(xp, is_train, ctx, rng),
+                                      attrs, ins, outs, aux)
+    return run
+
+
 class Executor:
     """A symbol bound to arrays on one device; forward/backward push the graph's nodes to the engine."""
 
@@ -294,9 +392,8 @@ class Executor:
             self._var_arrays[id(v)] = arr
         self._grad_target = {key: grads_d[name] for key, name in g.external.items()}
         self.outputs = self._make_outputs()
-        self._runners = [self._make_runner(n) for n in g.nodes]
-        self._fwd_segments = self._segments(0, g.num_forward)
-        self._bwd_segments = self._segments(g.num_forward, len(g.nodes))
+        self._fwd_segments = self._bwd_segments = None
+        self._rebuild_steps()
         self._is_train = False
         self._monitor = None
         self._monitor_all = False
@@ -314,10 +411,11 @@ class Executor:
             outs.append(NDArray._wrap(self._storage.views[key], var, self._ctx))
         return outs
 
-    def _make_runner(self, node):
-        """(run(is_train), static read vars, static write vars, variable arrays read, arrays written)."""
+    def _make_runner(self, node) -> Optional["_Step"]:
+        """The node as a `_Step` (None for a variable)."""
         if node.op is None:
             return None
+        from ..imperative.ndarray import NDArray
         st, g = self._storage, self._graph
         k = node.num_inputs()
         reads, writes, var_reads, var_writes = [], [], [], []
@@ -347,23 +445,16 @@ class Executor:
                 arr = self._grad_target[key]
                 out_get.append(arr)
                 var_writes.append(arr)
-        opdef, attrs, ctx, xp = node.op, node.parsed_attrs, self._ctx, self._xp
-        needs_rng = "rng" in tuple(opdef.resources)
-        dev = ctx.device_type
-        from ..imperative.ndarray import NDArray
-
-        def data(x):
-            return x._data if isinstance(x, NDArray) else x
-
-        def run(is_train: bool, rng):
-            ins = [data(x) for x in in_get]
-            outs = [data(x) for x in out_get]
-            opdef.kernel(dev)(OpContext(xp, is_train, ctx, rng), attrs, ins[:k], outs, ins[k:])
+        # an NDArray's data never changes (writes go into it): the kernel's arrays are fixed now
+        ins = [x._data if isinstance(x, NDArray) else x for x in in_get]
+        outs = [x._data if isinstance(x, NDArray) else x for x in out_get]
         writes_set = set(map(id, writes))
         reads = [v for v in dict.fromkeys(reads) if id(v) not in writes_set]
-        return run, reads, list(dict.fromkeys(writes)), var_reads, var_writes, needs_rng, node.name
+        return _Step(_node_runner(node, ins[:k], outs, ins[k:], self._ctx, self._xp), reads,
+                     list(dict.fromkeys(writes)), var_reads, var_writes, "rng" in tuple(node.op.resources),
+                     node.name, sum(int(o.size) for o in outs))
 
-    def _segments(self, lo: int, hi: int):
+    def _segments(self, lo: int, hi: int) -> List["_Segment"]:
         size = bulk_size()
         segs, cur = [], []
         for i in range(lo, hi):
@@ -372,35 +463,42 @@ class Executor:
                 continue
             cur.append(r)
             if len(cur) >= size:
-                segs.append(cur)
+                segs.append(_Segment.of(cur))
                 cur = []
         if cur:
-            segs.append(cur)
+            segs.append(_Segment.of(cur))
         return segs
 
-    def _push_segments(self, segments, is_train: bool) -> None:
-        from ..imperative import resources
-        for seg in segments:
-            reads, writes, rng = [], [], None
-            for run, r, w, vr, vw, needs_rng, _ in seg:
-                reads.extend(r)
-                writes.extend(w)
-                reads.extend(a.var for a in vr)
-                writes.extend(a.var for a in vw)
-                if needs_rng:
-                    rvar, rng = resources.rng(self._ctx)
-                    writes.append(rvar)
-            writes = list(dict.fromkeys(writes))
-            wid = set(map(id, writes))
-            reads = [v for v in dict.fromkeys(reads) if id(v) not in wid]
-            runs = [s[0] for s in seg]
-            name = seg[0][6] if len(seg) == 1 else f"{seg[0][6]}..{seg[-1][6]}"
+    def _rebuild_steps(self) -> None:
+        """The steps of every node and their segments (again after a kernel was registered or
+        overridden: a step may call an op's ufunc directly only while its kernel is that ufunc)."""
+        g = self._graph
+        self._runners = [self._make_runner(n) for n in g.nodes]
+        self._fwd_segments = self._segments(0, g.num_forward)
+        self._bwd_segments = self._segments(g.num_forward, len(g.nodes))
+        self._kernels_version = _kernels_version[0]
 
-            def fn(runs=runs, rng=rng, is_train=is_train):
-                for run in runs:
-                    run(is_train, rng)
-            engine.push(backend.of(self._ctx).run_on(fn, self._ctx.device_id), read=reads, write=writes,
-                        device=self._ctx, name=name)
+    def _run_segments(self, backward: bool, is_train: bool) -> None:
+        if self._kernels_version != _kernels_version[0]:
+            self._rebuild_steps()
+        self._push_segments(self._bwd_segments if backward else self._fwd_segments, is_train)
+
+    def _push_segments(self, segments: Sequence["_Segment"], is_train: bool) -> None:
+        """Run each segment as one engine op, in order, through `invoke.execute` (in this thread
+        when it is small and the engine lets it start now, else pushed after what it depends on)."""
+        from ..imperative import resources
+        from ..imperative.invoke import execute
+        ctx = self._ctx
+        host = ctx.device_type == "cpu"
+        for seg in segments:
+            rng, deps = None, seg.deps
+            if seg.needs_rng:
+                rvar, rng = resources.rng(ctx)
+                deps = partial(_with_write, seg.deps, rvar)
+            if host:
+                execute(seg.run, (is_train, rng), seg.name, seg.size, deps, ctx)
+            else:
+                execute(backend.on_device(partial(seg.run, is_train, rng), ctx), (), seg.name, seg.size, deps, ctx)
 
     # -- running ------------------------------------------------------------------------
     def forward(self, is_train: bool = False, **kwargs):
@@ -418,7 +516,7 @@ class Executor:
         if self._monitor is not None:
             self._run_monitored(0, self._graph.num_forward, self._is_train)
         else:
-            self._push_segments(self._fwd_segments, self._is_train)
+            self._run_segments(False, self._is_train)
         return self.outputs
 
     def backward(self, out_grads=None, is_train: bool = True) -> None:
@@ -452,7 +550,7 @@ class Executor:
         if self._monitor is not None:
             self._run_monitored(g.num_forward, len(g.nodes), is_train)
         else:
-            self._push_segments(self._bwd_segments, is_train)
+            self._run_segments(True, is_train)
         self._push_gradient_results()
 
     def _check_head_grads_given(self, out_grads) -> None:
@@ -568,6 +666,8 @@ class Executor:
         (or overwrite in place) the same bytes, so the callback gets this node's values."""
         nd = _nd()
         g, st = self._graph, self._storage
+        if self._kernels_version != _kernels_version[0]:
+            self._rebuild_steps()
         for step in range(lo, hi):
             n = g.nodes[step]
             if n.op is None:
@@ -582,7 +682,7 @@ class Executor:
                         self._monitor(_MonitorName(c.name), copy)
                     slot = names[pos] if pos < len(names) else f"input{pos}"
                     self._monitor(_MonitorName(f"{n.name}_{slot}"), copy)
-            self._push_segments([[self._runners[step]]], is_train)
+            self._push_segments([_Segment.of([self._runners[step]])], is_train)
             names = self._backward_names().get(id(n)) if step >= g.num_forward else None
             for i in range(n.num_outputs()):
                 copy = self._monitor_copy(n, i, nd, st)

@@ -1,4 +1,6 @@
 """Executors: forward/backward against numpy and finite differences, grad_req, aux, reshape, errors."""
+import threading
+
 import numpy as np
 import pytest
 
@@ -333,3 +335,51 @@ def test_bind_rejects_arrays_on_another_device():
     s = mx.sym.exp(mx.sym.var("a"))
     with pytest.raises(mx.base.ContextError, match="'a' is on cpu"):
         s.bind(mx.gpu(0), {"a": mx.nd.zeros((2,))})
+
+
+def test_kernel_override_applies_to_a_bound_executor():
+    # a step calls the op's ufunc directly (OpDef.cpu_ufunc) until the kernel is replaced
+    from ember import ops
+    from ember.ops import registry
+    x = mx.sym.var("x")
+    exe = ((x * 3.0) + x).simple_bind(mx.cpu(), grad_req="null", x=(2, 3))
+    exe.arg_dict["x"][:] = 2.0
+    np.testing.assert_array_equal(exe.forward()[0].asnumpy(), np.full((2, 3), 8.0))
+
+    def mul_then_one(ctx, attrs, inputs, outputs, aux):
+        np.multiply(inputs[0], attrs["scalar"], out=outputs[0])
+        outputs[0] += 1
+    ops.override("_mul_scalar", "cpu", mul_then_one)
+    try:
+        np.testing.assert_array_equal(exe.forward()[0].asnumpy(), np.full((2, 3), 9.0))
+    finally:
+        ops.get("_mul_scalar").kernels.pop("cpu")
+        registry._changed()
+    np.testing.assert_array_equal(exe.forward()[0].asnumpy(), np.full((2, 3), 8.0))
+
+
+@pytest.mark.parametrize("engine_type", ["ThreadedEngine", "NaiveEngine"])
+def test_tiny_graph_runs_in_the_caller_and_waits_for_pending_writes(engine_type):
+    x = mx.sym.var("x")
+    exe = mx.sym.relu(x - 1.0).simple_bind(mx.cpu(), grad_req="null", x=(4,))
+    old = mx.engine.set_engine_type(engine_type)
+    try:
+        arg = exe.arg_dict["x"]
+        arg[:] = 3.0
+        exe.forward()
+        before = mx.engine.stats()["inline"]
+        np.testing.assert_array_equal(exe.forward()[0].asnumpy(), [2, 2, 2, 2])
+        assert mx.engine.stats()["inline"] > before  # an idle engine: run in this thread
+        if engine_type == "NaiveEngine":
+            return  # (a write cannot stay pending there)
+        gate, data = threading.Event(), arg._data
+
+        def slow_write():
+            gate.wait(10)
+            data[...] = 5.0
+        mx.engine.push(slow_write, write=[arg.var], name="slow_write")
+        out = exe.forward()[0]  # must come after the pending write
+        gate.set()
+        np.testing.assert_array_equal(out.asnumpy(), np.full(4, 4.0))
+    finally:
+        mx.engine.set_engine_type(old)
