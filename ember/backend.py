@@ -178,7 +178,7 @@ def of(ctx) -> Backend:
 def of_array(x: Any) -> Backend:
     """The table whose arrays include x: host for numpy arrays and anything no table claims."""
     if type(x) is not np.ndarray:
-        for table in _TABLES.values():
+        for table in tuple(_TABLES.values()):  # a snapshot: register() may run in another thread
             if table is not _HOST and table.owns(x):
                 return table
     return _HOST
