@@ -498,7 +498,8 @@ class Executor:
             if host:
                 execute(seg.run, (is_train, rng), seg.name, seg.size, deps, ctx)
             else:
-                execute(backend.on_device(partial(seg.run, is_train, rng), ctx), (), seg.name, seg.size, deps, ctx)
+                run = backend.of(ctx).run_on(partial(seg.run, is_train, rng), ctx.device_id)
+                execute(run, (), seg.name, seg.size, deps, ctx)
 
     # -- running ------------------------------------------------------------------------
     def forward(self, is_train: bool = False, **kwargs):
