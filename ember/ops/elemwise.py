@@ -331,22 +331,18 @@ for _name in ("add", "sub", "mul", "div"):
                    doc=f"Elementwise {_name} of two arrays of the same shape."))
 
 # same-shape binary ops named as mx.sym's operators produce them (`x ** y` is _power, `x == y` _equal)
-_ELEMWISE_MORE = {"maximum": "_Maximum", "minimum": "_Minimum", "mod": "_Mod", "power": "_Power",
-                  "hypot": "_Hypot"}
-for _name, _camel in _ELEMWISE_MORE.items():
+for _name in ("maximum", "minimum", "mod", "power", "hypot"):
     _op = f"_{_name}"
-    register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"], aliases=[_camel],
+    register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"], aliases=[f"_{_name.capitalize()}"],
                    infer_shape=same_shape(_op, names=_BIN_INPUTS), infer_type=same_type(_op, names=_BIN_INPUTS),
                    kernels={"any": _same_kernel_as(get(f"broadcast_{_name}"))}, elementwise=True,
                    gradient=_binary_grad(f"_backward_broadcast_{_name}"), inplace=[(0, 0), (1, 0)],
                    doc=f"Elementwise {_name} of two arrays of the same shape."))
 
-_CAMEL_COMPARE = {"equal": "_Equal", "not_equal": "_Not_Equal", "greater": "_Greater",
-                  "greater_equal": "_Greater_Equal", "lesser": "_Lesser", "lesser_equal": "_Lesser_Equal",
-                  "logical_and": "_Logical_And", "logical_or": "_Logical_Or", "logical_xor": "_Logical_Xor"}
 for _name, _ufunc in _COMPARE.items():
-    _op = f"_{_name}"
-    register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"], aliases=[_CAMEL_COMPARE[_name]],
+    _op = f"_{_name}"  # MXNet's alias capitalises each word: _Not_Equal, _Logical_And
+    register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"],
+                   aliases=["_" + "_".join(w.capitalize() for w in _name.split("_"))],
                    infer_shape=same_shape(_op, names=_BIN_INPUTS), infer_type=same_type(_op, names=_BIN_INPUTS),
                    **_binary(_ufunc), elementwise=True, gradient=no_gradient(2), inplace=[(0, 0), (1, 0)],
                    doc=f"1 where lhs {_name} rhs else 0 (same shapes), in the input dtype."))
@@ -415,18 +411,11 @@ def _errs(fn):
     return wrapped
 
 
-# MXNet also registers CamelCase names for the scalar ops (_PlusScalar, ...), found in old symbol JSON
-_CAMEL_SCALAR = {
-    "_plus_scalar": "_PlusScalar", "_minus_scalar": "_MinusScalar", "_rminus_scalar": "_RMinusScalar",
-    "_mul_scalar": "_MulScalar", "_div_scalar": "_DivScalar", "_rdiv_scalar": "_RDivScalar",
-    "_mod_scalar": "_ModScalar", "_rmod_scalar": "_RModScalar", "_power_scalar": "_PowerScalar",
-    "_rpower_scalar": "_RPowerScalar", "_maximum_scalar": "_MaximumScalar", "_minimum_scalar": "_MinimumScalar",
-    "_hypot_scalar": "_HypotScalar", "_equal_scalar": "_EqualScalar", "_not_equal_scalar": "_NotEqualScalar",
-    "_greater_scalar": "_GreaterScalar", "_greater_equal_scalar": "_GreaterEqualScalar",
-    "_lesser_scalar": "_LesserScalar", "_lesser_equal_scalar": "_LesserEqualScalar",
-    "_logical_and_scalar": "_LogicalAndScalar", "_logical_or_scalar": "_LogicalOrScalar",
-    "_logical_xor_scalar": "_LogicalXorScalar",
-}
+def _camel_scalar(name: str) -> str:
+    """MXNet's CamelCase name of a scalar op, found in old symbol JSON: _rminus_scalar -> _RMinusScalar."""
+    reverse = ("rminus", "rdiv", "rmod", "rpower")
+    words = name.strip("_").split("_")
+    return "_" + "".join("R" + w[1:].capitalize() if w in reverse else w.capitalize() for w in words)
 
 
 def _no_second(F, v, a):
@@ -438,7 +427,7 @@ def _scalar_op(name, kernel, deriv, attrs, **kw):
     if isinstance(kernel, UfuncForm):
         kw["ufunc_form"] = kernel
         kernel = _scalar_kernel(kernel.ufunc.__name__, kernel.form == "rscalar")
-    return register_unary(name, kernel, deriv, attrs, aliases=[_CAMEL_SCALAR[name]], **kw)
+    return register_unary(name, kernel, deriv, attrs, aliases=[_camel_scalar(name)], **kw)
 
 
 _scalar_op("_plus_scalar", UfuncForm("scalar", np.add), None, _SCALAR, gradient=_copy_grad,
