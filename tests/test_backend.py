@@ -88,7 +88,7 @@ def test_registry_kernel_for_the_kind_alone(twin):
         np.testing.assert_array_equal(mx.nd.broadcast_add(mx.nd.array(a), mx.nd.array(b)).asnumpy(), a + b)
     finally:
         del ops.get("broadcast_add").kernels["twin"]
-        ops.override("broadcast_add", "any", old)
+        ops.override("broadcast_add", "any", old)  # the same kernel again: tells the registry's caches
 
 
 def test_autograd_and_executor_on_the_kind(twin):
