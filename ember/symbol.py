@@ -12,6 +12,7 @@ from .symbolic.json_io import load, load_json  # noqa: F401
 from .symbolic.naming import AttrScope, NameManager, Prefix  # noqa: F401
 from .symbolic.symbol import Group, Symbol, Variable, make_op_function, var  # noqa: F401
 from .symbolic import legacy_helpers as _legacy
+from .symbolic import random_helpers as _random_helpers
 from .symbolic.legacy_helpers import histogram, linspace, split_v2  # noqa: F401
 
 
@@ -44,10 +45,16 @@ class _PrefixedNamespace:
 
 
 random = _PrefixedNamespace("random", ("_random_", "_sample_"))
+for _name in _random_helpers.__all__:  # MXNet's symbol/random.py functions (numbers or Symbols as parameters)
+    setattr(random, _name, getattr(_random_helpers, _name))
 contrib = _PrefixedNamespace("contrib", ("_contrib_",), short_names=True)
 contrib.rand_zipfian = _legacy.rand_zipfian  # MXNet's Python-level helper in symbol/contrib.py
 linalg = _PrefixedNamespace("linalg", ("_linalg_",), short_names=True)
 image = _PrefixedNamespace("image", ("_image_",), short_names=True)
+# MXNet's mx.sym.sparse: the operators with sparse kernels.  ember's executors compute on dense
+# arrays (a variable's stype is recorded, docs/sparse.md), so here every operator is reachable and
+# gives the same values as its dense form.
+sparse = _PrefixedNamespace("sparse", ("_sparse_", ""), short_names=True)
 _internal = _PrefixedNamespace("_internal", ("_", ""))
 op = _PrefixedNamespace("op", ("",))
 

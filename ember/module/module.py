@@ -291,10 +291,8 @@ class Module(BaseModule):
                 if extra:
                     raise ParamsError(f"init_params: {what} has {extra[:10]}, which the module does not use "
                                       "(pass allow_extra=True to ignore them)")
-        args_now, aux_now = self._param_shapes()
         # the module's CPU copies (MXNet's _arg_params / _aux_params), copied to every device below
-        self._arg_params = {n: nd.zeros(a.shape, dtype=a.dtype) for n, a in args_now.items()}
-        self._aux_params = {n: nd.zeros(a.shape, dtype=a.dtype) for n, a in aux_now.items()}
+        self._arg_params, self._aux_params = self._new_param_copies()
         attrs = self._symbol.attr_dict()
 
         def fill(name, arr, cache):
@@ -338,12 +336,23 @@ class Module(BaseModule):
         self._params_dirty = True
         self.params_initialized = True
 
+    def _new_param_copies(self) -> Tuple[Dict, Dict]:
+        """Zero CPU arrays for the parameters and auxiliary states, each of the storage type its
+        variable declares (`var(stype='row_sparse')`), as MXNet's module keeps them; the executors
+        compute on dense arrays and are copied to and from these."""
+        args_now, aux_now = self._param_shapes()
+        attrs = self._symbol.attr_dict()
+
+        def stype(name):
+            code = attrs.get(name, {}).get("__storage_type__", "0")
+            return {"1": "row_sparse", "2": "csr", "row_sparse": "row_sparse", "csr": "csr"}.get(code, "default")
+        return ({n: nd.zeros(a.shape, dtype=a.dtype, stype=stype(n)) for n, a in args_now.items()},
+                {n: nd.zeros(a.shape, dtype=a.dtype, stype=stype(n)) for n, a in aux_now.items()})
+
     def _sync_params_from_devices(self) -> None:
         """Copy the devices' current values (averaged) into the module's CPU copies."""
         if self._arg_params is None:
-            args_now, aux_now = self._param_shapes()
-            self._arg_params = {n: nd.zeros(a.shape, dtype=a.dtype) for n, a in args_now.items()}
-            self._aux_params = {n: nd.zeros(a.shape, dtype=a.dtype) for n, a in aux_now.items()}
+            self._arg_params, self._aux_params = self._new_param_copies()
         self._exec_group.get_params(self._arg_params, self._aux_params)
         self._params_dirty = False
 

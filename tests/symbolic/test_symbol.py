@@ -178,3 +178,19 @@ def test_astype_and_reshape_methods():
     s = x.astype("float64").reshape(shape=(3, 2))
     assert s.infer_type(x="float32")[1] == [np.float64]
     assert s.infer_shape(x=(2, 3))[1] == [(3, 2)]
+
+
+def test_sparse_namespace_reaches_operators_with_mxnet_names():
+    # mx.sym.sparse.<op> is the registry operator (the executor computes densely), named as MXNet names it
+    lhs, rhs = mx.sym.var("lhs", stype="csr"), mx.sym.var("rhs", stype="row_sparse")
+    with mx.name.NameManager():
+        d = mx.sym.sparse.dot(lhs, rhs, transpose_a=True)
+        upd = mx.sym.sparse.adagrad_update
+    assert d.name == "dot0" and d._outputs[0][0].op.name == "dot"
+    assert upd.__name__ == "_sparse_adagrad_update"
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.arange(8, dtype=np.float32).reshape(2, 4)
+    out = d.eval(lhs=mx.nd.array(a), rhs=mx.nd.array(b))[0]
+    np.testing.assert_allclose(out.asnumpy(), a.T @ b)
+    with pytest.raises(AttributeError, match="sparse has no operator 'no_such_op'"):
+        mx.sym.sparse.no_such_op

@@ -234,3 +234,34 @@ def test_fit_without_labels_on_a_makeloss_objective():
     w = mod.get_params()[0]["fc_weight"].asnumpy()
     assert w.sum() == pytest.approx(3.0, abs=1e-3)
     assert dict(mod.score(it, "loss"))["loss"] < 1e-5
+
+
+def _sparse_regression(weight_stype):
+    x = mx.sym.var("data", stype="csr")
+    v = mx.sym.var("v", shape=(12, 1), init=mx.init.Constant(0.25), stype=weight_stype)
+    return mx.sym.LinearRegressionOutput(mx.sym.dot(x, v), mx.sym.var("label"), name="out")
+
+
+@pytest.mark.parametrize("contexts, kvstore", [([mx.cpu(0)], "local"), ([mx.cpu(0), mx.cpu(1)], "device")])
+def test_declared_row_sparse_parameters_are_kept_row_sparse(contexts, kvstore):
+    # As MXNet: the module's parameter copies take the storage type the variable declares; the
+    # values (initializer, training) are those of the dense model.
+    rs = np.random.RandomState(3)
+    data = (rs.rand(32, 12) * (rs.rand(32, 12) > 0.6)).astype(np.float32)
+    label = data @ rs.rand(12, 1).astype(np.float32)
+    results = {}
+    for stype in ("row_sparse", "default"):
+        it = mx.io.NDArrayIter(mx.nd.array(data).tostype("csr"), {"label": mx.nd.array(label)}, batch_size=8)
+        mod = mx.mod.Module(_sparse_regression(stype), data_names=["data"], label_names=["label"],
+                            context=contexts)
+        mod.bind(it.provide_data, it.provide_label)
+        mod.init_params()
+        args, _ = mod.get_params()
+        assert args["v"].stype == stype
+        np.testing.assert_array_equal(args["v"].asnumpy(), np.full((12, 1), 0.25, np.float32))
+        mod.fit(it, num_epoch=3, kvstore=kvstore, optimizer="sgd", optimizer_params={"learning_rate": 0.1})
+        args, _ = mod.get_params()
+        assert args["v"].stype == stype
+        results[stype] = args["v"].asnumpy()
+    np.testing.assert_allclose(results["row_sparse"], results["default"], rtol=1e-6)
+    assert not np.allclose(results["default"], 0.25)
