@@ -184,6 +184,11 @@ def of_array(x: Any) -> Backend:
     return _HOST
 
 
+def to_host(x: Any) -> np.ndarray:
+    """x's values as a numpy array, whichever device holds them (x itself for numpy arrays)."""
+    return of_array(x).to_host(x)
+
+
 def device_key(ctx: Context):
     """What tells ctx's memory apart: its type where all ids share memory, else (type, id)."""
     return ctx.device_type if of(ctx).shared_ids else (ctx.device_type, ctx.device_id)

@@ -133,7 +133,7 @@ def array(source_array, ctx=None, dtype=None) -> NDArray:
         return copy_to_new(source_array, _ctx(ctx) if ctx is not None else source_array.context, target)
     ctx = _ctx(ctx)
     target = _dtype(dtype)
-    source_array = backend.of_array(source_array).to_host(source_array)  # a device array's values
+    source_array = backend.to_host(source_array)  # a device array's values
     try:
         values = np.asarray(source_array, dtype=target)
     except (TypeError, ValueError) as e:

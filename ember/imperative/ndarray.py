@@ -37,7 +37,8 @@ def _is_scalar(x) -> bool:
 class NDArray:
     """An n-dimensional array on one device (MXNet's `mx.nd.NDArray`)."""
 
-    __slots__ = ("_data", "_chunk", "_ag", "__weakref__")
+    # _sig: (shape, dtype) of _data (which never changes), made on first use: the tiny-op path's plan key
+    __slots__ = ("_data", "_chunk", "_ag", "_sig", "__weakref__")
     # numpy must defer to our reflected operators (np.float32(2) * nd -> NDArray)
     __array_priority__ = 1000.0
 
@@ -45,6 +46,7 @@ class NDArray:
         self._data = data
         self._chunk = chunk
         self._ag = None
+        self._sig = None
 
     # -- construction from outside storage ------------------------------------
     @classmethod
@@ -132,7 +134,7 @@ class NDArray:
         data = self._data
         if isinstance(data, np.ndarray):
             return data.copy()
-        return backend.of_array(data).to_host(data)
+        return backend.to_host(data)
 
     def asscalar(self):
         """The value of a one-element array as a numpy scalar."""

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import backend
+from ..backend import to_host  # noqa: F401 - arrays.to_host, as the stores call it
 from ..context import Context, cpu
 
 
@@ -25,11 +26,6 @@ def context_of(arr: Any) -> Context:
     """The device of an NDArray (`context`, MXNet's name, or `ctx`)."""
     ctx = getattr(arr, "context", None) or getattr(arr, "ctx", None)
     return ctx if isinstance(ctx, Context) else cpu()
-
-
-def to_host(x: Any) -> np.ndarray:
-    """A numpy view/copy of an array of any device."""
-    return backend.of_array(x).to_host(x)
 
 
 def copy_into(dst: Any, src: Any) -> None:

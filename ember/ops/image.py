@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend import to_host
 from ..base import OperatorError, ShapeError
 from ._common import same_shape, same_type
 from .registry import Attr, OpDef, register
@@ -19,10 +20,6 @@ _EIGVAL = np.array([55.46, 4.794, 1.148])
 _EIGVEC = np.array([[-0.5675, 0.7192, 0.4009],
                     [-0.5808, -0.0045, -0.8140],
                     [-0.5836, -0.6948, 0.4203]])
-
-
-def _host(ctx, a):
-    return a if ctx.xp is np else a.get()
 
 
 def _store(ctx, out, values) -> None:
@@ -286,7 +283,7 @@ def resize_hwc(x: np.ndarray, oh: int, ow: int, interp: int = 1) -> np.ndarray:
 
 
 def _resize(ctx, attrs, inputs, outputs, aux):
-    x = _host(ctx, inputs[0])
+    x = to_host(inputs[0])
     out = outputs[0]
     res = resize_hwc(x, out.shape[-3], out.shape[-2], attrs["interp"])
     if np.dtype(x.dtype).kind in "iu":
@@ -391,7 +388,7 @@ def _lighting(x, alpha):
 
 def _color_kernel(op, fn, draw):
     def kernel(ctx, attrs, inputs, outputs, aux):
-        x = _host(ctx, inputs[0])
+        x = to_host(inputs[0])
         alpha = draw(op, ctx, attrs)
         # float32 arithmetic, as MXNet's kernels (it decides how integer results truncate)
         xf = x.astype(np.float32)

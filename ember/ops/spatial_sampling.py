@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ..backend import to_host
 from ..base import OperatorError, ShapeError
 from ._common import known
 from ._nn_util import float_types, merge, scatter_add
@@ -276,7 +277,7 @@ def _roi_forward(ctx, attrs, inputs, outputs, aux):
     n, c, h, w = d.shape
     out[...] = 0
     arg[...] = -1
-    rois_host = rois.get() if hasattr(rois, "get") else rois
+    rois_host = to_host(rois)
     for r, roi in enumerate(rois_host):
         b = int(roi[0])
         if not 0 <= b < n:
