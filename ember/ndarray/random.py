@@ -101,3 +101,9 @@ def shuffle(data: NDArray, out=None, **kwargs) -> NDArray:
     if not isinstance(data, NDArray):
         raise TypeError(f"shuffle: data must be an NDArray, got {type(data).__name__}")
     return call("_shuffle", (data,), dict(kwargs, out=out))
+
+
+# The other `_random_*` / `_sample_*` registry ops under MXNet's short names (normal_like, pdf_normal, ...).
+from ._prefixed import resolver as _resolver  # noqa: E402
+
+__getattr__, __dir__ = _resolver("random", ("_random_", "_sample_"))

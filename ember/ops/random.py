@@ -35,8 +35,17 @@ def _shape_infer(op):
         shape = attrs["shape"]
         if any(d is None or d < 0 for d in shape):
             raise ShapeError(f"{op}: shape {tuple(shape)} must hold non-negative integers")
+        if not shape and not _np_shape():
+            # MXNet 1.x: no shape is an unknown one, which a symbolic graph fills in from where the
+            # samples go (random.normal(...) + x takes x's shape); an imperative call cannot
+            return [], [None]
         return [], [tuple(shape)]
     return infer
+
+
+def _np_shape() -> bool:
+    from ..util import is_np_shape
+    return is_np_shape()
 
 
 def _creation(name, params, sample, dtypes=_FLOATS, default="float32", aliases=(), doc=""):
