@@ -283,14 +283,17 @@ def bind_gradients(g: GraphState) -> GraphState:
 
 
 def _use_steps(g: GraphState) -> Tuple[Dict[Key, List[int]], Dict[int, int]]:
-    """(entry -> steps reading it, id(node) -> step); kept on `g` while the node list is unchanged."""
+    """(entry -> steps reading its bytes, id(node) -> step); kept on `g` while the node list is unchanged."""
     c = g.uses_cache
     if c is not None and c[0] is g.nodes and c[1] == len(g.nodes):
         return c[2]
     uses: Dict[Key, List[int]] = {}
     for step, n in enumerate(g.nodes):
-        for c_, i in n.inputs:
-            uses.setdefault((id(c_), i), []).append(step)
+        # an input the op reads for its shape only (OpDef.shape_only_inputs) needs no live bytes
+        skip = n.op.shape_only(n.parsed_attrs) if n.op is not None and n.op.shape_only_inputs else ()
+        for k, (c_, i) in enumerate(n.inputs):
+            if k not in skip:
+                uses.setdefault((id(c_), i), []).append(step)
     res = (uses, {id(n): s for s, n in enumerate(g.nodes)})
     g.uses_cache = (g.nodes, len(g.nodes), res)
     return res

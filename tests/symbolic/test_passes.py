@@ -73,3 +73,23 @@ def test_best_plan_stops_at_a_candidate_on_the_bound():
     sizes, starts, ends = [128, 192, 128, 320], [0, 1, 2, 3], [1, 2, 3, 4]
     p = planner.plan(sizes, starts, ends)
     assert p.total == 448 and min(p.candidates.values()) == 448
+
+
+def test_shape_only_reads_do_not_keep_bytes_alive():
+    """t is read by broadcast_add, then by its backward op for t's shape only: the add may take t's bytes."""
+    x, b = mx.sym.var("x"), mx.sym.var("b")
+    t = mx.sym._mul_scalar(x, scalar=2.0, name="t")
+    y = mx.sym.broadcast_add(t, b, name="y")
+    g = passes.compile_graph(_state(mx.sym.sum(mx.sym.exp(y)), grad_req={"x": "write", "b": "write"},
+                                    x=(4, 5), b=(1, 5)))
+    bwd = next(n for n in g.nodes if n.op is not None and n.op.name == "_backward_broadcast_add")
+    tkey, ykey = (id(t._outputs[0][0]), 0), (id(y._outputs[0][0]), 0)
+    assert any((id(c), i) == tkey for c, i in bwd.inputs)  # the backward op does take t ...
+    assert g.inplace.get(ykey) == tkey  # ... yet y is written over t: only t's shape is read later
+    exe = mx.sym.sum(mx.sym.exp(y)).simple_bind(mx.cpu(), x=(4, 5), b=(1, 5))
+    xv, bv = np.random.default_rng(0).uniform(-1, 1, (4, 5)), np.random.default_rng(1).uniform(-1, 1, (1, 5))
+    exe.forward(is_train=True, x=xv, b=bv)
+    exe.backward(mx.nd.ones((1,)))
+    e = np.exp(2 * xv + bv)
+    np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), 2 * e, rtol=1e-5)
+    np.testing.assert_allclose(exe.grad_dict["b"].asnumpy(), e.sum(axis=0, keepdims=True), rtol=1e-5)
