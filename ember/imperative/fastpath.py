@@ -36,8 +36,8 @@ from .ndarray import NDArray, _is_scalar
 
 _PLAN_LIMIT = 4096
 _CACHES: list = []     # every plan cache (emptied when the registry changes)
-# (op name, input shapes, input dtypes[, attrs]) -> (kernel, attrs, out shape, out dtype, out nbytes, out size),
-# or False when such calls take the general path
+# (op name, (shape, dtype) of each input[, attrs]) -> (kernel, attrs, out shape, out dtype, out nbytes,
+# (out shape, out dtype)), or False when such calls take the general path
 _KERNEL_PLANS: dict = {}
 _CACHES.append(_KERNEL_PLANS)
 _run_in_caller = _engine.run_in_caller
@@ -62,55 +62,58 @@ def operator(array_op: Optional[str], scalar_op: str, in_place: bool = False) ->
     """The NDArray method of one Python operator: `lhs <op> rhs` for an NDArray or scalar `rhs`
     (registry op `array_op` or `scalar_op`), or `lhs <op>= rhs` (into lhs) with in_place.
     `array_op` is None for reflected forms (`2 - x`), which Python calls with a scalar only."""
-    # (rhs shape, lhs shape, dtypes) or (lhs shape, dtype) -> (ufunc call, out shape, out dtype,
-    # out nbytes, scalar cast), or False when such calls take the general path
+    # ((lhs shape, dtype), (rhs shape, dtype)) or (lhs shape, dtype) -> (ufunc call, out shape,
+    # out dtype, out nbytes, scalar cast, scalar first, (out shape, out dtype)), or False when such
+    # calls take the general path
     array_plans: dict = {}
     scalar_plans: dict = {}
     _CACHES.extend((array_plans, scalar_plans))
 
     def method(lhs: NDArray, rhs):
         x = lhs._data
+        sx = lhs._sig
+        if sx is None:
+            sx = lhs._sig = (x.shape, x.dtype)
+        lc = lhs._chunk
+        ctx = lc.ctx
+        # plans are for live CPU arrays outside autograd graphs
+        usable = lhs._ag is None and not lc.freed and (ctx is _CPU0 or ctx.device_type == "cpu")
         t = type(rhs)
         if t is NDArray:
-            y = rhs._data
-            key = (x.shape, y.shape, x.dtype, y.dtype)
+            sy = rhs._sig
+            key = (sx, sy if sy is not None else _sig(rhs))
             plan = array_plans.get(key)
             if plan is None:
                 plan = _operator_plan(array_plans, key, array_op, (lhs, rhs), in_place)
-            ctx = lhs._chunk.ctx
-            c = rhs._chunk
-            if plan is False or lhs._ag is not None or rhs._ag is not None or c.freed or c.ctx is not ctx:
+            rc = rhs._chunk
+            if not (plan and usable and rhs._ag is None and not rc.freed and rc.ctx is ctx):
                 return _general(array_op, (lhs, rhs), None, lhs if in_place else None)
-            inputs = (lhs, rhs)
-            name = array_op
+            inputs, name, y = (lhs, rhs), array_op, rhs._data
         elif t is float or t is int or _is_scalar(rhs):
-            key = (x.shape, x.dtype)
-            plan = scalar_plans.get(key)
+            plan = scalar_plans.get(sx)
             if plan is None:
-                plan = _operator_plan(scalar_plans, key, scalar_op, (lhs,), in_place)
+                plan = _operator_plan(scalar_plans, sx, scalar_op, (lhs,), in_place)
             y = float(rhs)
-            if plan is False or lhs._ag is not None:
+            if not (plan and usable):
                 return _general(scalar_op, (lhs,), {"scalar": y}, lhs if in_place else None)
             if plan[4] is not None:
                 y = plan[4](y)  # the scalar in the array's integer type, as MXNet's DType(scalar)
-            ctx = lhs._chunk.ctx
-            inputs = (lhs,)
-            name = scalar_op
+            inputs, name = (lhs,), scalar_op
         elif isinstance(rhs, NDArray) and array_op is not None:  # a sparse rhs: the general path handles storage
             return _general(array_op, (lhs, rhs), None, lhs if in_place else None)
         else:
             raise TypeError(f"type {t.__name__} is not supported with NDArray; use an NDArray or a scalar")
-        if lhs._chunk.freed or ctx is not _CPU0 and ctx.device_type != "cpu":  # (plans are for CPU arrays)
-            return _general(name, inputs, None if t is NDArray else {"scalar": float(rhs)}, lhs if in_place else None)
         if in_place:
-            result = lhs
             args = (y, x, x) if plan[5] else (x, y, x)
-        else:
-            data, chunk = _alloc(plan[1], plan[2], ctx, None, plan[3])
-            result = NDArray(data, chunk)
-            args = (y, x, data) if plan[5] else (x, y, data)
-        if not _run_in_caller(plan[0], args, name, lambda: _deps(inputs, result, in_place)):
-            _pushed(plan[0], args, name, inputs, result, in_place, ctx)
+            if not _run_in_caller(plan[0], args, name, lambda: _deps(inputs, lhs, True)):
+                _pushed(plan[0], args, name, inputs, lhs, True, ctx)
+            return lhs
+        data, chunk = _alloc(plan[1], plan[2], ctx, None, plan[3])
+        result = NDArray(data, chunk)
+        result._sig = plan[6]
+        args = (y, x, data) if plan[5] else (x, y, data)
+        if not _run_in_caller(plan[0], args, name, lambda: _deps(inputs, result, False)):
+            _pushed(plan[0], args, name, inputs, result, False, ctx)
         return result
     method.plans = (array_plans, scalar_plans)
     return method
@@ -126,7 +129,7 @@ def _operator_plan(plans: dict, key: tuple, name: str, inputs, in_place: bool):
         if out is not None and out[1].kind in form.kinds and \
                 (not in_place or (out[0] == inputs[0]._data.shape and out[1] == inputs[0]._data.dtype)):
             call, cast = ufunc_call(form, inputs[0]._data.dtype)
-            plan = (call, out[0], out[1], out[2], cast, form.form == "rscalar")
+            plan = (call, out[0], out[1], out[2], cast, form.form == "rscalar", (out[0], out[1]))
     return _remember(plans, key, plan)
 
 
@@ -160,13 +163,13 @@ def kernel_call(name: str, args: tuple, kwargs: dict):
         if type(x) is not NDArray:
             return None
         xd = x._data
-        key = (name, xd.shape, xd.dtype)
+        key = (name, x._sig or _sig(x))
     elif len(args) == 2:
         x, y = args
         if type(x) is not NDArray or type(y) is not NDArray:
             return None
         xd, yd = x._data, y._data
-        key = (name, xd.shape, yd.shape, xd.dtype, yd.dtype)
+        key = (name, x._sig or _sig(x), y._sig or _sig(y))
     else:
         return None
     if kwargs:
@@ -185,9 +188,10 @@ def kernel_call(name: str, args: tuple, kwargs: dict):
     ctx = _usable(args) if plan else None
     if ctx is None:
         return None
-    kernel, attrs, shape, dtype, nbytes = plan
+    kernel, attrs, shape, dtype, nbytes, sig = plan
     data, chunk = _alloc(shape, dtype, ctx, None, nbytes)
     result = NDArray(data, chunk)
+    result._sig = sig
     is_train = _is_training()
     opctx = _CPU0_OPCTX[is_train] if ctx is _CPU0 else OpContext(np, is_train, ctx)
     call_args = (opctx, attrs, [xd] if len(args) == 1 else [xd, yd], [data], _NO_AUX)
@@ -209,7 +213,7 @@ def _kernel_plan(key: tuple, name: str, inputs, kwargs: dict):
     if kernel is not None:
         out = _infer(opdef, attrs, inputs)
         if out is not None:
-            plan = (kernel, attrs) + out[:3]
+            plan = (kernel, attrs) + out[:3] + ((out[0], out[1]),)
     return _remember(_KERNEL_PLANS, key, plan)
 
 
@@ -244,6 +248,13 @@ def _infer(opdef, attrs: dict, inputs):
     if not runs_in_caller(size, ctx):
         return None
     return shape, dtype, size * dtype.itemsize, size
+
+
+def _sig(x: NDArray) -> tuple:
+    """x's (shape, dtype), the plan key of an input, kept on the array (`NDArray._sig`)."""
+    d = x._data
+    sig = x._sig = (d.shape, d.dtype)
+    return sig
 
 
 def _remember(plans: dict, key: tuple, plan):

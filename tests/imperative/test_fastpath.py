@@ -33,7 +33,7 @@ def test_operators_on_small_arrays_take_plans():
     (a + b).wait_to_read()
     (a * 2.0).wait_to_read()
     f32 = np.dtype("float32")
-    assert mx.nd.NDArray.__add__.plans[0][((4,), (4,), f32, f32)]
+    assert mx.nd.NDArray.__add__.plans[0][(((4,), f32), ((4,), f32))]
     assert mx.nd.NDArray.__mul__.plans[1][((4,), f32)]
     assert not mx.nd.NDArray.__iadd__.plans[0]  # each operator has its own plans
 
