@@ -11,7 +11,7 @@ into the batch (`conv3d_*`).
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Tuple
+from typing import Callable, NamedTuple, Tuple
 
 from ..base import OperatorError, ShapeError
 from ._nn_util import backward_via, float32_on_cpu, float_types, known, matmul_into, merge, positive, spatial
@@ -501,27 +501,37 @@ def _check_groups(op, c, attrs):
                          f"divisible by num_group ({g})")
 
 
-# -- Convolution -----------------------------------------------------------------
-@_layout_shapes
-def _conv_shape(attrs, in_shapes):
-    kernel, stride, dilate, pad, nd = _params("Convolution", attrs)
+def _filter_op_shapes(op: str, attrs, in_shapes, weight_lead: Callable, out_spatial: Callable):
+    """Convolution/Deconvolution inference: data checked, weight (weight_lead(channels, num_filter,
+    groups) + kernel) and bias filled in, output (batch, num_filter) + out_spatial(data spatial shape)."""
+    kernel, _, _, _, nd = _params(op, attrs)
     ins = list(in_shapes)
     d = ins[0]
     if not known(d):
         return ins, [None]
     d = tuple(d)
-    _check_data("Convolution", d, nd)
-    _check_groups("Convolution", d[1], attrs)
+    _check_data(op, d, nd)
+    _check_groups(op, d[1], attrs)
     f = attrs["num_filter"]
-    ins[1] = merge("Convolution", "weight", ins[1], (f, d[1] // attrs["num_group"]) + kernel)
+    ins[1] = merge(op, "weight", ins[1], weight_lead(d[1], f, attrs["num_group"]) + kernel)
     if not attrs["no_bias"]:
-        ins[2] = merge("Convolution", "bias", ins[2], (f,))
-    out_sp = tuple((n + 2 * p - (dl * (k - 1) + 1)) // s + 1
-                   for n, p, dl, k, s in zip(d[2:], pad, dilate, kernel, stride))
-    if any(o <= 0 for o in out_sp):
-        raise ShapeError(f"Convolution: kernel {kernel} (dilate {dilate}) does not fit the padded input "
-                         f"{d[2:]} (pad {pad})")
-    return ins, [(d[0], f) + out_sp]
+        ins[2] = merge(op, "bias", ins[2], (f,))
+    return ins, [(d[0], f) + out_spatial(d[2:])]
+
+
+# -- Convolution -----------------------------------------------------------------
+@_layout_shapes
+def _conv_shape(attrs, in_shapes):
+    kernel, stride, dilate, pad, _ = _params("Convolution", attrs)
+
+    def out_spatial(sp):
+        out_sp = tuple((n + 2 * p - (dl * (k - 1) + 1)) // s + 1
+                       for n, p, dl, k, s in zip(sp, pad, dilate, kernel, stride))
+        if any(o <= 0 for o in out_sp):
+            raise ShapeError(f"Convolution: kernel {kernel} (dilate {dilate}) does not fit the padded input "
+                             f"{sp} (pad {pad})")
+        return out_sp
+    return _filter_op_shapes("Convolution", attrs, in_shapes, lambda c, f, g: (f, c // g), out_spatial)
 
 
 @_layout_backward_shapes
@@ -608,20 +618,8 @@ register(OpDef(
 # -- Deconvolution ----------------------------------------------------------------
 @_layout_shapes
 def _deconv_shape(attrs, in_shapes):
-    kernel, _, _, _, nd = _params("Deconvolution", attrs)
-    ins = list(in_shapes)
-    d = ins[0]
-    if not known(d):
-        return ins, [None]
-    d = tuple(d)
-    _check_data("Deconvolution", d, nd)
-    _check_groups("Deconvolution", d[1], attrs)
-    f, g = attrs["num_filter"], attrs["num_group"]
-    ins[1] = merge("Deconvolution", "weight", ins[1], (d[1], f // g) + kernel)
-    if not attrs["no_bias"]:
-        ins[2] = merge("Deconvolution", "bias", ins[2], (f,))
-    out_sp = deconv_geometries(attrs, d[2:])[2]
-    return ins, [(d[0], f) + out_sp]
+    return _filter_op_shapes("Deconvolution", attrs, in_shapes, lambda c, f, g: (c, f // g),
+                             lambda sp: deconv_geometries(attrs, sp)[2])
 
 
 @float32_on_cpu
