@@ -26,9 +26,11 @@ def _topo_nodes(heads: Sequence[NDArray]) -> List[state.Node]:
     """Nodes reachable from the heads, inputs before users."""
     order, seen = [], set()
     stack = []
+    head_nodes = set()
     for h in heads:
         if isinstance(h._ag, state.Entry):
             stack.append((h._ag.node, False))
+            head_nodes.add(id(h._ag.node))
     while stack:
         node, expanded = stack.pop()
         if expanded:
@@ -37,6 +39,10 @@ def _topo_nodes(heads: Sequence[NDArray]) -> List[state.Node]:
         if id(node) in seen:
             continue
         seen.add(id(node))
+        if node.freed and id(node) not in head_nodes:
+            # an output of a graph an earlier backward freed, used again in a new recording: a
+            # constant there, as in MXNet (whose new graph starts at such an array)
+            continue
         if node.freed:
             raise AutogradError(
                 f"cannot differentiate through '{node.opdef.name}' again: its graph was freed by an "

@@ -25,6 +25,7 @@ from .legacy_helpers import histogram, linspace, moveaxis, onehot_encode, split_
 from .arith import (add, divide, equal, greater, greater_equal, lesser, lesser_equal,  # noqa: F401
                     maximum, minimum, modulo, multiply, not_equal, power, subtract, true_divide)
 from .arith import logical_and, logical_or, logical_xor  # noqa: F401
+from .cached_op import CachedOp  # noqa: F401
 
 
 def _make_op_function(name: str) -> Callable:
