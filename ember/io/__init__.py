@@ -1,4 +1,4 @@
-"""`mx.io`: data descriptions, batches and in-memory data iterators."""
+"""`mx.io`: data descriptions, batches, and iterators over in-memory arrays and CSV files."""
 from .csv_iter import CSVIter  # noqa: F401
 from .data import DataBatch, DataDesc, DataIter  # noqa: F401
 from .ndarray_iter import NDArrayIter  # noqa: F401
