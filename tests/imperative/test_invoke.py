@@ -122,3 +122,72 @@ def test_outputs_into_views_of_one_array():
     # both outputs write the same var (views of y); reversed halves
     mx.nd.split(x, num_outputs=2, axis=0, out=[y[2:4], y[0:2]])
     np.testing.assert_array_equal(y.asnumpy(), np.concatenate([x.asnumpy()[2:], x.asnumpy()[:2]]))
+
+
+# -- the four steps of invoke.run, and the module structure -------------------------------
+def test_check_infer_allocate_are_the_call_time_rules():
+    import sys
+    from ember.base import DTypeError
+    inv = sys.modules["ember.imperative.invoke"]  # (ember.imperative.invoke is the function)
+    add = ops.get("broadcast_add")
+    a, b = mx.nd.ones((2, 3)), mx.nd.ones((1, 3))
+    assert inv.check(add, {}, [a, b]) is a.context
+    with pytest.raises(OperatorError, match="expected 2 input arrays"):
+        inv.check(add, {}, [a])
+    with pytest.raises(TypeError, match="input 'rhs' must be an NDArray"):
+        inv.check(add, {}, [a, np.ones(3)])
+    shapes, dtypes = inv.infer(add, {}, [a, b])
+    assert shapes == [(2, 3)] and dtypes == [np.dtype("float32")]
+    with pytest.raises(ShapeError):
+        inv.infer(add, {}, [a, mx.nd.ones((4, 5))])
+    fc = ops.get("FullyConnected")
+    attrs = fc.parse_attrs({"num_hidden": 4})
+    with pytest.raises(ShapeError, match="weight has shape"):
+        inv.infer(fc, attrs, [mx.nd.ones((2, 3)), mx.nd.ones((5, 3)), mx.nd.ones((4,))])
+    with pytest.raises(DTypeError, match="rhs has dtype float64"):
+        inv.infer(add, {}, [a, mx.nd.ones((1, 3), dtype="float64")])
+    out = mx.nd.zeros((2, 3))
+    assert inv.allocate(add, {}, shapes, dtypes, a.context, out)[0] is out
+    fresh = inv.allocate(add, {}, shapes, dtypes, a.context)[0]
+    assert fresh.shape == (2, 3) and fresh.dtype == np.float32
+    with pytest.raises(ShapeError, match="out= array 0 has shape"):
+        inv.allocate(add, {}, shapes, dtypes, a.context, mx.nd.zeros((3, 2)))
+
+
+def test_plans_are_made_by_the_general_rules():
+    # a plan exists only where check/infer accept the call and the op may run in the caller
+    from ember.imperative import fastpath
+    from ember.imperative.invoke import INLINE_MAX_ELEMENTS
+    fastpath._forget_plans()
+    small, big = mx.nd.ones((3,)), mx.nd.ones((INLINE_MAX_ELEMENTS + 1,))
+    (small + small).wait_to_read()
+    (big + big).wait_to_read()
+    plans = mx.nd.NDArray.__add__.plans[0]
+    f32 = np.dtype("float32")
+    assert plans[(((3,), f32), ((3,), f32))]
+    assert plans[(((INLINE_MAX_ELEMENTS + 1,), f32), ((INLINE_MAX_ELEMENTS + 1,), f32))] is False
+    with pytest.raises(ShapeError):
+        mx.nd.ones((2,)) + mx.nd.ones((3,))
+    assert plans[(((2,), f32), ((3,), f32))] is False  # the general path raised the error
+
+
+def _imports(module: str):
+    """The ember.imperative modules `module` imports at its top level (not inside functions)."""
+    import ast
+    import importlib
+    tree = ast.parse(open(importlib.import_module(module).__file__).read())
+    found = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found |= {node.module} if node.module else {a.name for a in node.names}
+    return found
+
+
+def test_ndarray_invoke_fastpath_have_no_import_cycle():
+    # NDArray is the base: the modules built on it are wired back by ember/imperative/__init__.py
+    assert not _imports("ember.imperative.ndarray") & {"invoke", "fastpath", "indexing", "copying", "dlpack"}
+    assert "fastpath" not in _imports("ember.imperative.invoke")
+    assert "invoke" in _imports("ember.imperative.fastpath")
+    x = mx.nd.ones((2,))
+    assert mx.nd.NDArray.__add__.plans  # the operators are the tiny-op path's methods
+    np.testing.assert_array_equal((x[0:1] + 1).asnumpy(), [2])  # indexing wired
