@@ -79,23 +79,27 @@ def _dot_backward(ctx, attrs, inputs, outputs, aux):
     outputs[1][...] = (gb.T if tb else gb).reshape(b.shape)
 
 
-def _pair_grad(bwd):
+_BWD_ATTRS = {"transpose_a": Attr("bool", False), "transpose_b": Attr("bool", False)}
+
+
+def _register_product(name: str, infer_shape, kernel, backward_kernel, doc: str) -> None:
+    """`name` (lhs, rhs; transpose_a/b) and `_backward_<name>` (ograd, lhs, rhs) -> (lhs_grad, rhs_grad)."""
+    bwd = f"_backward_{name}"
+
     def gradient(F, attrs, inputs, outputs, out_grads):
         res = getattr(F, bwd)(out_grads[0], inputs[0], inputs[1],
                               transpose_a=attrs["transpose_a"], transpose_b=attrs["transpose_b"])
         return [res[0], res[1]]
-    return gradient
+    register(OpDef(name=bwd, attrs=_BWD_ATTRS, inputs=["ograd", "lhs", "rhs"], outputs=["lhs_grad", "rhs_grad"],
+                   infer_shape=lambda a, s: (s, [s[1], s[2]]), infer_type=same_type(bwd, 2),
+                   kernels={"any": backward_kernel}, doc=f"Gradient of {name} w.r.t. lhs and rhs."))
+    register(OpDef(name=name, attrs=_DOT_ATTRS, inputs=["lhs", "rhs"], infer_shape=infer_shape,
+                   infer_type=same_type(name, names=["lhs", "rhs"]), kernels={"any": kernel}, expensive=True,
+                   gradient=gradient, doc=doc))
 
 
-_BWD_ATTRS = {"transpose_a": Attr("bool", False), "transpose_b": Attr("bool", False)}
-register(OpDef(name="_backward_dot", attrs=_BWD_ATTRS, inputs=["ograd", "lhs", "rhs"],
-               outputs=["lhs_grad", "rhs_grad"], infer_shape=lambda a, s: (s, [s[1], s[2]]),
-               infer_type=same_type("_backward_dot", 2), kernels={"any": _dot_backward},
-               doc="Gradient of dot w.r.t. lhs and rhs."))
-register(OpDef(name="dot", attrs=_DOT_ATTRS, inputs=["lhs", "rhs"], infer_shape=_dot_infer,
-               infer_type=same_type("dot", names=["lhs", "rhs"]), kernels={"any": _dot}, expensive=True,
-               gradient=_pair_grad("_backward_dot"),
-               doc="Matrix product; N-D inputs contract lhs's last axis with rhs's first (see module doc)."))
+_register_product("dot", _dot_infer, _dot, _dot_backward,
+                  "Matrix product; N-D inputs contract lhs's last axis with rhs's first (see module doc).")
 
 
 # -- batch_dot ----------------------------------------------------------------------------------
@@ -139,14 +143,8 @@ def _batch_dot_backward(ctx, attrs, inputs, outputs, aux):
     outputs[1][...] = _t(gb, tb)
 
 
-register(OpDef(name="_backward_batch_dot", attrs=_BWD_ATTRS, inputs=["ograd", "lhs", "rhs"],
-               outputs=["lhs_grad", "rhs_grad"], infer_shape=lambda a, s: (s, [s[1], s[2]]),
-               infer_type=same_type("_backward_batch_dot", 2), kernels={"any": _batch_dot_backward},
-               doc="Gradient of batch_dot."))
-register(OpDef(name="batch_dot", attrs=_DOT_ATTRS, inputs=["lhs", "rhs"], infer_shape=_batch_infer,
-               infer_type=same_type("batch_dot", names=["lhs", "rhs"]), kernels={"any": _batch_dot}, expensive=True,
-               gradient=_pair_grad("_backward_batch_dot"),
-               doc="Batched matrix product over the leading axes (transpose_a/b swap the last two)."))
+_register_product("batch_dot", _batch_infer, _batch_dot, _batch_dot_backward,
+                  "Batched matrix product over the leading axes (transpose_a/b swap the last two).")
 
 
 # -- linalg_* (LAPACK-style ops on the last two axes, batched over the leading ones) ------------------
