@@ -49,7 +49,7 @@ def _resolve_index(k, name: str):
         if k._data.dtype == np.bool_:
             return k.asnumpy()  # a mask's result shape depends on its values: read it now
         return k
-    if isinstance(k, (list, np.ndarray)):
+    if isinstance(k, (list, tuple, np.ndarray)):  # a tuple inside the key is a sequence, as in numpy
         arr = np.asarray(k)
         if arr.dtype == np.bool_:
             return arr
@@ -167,8 +167,14 @@ def _advanced_recorded(arr: NDArray, key: tuple) -> NDArray:
         elif idx._data.dtype == np.bool_:
             idx = array(np.nonzero(idx.asnumpy())[0], ctx=arr.context, dtype=np.int64)
         return call("take", (arr, idx), {"axis": 0})
-    raise EmberError("advanced indexing with more than one index array is not supported while "
-                     "autograd is recording; index outside autograd.record() or use take/pick")
+    # Any other key: the flat positions it selects, found by indexing a grid of positions with the
+    # same key in numpy (index arrays are read now), then one differentiable take from the flattened
+    # array.  The grid costs one int64 per element of arr; only recorded mixed keys pay it.
+    np_key = tuple(k.asnumpy() if isinstance(k, NDArray) else k for k in key)
+    positions = np.arange(arr.size, dtype=np.int64).reshape(arr.shape)[np_key]
+    flat = call("Reshape", (arr,), {"shape": (-1,)})
+    idx = array(np.ascontiguousarray(positions).reshape(-1), ctx=arr.context, dtype=np.int64)
+    return call("Reshape", (call("take", (flat, idx), {"axis": 0}),), {"shape": positions.shape})
 
 
 def setitem(arr: NDArray, key, value) -> None:
