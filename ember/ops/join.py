@@ -70,13 +70,19 @@ def _concat_backward_infer(attrs, in_shapes, out_shapes):
     return res
 
 
-def _concat(ctx, attrs, inputs, outputs, aux):
-    out = outputs[0]
-    ax = attrs["dim"] % out.ndim
-    if out.flags.c_contiguous:
-        ctx.xp.concatenate(inputs, axis=ax, out=out)
-    else:
-        out[...] = ctx.xp.concatenate(inputs, axis=ax)
+def _join_kernel(fn: str, axis_attr: str):
+    """Kernel calling xp.<fn> (concatenate, stack) on the inputs along attrs[axis_attr], into the output."""
+    def kernel(ctx, attrs, inputs, outputs, aux):
+        out = outputs[0]
+        ax = attrs[axis_attr] % out.ndim
+        if out.flags.c_contiguous:
+            getattr(ctx.xp, fn)(inputs, axis=ax, out=out)
+        else:
+            out[...] = getattr(ctx.xp, fn)(inputs, axis=ax)
+    return kernel
+
+
+_concat = _join_kernel("concatenate", "dim")  # also _rnn_param_concat's kernel (nn_rnn.py)
 
 
 def _concat_backward(ctx, attrs, inputs, outputs, aux):
@@ -116,15 +122,6 @@ def _stack_infer(attrs, in_shapes):
     return [s] * len(in_shapes), [tuple(s[:ax]) + (len(in_shapes),) + tuple(s[ax:])]
 
 
-def _stack(ctx, attrs, inputs, outputs, aux):
-    out = outputs[0]
-    ax = attrs["axis"] % out.ndim
-    if out.flags.c_contiguous:
-        ctx.xp.stack(inputs, axis=ax, out=out)
-    else:
-        out[...] = ctx.xp.stack(inputs, axis=ax)
-
-
 def _stack_grad(F, attrs, inputs, outputs, out_grads):
     n = attrs["num_args"]
     parts = F.SliceChannel(out_grads[0], num_outputs=n, axis=attrs["axis"], squeeze_axis=True)
@@ -132,7 +129,7 @@ def _stack_grad(F, attrs, inputs, outputs, out_grads):
 
 
 register(OpDef(name="stack", attrs=_STACK_ATTRS, inputs=_args, key_var_num_args="num_args",
-               infer_shape=_stack_infer, infer_type=same_type("stack"), kernels={"any": _stack},
+               infer_shape=_stack_infer, infer_type=same_type("stack"), kernels={"any": _join_kernel("stack", "axis")},
                gradient=_stack_grad, doc="Join same-shaped inputs along a new axis."))
 
 
