@@ -2,7 +2,9 @@
 
 Each operator is one `OpDef`: its name and MXNet aliases, typed attributes,
 shape/dtype inference, kernels per device, gradient, in-place options, which
-inputs it mutates and the resources it needs.  Imperative calls (`mx.nd.*`),
+inputs it mutates, the resources it needs, and every other fact a caller acts on
+(elementwise, shape-only inputs, recompute cost, ufunc form): nothing about an
+op is kept anywhere else.  Imperative calls (`mx.nd.*`),
 symbolic executors and autograd all look the definition up here at run time,
 so `override(name, device, fn)` swaps a kernel everywhere at once.
 
