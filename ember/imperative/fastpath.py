@@ -129,6 +129,8 @@ def _operator_plan(plans: dict, key: tuple, name: str, inputs, in_place: bool):
         if out is not None and out[1].kind in form.kinds and \
                 (not in_place or (out[0] == inputs[0]._data.shape and out[1] == inputs[0]._data.dtype)):
             call, cast = ufunc_call(form, inputs[0]._data.dtype)
+            if in_place and out[3] == 1:
+                call = partial(_through_temporary, call)
             plan = (call, out[0], out[1], out[2], cast, form.form == "rscalar", (out[0], out[1]))
     return _remember(plans, key, plan)
 
@@ -145,6 +147,12 @@ def ufunc_call(form, in_dtype: np.dtype):
     if form.form == "binary" or in_dtype.kind == "f":
         return ufunc, None
     return partial(ufunc, casting="unsafe"), in_dtype.type
+
+
+def _through_temporary(call, a, b, out) -> None:
+    # numpy (2.x) runs a ufunc whose output is one of its one-element inputs on a slow path (twice the
+    # time of the whole call otherwise): a fresh result copied in is faster
+    out[...] = call(a, b, None)
 
 
 # ufuncs that deprecate an output passed by position (numpy 2: a third argument reads like max(a, b, c))
