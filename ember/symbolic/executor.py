@@ -534,10 +534,13 @@ class Executor:
         if out_grads is not None:
             if len(out_grads) != len(self._head_grads):
                 raise ValueError(f"backward: {len(out_grads)} head gradients for {len(self._head_grads)} outputs")
-            for dst, src in zip(self._head_grads, out_grads):
+            used = self._heads_needing_grad  # set by _check_head_grads_given
+            for i, (dst, src) in enumerate(zip(self._head_grads, out_grads)):
                 if src is None:
                     dst[:] = 1
                     continue
+                if i not in used:
+                    continue  # the backward graph never reads it (shape_array, topk indices): MXNet ignores it
                 if tuple(src.shape) != tuple(dst.shape):
                     raise ShapeError(f"backward: head gradient of shape {tuple(src.shape)} for an output of "
                                      f"shape {tuple(dst.shape)}")
