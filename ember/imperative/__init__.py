@@ -12,6 +12,10 @@ from . import ndarray as _ndarray, invoke as _invoke  # (the module: `invoke` be
 from .ndarray import NDArray  # noqa: F401
 from .invoke import call, invoke, run  # noqa: F401
 from . import copying as _copying, dlpack as _dlpack, fastpath as _fastpath, indexing as _indexing
+from . import autograd_state, resources, storage  # noqa: F401
+from .creation import (arange, array, empty, from_numpy, full, ones, ones_like, waitall,  # noqa: F401
+                       zeros, zeros_like)
+from .dlpack import from_dlpack  # noqa: F401
 
 
 def _wire() -> None:
@@ -28,7 +32,3 @@ def _wire() -> None:
 
 
 _wire()
-from . import autograd_state, resources, storage  # noqa: F401
-from .creation import (arange, array, empty, from_numpy, full, ones, ones_like, waitall,  # noqa: F401
-                       zeros, zeros_like)
-from .dlpack import from_dlpack  # noqa: F401

@@ -166,17 +166,16 @@ def _out_by_keyword(ufunc, a, b, out, **kwargs):
 # -- mx.nd.<op>(...) ------------------------------------------------------------------------
 def kernel_call(name: str, args: tuple, kwargs: dict):
     """`mx.nd.<name>(*args, **kwargs)` with one or two NDArray inputs; None if the general path must run it."""
-    if len(args) == 1:
-        x = args[0]
-        if type(x) is not NDArray:
-            return None
-        xd = x._data
+    n = len(args)
+    x = args[0] if n else None
+    if type(x) is not NDArray:
+        return None
+    if n == 1:
         key = (name, x._sig or _sig(x))
-    elif len(args) == 2:
-        x, y = args
-        if type(x) is not NDArray or type(y) is not NDArray:
+    elif n == 2:
+        y = args[1]
+        if type(y) is not NDArray:
             return None
-        xd, yd = x._data, y._data
         key = (name, x._sig or _sig(x), y._sig or _sig(y))
     else:
         return None
@@ -193,18 +192,26 @@ def kernel_call(name: str, args: tuple, kwargs: dict):
         plan = _KERNEL_PLANS.get(key)
     if plan is None:
         plan = _kernel_plan(key, name, args, kwargs)
-    ctx = _usable(args) if plan else None
-    if ctx is None:
+    xc = x._chunk
+    ctx = xc.ctx
+    # plans are for live CPU arrays outside autograd graphs
+    if not plan or x._ag is not None or xc.freed or not (ctx is _CPU0 or ctx.device_type == "cpu"):
         return None
-    kernel, attrs, shape, dtype, nbytes, sig = plan
-    data, chunk = _alloc(shape, dtype, ctx, None, nbytes)
+    if n == 2:
+        yc = y._chunk
+        if y._ag is not None or yc.freed or yc.ctx is not ctx:
+            return None
+        in_data = [x._data, y._data]
+    else:
+        in_data = [x._data]
+    data, chunk = _alloc(plan[2], plan[3], ctx, None, plan[4])
     result = NDArray(data, chunk)
-    result._sig = sig
+    result._sig = plan[5]
     is_train = _is_training()
-    opctx = _CPU0_OPCTX[is_train] if ctx is _CPU0 else OpContext(np, is_train, ctx)
-    call_args = (opctx, attrs, [xd] if len(args) == 1 else [xd, yd], [data], _NO_AUX)
-    if not _run_in_caller(kernel, call_args, name, partial(_deps, args, result, False)):
-        _pushed(kernel, call_args, name, args, result, False, ctx)
+    call_args = (_CPU0_OPCTX[is_train] if ctx is _CPU0 else OpContext(np, is_train, ctx), plan[1], in_data, [data],
+                 _NO_AUX)
+    if not _run_in_caller(plan[0], call_args, name, lambda: _deps(args, result, False)):
+        _pushed(plan[0], call_args, name, args, result, False, ctx)
     return result
 
 
@@ -226,18 +233,6 @@ def _kernel_plan(key: tuple, name: str, inputs, kwargs: dict):
 
 
 # -- shared ---------------------------------------------------------------------------------
-def _usable(inputs) -> Optional[object]:
-    """The inputs' common CPU context if this call may take a plan now, else None."""
-    ctx = inputs[0]._chunk.ctx
-    if ctx is not _CPU0 and ctx.device_type != "cpu" or _engine.bulk_threads:
-        return None
-    for x in inputs:
-        c = x._chunk
-        if x._ag is not None or c.freed or c.ctx is not ctx:
-            return None
-    return ctx
-
-
 def _infer(opdef, attrs: dict, inputs):
     """(shape, dtype, nbytes, size) of the op's single output, by the general path's own `check`
     and `infer`; None if that raises (the general path then raises it at the call), the op has

@@ -416,7 +416,7 @@ class Executor:
         if node.op is None:
             return None
         from ..imperative.ndarray import NDArray
-        st, g = self._storage, self._graph
+        st = self._storage
         k = node.num_inputs()
         reads, writes, var_reads, var_writes = [], [], [], []
         in_get = []
