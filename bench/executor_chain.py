@@ -29,8 +29,9 @@ p.add_argument("--nodes", type=int, default=1000)
 p.add_argument("--iters", type=int, default=20, help="forwards per repetition")
 args = p.parse_args()
 
-if args.mx_module == "ember":  # this checkout's ember, wherever the script is run from
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if args.mx_module == "ember" and os.path.exists(os.path.join(_ROOT, "ember", "__init__.py")):
+    sys.path.insert(0, _ROOT)  # this checkout's ember, wherever the script is run from
 mx = importlib.import_module(args.mx_module)
 import numpy as np  # noqa: E402
 
