@@ -392,6 +392,11 @@ register(OpDef(name="broadcast_like", inputs=["lhs", "rhs"],
 
 
 # -- tile / repeat -------------------------------------------------------------------------------
+def _np_shape() -> bool:
+    from ..util import is_np_shape
+    return is_np_shape()
+
+
 def _tile_dims(x: Shape, reps: Sequence[int]):
     n = max(len(x), len(reps))
     xs = (1,) * (n - len(x)) + tuple(x)
@@ -404,6 +409,8 @@ def _tile_infer(attrs, in_shapes):
     reps = attrs["reps"]
     if any(r is None or r < 0 for r in reps):
         raise ShapeError(f"tile: reps {tuple(reps)} must be non-negative integers")
+    if 0 in reps and not _np_shape():
+        raise ShapeError(f"tile: reps {tuple(reps)} has a 0, an unknown size without NumPy shape semantics")
     if x is None:
         return in_shapes, [None]
     xs, rs = _tile_dims(x, reps)
@@ -577,6 +584,8 @@ def _d2s_infer(op, to_space):
             return in_shapes, [None]
         if len(x) != 4:
             raise ShapeError(f"{op}: input must be 4-D (N, C, H, W), got {tuple(x)}")
+        if 0 in x:
+            raise ShapeError(f"{op}: every dimension of the input must be > 0, got {tuple(x)}")
         n, c, h, w = x
         if to_space:
             if c % (b * b):
