@@ -3,16 +3,17 @@
     Var(name=None)                        an engine variable (any resource); .wait(), .delete()
     push(fn, read, write, priority=0, device=None, name=None, prop='normal', inline=False, on_error=False)
     push_native(c_fn, ctx, read, write, ...)   a C kernel, run without the GIL
-    run_if_idle(fn, name, writes_on_error)      run a tiny op now if nothing is pending
     wait(var), wait_all(timeout=None)
     set_policy(name_or_obj), get_policy()
     bulk(size) / set_bulk_size(n)
     set_engine_type('ThreadedEngine' | 'NaiveEngine'), engine_type()
     stats()
 
-See docs/engine.md for the dependency rules, error propagation and policies.
+See docs/engine.md for the dependency rules, error propagation and policies; the in-caller
+protocol (`core.run_in_caller`, internal) and the API for native components
+(`ember.engine.native`) are described there too.
 """
-from .core import (Var, bulk, engine_type, get_policy, push, push_native, run_if_idle,  # noqa: F401
+from .core import (Var, bulk, engine_type, get_policy, push, push_native,  # noqa: F401
                    set_bulk_size, set_engine_type, set_policy, stats, wait, wait_all, wait_all_quiet)
 from .blas import set_blas_threads  # noqa: F401
 from .policy import PythonPolicy  # noqa: F401

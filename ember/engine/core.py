@@ -483,40 +483,6 @@ def _reraise(exc: BaseException) -> None:
     raise exc
 
 
-# Old entry points of the in-caller protocol, kept until every caller uses run_in_caller.
-def run_if_idle(fn: Callable, name: Optional[str] = None, writes_on_error: Optional[Callable] = None) -> bool:
-    """Deprecated: run_in_caller's idle claim alone."""
-    if getattr(_tls, "bulk", None) is not None or not _claim_idle(_E):
-        return False
-    try:
-        fn()
-    except BaseException as exc:  # noqa: BLE001
-        _release_idle_failed(exc, name, writes_on_error() if writes_on_error is not None else ())
-        return True
-    _release_idle(_E, _NULL, 0, 0)
-    return True
-
-
-claim_idle = functools.partial(_claim_idle, _E)
-release_claim = functools.partial(_release_idle, _E, _NULL, 0, 0)
-release_claim_failed = _release_idle_failed
-
-
-def claim_vars(read: Sequence[Var], write: Sequence[Var], name: Optional[str] = None):
-    """Deprecated: run_in_caller's second way alone (an op handle, or None)."""
-    vs, nr = var_handles(read, write)
-    op = _claim(_E, vs, nr, len(vs) - nr, _plain(name))
-    return op if op else None
-
-
-def finish_claimed(op, exc: Optional[BaseException] = None, name: Optional[str] = None) -> None:
-    """Deprecated: completes an op from claim_vars."""
-    eid = _errors.register(exc, name) if exc is not None else 0
-    _complete(op, eid)
-    if eid and _naive[0]:
-        _errors.raise_for(eid)
-
-
 def register_error(exc: BaseException, name: Optional[str] = None) -> int:
     """An error id for `exc`, for native code that ends ops itself (ember_complete(op, id)); wait()
     and wait_all() raise `exc` for it."""

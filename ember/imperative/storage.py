@@ -53,7 +53,7 @@ def _release_later(block, var, owns_var: bool) -> None:
         in_gc = _gc_running
         if var is None:
             # No op was ever pushed on this storage through the engine (a var is made on first
-            # use), and ops run by engine.run_if_idle finished before returning: free it now.
+            # use), and ops run under the engine's idle claim finished before returning: free it now.
             if not in_gc:
                 release(block)
                 return
@@ -68,7 +68,7 @@ class Chunk:
     """The storage of one or more NDArrays: its engine var, memory block and device.
 
     The engine var is made on first use: an array whose ops all ran through
-    `engine.run_if_idle` (tiny ops on an idle engine) never needs one.
+    the engine's idle claim (`engine.core.run_in_caller`: tiny ops on an idle engine) never needs one.
     """
 
     __slots__ = ("_var", "block", "ctx", "freed", "owns_var", "__weakref__")
