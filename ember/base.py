@@ -37,6 +37,10 @@ class DTypeError(OperatorError, TypeError):
     """Dtypes of an operator's inputs are inconsistent or unsupported."""
 
 
+class IndexRangeError(OperatorError, IndexError):
+    """An index array holds a value outside its axis (take/pick with mode 'raise')."""
+
+
 class ContextError(EmberError, ValueError):
     """Arrays on different devices were mixed, or a device is not available."""
 

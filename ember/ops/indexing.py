@@ -9,7 +9,7 @@ from typing import Tuple
 
 import numpy as np
 
-from ..base import DTypeError, OperatorError, ShapeError
+from ..base import DTypeError, IndexRangeError, OperatorError, ShapeError
 from ._common import known, no_gradient, norm_axis, unify, via
 from .registry import Attr, OpDef, register
 
@@ -199,7 +199,7 @@ def _take_indices(op, xp, idx, dim, mode):
         return xp.mod(i, dim)
     if i.size and (int(i.min()) < 0 or int(i.max()) >= dim):
         bad = int(i.min()) if int(i.min()) < 0 else int(i.max())
-        raise IndexError(f"{op}: index {bad} is out of bounds for axis of size {dim}")
+        raise IndexRangeError(f"{op}: index {bad} is out of bounds for axis of size {dim}")
     return i
 
 

@@ -59,6 +59,8 @@ def _reduce_infer(op: str):
         x = in_shapes[0]
         if x is None:
             return in_shapes, [None]
+        if op in ("max", "min") and any(x[a] == 0 for a in reduced_axes(op, attrs, len(x)) if x[a] is not None):
+            raise ShapeError(f"{op}: cannot reduce over a zero-size axis of {tuple(x)} (no identity)")
         return in_shapes, [reduced_shape(op, attrs, x)]
     return infer
 
