@@ -176,8 +176,11 @@ def breakdown(n: int = 100000, reps: int = 7) -> dict:
     def nothing():
         pass
 
+    def no_deps():
+        return (), (), ()
+
     def claim():
-        core.run_in_caller(nothing, (), None, None)  # idle engine: the idle claim, deps never asked
+        core.run_in_caller(nothing, (), None, no_deps)  # idle engine: the idle claim, deps not asked
 
     def per_op(fn):
         return min(timeit.repeat(fn, number=n, repeat=reps)) / n * 1e9
