@@ -12,11 +12,12 @@ what the call needs: the output's shape and dtype and the function to run.  Two 
 
 The op then runs through the engine's in-caller protocol (`engine.core.run_in_caller`: at once in
 this thread when the engine lets it start now, no engine variable made for the new array), else
-it is pushed after the ops it depends on: exactly the semantics of a pushed op.  Plans exist only
-for ops `invoke.runs_in_caller` allows to run in the caller (small CPU outputs).
+it is pushed after the ops it depends on (into this thread's bulk group when one is open): exactly
+the semantics of a pushed op.  Plans exist only for ops `invoke.runs_in_caller` allows to run in
+the caller (small CPU outputs).
 
 Everything else goes to the general path, which raises the proper errors: arrays in an autograd
-graph, a bulk group open, other devices, large outputs, freed arrays, bad attributes or shapes.
+graph, other devices, large outputs, freed arrays, bad attributes or shapes.
 `ember.ops.override` and `register` empty the plan caches, so a replaced kernel applies at once.
 """
 from __future__ import annotations
@@ -121,6 +122,8 @@ def operator(array_op: Optional[str], scalar_op: str, in_place: bool = False) ->
 
 def _operator_plan(plans: dict, key: tuple, name: str, inputs, in_place: bool):
     """The plan of operator `name` on inputs like `inputs` (False: the general path runs such calls)."""
+    if name is None:  # a reflected form called with an NDArray (Python itself never does)
+        raise TypeError("unsupported reflected operation between NDArrays")
     plan = False
     opdef = registry.get(name)
     form = opdef.cpu_ufunc()
