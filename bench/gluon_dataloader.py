@@ -150,6 +150,10 @@ def drive(args) -> None:
                 line = json.loads(out.stdout.strip().splitlines()[-1])
                 line["round"] = rnd
                 print(json.dumps(line), flush=True)
+                if not line.get("sum_ok"):
+                    print(json.dumps({"impl": impl, "workers": workers,
+                                      "error": "wrong batches: epoch_sum != expected_sum"}))
+                    continue
                 results.setdefault((impl, workers), []).append(line["images_per_s"])
     print("\nimages/s (median over rounds)")
     for workers in args.workers_list:
