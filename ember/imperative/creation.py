@@ -158,13 +158,11 @@ def arange(start, stop=None, step=1.0, repeat: int = 1, infer_range=None, ctx=No
         raise ValueError("arange: step must not be zero")
     if repeat < 1:
         raise ValueError(f"arange: repeat must be >= 1, got {repeat}")
-    target = _dtype(dtype)
-    # as MXNet's _arange kernel: the length from the float bounds, start + i * step in the target dtype
-    # (start and step cast first, so an int32 arange with step 1.5 steps by 1)
-    n = max(0, int(np.ceil((stop - start) / step)))
-    dt = np.dtype(target).type
-    values = np.repeat(dt(start) + np.arange(n, dtype=target) * dt(step), repeat).astype(target)
-    return array(values, ctx=ctx, dtype=target)
+    from .invoke import call  # the _arange operator computes the values (in the target dtype, as MXNet)
+    attrs = {"start": start, "stop": stop, "step": step, "repeat": repeat, "dtype": _dtype(dtype)}
+    if ctx is not None:
+        attrs["ctx"] = ctx
+    return call("_arange", (), attrs)
 
 
 def _writeable_alias(arr: np.ndarray) -> np.ndarray:

@@ -62,14 +62,21 @@ def _arange_shape(attrs, in_shapes):
     return [], [(n * attrs["repeat"],)]
 
 
+def _cast_c(value: float, dtype: np.dtype):
+    """`value` cast to `dtype` as C's static_cast does: integers truncate toward zero and wrap
+    (a step of -2 in uint8 is 254, so the values wrap as numpy's arange in that dtype does)."""
+    if dtype.kind in "iu":
+        return np.array(int(value), dtype=np.int64).astype(dtype)
+    return dtype.type(value)
+
+
 def _arange(ctx, attrs, inputs, outputs, aux):
     start, stop, step = _arange_bounds(attrs)
     out = outputs[0]
     n = out.shape[0] // attrs["repeat"]
     # MXNet computes start + i * step in the output dtype (start and step cast first, so an
     # int32 arange with step 1.5 steps by 1); the length comes from the float bounds
-    dt = out.dtype.type
-    vals = dt(start) + ctx.xp.arange(n, dtype=out.dtype) * dt(step)
+    vals = _cast_c(start, out.dtype) + ctx.xp.arange(n, dtype=out.dtype) * _cast_c(step, out.dtype)
     if attrs["repeat"] > 1:
         vals = ctx.xp.repeat(vals, attrs["repeat"])
     out[...] = vals
