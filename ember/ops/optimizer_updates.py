@@ -158,30 +158,85 @@ def _same_buffer(xp, a, b) -> bool:
     return a is b or (xp is np and np.may_share_memory(a, b))
 
 
+# The CPU SGD kernels run a large weight chunk by chunk: one chunk's step (and weight-decay term)
+# stays in cache, so the update reads weight, gradient (and momentum) once and writes them once,
+# instead of one pass over memory per operation and full-size temporaries.  Same operations in the
+# same order per element: the same numbers as the whole-array form.
+_CHUNK = 1 << 16
+
+
+def _chunkable(xp, out, *inputs) -> bool:
+    """Large C-contiguous numpy arrays of one shape and dtype, `out` being the first input or
+    sharing memory with none of them (an element's inputs are all read before it is written)."""
+    a = inputs[0]
+    if xp is not np or a.size <= _CHUNK:
+        return False
+    for x in (out,) + inputs:
+        if not x.flags.c_contiguous or x.dtype != a.dtype or x.shape != a.shape:
+            return False
+    others = inputs if out is not a else inputs[1:]
+    if any(np.may_share_memory(out, x) for x in others):
+        return False
+    return all(not np.may_share_memory(x, y) for i, x in enumerate(inputs) for y in inputs[i + 1:])
+
+
+def _by_chunks(apply, arrays, temporaries: int) -> None:
+    """apply(*chunks of arrays, *temporaries) over flat chunks of the (chunkable) arrays."""
+    flat = [x.reshape(-1) for x in arrays]
+    size = flat[0].size
+    tmps = [np.empty(_CHUNK, flat[0].dtype) for _ in range(temporaries)]
+    for lo in range(0, size, _CHUNK):
+        n = min(_CHUNK, size - lo)
+        apply(*[x[lo:lo + n] for x in flat], *[t[:n] for t in tmps])
+
+
+def _sgd_step(xp, attrs, g, lr, out=None):
+    """lr * clip(rescale_grad * g), rounded as `_grad(xp, attrs, g) * lr`; into `out` if given."""
+    if attrs["rescale_grad"] != 1 or attrs["clip_gradient"] >= 0:
+        s = xp.multiply(g, attrs["rescale_grad"], out=out)
+        if attrs["clip_gradient"] >= 0:
+            xp.clip(s, -attrs["clip_gradient"], attrs["clip_gradient"], out=s)
+        return xp.multiply(s, lr, out=s)
+    return xp.multiply(g, lr, out=out)
+
+
 def _sgd_kernel(ctx, attrs, inputs, outputs, aux):
     # the common case written with in-place ufuncs: fewer temporaries on the per-parameter hot path
     xp = ctx.xp
     w, g = inputs[0], inputs[1]
     out = outputs[0]
     lr, wd = attrs["lr"], attrs["wd"]
-    step = _grad(xp, attrs, g) * lr if attrs["rescale_grad"] != 1 or attrs["clip_gradient"] >= 0 else g * lr
-    if wd:
-        xp.multiply(w, 1 - lr * wd, out=out)
-        xp.subtract(out, step, out=out)
+
+    def apply(w, g, out, tmp=None):
+        step = _sgd_step(xp, attrs, g, lr, tmp)
+        if wd:
+            xp.multiply(w, 1 - lr * wd, out=out)
+            xp.subtract(out, step, out=out)
+        else:
+            xp.subtract(w, step, out=out)
+    if _chunkable(xp, out, w, g):
+        _by_chunks(apply, (w, g, out), 1)
     else:
-        xp.subtract(w, step, out=out)
+        apply(w, g, out)
 
 
 def _sgd_mom_kernel(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     w, g, mom = inputs
+    out = outputs[0]
     lr, wd = attrs["lr"], attrs["wd"]
-    step = _grad(xp, attrs, g) * lr if attrs["rescale_grad"] != 1 or attrs["clip_gradient"] >= 0 else g * lr
-    xp.multiply(mom, attrs["momentum"], out=mom)
-    if wd:
-        mom -= (lr * wd) * w
-    xp.subtract(mom, step, out=mom)
-    xp.add(w, mom, out=outputs[0])
+
+    def apply(w, g, mom, out, tmp=None, decay=None):
+        step = _sgd_step(xp, attrs, g, lr, tmp)
+        xp.multiply(mom, attrs["momentum"], out=mom)
+        if wd:
+            xp.subtract(mom, xp.multiply(w, lr * wd, out=decay), out=mom)
+        xp.subtract(mom, step, out=mom)
+        xp.add(w, mom, out=out)
+    if _chunkable(xp, out, w, g, mom):
+        _by_chunks(apply, (w, g, mom, out), 2)
+    else:
+        apply(w, g, mom, out)
 
 
 def _kernel(formula: Callable) -> Callable:

@@ -50,6 +50,39 @@ def test_in_place_on_weight():
     np.testing.assert_allclose(mom, -0.2)
 
 
+@pytest.mark.parametrize("op_name", ["sgd_update", "sgd_mom_update"])
+@pytest.mark.parametrize("attrs", [{"lr": 0.01, "rescale_grad": 1 / 128}, {"lr": 0.1},
+                                   {"lr": 0.05, "wd": 1e-3, "rescale_grad": 0.3, "clip_gradient": 0.2}])
+@pytest.mark.parametrize("in_place", [True, False])
+def test_large_weights_updated_in_chunks_give_the_same_numbers(op_name, attrs, in_place):
+    """Weights above the kernels' chunk size run chunk by chunk: every element gets exactly the
+    operations, in the order, of the whole-array formula."""
+    from ember.ops import optimizer_updates as ou
+    n = 3 * ou._CHUNK + 123
+    rng = np.random.RandomState(0)
+    w, g, mom = (rng.randn(n // 3 + 1, 3).astype(np.float32)[: n // 3] for _ in range(3))
+    mom_before = mom.copy()
+    attrs = dict(attrs, momentum=0.9) if op_name == "sgd_mom_update" else attrs
+    op = ops.get(op_name)
+    a = op.parse_attrs(attrs)
+    ins = [w.copy(), g.copy()] + ([mom] if op_name == "sgd_mom_update" else [])
+    out = ins[0] if in_place else np.empty_like(w)
+    assert ou._chunkable(np, out, *ins)
+    op.kernel("cpu")(ops.OpContext(np), a, ins, [out], [])
+    lr, wd, r, c = a["lr"], a["wd"], a["rescale_grad"], a["clip_gradient"]
+    step = r * g
+    if c >= 0:
+        step = np.clip(step, -c, c)
+    step = step * lr
+    if op_name == "sgd_update":
+        want = w * (1 - lr * wd) - step
+    else:
+        want_mom = mom_before * a["momentum"] - w * (lr * wd) - step
+        np.testing.assert_array_equal(mom, want_mom)
+        want = w + want_mom
+    np.testing.assert_array_equal(out, want)
+
+
 def test_mp_sgd_updates_master_copy():
     w = np.ones(4, np.float16)
     g = np.full(4, 0.5, np.float16)
