@@ -57,7 +57,9 @@ class Recorder:
         self._var_ids: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self._var_nbytes: List[int] = []
         self._var_names: List[Optional[str]] = []
-        self._lock = threading.Lock()
+        # re-entrant: a garbage collection inside on_push's locked part can free an array, whose
+        # storage release is pushed (and so recorded) by the same thread
+        self._lock = threading.RLock()
         self._profiling_was_on = False
         self._t0 = 0
         self.trace: Optional[Trace] = None
