@@ -51,7 +51,8 @@ def _as_list_or_dict(value, names: Sequence[str], what: str, required: bool) -> 
             raise ArgumentError(f"bind: {what} are missing (need {brief_names(names)})")
         return {}
     if isinstance(value, dict):
-        unknown = [k for k in value if k not in names]
+        # a name the symbol lacks is most likely a typo: an error, unless it holds nothing (None)
+        unknown = [k for k, v in value.items() if k not in names and v is not None]
         if unknown and what == "arguments":
             raise ArgumentError(f"bind: unknown {what} {brief_names(unknown)} (expected {brief_names(names)})")
         out = {k: v for k, v in value.items() if k in names}
@@ -76,9 +77,7 @@ def _grad_req_dict(grad_req, names: Sequence[str]) -> Dict[str, str]:
             raise ValueError(f"grad_req list has {len(grad_req)} entries for {len(names)} arguments")
         reqs = dict(zip(names, grad_req))
     elif isinstance(grad_req, dict):
-        unknown = [k for k in grad_req if k not in names]
-        if unknown:
-            raise ValueError(f"grad_req names unknown arguments {unknown}")
+        # names the symbol lacks are ignored, as MXNet (one grad_req dict serves several symbols)
         reqs = {n: grad_req.get(n, "null") for n in names}
     else:
         raise TypeError(f"grad_req must be a str, list or dict, got {type(grad_req).__name__}")
