@@ -32,7 +32,7 @@ from ..engine import core as _engine
 from ..ops import registry
 from ..ops.registry import OpContext
 from . import autograd_state, storage
-from .invoke import check as _check, infer as _infer_general, invoke as _general, runs_in_caller
+from .invoke import FreshVars, check as _check, infer as _infer_general, invoke as _general, runs_in_caller
 from .ndarray import NDArray, _is_scalar
 
 _PLAN_LIMIT = 4096
@@ -272,17 +272,17 @@ def _remember(plans: dict, key: tuple, plan):
 
 def _deps(inputs, result: NDArray, in_place: bool):
     """(reads, writes, fresh) of a planned op: the distinct variables of `inputs` are read, but
-    `result`'s is written (in place), else `result` is a fresh array."""
-    rvar = result._chunk.var
+    `result`'s is written (in place), else `result` is a fresh array (its var made only if needed)."""
+    rvar = result._chunk.var if in_place else None
     reads = []
     for x in inputs:
         v = x._chunk.var
         if v is not rvar and v not in reads:
             reads.append(v)
-    return (reads, (rvar,), ()) if in_place else (reads, (), (rvar,))
+    return (reads, (rvar,), ()) if in_place else (reads, (), FreshVars((result._chunk,)))
 
 
 def _pushed(call, args: tuple, name: str, inputs, result: NDArray, in_place: bool, ctx) -> None:
     """Push a planned op that could not run in the caller now: after the ops it depends on."""
     reads, writes, fresh = _deps(inputs, result, in_place)
-    _push(partial(call, *args), read=reads, write=writes or fresh, device=ctx, name=name)
+    _push(partial(call, *args), read=reads, write=writes or list(fresh), device=ctx, name=name)

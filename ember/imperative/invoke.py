@@ -219,8 +219,9 @@ def dispatch(opdef: OpDef, attrs: dict, inputs, outputs, ctx: Context, given: bo
                 target[...] = scratch
 
     def dependencies():
-        write = [o._chunk.var for o in outputs]
-        if len(outputs) > 1 or opdef.mutates or n_aux:
+        # fresh outputs (no out=) need no ordering: their vars are made only if the engine needs them
+        write = [o._chunk.var for o in outputs] if given else []
+        if len(write) > 1 or opdef.mutates or n_aux:
             extra = [inputs[i]._chunk.var for i in opdef.mutated_inputs(attrs)] + [x._chunk.var for x in inputs[n_in:]]
             vs, write = write + extra, []
             for v in vs:  # each var once, even when outputs/mutated inputs share storage
@@ -233,7 +234,7 @@ def dispatch(opdef: OpDef, attrs: dict, inputs, outputs, ctx: Context, given: bo
                 read.append(v)
         if rng_var is not None:
             write.append(rng_var)
-        return read, write, ()
+        return read, write, () if given else FreshVars([o._chunk for o in outputs])
 
     if devtype != "cpu":
         op_fn = backend.of(ctx).run_on(op_fn, ctx.device_id)
@@ -257,6 +258,23 @@ def execute(fn: Callable, args: tuple, name: str, size: int, deps: Callable, ctx
     if fresh:
         writes = list(writes) + list(fresh)
     _push(partial(fn, *args) if args else fn, read=reads, write=writes, device=ctx, name=name)
+
+
+class FreshVars:
+    """The engine vars of an op's new outputs, made only when iterated: `run_in_caller` needs them
+    only if the op fails, and an array whose ops all ran in the caller never needs a var (nor an
+    engine op to release its storage)."""
+
+    __slots__ = ("chunks",)
+
+    def __init__(self, chunks: Sequence[storage.Chunk]):
+        self.chunks = chunks
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def __iter__(self):
+        return (c.var for c in self.chunks)
 
 
 def runs_in_caller(size: int, ctx: Context) -> bool:
