@@ -363,3 +363,20 @@ def test_in_place_operators_on_one_element_arrays(shape):
     np.testing.assert_allclose(a.asnumpy(), np.full(shape, ((((3 + 2) * 2 - 1) / 2 + 2) * 2 - 1) / 2))
     assert i.dtype == np.int32
     np.testing.assert_array_equal(i.asnumpy(), np.full(shape, 1))
+
+
+def test_busy_engine_runs_tiny_ops_here_without_making_engine_vars():
+    other, gate = mx.nd.zeros((1,)), threading.Event()
+    engine.push(lambda: gate.wait(10), write=[other.var], name="held")
+    try:
+        a, b = mx.nd.ones((4,)), mx.nd.full((4,), 2.0)
+        c = a + b
+        d = mx.nd.exp(c * 0.0)
+        # ran at once in this thread (the held op still waits); the new arrays get a var only when
+        # a later op reads them on the busy engine (c), not for being made (d)
+        assert engine.stats()["pending"] >= 1
+        assert c._chunk._var is not None and d._chunk._var is None
+        np.testing.assert_array_equal(c._data, np.full(4, 3.0))
+        np.testing.assert_array_equal(d._data, np.ones(4))
+    finally:
+        gate.set()
