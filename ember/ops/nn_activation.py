@@ -114,16 +114,20 @@ def _leaky_infer_shape(attrs, in_shapes):
     d = tuple(d)
     if attrs["act_type"] == "prelu":
         g = ins[1]
-        if known(g) and tuple(g) not in ((1,), _gamma_shape(d)):
-            raise ShapeError(f"LeakyReLU: prelu gamma must have shape (1,) or {_gamma_shape(d)}, got {tuple(g)}")
+        # (1,), (C,), or (as MXNet) the leading dimensions of data (N, C, ...), broadcast over the rest
+        if known(g) and tuple(g) not in ((1,), _gamma_shape(d)) and not (1 < len(g) <= len(d) and tuple(g) == d[:len(g)]):
+            raise ShapeError(f"LeakyReLU: prelu gamma must have shape (1,), {_gamma_shape(d)} or data's leading "
+                             f"dimensions {d[:2]}..., got {tuple(g)}")
         ins[1] = tuple(g) if known(g) else _gamma_shape(d)
     return ins, [d] * nout
 
 
 def _gamma_view(x, gamma):
-    """gamma shaped to broadcast along axis 1 of x."""
+    """gamma shaped to broadcast over x: along axis 1 (one slope per channel), or over x's leading axes."""
     if gamma.size == 1 or x.ndim < 2:
         return gamma.reshape((1,) * x.ndim) if x.ndim else gamma.reshape(())
+    if gamma.ndim > 1:
+        return gamma.reshape(gamma.shape + (1,) * (x.ndim - gamma.ndim))
     return gamma.reshape((1, -1) + (1,) * (x.ndim - 2))
 
 
@@ -191,6 +195,8 @@ def _leaky_backward(ctx, attrs, inputs, outputs, aux):
         dg = xp.where(pos, 0, v * dy)
         if gamma.size == 1 or v.ndim < 2:
             outputs[1][...] = dg.sum()
+        elif gamma.ndim > 1:
+            outputs[1][...] = dg.sum(axis=tuple(range(gamma.ndim, v.ndim))) if v.ndim > gamma.ndim else dg
         else:
             outputs[1][...] = dg.sum(axis=tuple(a for a in range(v.ndim) if a != 1))
     else:  # rrelu: the slopes saved by a training forward pass; a zero mask means inference
