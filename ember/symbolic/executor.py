@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import os
 from functools import partial
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -242,6 +242,8 @@ class _Step(NamedTuple):
     needs_rng: bool             # draws from the device's random generator
     name: str
     size: int                   # elements of its outputs
+    calls: Optional[tuple]      # run(False, None) and run(True, None) as calls without arguments (no
+                                # Python frame of ours around the kernel); None if it needs the RNG
 
 
 class _Segment(NamedTuple):
@@ -267,6 +269,12 @@ class _Segment(NamedTuple):
         runs = tuple(st.run for st in steps)
         if len(runs) == 1:
             run = runs[0]
+        elif all(st.calls is not None for st in steps):
+            by_train = (tuple(st.calls[0] for st in steps), tuple(st.calls[1] for st in steps))
+
+            def run(is_train, rng):
+                for call in by_train[is_train]:
+                    call()
         else:
             def run(is_train, rng):
                 for r in runs:
@@ -295,10 +303,11 @@ def _kernels_changed() -> None:
 registry.on_change(_kernels_changed)
 
 
-def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context, xp) -> Callable[[bool, object], None]:
-    """run(is_train, rng) of one node on fixed arrays: the ufunc its CPU kernel is, called directly
-    when the op declares one (`OpDef.cpu_ufunc`, as the imperative tiny-op path does), else its
-    kernel.  Both are the registry's of now: executors rebuild their steps when it changes."""
+def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context, xp) -> Tuple[Callable, Optional[tuple]]:
+    """(run(is_train, rng), its calls without arguments or None) of one node on fixed arrays: the
+    ufunc its CPU kernel is, called directly when the op declares one (`OpDef.cpu_ufunc`, as the
+    imperative tiny-op path does), else its kernel.  Both are the registry's of now: executors
+    rebuild their steps when it changes."""
     opdef, attrs, dev = node.op, node.parsed_attrs, ctx.device_type
     form = opdef.cpu_ufunc() if dev == "cpu" and not aux and len(outs) == 1 else None
     if form is not None and outs[0].dtype.kind in form.kinds and len(ins) == (2 if form.form == "binary" else 1):
@@ -314,7 +323,8 @@ def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context, xp) -> Ca
 
         def run_ufunc(is_train, rng):
             call(a, b, out)
-        return run_ufunc
+        direct = partial(call, a, b, out)
+        return run_ufunc, (direct, direct)
     opctx = (OpContext(xp, False, ctx), OpContext(xp, True, ctx))
     try:
         kernel = opdef.kernel(dev)
@@ -324,7 +334,9 @@ def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context, xp) -> Ca
     def run(is_train, rng):
         (kernel or opdef.kernel(dev))(opctx[is_train] if rng is None else OpContext(xp, is_train, ctx, rng),
                                       attrs, ins, outs, aux)
-    return run
+    if kernel is None or "rng" in tuple(opdef.resources):
+        return run, None
+    return run, (partial(kernel, opctx[0], attrs, ins, outs, aux), partial(kernel, opctx[1], attrs, ins, outs, aux))
 
 
 class Executor:
@@ -449,9 +461,9 @@ class Executor:
         outs = [x._data if isinstance(x, NDArray) else x for x in out_get]
         writes_set = set(map(id, writes))
         reads = [v for v in dict.fromkeys(reads) if id(v) not in writes_set]
-        return _Step(_node_runner(node, ins[:k], outs, ins[k:], self._ctx, self._xp), reads,
-                     list(dict.fromkeys(writes)), var_reads, var_writes, "rng" in tuple(node.op.resources),
-                     node.name, sum(int(o.size) for o in outs))
+        run, calls = _node_runner(node, ins[:k], outs, ins[k:], self._ctx, self._xp)
+        return _Step(run, reads, list(dict.fromkeys(writes)), var_reads, var_writes,
+                     "rng" in tuple(node.op.resources), node.name, sum(int(o.size) for o in outs), calls)
 
     def _segments(self, lo: int, hi: int) -> List["_Segment"]:
         size = bulk_size()
