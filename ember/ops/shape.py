@@ -42,9 +42,7 @@ def reshape_target(op: str, dshape: Shape, spec: Sequence[int], reverse: bool = 
     """MXNet's Reshape shape rule: 0 copy, -1 infer, -2 copy the rest, -3 merge two, -4 split one."""
     src = list(dshape)[::-1] if reverse else list(dshape)
     spec = list(spec)
-    if reverse:
-        if -4 in spec:
-            raise ShapeError(f"{op}: -4 cannot be used with reverse=True (shape={tuple(spec)})")
+    if reverse:  # as MXNet: both shapes reversed (a -4 then reads its two values before it), result reversed
         spec = spec[::-1]
     out: List[int] = []
     s = 0
@@ -110,12 +108,27 @@ def reshape_target(op: str, dshape: Shape, spec: Sequence[int], reverse: bool = 
     return tuple(out)
 
 
+def _legacy_target_shape(x: Shape, target, keep_highest: bool) -> Shape:
+    """MXNet's deprecated target_shape (used when shape is empty): one 0 is inferred from the size;
+    keep_highest keeps data's first dimension."""
+    out = list(target)
+    if keep_highest:
+        out[0] = x[0]
+    zeros = [i for i in range(1 if keep_highest else 0, len(out)) if out[i] == 0]
+    if len(zeros) == 1:
+        out[zeros[0]] = 1
+        out[zeros[0]] = _prod(x) // _prod(out)
+    if _prod(out) != _prod(x):
+        raise ShapeError(f"Reshape: target_shape {tuple(target)} does not match the size of {tuple(x)}")
+    return tuple(out)
+
+
 def _reshape_infer(attrs, in_shapes):
     x = in_shapes[0]
-    if attrs["target_shape"]:
-        raise OperatorError("Reshape: the deprecated target_shape attribute is not supported; use shape")
     if not known(x):
         return in_shapes, [None]
+    if attrs["target_shape"] and not attrs["shape"]:
+        return in_shapes, [_legacy_target_shape(tuple(x), attrs["target_shape"], attrs["keep_highest"])]
     return in_shapes, [reshape_target("Reshape", x, attrs["shape"], attrs["reverse"])]
 
 
@@ -141,11 +154,29 @@ register(OpDef(
     doc="Reshape with MXNet's special values 0 (copy), -1 (infer), -2 (rest), -3 (merge), -4 (split)."))
 
 
+def _axis_span(begin, end, ndim: int, side: str):
+    b = 0 if begin is None else begin + ndim if begin < 0 else begin
+    e = ndim if end is None else end + ndim if end < 0 else end
+    if not 0 <= b <= e <= ndim:
+        raise ShapeError(f"reshape_like: {side}_begin/{side}_end ({begin}, {end}) do not select axes of a "
+                         f"{ndim}-D {side}")
+    return b, e
+
+
 def _reshape_like_infer(attrs, in_shapes):
     a, b = in_shapes
-    if known(a) and known(b) and _prod(a) != _prod(b):
-        raise ShapeError(f"reshape_like: cannot reshape lhs of shape {tuple(a)} into rhs shape {tuple(b)}")
-    return in_shapes, [None if b is None else tuple(b)]
+    spans = [attrs[k] for k in ("lhs_begin", "lhs_end", "rhs_begin", "rhs_end")]
+    if all(v is None for v in spans):  # the whole of rhs's shape (needs nothing from lhs)
+        target = None if b is None else tuple(b)
+    elif known(a) and known(b):  # lhs's axes [lhs_begin, lhs_end) become rhs's [rhs_begin, rhs_end)
+        lb, le = _axis_span(spans[0], spans[1], len(a), "lhs")
+        rb, re_ = _axis_span(spans[2], spans[3], len(b), "rhs")
+        target = tuple(a[:lb]) + tuple(b[rb:re_]) + tuple(a[le:])
+    else:
+        return in_shapes, [None]
+    if known(a) and target is not None and known(target) and _prod(a) != _prod(target):
+        raise ShapeError(f"reshape_like: cannot reshape lhs of shape {tuple(a)} into {target}")
+    return in_shapes, [target]
 
 
 def _reshape_like_grad(F, attrs, inputs, outputs, out_grads):
@@ -153,6 +184,7 @@ def _reshape_like_grad(F, attrs, inputs, outputs, out_grads):
 
 
 register(OpDef(name="reshape_like", inputs=["lhs", "rhs"], infer_shape=_reshape_like_infer,
+               attrs={k: Attr("int_or_none", None) for k in ("lhs_begin", "lhs_end", "rhs_begin", "rhs_end")},
                infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _copy_into},
                gradient=_reshape_like_grad, inplace=[(0, 0)], shape_only_inputs=(1,),
                doc="lhs reshaped to the shape of rhs (rhs only gives the shape)."))
