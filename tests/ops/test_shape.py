@@ -47,9 +47,12 @@ def test_reshape_errors(spec, msg):
         infer("Reshape", {"shape": spec}, [(2, 3, 4)])
 
 
-def test_reshape_reverse_with_split_is_refused_like_mxnet():
-    with pytest.raises(ShapeError, match="-4 cannot be used with reverse"):
+def test_reshape_reverse_with_split_reads_the_reversed_shape_like_mxnet():
+    # reversed, -4 comes last with nothing after it: refused (MXNet: "i + 2 < params_len")
+    with pytest.raises(ShapeError, match="-4 in shape .* must be followed by two values"):
         infer("Reshape", {"shape": (-4, 1, -1, -2), "reverse": True}, [(2, 3, 4)])
+    # reversed, (-4, 1, -1, -2) splits the last axis: MXNet 1.9.1 gives (2, 3, 4, 1)
+    assert infer("Reshape", {"shape": (-2, -1, 1, -4), "reverse": True}, [(2, 3, 4)]) == [(2, 3, 4, 1)]
 
 
 def test_reshape_like_gradient_and_unknown():
