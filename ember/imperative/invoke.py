@@ -29,6 +29,7 @@ from . import autograd_state, resources, storage
 from .ndarray import NDArray
 
 _F32 = np.dtype(np.float32)
+_DTYPES = frozenset(type(np.dtype(t)) for t in np.sctypeDict.values())  # classes of numpy.dtype objects
 INLINE_MAX_ELEMENTS = 1 << 14  # ops with outputs up to this many elements may run in the caller
 _get_op = registry.get
 _push = engine.push
@@ -128,24 +129,21 @@ def infer(opdef: OpDef, attrs: dict, inputs) -> Tuple[List[tuple], List[np.dtype
         ins, out_shapes = opdef.infer_shape(attrs, in_shapes)[:2]
     else:
         ins, out_shapes, _ = opdef.shapes(attrs, in_shapes)  # raises the registry's clear error
-    for i in range(len(in_shapes)):
-        got = ins[i]
-        if got is not None and tuple(got) != in_shapes[i]:
+    for i, got in enumerate(ins):
+        if got is not None and got != in_shapes[i] and tuple(got) != in_shapes[i]:
             raise ShapeError(f"{name}: input '{_labels(opdef, attrs)[i]}' has shape {in_shapes[i]} but the "
                              f"operator expects {tuple(got)}")
     in_dtypes = [x._data.dtype for x in inputs[:n_in]]
     in_inf, out_dtypes = opdef.dtypes(attrs, in_dtypes)[:2]
-    for i in range(n_in):
-        want = in_inf[i]
+    for i, want in enumerate(in_inf):
         if want is not None and want is not in_dtypes[i] and np.dtype(want) != in_dtypes[i]:
             raise DTypeError(f"{name}: input '{_labels(opdef, attrs)[i]}' has dtype {in_dtypes[i]} but the "
                              f"operator expects {np.dtype(want)}")
-    shapes = []
-    for i, s in enumerate(out_shapes):
-        if s is None or any(d is None or d < 0 for d in s):
+    shapes = [s if type(s) is tuple or s is None else tuple(s) for s in out_shapes]
+    for i, s in enumerate(shapes):
+        if s is None or None in s or (s and min(s) < 0):
             raise ShapeError(f"{name}: cannot infer the shape of output {i} from input shapes {in_shapes}")
-        shapes.append(tuple(s))
-    return shapes, [_F32 if d is None else np.dtype(d) for d in out_dtypes]
+    return shapes, [d if type(d) in _DTYPES else _F32 if d is None else np.dtype(d) for d in out_dtypes]
 
 
 # -- 3. allocate ---------------------------------------------------------------------------
