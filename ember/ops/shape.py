@@ -261,6 +261,18 @@ def _transpose_infer(attrs, in_shapes):
     return in_shapes, [tuple(x[p] for p in _perm(attrs, len(x)))]
 
 
+def _transpose_infer_backward(attrs, in_shapes, out_shapes):
+    """A (partly) known output tells the input: input axis perm[i] is output axis i (MXNet infers back)."""
+    out = out_shapes[0]
+    if out is None:
+        return [None]
+    perm = _perm(attrs, len(out))
+    x = [None] * len(out)
+    for i, p in enumerate(perm):
+        x[p] = out[i]
+    return [tuple(x)]
+
+
 def _transpose(ctx, attrs, inputs, outputs, aux):
     x = inputs[0]
     outputs[0][...] = ctx.xp.transpose(x, _perm(attrs, x.ndim))
@@ -279,6 +291,7 @@ def _transpose_grad(F, attrs, inputs, outputs, out_grads):
 
 
 register(OpDef(name="transpose", attrs={"axes": Attr("shape", ())}, infer_shape=_transpose_infer,
+               infer_shape_backward=_transpose_infer_backward,
                kernels={"any": _transpose}, gradient=_transpose_grad,
                doc="Permute the axes (reverse them when `axes` is empty)."))
 
