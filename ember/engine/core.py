@@ -224,7 +224,13 @@ def _raise_naive_failure(writes=()) -> None:
 @ffi.def_extern()
 def ember_py_run(hid, op):
     fn, prop, name = _pyops.pop(hid)
-    return _run(fn, prop, name, op)
+    if prop == "async" or _naive[0]:
+        return _run(fn, prop, name, op)
+    try:  # (a worker's single op, e.g. each op of a chain: kept short)
+        fn()
+        return 0
+    except BaseException as exc:  # noqa: BLE001 - recorded, re-raised at wait
+        return _errors.register(exc, name)
 
 
 BATCH_SLICE_S = 0.0002  # a worker's batch of Python ops stops after this long: later ops queue again
