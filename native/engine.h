@@ -11,6 +11,8 @@
  * an op's error on every variable it writes, skips ops that read a failed
  * variable (they inherit the error) and reports it at ember_wait_var /
  * ember_wait_all.  A successful write clears a variable's error.
+ *
+ * Benchmark-only helpers live in engine_bench.h.
  */
 #ifndef EMBER_ENGINE_H
 #define EMBER_ENGINE_H
@@ -76,7 +78,7 @@ int ember_push(ember_engine *e, ember_fn fn, void *ctx, ember_var *const *vars, 
                const ember_op_attrs *attrs);
 /* Ending an op that returned EMBER_PENDING, or one handed to its caller by ember_claim. */
 void ember_complete(ember_opr *op, int err);
-/* Whether a running op inherited an error from an input or was cancelled (only EMBER_FLAG_ON_ERROR
+/* Whether a running op inherited an error from an input or was cancelled (only EMBER_ON_ERROR
  * ops run then). */
 int ember_op_input_failed(const ember_opr *op);
 
