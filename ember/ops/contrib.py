@@ -140,7 +140,8 @@ def _index_array(ctx, attrs, inputs, outputs, aux):
     x = inputs[0]
     grids = ctx.xp.indices(x.shape, dtype=np.int64)
     axes = _index_array_axes(attrs, x.ndim)
-    outputs[0][...] = ctx.xp.stack([grids[a] for a in axes], axis=-1)
+    if axes:  # a 0-d input (NumPy shape semantics) has no axes: the (0,) output holds nothing
+        outputs[0][...] = ctx.xp.stack([grids[a] for a in axes], axis=-1)
 
 
 register(OpDef(name="_contrib_index_array", attrs={"axes": Attr("shape_or_none", None)},

@@ -47,9 +47,14 @@ def _merge(known, new, node: Node, what: str, kind: str, err_type):
 def _complete(value, kind: str) -> bool:
     if value is None:
         return False
-    if kind == "shape":
-        return None not in value and 0 not in value
+    if kind == "shape":  # a 0 is unknown in MXNet 1.x, a real (empty) size under NumPy shape semantics
+        return None not in value and (0 not in value or _np_shape())
     return True
+
+
+def _np_shape() -> bool:
+    from ..util import is_np_shape
+    return is_np_shape()
 
 
 def _run(order: Sequence[Node], known: Dict[Key, object], kind: str) -> Dict[Key, object]:

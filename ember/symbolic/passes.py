@@ -163,13 +163,15 @@ def infer_shape(g: GraphState) -> GraphState:
         if n.op is None:
             if n.name in g.known_shapes:
                 known[(id(n), 0)] = tuple(g.known_shapes[n.name])
-    shapes = infer_shapes(g.nodes[:g.num_forward], known)
+    from ..util import is_np_shape
+    zero_is_unknown = not is_np_shape()  # under NumPy shape semantics () and 0 are real sizes
+    shapes = infer_shapes(g.nodes[:g.num_forward], known, zero_is_unknown)
     if g.num_forward < len(g.nodes):
         # head gradients take their head's shape; then only backward nodes remain to infer
         for (node, i), v in zip(g.heads, g.head_grad_vars):
             if (id(node), i) in shapes:
                 shapes[(id(v), 0)] = shapes[(id(node), i)]
-        shapes = infer_shapes(g.nodes[g.num_forward:], shapes)
+        shapes = infer_shapes(g.nodes[g.num_forward:], shapes, zero_is_unknown)
     missing = [n.name for n in g.nodes if n.op is None and not is_complete_shape(shapes.get((id(n), 0)))]
     if missing:
         raise ShapeError(f"cannot infer the shapes of {missing}; give them to simple_bind/bind "
