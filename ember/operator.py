@@ -26,7 +26,7 @@ def _attr_type(spec) -> str:
     optional_none = kind.endswith("_or_none")
     base = kind[: -len("_or_none")] if optional_none else kind
     if spec.choices:
-        text = "{" + ", ".join(repr(c) for c in spec.choices) + "}"
+        text = "{" + ", ".join(repr(c) for c in sorted(spec.choices)) + "}"  # MXNet lists them sorted
     else:
         text = _KIND_NAMES.get(base, base) + (" or None" if optional_none else "")
     if spec.default is _ops.registry.REQUIRED:

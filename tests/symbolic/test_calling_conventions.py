@@ -150,6 +150,9 @@ def test_operator_introspection():
     assert args.narg == 6
     assert args.types[0] == "NDArray-or-Symbol" and args.types[3] == "int, required"
     assert mx.operator.get_operator_arguments("elemwise_add").names == ["lhs", "rhs"]
+    # choices are listed sorted, as MXNet's argument descriptions
+    assert mx.operator.get_operator_arguments("Activation").types[1] == \
+        "{'relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'}, required"
     assert mx.operator.get_operator_arguments("Dropout").names[:2] == ["data", "p"]
     assert mx.operator.get_operator_arguments("Concat").types[0] == "NDArray-or-Symbol[]"
     with pytest.raises(MXNetError, match="nope is not registered"):
