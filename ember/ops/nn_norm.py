@@ -135,6 +135,7 @@ register(OpDef(
     name="BatchNorm", attrs=_BN_ATTRS, inputs=["data", "gamma", "beta"], outputs=["output", "mean", "var"],
     aux=["moving_mean", "moving_var"], num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1,
     infer_shape_backward=data_like_output,
+    aliases=["BatchNorm_v1"],  # MXNet's legacy BatchNorm: the same attributes less axis/cudnn_off, same math
     infer_shape=_bn_shape, infer_type=_types("BatchNorm", 3, 2), kernels={"any": _bn_forward}, inplace=[(0, 0)],
     gradient=backward_via("_backward_BatchNorm", lambda a, i, o, g: [g[0], i[0], i[1], o[1], o[2]],
                           lambda a: [True, True, True]),
