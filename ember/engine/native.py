@@ -20,16 +20,12 @@ from typing import Callable, Sequence
 from . import core
 from ._native import ffi, lib
 
+engine = core.native_engine
 op_name = core.op_name
 register_error = core.register_error
 flush_bulk = core.flush_bulk
 from_buffer = ffi.from_buffer
 NULL = ffi.NULL
-
-
-def engine():
-    """The C engine handle (`ember_engine *`)."""
-    return core._E
 
 
 def var_array(read: Sequence[core.Var], write: Sequence[core.Var]):
