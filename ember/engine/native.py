@@ -6,7 +6,6 @@ distributed kvstore runs on (native/collectives.h) and host copies as engine ops
 (native/host_copy.h).  Python code outside ember/engine reaches them only through this module.
 
     engine()                        the C engine (`ember_engine *`)
-    var_array(read, write)          (`ember_var *[]` of read then written variables, nread, nwrite)
     op_name(name)                   an interned C string for an op name
     register_error(exc, name)       an error id that wait()/wait_all() raise as `exc`
     flush_bulk()                    push this thread's bulk group first (C pushes bypass it)
@@ -26,13 +25,6 @@ register_error = core.register_error
 flush_bulk = core.flush_bulk
 from_buffer = ffi.from_buffer
 NULL = ffi.NULL
-
-
-def var_array(read: Sequence[core.Var], write: Sequence[core.Var]):
-    """(`ember_var *[]` holding the handles of `read` then of `write`, len(read), len(write)), for
-    C functions that push ops; TypeError/EngineError naming a bad variable."""
-    vs, nr = core.var_handles(read, write)
-    return ffi.new("ember_var *[]", vs), nr, len(vs) - nr
 
 
 def push_host_copy(src, dst, src_var: core.Var, dst_var: core.Var, priority: int, name: str) -> int:
