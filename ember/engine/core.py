@@ -81,7 +81,6 @@ _claim = lib.ember_claim
 _claim_idle = lib.ember_claim_idle
 _release_idle = lib.ember_release_idle
 _complete = lib.ember_complete
-_cast = ffi.cast
 _ON_ERROR = lib.EMBER_ON_ERROR
 _PENDING = lib.EMBER_PENDING
 _REQUEUE = lib.EMBER_REQUEUE
