@@ -188,14 +188,18 @@ def _sync_forward(ctx, attrs, inputs, outputs, aux):
         raise OperatorError(f"_contrib_SyncBatchNorm: ndev={attrs['ndev']} needs a multi-device run; "
                             "ember runs SyncBatchNorm on one device only (ndev=1)")
     _bn_kernel(ctx, attrs, inputs, outputs, aux)
+    # MXNet's SyncBatchNorm reports the variance where BatchNorm reports the inverse std
+    var = outputs[2]
+    var[...] = 1.0 / (var * var) - var.dtype.type(attrs["eps"])
 
 
-def _bn_gradient(relu: bool):
+def _bn_gradient(relu: bool, var_output: bool = False):
     def gradient(F, attrs, inputs, outputs, out_grads):
         dy = out_grads[0]
         if relu:  # through the ReLU first: zero where the output was clipped
             dy = F._backward_relu(dy, outputs[0])
-        res = F._backward_BatchNorm(dy, inputs[0], inputs[1], outputs[1], outputs[2], **_as_batchnorm(attrs))
+        inv_std = F.rsqrt(F._plus_scalar(outputs[2], scalar=attrs["eps"])) if var_output else outputs[2]
+        res = F._backward_BatchNorm(dy, inputs[0], inputs[1], outputs[1], inv_std, **_as_batchnorm(attrs))
         return [res[0], res[1], res[2]]
     gradient.__doc__ = "Gradient through _backward_BatchNorm" + (" after the ReLU mask." if relu else ".")
     return gradient
@@ -214,8 +218,9 @@ register(OpDef(
     inputs=["data", "gamma", "beta"], outputs=["output", "mean", "var"], aux=["moving_mean", "moving_var"],
     num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1, infer_shape=_bn_infer_shape,
     infer_shape_backward=data_like_output,
-    infer_type=_bn_infer_type, kernels={"any": _sync_forward}, gradient=_bn_gradient(False),
-    doc="Synchronized batch norm over axis 1; on one device (ndev=1) it is BatchNorm."))
+    infer_type=_bn_infer_type, kernels={"any": _sync_forward}, gradient=_bn_gradient(False, var_output=True),
+    doc="Synchronized batch norm over axis 1; on one device (ndev=1) it is BatchNorm, except that the hidden "
+        "output var is the variance (BatchNorm's is the inverse std), as MXNet."))
 
 
 def _bn_relu_forward(ctx, attrs, inputs, outputs, aux):
