@@ -1,11 +1,12 @@
-"""Copies, fills and device transfers of NDArrays, pushed as engine ops."""
+"""Copies, fills and device transfers of NDArrays: engine ops through `invoke.execute` (small CPU
+ones run in the caller when the engine lets them start now)."""
 from __future__ import annotations
 
-from .. import backend, engine
+from .. import backend
 from ..base import ShapeError
 from ..context import Context
 from . import storage
-from .invoke import INLINE_MAX_ELEMENTS
+from .invoke import execute
 from .ndarray import NDArray
 
 
@@ -17,7 +18,7 @@ def push_assign(dst_data, dst_ctx: Context, dst_var, src_data, src_var, name: st
     def assign():
         dst_data[...] = asarray(src_data)  # a host <-> device transfer when the devices differ
     read = () if src_var is None or src_var is dst_var else (src_var,)
-    engine.push(table.run_on(assign, dst_ctx.device_id), read=read, write=(dst_var,), device=dst_ctx, name=name)
+    execute(table.run_on(assign, dst_ctx.device_id), (), name, dst_data.size, lambda: (read, (dst_var,), ()), dst_ctx)
 
 
 def copy_to_new(src: NDArray, ctx: Context, dtype) -> NDArray:
@@ -46,8 +47,7 @@ def push_fill(data, ctx: Context, var, value, name: str = "fill") -> None:
     """Push `data[...] = value` for a scalar value."""
     def fill():
         data.fill(value)
-    engine.push(backend.of(ctx).run_on(fill, ctx.device_id), write=(var,), device=ctx, name=name,
-                inline=ctx.device_type == "cpu" and data.size <= INLINE_MAX_ELEMENTS)
+    execute(backend.of(ctx).run_on(fill, ctx.device_id), (), name, data.size, lambda: ((), (var,), ()), ctx)
 
 
 def _device_copy_gradient(F, attrs, inputs, outputs, out_grads):
