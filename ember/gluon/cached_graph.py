@@ -154,7 +154,7 @@ class CachedGraph:
         try:
             for name, x, used in zip(self._data_names, inputs, self._used_data):
                 if used:  # the executor computes on dense arrays: a sparse input is given densely
-                    args[name][:] = x if x.stype == "default" else x.tostype("default")
+                    (x if x.stype == "default" else x.tostype("default")).copyto(args[name])
             outs = [o.copy() for o in ex.forward(is_train=_ag.is_training())]
         finally:
             _ag.set_recording(prev)
