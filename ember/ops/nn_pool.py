@@ -21,7 +21,7 @@ _ATTRS = {
     "global_pool": Attr("bool", False, doc="pool over the whole spatial extent"),
     "cudnn_off": Attr("bool", False, doc="accepted for MXNet compatibility"),
     "pooling_convention": Attr("str", "valid", choices=("full", "same", "valid"),
-                               doc="valid: floor; full: ceil when computing the output size"),
+                               doc="valid: floor; full: ceil when computing the output size; same: ceil(in / stride), padded by the op"),
     "stride": Attr("shape", (), doc="window step (default 1)"),
     "pad": Attr("shape", (), doc="padding on both sides (default 0)"),
     "p_value": Attr("int_or_none", None, doc="p of lp pooling"),
@@ -60,8 +60,6 @@ def _params(attrs, in_spatial):
     if attrs["layout"] not in (None,) + _LAYOUTS[nd]:
         raise OperatorError(f"Pooling: layout {attrs['layout']} does not fit {nd + 2}-D data "
                             f"(use {' or '.join(_LAYOUTS[nd])})")
-    if attrs["pooling_convention"] == "same":
-        raise OperatorError("Pooling: pooling_convention='same' is not supported (use 'valid' or 'full')")
     if attrs["pool_type"] == "lp" and attrs["p_value"] not in (1, 2, 3):
         raise OperatorError(f"Pooling: lp pooling needs p_value 1, 2 or 3, got {attrs['p_value']}")
     if attrs["global_pool"]:
@@ -71,10 +69,16 @@ def _params(attrs, in_spatial):
                             f"of the data ({nd})")
     kernel = spatial("Pooling", "kernel", attrs["kernel"], nd, 1)
     stride = spatial("Pooling", "stride", attrs["stride"], nd, 1)
-    pad = spatial("Pooling", "pad", attrs["pad"], nd, 0)
+    # MXNet reads only the leading entries of a longer pad (a 1-D pooling given pad=(0, 0, 0) works)
+    pad = spatial("Pooling", "pad", tuple(attrs["pad"])[:nd] if attrs["pad"] else attrs["pad"], nd, 0)
     positive("Pooling", "kernel", kernel)
     positive("Pooling", "stride", stride)
     positive("Pooling", "pad", pad, allow_zero=True)
+    if attrs["pooling_convention"] == "same":
+        if nd != 1 or attrs["pool_type"] != "max":  # MXNet 1.9.1 has 'same' for 1-D max pooling only
+            raise OperatorError("Pooling: pooling_convention='same' supports 1-D max pooling only (MXNet 1.9.1)")
+        if any(pad):
+            raise OperatorError(f"Pooling: pad must be 0 with pooling_convention='same' (it pads itself), got {pad}")
     return kernel, stride, pad
 
 
@@ -82,6 +86,16 @@ def geometry(attrs, in_spatial) -> PoolGeometry:
     """Validated geometry (and output spatial size) for data of spatial shape `in_spatial`."""
     kernel, stride, pad = _params(attrs, in_spatial)
     full = attrs["pooling_convention"] == "full"
+    if attrs["pooling_convention"] == "same" and not attrs["global_pool"]:
+        # ceil(n / stride) outputs; the padding they need is split, the odd entry on the far side
+        out, pads, extra = [], [], []
+        for n, k, s in zip(in_spatial, kernel, stride):
+            o = -(-n // s)
+            total = max(0, (o - 1) * s + k - n)
+            out.append(o)
+            pads.append(total // 2)
+            extra.append(total - 2 * (total // 2))
+        return PoolGeometry(kernel, stride, tuple(pads), tuple(extra), tuple(out)), tuple(out)
     out, extra = [], []
     for n, k, s, p in zip(in_spatial, kernel, stride, pad):
         span = n + 2 * p - k
