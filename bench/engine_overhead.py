@@ -1,5 +1,7 @@
 """Push-and-run cost per op of the engine: empty native ops pushed from C and from Python, empty
-Python ops run on a worker and run inline, next to MXNet 1.9.1's cost per tiny NDArray op (same run).
+Python ops run on a worker (a chain, and issue 12's figures: 100k pushed round-robin over 64
+variables then wait_all, 100k on one variable) and run inline, next to MXNet 1.9.1's cost per tiny
+NDArray op (same run).
 
     python bench/engine_overhead.py [--n 200000] [--reps 5] [--no-anchor]
 """
@@ -23,13 +25,14 @@ def native_from_c(chain, in_caller):
     return min(lib.ember_bench_native(E, N, 64, chain, in_caller) for _ in range(args.reps)) / 1000.0
 
 
-def python_ops(inline, n):
-    v = engine.Var()
+def python_ops(inline, n, nvars=1):
+    """Empty Python ops pushed round-robin over `nvars` variables (1: a chain), then wait_all."""
+    vs = [engine.Var() for _ in range(nvars)]
     noop = lambda: None  # noqa: E731
 
     def run():
-        for _ in range(n):
-            engine.push(noop, write=[v], inline=inline)
+        for i in range(n):
+            engine.push(noop, write=[vs[i % nvars]], inline=inline)
         engine.wait_all()
     return best_of(run, args.reps) / n * 1e6
 
@@ -51,6 +54,8 @@ results = {
     "native_op_chain_pushed_from_C_on_worker_us": round(native_from_c(1, 0), 4),
     "native_op_pushed_from_python_us": round(native_from_python(N // 4), 3),
     "python_op_on_worker_us": round(python_ops(False, N // 4), 3),
+    "python_op_100k_over_64_vars_us": round(python_ops(False, 100_000, 64), 3),
+    "python_op_100k_chain_us": round(python_ops(False, 100_000, 1), 3),
     "python_op_inline_us": round(python_ops(True, N // 4), 3),
 }
 if not args.no_anchor:
