@@ -28,6 +28,26 @@ def _order(xp, x, axis, ascend):
     return xp.flip(n - 1 - flipped, axis=axis)
 
 
+def _first_k(xp, x, axis, ascend, k):
+    """The first k indices of _order(x): a partition then a sort of the k candidates when k is small
+    (a top-5 of 300k values need not sort them all), the full sort when a tie or NaN sits at the
+    boundary (the partition would not pick the first of equal values) or k is most of the axis."""
+    n = x.shape[axis]
+    if k * 8 >= n or x.dtype.kind not in "fiu" or (x.dtype.kind == "f" and bool(xp.isnan(x).any())):
+        return xp.take(_order(xp, x, axis, ascend), xp.arange(k), axis=axis)
+    key = x if ascend else -x if x.dtype.kind == "f" else None
+    if key is None:  # integers: negating could overflow, pick the largest from the flipped ordering
+        key = xp.iinfo(x.dtype).max - x if x.dtype.kind == "u" else -(x.astype(np.int64))
+    part = xp.argpartition(key, k - 1, axis=axis)
+    cand = xp.sort(xp.take(part, xp.arange(k), axis=axis), axis=axis)  # index order: equal values stay stable
+    cand_keys = xp.take_along_axis(key, cand, axis=axis)
+    kth = xp.max(cand_keys, axis=axis, keepdims=True)
+    if bool(((key == kth).sum(axis=axis) != (cand_keys == kth).sum(axis=axis)).any()):
+        return xp.take(_order(xp, x, axis, ascend), xp.arange(k), axis=axis)
+    order = xp.argsort(cand_keys, axis=axis, kind="stable")
+    return xp.take_along_axis(cand, order, axis=axis)
+
+
 # -- topk ------------------------------------------------------------------------------------
 _TOPK_ATTRS = {"axis": Attr("int_or_none", -1), "k": Attr("int", 1),
                "ret_typ": Attr("str", "indices", choices=_RET_TYPES), "is_ascend": Attr("bool", False),
@@ -82,7 +102,7 @@ def _topk(ctx, attrs, inputs, outputs, aux):
     data = x.reshape(-1) if ax is None else x
     axis = 0 if ax is None else ax
     k = _topk_k(attrs, data.shape[axis])
-    idx = xp.take(_order(xp, data, axis, attrs["is_ascend"]), xp.arange(k), axis=axis)
+    idx = _first_k(xp, data, axis, attrs["is_ascend"], k)
     ret = attrs["ret_typ"]
     if ret == "mask":
         mask = xp.zeros(data.shape, dtype=x.dtype)
