@@ -348,8 +348,12 @@ def _push_now(fn, read, write, priority, device, name, prop, inline, on_error=Fa
     if prop == "normal":
         queue = _CPU_QUEUE if device is None else _queue_for(device, prop)
         attrs = _plain(name) if queue == 0 and priority == 0 else op_attrs(queue, priority, 0, 0, name)
-        if inline and _run_here(fn, (), name, vs, nr, attrs):
-            return
+        if inline:
+            if _claim_idle(_E):
+                _run_idle(fn, (), name, None, vs, nr)
+                return
+            if _run_claimed(fn, (), name, vs, nr, attrs, ()):
+                return
     else:
         attrs = op_attrs(_queue_for(device, prop), priority, PROPS[prop], _ON_ERROR if on_error else 0, name)
         if prop == "async" and not _naive[0]:
@@ -423,46 +427,39 @@ def run_in_caller(fn: Callable, args: tuple, name: Optional[str], deps) -> bool:
     if bulk_threads and (getattr(_tls, "bulk", None) is not None or recorder is not None):
         return False
     if _claim_idle(_E):
-        try:
-            fn(*args)
-        except BaseException as exc:  # noqa: BLE001 - recorded on the written variables, raised at wait
-            _, writes, fresh = deps()
-            _release_idle_failed(exc, name, list(writes) + list(fresh))
-            return True
-        _release_idle(_E, _NULL, 0, 0)
+        _run_idle(fn, args, name, deps)
         return True
     reads, writes, fresh = deps()
     vs, nr = var_handles(reads, writes)
-    op = _claim(_E, vs, nr, len(vs) - nr, _plain(name))
-    if not op:
-        return False
-    _run_claimed(op, fn, args, name, fresh)
-    return True
+    return _run_claimed(fn, args, name, vs, nr, _plain(name), fresh)
 
 
-def _run_here(fn, args, name, vs, nr, attrs) -> bool:
-    """run_in_caller for push(inline=True): the handles are known already."""
-    if _claim_idle(_E):
-        try:
-            fn(*args)
-        except BaseException as exc:  # noqa: BLE001
-            eid = _errors.register(exc, name)
-            writes = vs[nr:]
-            _release_idle(_E, writes, len(writes), eid)
-            if _naive[0]:
-                _errors.raise_for(eid)
-            return True
-        _release_idle(_E, _NULL, 0, 0)
-        return True
+def _written_handles(deps) -> list:
+    _, writes, fresh = deps()
+    return var_handles((), [*writes, *fresh])[0]
+
+
+def _run_idle(fn, args, name, deps, vs=None, nr=0) -> None:
+    """Run fn(*args) under the idle claim (taken), then release it; if fn raises, its error goes on
+    the written variables (of deps(), or the handles vs[nr:]): raised at their wait (under
+    NaiveEngine, here)."""
+    try:
+        fn(*args)
+    except BaseException as exc:  # noqa: BLE001 - recorded on the written variables, raised at wait
+        eid = _errors.register(exc, name)
+        hs = vs[nr:] if deps is None else _written_handles(deps)
+        _release_idle(_E, hs, len(hs), eid)
+        if _naive[0]:
+            _errors.raise_for(eid)
+        return
+    _release_idle(_E, _NULL, 0, 0)
+
+
+def _run_claimed(fn, args, name, vs, nr, attrs, fresh) -> bool:
+    """Run fn(*args) as an op on vs if ember_claim hands it to this thread; False if it did not."""
     op = _claim(_E, vs, nr, len(vs) - nr, attrs)
     if not op:
         return False
-    _run_claimed(op, fn, args, name, ())
-    return True
-
-
-def _run_claimed(op, fn, args, name, fresh) -> None:
-    """Run an op ember_claim handed to this thread, then complete it."""
     try:
         fn(*args)
     except BaseException as exc:  # noqa: BLE001 - recorded on its writes, raised at wait
@@ -472,16 +469,9 @@ def _run_claimed(op, fn, args, name, fresh) -> None:
             _push_now(partial(_reraise, exc), (), fresh, 0, None, name, "normal", False)
         if _naive[0]:
             _errors.raise_for(eid)
-        return
+        return True
     _complete(op, 0)
-
-
-def _release_idle_failed(exc: BaseException, name: Optional[str], writes: Sequence[Var]) -> None:
-    eid = _errors.register(exc, name)
-    handles = [v._h for v in writes]
-    _release_idle(_E, handles, len(handles), eid)
-    if _naive[0]:
-        _errors.raise_for(eid)
+    return True
 
 
 def _reraise(exc: BaseException) -> None:
