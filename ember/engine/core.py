@@ -243,7 +243,7 @@ def ember_py_run_batch(ids, ops, n, errs):
     pop = _pyops.pop
     deadline = _clock() + BATCH_SLICE_S
     for i in range(n):
-        if i & 7 == 0 and i and _clock() > deadline:
+        if i and _clock() > deadline:
             for j in range(i, n):
                 errs[j] = _REQUEUE
             return 0
