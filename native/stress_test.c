@@ -5,7 +5,8 @@
  * result must equal serial execution.  Also covers failing ops, inherited
  * errors and recovery, ops claimed by their pusher (ember_claim), async
  * completion from another thread, variable deletion
- * with pending ops, a stop that cannot drain followed by a restart and destroy,
+ * with pending ops, a stop that cannot drain followed by a restart and destroy, a batch popped
+ * while the engine cancels (EMBER_ON_ERROR ops still run, as single ops do),
  * host copies (ready at push, made ready by a worker, after a failed input),
  * every policy and both engine types.  Usage: stress_test [nops]
  */
@@ -275,6 +276,49 @@ static int check_restart(void) {
     return bad;
 }
 
+/* Ops popped as one batch by a worker while the engine cancels (a stop that could not drain):
+ * the same rules as for a single op (op_start): an EMBER_ON_ERROR op still runs, told it failed,
+ * a plain one is dropped; both end with EMBER_ERR_CANCELLED on what they write. */
+static int cancel_probe(void *ctx, ember_opr *op) {
+    *(int *)ctx = 1 + ember_op_input_failed(op); /* 2: ran, told it was cancelled */
+    return 0;
+}
+
+static int cancel_probe_batch(void **ctxs, ember_opr **ops, int n, int *errs) {
+    for (int i = 0; i < n; i++) errs[i] = cancel_probe(ctxs[i], ops[i]);
+    return 0;
+}
+
+static int check_batch_under_cancel(void) {
+    enum { K = 6 };
+    ember_engine *e = ember_engine_create(0, 1, 1); /* one worker: the probes queue behind the block */
+    ember_set_batch(e, cancel_probe, cancel_probe_batch);
+    ember_var *v = ember_var_new(e), *w[K];
+    int ran[K] = {0};
+    atomic_store(&release_flag, 0);
+    atomic_store(&blocked_started, 0);
+    push_task(e, blocked_op, NULL, NULL, 0, &v, 1, 0, 0, "blocked");
+    wait_blocked_started();
+    for (int i = 0; i < K; i++) {
+        w[i] = ember_var_new(e);
+        ember_var *vars[1] = {w[i]};
+        const ember_op_attrs a = {0, 0, EMBER_PROP_NORMAL, i % 2 ? EMBER_ON_ERROR : 0, "probe"};
+        ember_push(e, cancel_probe, &ran[i], vars, 0, 1, &a);
+    }
+    int bad = ember_engine_stop(e, 5) == 0; /* cannot drain: the probes are cancelled */
+    atomic_store(&release_flag, 1);         /* the (detached) worker pops them as one batch */
+    if (ember_wait_all(e, 10000) == -1) bad = 1;
+    for (int i = 0; i < K; i++) {
+        if (ran[i] != (i % 2 ? 2 : 0) || ember_var_error(w[i]) != EMBER_ERR_CANCELLED) bad = 1;
+    }
+    ember_engine_start(e);
+    ember_var_delete(e, v);
+    for (int i = 0; i < K; i++) ember_var_delete(e, w[i]);
+    ember_engine_destroy(e);
+    if (bad) fprintf(stderr, "a batch under cancellation broke op_start's rules\n");
+    return bad;
+}
+
 /* fork() right after a stop that could not drain: the child has none of the parent's workers, not
  * even the detached one, so start_in_child forgets them; a later joining stop must not wait for
  * them (alarm() turns such a hang into a failure). */
@@ -380,6 +424,7 @@ int main(int argc, char **argv) {
     bad |= check_async(0);
     bad |= check_async(1);
     bad |= check_restart();
+    bad |= check_batch_under_cancel();
     bad |= check_fork_after_stuck_stop();
     bad |= check_host_copy(0);
     bad |= check_host_copy(1);
