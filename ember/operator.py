@@ -166,3 +166,96 @@ def register(reg_name: str):
 
 
 register("custom_op")(CustomOpProp)
+
+
+# -- MXNet's legacy Python operators (PythonOp / NumpyOp), carried by the same Custom op ----------
+
+class PythonOp:
+    """Base of MXNet's legacy Python operators: override forward/backward (and the shape and name
+    methods); `op.get_symbol(*inputs, name=...)` (or `op(*inputs)`) makes the symbol."""
+
+    def __init__(self, need_top_grad: bool = True):
+        self.info_ = None
+        self.need_top_grad_ = need_top_grad
+
+    def __call__(self, *args, **kwargs):
+        return self.get_symbol(*args, **kwargs)
+
+    def get_symbol(self, *args, **kwargs):
+        """The symbol running this operator on the given input symbols."""
+        raise NotImplementedError("Must override this")
+
+    def forward(self, in_data, out_data) -> None:
+        """Write the outputs into out_data (default: a copy of input 0)."""
+        out_data[0][:] = in_data[0]
+
+    def backward(self, out_grad, in_data, out_data, in_grad) -> None:
+        """Write the input gradients into in_grad (MXNet's default: ones)."""
+        in_grad[0][:] = 1.0
+
+    def infer_shape(self, in_shape):
+        """(input shapes, output shapes); default: one output shaped like input 0."""
+        return in_shape, [in_shape[0]]
+
+    def list_outputs(self) -> List[str]:
+        """Output names (default ['output'])."""
+        return ["output"]
+
+    def list_arguments(self) -> List[str]:
+        """Input names (default ['data'])."""
+        return ["data"]
+
+    def need_top_grad(self) -> bool:
+        """Whether backward reads the output gradients."""
+        return self.need_top_grad_
+
+
+class NumpyOp(PythonOp):
+    """A PythonOp whose forward/backward receive numpy arrays (outputs and gradients written in place)."""
+
+    def get_symbol(self, *args, **kwargs):
+        from .symbol import Custom
+        op_type = f"_numpy_op_{id(self):x}"
+        _register_python_op(op_type, self)
+        return Custom(*args, op_type=op_type, **kwargs)
+
+
+def _register_python_op(op_type: str, pyop: PythonOp) -> None:
+    """Register (once) a CustomOpProp that runs `pyop` on numpy copies of the arrays."""
+    import numpy as np
+    from .ops import custom as _custom
+    from .imperative.creation import array
+
+    class _Op(CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            host_in = [x.asnumpy() for x in in_data]
+            host_out = [np.zeros(o.shape, dtype=o.dtype) for o in out_data]
+            pyop.forward(host_in, host_out)
+            for dst, src, r in zip(out_data, host_out, req):
+                _assign(dst, r, array(src, ctx=dst.context, dtype=dst.dtype))
+
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            host_grad = [np.zeros(g.shape, dtype=g.dtype) for g in in_grad]
+            pyop.backward([g.asnumpy() for g in out_grad], [x.asnumpy() for x in in_data],
+                          [y.asnumpy() for y in out_data], host_grad)
+            for dst, src, r in zip(in_grad, host_grad, req):
+                _assign(dst, r, array(src, ctx=dst.context, dtype=dst.dtype))
+
+    class _Prop(CustomOpProp):
+        def __init__(self):
+            super().__init__(need_top_grad=pyop.need_top_grad())
+
+        def list_arguments(self):
+            return pyop.list_arguments()
+
+        def list_outputs(self):
+            return pyop.list_outputs()
+
+        def infer_shape(self, in_shape):
+            ins, outs = pyop.infer_shape(in_shape)[:2]
+            return ins, outs, []
+
+        def create_operator(self, ctx, in_shapes, in_dtypes):
+            return _Op()
+
+    _custom.register_prop(op_type, _Prop)
