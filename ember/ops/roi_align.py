@@ -138,3 +138,75 @@ register(OpDef(
     infer_shape=_infer_shape, infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _forward},
     gradient=lambda F, a, i, o, g: list(F._backward_contrib_ROIAlign(g[0], i[0], i[1], **a)),
     doc="Bilinear-sample average pooling of regions of interest (Mask R-CNN's ROIAlign)."))
+
+
+# -- _contrib_RROIAlign: rotated regions [batch, center_x, center_y, width, height, angle in degrees] ---------
+_R_ATTRS = {
+    "pooled_size": Attr("shape", doc="(PH, PW) output bins"),
+    "spatial_scale": Attr("float", doc="rois coordinates times this give data coordinates"),
+    "sampling_ratio": Attr("int", -1, doc="samples per bin side; <= 0: ceil(roi size / bins)"),
+}
+
+
+def _rroi_infer_shape(attrs, in_shapes):
+    d, rois = in_shapes
+    ph, pw = _bins(attrs)
+    if d is not None and len(d) != 4:
+        raise ShapeError(f"_contrib_RROIAlign: data must be 4-D (N, C, H, W), got {tuple(d)}")
+    if rois is not None and (len(rois) != 2 or (rois[1] is not None and rois[1] != 6)):
+        raise ShapeError("_contrib_RROIAlign: rois must be (R, 6) [batch, center_x, center_y, width, height, "
+                         f"angle], got {tuple(rois)}")
+    if d is None or rois is None:
+        return in_shapes, [None]
+    return [tuple(d), tuple(rois)], [(rois[0], d[1], ph, pw)]
+
+
+def _bilinear_gather(img, y, x):
+    """Bilinear samples of img (C, H, W) at points y, x (same shape S): (C, S); 0 outside [-1, H] x [-1, W]."""
+    _, h, w = img.shape
+    valid = (y >= -1.0) & (y <= h) & (x >= -1.0) & (x <= w)
+    y, x = np.maximum(y, 0.0), np.maximum(x, 0.0)
+    y0, x0 = y.astype(np.int64), x.astype(np.int64)
+    top_y, top_x = y0 >= h - 1, x0 >= w - 1
+    y0, x0 = np.where(top_y, h - 1, y0), np.where(top_x, w - 1, x0)
+    y, x = np.where(top_y, y0, y), np.where(top_x, x0, x)
+    y1, x1 = np.where(top_y, y0, y0 + 1), np.where(top_x, x0, x0 + 1)
+    ly, lx = y - y0, x - x0
+    val = ((1 - ly) * (1 - lx) * img[:, y0, x0] + (1 - ly) * lx * img[:, y0, x1]
+           + ly * (1 - lx) * img[:, y1, x0] + ly * lx * img[:, y1, x1])
+    return np.where(valid, val, 0.0)
+
+
+def _rroi_forward(ctx, attrs, inputs, outputs, aux):
+    data, rois = (x if ctx.xp is np else x.get() for x in inputs)
+    n = data.shape[0]
+    ph, pw = _bins(attrs)
+    t = data.dtype.type
+    out = np.zeros(outputs[0].shape, dtype=np.float64)
+    for k, roi in enumerate(rois):
+        b = int(roi[0])
+        if not 0 <= b < n:
+            raise OperatorError(f"_contrib_RROIAlign: roi {k} names batch index {b}, data has {n} images")
+        cx, cy, rw, rh = (t(v) * t(attrs["spatial_scale"]) for v in roi[1:5])
+        theta = float(t(roi[5]) * t(np.pi / 180.0))
+        rw, rh = max(rw, t(1.0)), max(rh, t(1.0))
+        bin_h, bin_w = rh / t(ph), rw / t(pw)
+        r = attrs["sampling_ratio"]
+        gh = r if r > 0 else int(np.ceil(rh / t(ph)))
+        gw = r if r > 0 else int(np.ceil(rw / t(pw)))
+        # sample offsets in the roi's frame (centered), (PH, gh) rows and (PW, gw) columns
+        yy = -rh / 2 + np.arange(ph)[:, None] * bin_h + (np.arange(gh)[None, :] + 0.5) * bin_h / gh
+        xx = -rw / 2 + np.arange(pw)[:, None] * bin_w + (np.arange(gw)[None, :] + 0.5) * bin_w / gw
+        yy, xx = yy[:, :, None, None], xx[None, None, :, :]
+        cos, sin = np.cos(theta), np.sin(theta)
+        x = xx * cos + yy * sin + cx
+        y = yy * cos - xx * sin + cy
+        vals = _bilinear_gather(data[b].astype(np.float64), y, x)  # (C, PH, gh, PW, gw)
+        out[k] = vals.mean(axis=(2, 4))
+    outputs[0][...] = out if ctx.xp is np else ctx.xp.asarray(out)
+
+
+register(OpDef(
+    name="_contrib_RROIAlign", attrs=_R_ATTRS, inputs=["data", "rois"], outputs=["output"],
+    infer_shape=_rroi_infer_shape, infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _rroi_forward},
+    doc="ROIAlign of rotated regions (forward only, as MXNet 1.9.1)."))

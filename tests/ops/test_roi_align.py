@@ -78,3 +78,34 @@ def test_roi_align_errors_and_symbol():
         s.infer_shape(d=(1, 10, 5, 5), r=(4, 5))
     with pytest.raises(mx.MXNetError, match="rois must be"):
         mx.nd.contrib.ROIAlign(mx.nd.ones((1, 1, 4, 4)), mx.nd.ones((2, 4)), pooled_size=(2, 2), spatial_scale=1.0)
+
+
+def _rotated_reference(data, rois, ph, pw, scale, ratio):
+    out = np.zeros((len(rois), data.shape[1], ph, pw))
+    for r, roi in enumerate(rois):
+        cx, cy, rw, rh = roi[1:5] * scale
+        th = roi[5] * np.pi / 180.0
+        rw, rh = max(rw, 1.0), max(rh, 1.0)
+        gh = ratio if ratio > 0 else int(np.ceil(rh / ph))
+        gw = ratio if ratio > 0 else int(np.ceil(rw / pw))
+        for c in range(data.shape[1]):
+            for i in range(ph):
+                for j in range(pw):
+                    acc = 0.0
+                    for a in range(gh):
+                        for b in range(gw):
+                            yy = -rh / 2 + i * rh / ph + (a + 0.5) * rh / ph / gh
+                            xx = -rw / 2 + j * rw / pw + (b + 0.5) * rw / pw / gw
+                            acc += _bilinear(data[int(roi[0]), c], yy * np.cos(th) - xx * np.sin(th) + cy,
+                                             xx * np.cos(th) + yy * np.sin(th) + cx)
+                    out[r, c, i, j] = acc / (gh * gw)
+    return out
+
+
+@pytest.mark.parametrize("ratio", [-1, 2])
+def test_rotated_roi_align_matches_the_reference(ratio):
+    data = np.random.default_rng(3).standard_normal((2, 3, 10, 12))
+    rois = np.array([[0, 5, 4, 6, 3, 30], [1, 2, 8, 9, 5, 150], [1, 6, 6, 0.5, 0.5, 0], [0, 11, 1, 20, 12, -45]])
+    out = run("_contrib_RROIAlign", [data, rois], {"pooled_size": (2, 3), "spatial_scale": 0.8,
+                                                    "sampling_ratio": ratio})
+    np.testing.assert_allclose(out, _rotated_reference(data, rois, 2, 3, 0.8, ratio), atol=1e-10)
