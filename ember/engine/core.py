@@ -303,8 +303,8 @@ def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), prio
     (async ops only): then it still runs, `done.input_failed` is true, and it must still call
     done(), e.g. to release an ordered resource that later ops wait for.
     """
-    if prop == "normal" and device is None and not (priority or inline or on_error or bulk_threads
-                                                     or _in_caller_threads or _naive[0]):
+    if prop == "normal" and not (priority or inline or on_error or bulk_threads or _in_caller_threads
+                                 or _naive[0]) and (device is None or getattr(device, "device_type", "cpu") == "cpu"):
         # the common case, kept short: a plain Python op for a CPU worker
         try:  # (list comprehensions cost more than the rest of this path: one or two vars unrolled)
             if len(write) == 1 and not read:
