@@ -16,8 +16,10 @@ it is pushed after the ops it depends on (into this thread's bulk group when one
 the semantics of a pushed op.  Plans exist only for ops `invoke.runs_in_caller` allows to run in
 the caller (small CPU outputs).
 
-Everything else goes to the general path, which raises the proper errors: arrays in an autograd
-graph, other devices, large outputs, freed arrays, bad attributes or shapes.
+Under `autograd.record()` a planned call on arrays in an autograd graph is taped as the general
+path tapes it (in-place forms of such arrays take the general path, which refuses them).
+Everything else goes to the general path, which raises the proper errors: other devices, large
+outputs, freed arrays, bad attributes or shapes.
 `ember.ops.override` and `register` empty the plan caches, so a replaced kernel applies at once.
 """
 from __future__ import annotations
@@ -32,7 +34,7 @@ from ..engine import core as _engine
 from ..ops import registry
 from ..ops.registry import OpContext
 from . import autograd_state, storage
-from .invoke import FreshVars, check as _check, infer as _infer_general, invoke as _general, runs_in_caller
+from .invoke import FreshVars, _record, check as _check, infer as _infer_general, invoke as _general, runs_in_caller
 from .ndarray import NDArray, _is_scalar
 
 _PLAN_LIMIT = 4096
@@ -44,6 +46,7 @@ _CACHES.append(_KERNEL_PLANS)
 _run_in_caller = _engine.run_in_caller
 _push = _engine.push
 _is_training = autograd_state.is_training
+_is_recording = autograd_state.is_recording
 _alloc = storage.alloc
 _CPU0 = cpu(0)
 _CPU0_OPCTX = {False: OpContext(np, False, _CPU0), True: OpContext(np, True, _CPU0)}
@@ -77,8 +80,8 @@ def operator(array_op: Optional[str], scalar_op: str, in_place: bool = False) ->
             sx = lhs._sig = (x.shape, x.dtype)
         lc = lhs._chunk
         ctx = lc.ctx
-        # plans are for live CPU arrays outside autograd graphs
-        usable = lhs._ag is None and not lc.freed and (ctx is _CPU0 or ctx.device_type == "cpu")
+        usable = not lc.freed and (ctx is _CPU0 or ctx.device_type == "cpu")  # plans are for live CPU arrays
+        taped = lhs._ag is not None  # an input in an autograd graph
         t = type(rhs)
         if t is NDArray:
             sy = rhs._sig
@@ -87,7 +90,8 @@ def operator(array_op: Optional[str], scalar_op: str, in_place: bool = False) ->
             if plan is None:
                 plan = _operator_plan(array_plans, key, array_op, (lhs, rhs), in_place)
             rc = rhs._chunk
-            if not (plan and usable and rhs._ag is None and not rc.freed and rc.ctx is ctx):
+            taped = taped or rhs._ag is not None
+            if not (plan and usable and not rc.freed and rc.ctx is ctx) or (taped and in_place):
                 return _general(array_op, (lhs, rhs), None, lhs if in_place else None)
             inputs, name, y = (lhs, rhs), array_op, rhs._data
         elif t is float or t is int or _is_scalar(rhs):
@@ -95,8 +99,10 @@ def operator(array_op: Optional[str], scalar_op: str, in_place: bool = False) ->
             if plan is None:
                 plan = _operator_plan(scalar_plans, sx, scalar_op, (lhs,), in_place)
             y = float(rhs)
-            if not (plan and usable):
+            if not (plan and usable) or (taped and in_place):
                 return _general(scalar_op, (lhs,), {"scalar": y}, lhs if in_place else None)
+            if taped:
+                rhs = y  # the attribute the tape records
             if plan[4] is not None:
                 y = plan[4](y)  # the scalar in the array's integer type, as MXNet's DType(scalar)
             inputs, name = (lhs,), scalar_op
@@ -115,6 +121,10 @@ def operator(array_op: Optional[str], scalar_op: str, in_place: bool = False) ->
         args = (y, x, data) if plan[5] else (x, y, data)
         if not _run_in_caller(plan[0], args, name, lambda: _deps(inputs, result, False)):
             _pushed(plan[0], args, name, inputs, result, False, ctx)
+        if taped and _is_recording():
+            opdef = registry.get(name)
+            _record(opdef, opdef.parse_attrs({} if t is NDArray else {"scalar": rhs}), inputs, [result],
+                    _is_training())
         return result
     method.plans = (array_plans, scalar_plans)
     return method
@@ -197,13 +207,14 @@ def kernel_call(name: str, args: tuple, kwargs: dict):
         plan = _kernel_plan(key, name, args, kwargs)
     xc = x._chunk
     ctx = xc.ctx
-    # plans are for live CPU arrays outside autograd graphs
-    if not plan or x._ag is not None or xc.freed or not (ctx is _CPU0 or ctx.device_type == "cpu"):
+    if not plan or xc.freed or not (ctx is _CPU0 or ctx.device_type == "cpu"):  # plans are for live CPU arrays
         return None
+    taped = x._ag is not None  # an input in an autograd graph
     if n == 2:
         yc = y._chunk
-        if y._ag is not None or yc.freed or yc.ctx is not ctx:
+        if yc.freed or yc.ctx is not ctx:
             return None
+        taped = taped or y._ag is not None
         in_data = [x._data, y._data]
     else:
         in_data = [x._data]
@@ -215,6 +226,8 @@ def kernel_call(name: str, args: tuple, kwargs: dict):
                  _NO_AUX)
     if not _run_in_caller(plan[0], call_args, name, lambda: _deps(args, result, False)):
         _pushed(plan[0], call_args, name, args, result, False, ctx)
+    if taped and _is_recording():
+        _record(registry.get(name), dict(plan[1]), args, [result], is_train)
     return result
 
 

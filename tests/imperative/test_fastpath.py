@@ -1,4 +1,5 @@
 """The tiny-op path (ember/imperative/fastpath.py): same results, ordering and errors as the general path."""
+import contextlib
 import threading
 import time
 
@@ -261,16 +262,24 @@ def test_memory_stats_count_fast_path_allocations():
 
 
 # -- kernel plans: mx.nd.<op>(...) and the NDArray methods built on it ------------------------
-def _by_general_path(fn):
-    """fn() with no plan made (every call takes the general path)."""
+@contextlib.contextmanager
+def _no_plans():
+    """Within the block no plan is made (every call takes the general path)."""
     fastpath._forget_plans()
     plan_makers = fastpath._operator_plan, fastpath._kernel_plan
     fastpath._operator_plan = lambda plans, key, *rest: False
     fastpath._kernel_plan = lambda key, *rest: False
     try:
-        return fn().asnumpy()
+        yield
     finally:
         fastpath._operator_plan, fastpath._kernel_plan = plan_makers
+        fastpath._forget_plans()
+
+
+def _by_general_path(fn):
+    """fn() with no plan made (every call takes the general path)."""
+    with _no_plans():
+        return fn().asnumpy()
 
 
 @pytest.mark.parametrize("call", [
@@ -380,3 +389,42 @@ def test_busy_engine_runs_tiny_ops_here_without_making_engine_vars():
         np.testing.assert_array_equal(d._data, np.ones(4))
     finally:
         gate.set()
+
+
+def test_recorded_calls_take_plans_and_differentiate_like_the_general_path():
+    xv = np.array([[1.0, 2.0], [3.0, 0.5]], np.float32)
+    wv = np.array([[0.5, -1.0], [2.0, 3.0]], np.float32)
+
+    def f(x, w):
+        return (mx.nd.exp(x * w * 0.1 + 1.0) / (4.0 - w) - x ** 2.0).sum() + mx.nd.relu(x - w).sum(axis=1).sum()
+
+    runs = []
+    for general in (False, True):
+        x, w = mx.nd.array(xv), mx.nd.array(wv)
+        x.attach_grad()
+        w.attach_grad()
+        with _no_plans() if general else contextlib.nullcontext():
+            fastpath._forget_plans()
+            with mx.autograd.record():
+                y = f(x, w)
+            y.backward()
+            if not general:  # the recorded calls ran from plans
+                assert mx.nd.NDArray.__mul__.plans[0] and mx.nd.NDArray.__rsub__.plans[1]
+                assert any(fastpath._KERNEL_PLANS.values())
+        runs.append((y.asnumpy(), x.grad.asnumpy(), w.grad.asnumpy()))
+    for got, want in zip(*runs):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    e = np.exp(xv * wv * 0.1 + 1.0)
+    want_dx = e * wv * 0.1 / (4.0 - wv) - 2 * xv + (xv > wv)
+    want_dw = e * xv * 0.1 / (4.0 - wv) + e / (4.0 - wv) ** 2 - (xv > wv)
+    np.testing.assert_allclose(runs[0][1], want_dx, rtol=1e-5)
+    np.testing.assert_allclose(runs[0][2], want_dw, rtol=1e-5)
+
+
+def test_in_place_update_of_a_recorded_array_is_still_refused():
+    x = mx.nd.ones((3,))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x * 2.0
+        with pytest.raises(mx.base.EmberError, match="in-place update while recording"):
+            y += 1.0
