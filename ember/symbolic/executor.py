@@ -87,6 +87,10 @@ def _grad_req_dict(grad_req, names: Sequence[str]) -> Dict[str, str]:
     return {n: ("write" if r == "inplace" else r) for n, r in reqs.items()}
 
 
+# Operators MXNet 1.9.1 registers without input names: its monitor calls their inputs input0, input1, ...
+_UNNAMED_INPUTS = frozenset({"Activation", "SoftmaxActivation"})
+
+
 class _MonitorName(str):
     """A monitor callback's name: a str that also answers MXNet's bytes `.decode()` (py_str)."""
 
@@ -695,7 +699,7 @@ class Executor:
                         continue
                     if c.op is None:
                         self._monitor(_MonitorName(c.name), copy)
-                    slot = names[pos] if pos < len(names) else f"input{pos}"
+                    slot = names[pos] if pos < len(names) and n.op.name not in _UNNAMED_INPUTS else f"input{pos}"
                     self._monitor(_MonitorName(f"{n.name}_{slot}"), copy)
             self._push_segments([_Segment.of([self._runners[step]])], is_train)
             names = self._backward_names().get(id(n)) if step >= g.num_forward else None

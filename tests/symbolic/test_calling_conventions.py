@@ -124,6 +124,10 @@ def test_monitor_callback_names_and_values_as_mxnet():
     cat = mx.sym.concat(data, data, dim=0, name="concat")
     seen, _, _ = _names(cat, True, data=(2, 3))
     assert [n for n, _ in seen][:4] == ["data", "concat_arg0", "data", "concat_arg1"]
+    # Activation is registered in MXNet without input names: its input shows as input0
+    act = mx.sym.Activation(data, act_type="relu", name="act")
+    seen, _, _ = _names(act, True, data=(2, 3))
+    assert [n for n, _ in seen] == ["data", "act_input0", "act_output"]
 
 
 def test_monitor_values_survive_storage_reuse():
