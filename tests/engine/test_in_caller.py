@@ -59,10 +59,11 @@ def test_an_error_is_recorded_on_writes_and_fresh_outputs(busy):
     finally:
         if gate is not None:
             gate.set()
+    engine.wait_all_quiet()
+    assert isinstance(fresh.error, ValueError)  # the fresh output carries it too
     with pytest.raises(ValueError, match="bad op"):
         w.wait()
     assert fresh.error is None  # one failure is raised once, wherever it is recorded
-    engine.wait_all_quiet()
 
 
 def test_naive_engine_raises_at_the_call():
