@@ -57,12 +57,17 @@ def _slice_len(sl: slice, dim: int) -> int:
     return len(range(*sl.indices(dim)))
 
 
+_UNKNOWN_STAND_IN = 2 ** 40  # computes the known axes of a shape with unknown ones; never reported
+
+
 def _slice_infer(attrs, in_shapes):
     x = in_shapes[0]
     if x is None:
         return in_shapes, [None]
-    idx = slice_index("slice", attrs, x)
-    out = tuple(_slice_len(sl, d) for sl, d in zip(idx, x)) + tuple(x[len(idx):])
+    # an unknown input axis gives an unknown output axis, as MXNet (even when begin/end would fix it)
+    whole = tuple(_UNKNOWN_STAND_IN if d is None else d for d in x)
+    idx = slice_index("slice", attrs, whole)
+    out = tuple(None if d is None else _slice_len(sl, d) for sl, d in zip(idx, x)) + tuple(x[len(idx):])
     return in_shapes, [out]
 
 
@@ -106,9 +111,10 @@ def _slice_axis_infer(attrs, in_shapes):
     x = in_shapes[0]
     if x is None:
         return in_shapes, [None]
-    idx = _axis_index("slice_axis", attrs, x)
+    idx = _axis_index("slice_axis", attrs, tuple(_UNKNOWN_STAND_IN if d is None else d for d in x))
     a = len(idx) - 1
-    return in_shapes, [tuple(x[:a]) + (idx[a].stop - idx[a].start,) + tuple(x[a + 1:])]
+    size = None if x[a] is None else idx[a].stop - idx[a].start
+    return in_shapes, [tuple(x[:a]) + (size,) + tuple(x[a + 1:])]
 
 
 def _slice_axis(ctx, attrs, inputs, outputs, aux):
