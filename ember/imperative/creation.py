@@ -186,8 +186,11 @@ def from_numpy(ndarray: np.ndarray, zero_copy: bool = True) -> NDArray:
     # As MXNet, the NDArray becomes the memory's writer: the caller's array turns read-only and the
     # NDArray gets a writeable alias of the same bytes (numpy refuses writeable views of a read-only
     # array, and a second from_numpy of the same array must still give a writeable NDArray).
-    ndarray.flags.writeable = False
-    data = _writeable_alias(ndarray)
+    if ndarray.flags.writeable:
+        data = ndarray.view()  # keeps its writeable flag and the buffer chain (shared memory stays visible)
+        ndarray.flags.writeable = False
+    else:
+        data = _writeable_alias(ndarray)
     var = engine.Var("from_numpy")
     return NDArray(data, storage.wrap(data, var, Context("cpu", 0), owns_var=True))
 
