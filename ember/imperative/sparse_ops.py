@@ -92,6 +92,27 @@ def _scipy_csr(x: CSRNDArray):
     return spsp.csr_matrix((values, indices, indptr), shape=x.shape)
 
 
+def _read_view(x: NDArray) -> np.ndarray:
+    """x's values for reading only, without a copy where they live on the host (waits for writes)."""
+    x.wait_to_read()
+    data = x._data
+    if not isinstance(data, np.ndarray):
+        return NDArray.asnumpy(x)
+    view = data.view()
+    view.flags.writeable = False
+    return view
+
+
+def _scipy_csr_view(x: CSRNDArray):
+    """A scipy CSR matrix over read-only views of x's components: no copies, and no index-dtype
+    conversion (scipy's constructor would copy int64 indices that fit into int32; its kernels
+    take either), so a product costs what scipy's own does."""
+    import scipy.sparse as spsp
+    m = spsp.csr_matrix(x.shape, dtype=x.dtype)
+    m.data, m.indptr, m.indices = _read_view(x), _read_view(x._aux[0]), _read_view(x._aux[1])
+    return m
+
+
 def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool = False,
         forward_stype: Optional[str] = None) -> Optional[NDArray]:
     """dot with a sparse operand, with MXNet's output storage types:
@@ -104,8 +125,8 @@ def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool
     if ls == "csr" and rs in ("default", "row_sparse"):
         if lhs.ndim != 2 or rhs.ndim != 2:
             return None
-        a = _scipy_csr(lhs)
-        b = rhs.asnumpy()
+        a = _scipy_csr_view(lhs)
+        b = _read_view(rhs) if rs == "default" else rhs.asnumpy()
         if transpose_b:
             b = b.T
         a = a.T if transpose_a else a
@@ -136,7 +157,9 @@ def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool
 
 def _as_stype(dense: np.ndarray, stype: str, ctx) -> NDArray:
     if stype == "default":
-        from .creation import array
+        from .creation import array, from_numpy
+        if ctx.device_type == "cpu" and dense.flags.c_contiguous and dense.flags.owndata:
+            return from_numpy(dense)  # a fresh result: the NDArray takes its memory over, no copy
         return array(dense, ctx=ctx, dtype=dense.dtype)
     return from_dense_numpy(stype, dense, ctx)
 
