@@ -21,7 +21,7 @@ from typing import Dict, Tuple
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._nn_util import backward_via, float32_on_cpu, float_types, known, merge, sigmoid
+from ._nn_util import backward_via, float32_on_cpu, float_types, known, merge
 from ._common import same_type
 from .join import _CONCAT_ATTRS, _args as _concat_args, _concat, _concat_backward_infer, _concat_infer
 from .registry import Attr, OpDef, register
@@ -89,11 +89,12 @@ def _outputs(attrs):
             names.append("cy")
     if _has_mask(attrs):
         names.append("dropout_mask")
+    names.append("reserve")  # hidden: the forward's gates and states, kept for the backward
     return names
 
 
 def _visible(attrs):
-    return len(_outputs(attrs)) - (1 if _has_mask(attrs) else 0)
+    return len(_outputs(attrs)) - (2 if _has_mask(attrs) else 1)
 
 
 def param_size(attrs: dict, input_size: int) -> int:
@@ -159,6 +160,7 @@ def _infer_shape(attrs, in_shapes):
             outs.append((layers * dirs, n, h))
     if _has_mask(attrs):
         outs.append((layers - 1, t, n, dirs * r))
+    outs.append((reserve_size(attrs, t, n),))
     return ins, outs
 
 
@@ -166,18 +168,84 @@ def _infer_type(attrs, in_dtypes):
     """Every input and output shares the data's float dtype, except sequence_length (any number type)."""
     n_out = len(_outputs(attrs))
     if not attrs["use_sequence_length"]:
-        return float_types("RNN", attrs, in_dtypes, n_out)[:2]
-    ins, outs, _ = float_types("RNN", attrs, in_dtypes[:-1], n_out)
-    seq = in_dtypes[-1] if in_dtypes[-1] is not None else ins[0]
-    return ins + [seq], outs
+        ins, outs, _ = float_types("RNN", attrs, in_dtypes, n_out)
+    else:
+        ins, outs, _ = float_types("RNN", attrs, in_dtypes[:-1], n_out)
+        ins = ins + [in_dtypes[-1] if in_dtypes[-1] is not None else ins[0]]
+    if outs[-1] is not None and np.dtype(outs[-1]) == np.float16:
+        outs[-1] = np.dtype(np.float32)  # the reserve: float16 gates would cost the gradients precision
+    return ins, outs
 
 
-# -- one direction of one layer ------------------------------------------------------
-def _clip(xp, c, attrs):
+# -- the reserve: what the forward keeps for the backward (MXNet's reserve space) ------------
+def _reserve_pieces(attrs, t_len, n):
+    """[(key, name, shape)] in the reserve's order; key is (layer, direction), or (layer, None) for
+    what the layer's directions share.
+
+    Per layer and direction: "gates" (T, N, G*H) the activated gates (LSTM i, f, g, o; GRU r, z, n;
+    vanilla: the new state before any sequence mask) and "hseq" (T+1, N, R) the recurrent state
+    around every step (`_seq_views`); an LSTM also keeps "cseq" (T+1, N, H) the cell state likewise,
+    "tc" (T, N, H) tanh of each new cell state, "cnew" (T, N, H) the new cell state before the
+    sequence mask (with `use_sequence_length` only; else it is cseq's) and "hfull" (T, N, H) the state
+    before the projection (LSTMP only); a GRU keeps "hn" (T, N, H) = W_hn h + b_hn.  From the second
+    layer on, (layer, None) "input" (T, N, dirs*R): the layer's input, after dropout."""
+    mode, h, r, dirs = attrs["mode"], attrs["state_size"], _rec(attrs), _dirs(attrs)
+    pieces = []
+    for layer in range(attrs["num_layers"]):
+        if layer:
+            pieces.append(((layer, None), "input", (t_len, n, dirs * r)))
+        for d in range(dirs):
+            key = (layer, d)
+            pieces += [(key, "gates", (t_len, n, _GATES[mode] * h)), (key, "hseq", (t_len + 1, n, r))]
+            if mode == "lstm":
+                pieces += [(key, "cseq", (t_len + 1, n, h)), (key, "tc", (t_len, n, h))]
+                if attrs["use_sequence_length"]:
+                    pieces.append((key, "cnew", (t_len, n, h)))
+                if attrs["projection_size"]:
+                    pieces.append((key, "hfull", (t_len, n, h)))
+            elif mode == "gru":
+                pieces.append((key, "hn", (t_len, n, h)))
+    return pieces
+
+
+def reserve_size(attrs: dict, t_len: int, n: int) -> int:
+    """Length of the flat reserve the forward fills for the backward (T steps, batch N)."""
+    return sum(int(np.prod(shape)) for _, _, shape in _reserve_pieces(attrs, t_len, n))
+
+
+def _reserve_views(attrs, flat, t_len, n):
+    """{key: {name: view}} into the flat reserve (see _reserve_pieces)."""
+    views, pos = {}, 0
+    for key, name, shape in _reserve_pieces(attrs, t_len, n):
+        size = int(np.prod(shape))
+        views.setdefault(key, {})[name] = flat[pos:pos + size].reshape(shape)
+        pos += size
+    return views
+
+
+def _seq_views(seq, t_len, reverse):
+    """(before, after, first, last) of a (T+1, N, .) state sequence: views (T, N, .) of the state before
+    and after every step t, and the indices of the initial and the final state.  The forward direction
+    keeps h_0 at 0 and the state after step t at t+1; the reverse one h_0 at T and the state after t at t,
+    so both views are contiguous and before[t] is always step t's input state."""
+    if reverse:
+        return seq[1:], seq[:t_len], t_len, 0
+    return seq[:t_len], seq[1:], 0, t_len
+
+
+def _sigmoid_(xp, a):
+    """a = 1 / (1 + e^-a) in place; e^-a overflowing to inf (a < -88) gives the right 0."""
+    xp.negative(a, out=a)
+    xp.exp(a, out=a)
+    a += 1
+    xp.reciprocal(a, out=a)
+
+
+def _clip_bounds(attrs):
     lo, hi = attrs["lstm_state_clip_min"], attrs["lstm_state_clip_max"]
     if lo is None and hi is None:
-        return c
-    return xp.clip(c, lo if lo is not None else -np.inf, hi if hi is not None else np.inf)
+        return None
+    return (lo if lo is not None else -np.inf, hi if hi is not None else np.inf)
 
 
 def _step_masks(xp, lengths, t_len, dtype):
@@ -188,154 +256,266 @@ def _step_masks(xp, lengths, t_len, dtype):
     return (steps < lengths.reshape(1, -1, 1)).astype(dtype)
 
 
-def _direction_forward(xp, attrs, x, weights, h0, c0, reverse, masks):
-    """Run one direction over x (T, N, I); returns (outputs (T, N, R), hT, cT, cache).
+# -- one direction of one layer ------------------------------------------------------
+def _direction_forward(xp, attrs, x, weights, h0, c0, reverse, masks, res, out):
+    """Run one direction over x (T, N, I): the outputs go to `out` (T, N, R), what the backward needs
+    to the reserve views `res`; returns the final (h, c) (views into the reserve).
 
     masks: (T, N, 1) valid-step masks or None; a masked step outputs 0 and keeps the states."""
     mode = attrs["mode"]
     wx, wh, bx, bh, wr = weights
     t_len, n, _ = x.shape
     hdim = wx.shape[0] // _GATES[mode]
-    ax = (x.reshape(t_len * n, -1) @ wx.T + bx).reshape(t_len, n, -1)   # every input projection: one GEMM
-    out = xp.empty((t_len, n, h0.shape[-1]), dtype=x.dtype)
+    gates = res["gates"]
+    wh_t = xp.ascontiguousarray(wh.T)   # the step GEMM runs faster on a contiguous right operand
+    bias = bx + bh
+    if mode == "gru":
+        bias[2 * hdim:] = bx[2 * hdim:]  # b_hn stays inside r * (W_hn h + b_hn)
+    elif mode == "lstm":
+        # sigmoid(a) = (tanh(a / 2) + 1) / 2: the i, f, o rows of the weights and biases are halved up
+        # front, so each step's gates take one tanh over the whole contiguous row and one affine map
+        scale = xp.full((4 * hdim,), 0.5, dtype=x.dtype)
+        scale[2 * hdim:3 * hdim] = 1
+        shift = 1 - scale
+        wx = wx * scale[:, None]
+        wh_t *= scale
+        bias *= scale
+    # every step's input projection as one GEMM, with the biases
+    xp.matmul(x.reshape(t_len * n, -1), wx.T, out=gates.reshape(t_len * n, -1))
+    gates += bias
+    hseq = res["hseq"]
+    before, after, first, last = _seq_views(hseq, t_len, reverse)
+    hseq[first] = h0
+    ah = xp.empty((n, wh.shape[0]), dtype=x.dtype)
+    tmp = xp.empty((n, hdim), dtype=x.dtype)
     steps = range(t_len - 1, -1, -1) if reverse else range(t_len)
-    h, c = h0, c0
-    cache = {"h_prev": xp.empty_like(out), "gates": [None] * t_len, "c_prev": [None] * t_len,
-             "c": [None] * t_len, "hn": [None] * t_len, "h_full": [None] * t_len}
-    for t in steps:
-        cache["h_prev"][t] = h
-        ah = h @ wh.T + bh
-        c_new = None
-        if mode == "lstm":
-            a = ax[t] + ah
-            i_g = sigmoid(xp, a[:, :hdim])
-            f_g = sigmoid(xp, a[:, hdim:2 * hdim])
-            g_g = xp.tanh(a[:, 2 * hdim:3 * hdim])
-            o_g = sigmoid(xp, a[:, 3 * hdim:])
-            c_new = _clip(xp, f_g * c + i_g * g_g, attrs)
-            cache["c_prev"][t], cache["c"][t] = c, c_new
-            cache["gates"][t] = (i_g, f_g, g_g, o_g)
-            h_new = o_g * xp.tanh(c_new)
-            if wr is not None:
-                cache["h_full"][t] = h_new
-                h_new = h_new @ wr.T
-        elif mode == "gru":
-            r = sigmoid(xp, ax[t][:, :hdim] + ah[:, :hdim])
-            z = sigmoid(xp, ax[t][:, hdim:2 * hdim] + ah[:, hdim:2 * hdim])
-            hn = ah[:, 2 * hdim:]
-            nn = xp.tanh(ax[t][:, 2 * hdim:] + r * hn)
-            cache["gates"][t] = (r, z, nn)
-            cache["hn"][t] = hn
-            h_new = (1 - z) * nn + z * h
-        else:
-            a = ax[t] + ah
-            h_new = xp.maximum(a, 0) if mode == "rnn_relu" else xp.tanh(a)
-            cache["gates"][t] = (h_new,)
-        if masks is None:
-            out[t] = h_new
-            h, c = h_new, c_new
-        else:  # padded steps: output 0, states carried over unchanged
-            m = masks[t]
-            out[t] = m * h_new
-            h = m * h_new + (1 - m) * h
-            if c_new is not None:
-                c = m * c_new + (1 - m) * c
-    return out, h, c, cache
+    c_last = None
+    if mode == "lstm":
+        cseq, tc, hfull = res["cseq"], res["tc"], res.get("hfull")
+        c_before, c_after, _, _ = _seq_views(cseq, t_len, reverse)
+        cnew = res.get("cnew", c_after)
+        cseq[first] = c0
+        bounds = _clip_bounds(attrs)
+        for t in steps:
+            a = gates[t]
+            xp.matmul(before[t], wh_t, out=ah)
+            a += ah
+            xp.tanh(a, out=a)
+            a *= scale
+            a += shift
+            c_t = cnew[t]
+            xp.multiply(a[:, hdim:2 * hdim], c_before[t], out=c_t)
+            xp.multiply(a[:, :hdim], a[:, 2 * hdim:3 * hdim], out=tmp)
+            c_t += tmp
+            if bounds is not None:
+                xp.clip(c_t, bounds[0], bounds[1], out=c_t)
+            xp.tanh(c_t, out=tc[t])
+            if hfull is None:
+                xp.multiply(a[:, 3 * hdim:], tc[t], out=after[t])
+            else:
+                xp.multiply(a[:, 3 * hdim:], tc[t], out=hfull[t])
+                xp.matmul(hfull[t], wr.T, out=after[t])
+            if masks is not None:  # padded steps carry the states over unchanged
+                _carry(xp, masks[t], before[t], after[t], after[t])
+                _carry(xp, masks[t], c_before[t], cnew[t], c_after[t])
+        c_last = cseq[last]
+    elif mode == "gru":
+        hn = res["hn"]
+        for t in steps:
+            a = gates[t]
+            xp.matmul(before[t], wh_t, out=ah)
+            a[:, :2 * hdim] += ah[:, :2 * hdim]
+            _sigmoid_(xp, a[:, :2 * hdim])
+            xp.add(ah[:, 2 * hdim:], bh[2 * hdim:], out=hn[t])
+            xp.multiply(a[:, :hdim], hn[t], out=tmp)
+            nn = a[:, 2 * hdim:]
+            nn += tmp
+            xp.tanh(nn, out=nn)
+            xp.subtract(before[t], nn, out=tmp)       # h' = (1 - z) n + z h = n + z (h - n)
+            tmp *= a[:, hdim:2 * hdim]
+            xp.add(nn, tmp, out=after[t])
+            if masks is not None:
+                _carry(xp, masks[t], before[t], after[t], after[t])
+    else:
+        relu = mode == "rnn_relu"
+        for t in steps:
+            a = gates[t]
+            xp.matmul(before[t], wh_t, out=ah)
+            a += ah
+            if relu:
+                xp.maximum(a, 0, out=a)
+            else:
+                xp.tanh(a, out=a)
+            if masks is None:
+                after[t] = a
+            else:
+                _carry(xp, masks[t], before[t], a, after[t])
+    if masks is None:
+        out[...] = after
+    else:
+        xp.multiply(after, masks, out=out)
+    return hseq[last], c_last
 
 
-def _direction_backward(xp, attrs, x, weights, cache, d_out, dh, dc, reverse, masks):
-    """BPTT for one direction; returns (dx, (dWx, dWh, dbx, dbh, dWr or None), dh0, dc0)."""
+def _carry(xp, m, old, new, dest):
+    """dest = m * new + (1 - m) * old = old + m (new - old): a padded step (m = 0) keeps the state."""
+    xp.subtract(new, old, out=dest)
+    dest *= m
+    dest += old
+
+
+def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, masks, dweights):
+    """BPTT for one direction from the reserve `res`; writes the weight and bias gradients into the
+    views `dweights` (dWx, dWh, dbx, dbh, dWr or None) and returns (dx, dh0, dc0).
+
+    dh, dc: the gradients of the final states (not modified)."""
     mode = attrs["mode"]
     wx, wh, bx, bh, wr = weights
     t_len, n, _ = x.shape
-    g = _GATES[mode]
-    hdim = wx.shape[0] // g
-    dax = xp.empty((t_len, n, g * hdim), dtype=x.dtype)
+    hdim = wx.shape[0] // _GATES[mode]
+    gates = res["gates"]
+    before, after, _, _ = _seq_views(res["hseq"], t_len, reverse)
+    dax = xp.empty(gates.shape, dtype=x.dtype)
     dah = xp.empty_like(dax) if mode == "gru" else dax
-    dwr = xp.zeros_like(wr) if wr is not None else None
+    dh = dh.copy()
     steps = range(t_len) if reverse else range(t_len - 1, -1, -1)
-    lo, hi = attrs["lstm_state_clip_min"], attrs["lstm_state_clip_max"]
-    for t in steps:
-        dh = dh + d_out[t]
-        carry_h = carry_c = None
-        if masks is not None:  # a padded step passed the states through: their gradients go straight back
-            m = masks[t]
-            carry_h, dh = (1 - m) * (dh - d_out[t]), m * dh
-            if dc is not None:
-                carry_c, dc = (1 - m) * dc, m * dc
-        h_prev = cache["h_prev"][t]
-        if mode == "lstm":
+    carry_h = xp.empty_like(dh) if masks is not None else None
+    if mode == "lstm":
+        dc = dc.copy()
+        c_before, c_after, _, _ = _seq_views(res["cseq"], t_len, reverse)
+        cnew, tc, hfull = res.get("cnew", c_after), res["tc"], res.get("hfull")
+        g4 = gates.reshape(t_len, n, 4, hdim)
+        i_g, f_g, g_g, o_g = g4[:, :, 0], g4[:, :, 1], g4[:, :, 2], g4[:, :, 3]
+        # every step's local derivatives at once: k4[:, :, :3] multiply dc into da_i, da_f, da_g,
+        # k4[:, :, 3] multiplies dh into da_o, and e (d c / d h through tanh) multiplies dh into dc
+        k4 = xp.empty_like(g4)
+        xp.subtract(1, i_g, out=k4[:, :, 0])
+        k4[:, :, 0] *= i_g
+        k4[:, :, 0] *= g_g
+        xp.subtract(1, f_g, out=k4[:, :, 1])
+        k4[:, :, 1] *= f_g
+        k4[:, :, 1] *= c_before
+        xp.multiply(g_g, g_g, out=k4[:, :, 2])
+        xp.subtract(1, k4[:, :, 2], out=k4[:, :, 2])
+        k4[:, :, 2] *= i_g
+        xp.subtract(1, o_g, out=k4[:, :, 3])
+        k4[:, :, 3] *= o_g
+        k4[:, :, 3] *= tc
+        e = xp.multiply(tc, tc)
+        xp.subtract(1, e, out=e)
+        e *= o_g
+        bounds = _clip_bounds(attrs)
+        if bounds is not None:  # no gradient through a clipped cell state
+            e_keep = ((cnew > bounds[0]) & (cnew < bounds[1])).astype(x.dtype)
+        da4 = dax.reshape(t_len, n, 4, hdim)
+        tmp = xp.empty_like(dc)
+        carry_c = xp.empty_like(dc) if masks is not None else None
+        dhr = xp.empty(after.shape, dtype=x.dtype) if wr is not None else None
+        dfull = xp.empty_like(dc) if wr is not None else None
+        for t in steps:
+            dh += d_out[t]
+            if masks is not None:  # a padded step passed the states through: their gradients go straight back
+                m = masks[t]
+                xp.subtract(dh, d_out[t], out=carry_h)
+                carry_h *= 1 - m
+                dh *= m
+                xp.multiply(dc, 1 - m, out=carry_c)
+                dc *= m
             if wr is not None:
-                dwr += dh.T @ cache["h_full"][t]
-                dh = dh @ wr
-            i_g, f_g, g_g, o_g = cache["gates"][t]
-            c = cache["c"][t]
-            tc = xp.tanh(c)
-            dc = dc + dh * o_g * (1 - tc * tc)
-            if lo is not None or hi is not None:  # no gradient through a clipped cell state
-                dc = dc * ((c > (lo if lo is not None else -np.inf)) & (c < (hi if hi is not None else np.inf)))
-            da = dax[t]
-            da[:, :hdim] = dc * g_g * i_g * (1 - i_g)
-            da[:, hdim:2 * hdim] = dc * cache["c_prev"][t] * f_g * (1 - f_g)
-            da[:, 2 * hdim:3 * hdim] = dc * i_g * (1 - g_g * g_g)
-            da[:, 3 * hdim:] = dh * tc * o_g * (1 - o_g)
-            dc = dc * f_g
-            dh = da @ wh
-        elif mode == "gru":
-            r, z, nn = cache["gates"][t]
+                dhr[t] = dh
+                xp.matmul(dh, wr, out=dfull)
+                d_hf = dfull
+            else:
+                d_hf = dh
+            xp.multiply(d_hf, e[t], out=tmp)
+            dc += tmp
+            if bounds is not None:
+                dc *= e_keep[t]
+            xp.multiply(k4[t, :, :3], dc[:, None, :], out=da4[t, :, :3])
+            xp.multiply(k4[t, :, 3], d_hf, out=da4[t, :, 3])
+            dc *= f_g[t]
+            xp.matmul(dax[t], wh, out=dh)
+            if masks is not None:
+                dh += carry_h
+                dc += carry_c
+        if wr is not None:
+            xp.matmul(dhr.reshape(t_len * n, -1).T, hfull.reshape(t_len * n, -1), out=dweights[4])
+    elif mode == "gru":
+        hn = res["hn"]
+        for t in steps:
+            dh += d_out[t]
+            if masks is not None:
+                m = masks[t]
+                xp.subtract(dh, d_out[t], out=carry_h)
+                carry_h *= 1 - m
+                dh *= m
+            a = gates[t]
+            r, z, nn = a[:, :hdim], a[:, hdim:2 * hdim], a[:, 2 * hdim:]
             dn = dh * (1 - z) * (1 - nn * nn)
-            dz = dh * (h_prev - nn) * z * (1 - z)
-            dr = dn * cache["hn"][t] * r * (1 - r)
-            dax[t, :, :hdim] = dr
-            dax[t, :, hdim:2 * hdim] = dz
+            dax[t, :, :hdim] = dn * hn[t] * r * (1 - r)
+            dax[t, :, hdim:2 * hdim] = dh * (before[t] - nn) * z * (1 - z)
             dax[t, :, 2 * hdim:] = dn
             dah[t, :, :2 * hdim] = dax[t, :, :2 * hdim]
-            dah[t, :, 2 * hdim:] = dn * r
-            dh = dh * z + dah[t] @ wh
-        else:
-            (h,) = cache["gates"][t]
-            da = dh * ((h > 0) if mode == "rnn_relu" else (1 - h * h))
-            dax[t] = da
-            dh = da @ wh
-        if carry_h is not None:
-            dh = dh + carry_h
-            if carry_c is not None:
-                dc = dc + carry_c
-    flat_x = x.reshape(t_len * n, -1)
+            xp.multiply(dn, r, out=dah[t, :, 2 * hdim:])
+            dh *= z
+            dh += dah[t] @ wh
+            if masks is not None:
+                dh += carry_h
+    else:
+        relu = mode == "rnn_relu"
+        for t in steps:
+            dh += d_out[t]
+            if masks is not None:
+                m = masks[t]
+                xp.subtract(dh, d_out[t], out=carry_h)
+                carry_h *= 1 - m
+                dh *= m
+            h = gates[t]
+            if relu:
+                xp.multiply(dh, h > 0, out=dax[t])
+            else:
+                xp.multiply(h, h, out=dax[t])
+                xp.subtract(1, dax[t], out=dax[t])
+                dax[t] *= dh
+            xp.matmul(dax[t], wh, out=dh)
+            if masks is not None:
+                dh += carry_h
+    # the weight gradients of all steps as single GEMMs
     dax2 = dax.reshape(t_len * n, -1)
     dah2 = dah.reshape(t_len * n, -1)
-    grads = (dax2.T @ flat_x, dah2.T @ cache["h_prev"].reshape(t_len * n, -1), dax2.sum(axis=0),
-             dah2.sum(axis=0), dwr)
+    dwx, dwh, dbx, dbh, _ = dweights
+    xp.matmul(dax2.T, x.reshape(t_len * n, -1), out=dwx)
+    xp.matmul(dah2.T, before.reshape(t_len * n, -1), out=dwh)
+    xp.sum(dax2, axis=0, out=dbx)
+    xp.sum(dah2, axis=0, out=dbh)
     dx = (dax2 @ wx).reshape(t_len, n, -1)
-    return dx, grads, dh, dc
+    return dx, dh, dc
 
 
 # -- whole network -----------------------------------------------------------------
-def _network_forward(xp, attrs, x, flat, h0, c0, mask, lengths):
-    """(output, hy, cy, per-layer caches, step masks) of the stacked (bi)directional network."""
-    layers, dirs = attrs["num_layers"], _dirs(attrs)
+def _network_forward(xp, attrs, x, flat, h0, c0, mask, lengths, reserve, out, hy, cy):
+    """Run the stacked (bi)directional network into `out`, the final states into hy / cy (when not
+    None) and what the backward needs into the flat `reserve`."""
+    layers, dirs, rdim = attrs["num_layers"], _dirs(attrs), _rec(attrs)
+    t_len, n, _ = x.shape
     weights = unpack_params(attrs, flat, x.shape[2])
-    masks = _step_masks(xp, lengths, x.shape[0], x.dtype)
-    hy = xp.empty_like(h0)
-    cy = xp.empty_like(c0) if c0 is not None else None
-    caches, layer_in = [], x
+    masks = _step_masks(xp, lengths, t_len, x.dtype)
+    res = _reserve_views(attrs, reserve, t_len, n)
+    layer_in = x
     for layer in range(layers):
-        outs, layer_cache = [], []
+        layer_out = out if layer == layers - 1 else res[(layer + 1, None)]["input"]
         for d in range(dirs):
             k = layer * dirs + d
-            o, h_t, c_t, cache = _direction_forward(xp, attrs, layer_in, weights[(layer, d)], h0[k],
-                                                    c0[k] if c0 is not None else None, d == 1, masks)
-            outs.append(o)
-            layer_cache.append(cache)
-            hy[k] = h_t
+            h_t, c_t = _direction_forward(xp, attrs, layer_in, weights[(layer, d)], h0[k],
+                                          c0[k] if c0 is not None else None, d == 1, masks,
+                                          res[(layer, d)], layer_out[:, :, d * rdim:(d + 1) * rdim])
+            if hy is not None:
+                hy[k] = h_t
             if cy is not None:
                 cy[k] = c_t
-        caches.append((layer_in, layer_cache))
-        layer_out = outs[0] if dirs == 1 else xp.concatenate(outs, axis=2)
         if mask is not None and layer < layers - 1:
-            layer_out = layer_out * mask[layer]
+            layer_out *= mask[layer]
         layer_in = layer_out
-    return layer_in, hy, cy, caches, masks
 
 
 def _draw_mask(ctx, attrs, shape, dtype):
@@ -363,19 +543,21 @@ def _lengths(xp, attrs, seq, t_len):
 def _forward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     named = dict(zip(_inputs(attrs), inputs))
+    outs = dict(zip(_outputs(attrs), outputs))
     x, flat, h0 = named["data"], named["parameters"], named["state"]
     c0 = named.get("state_cell")
     lengths = _lengths(xp, attrs, named.get("sequence_length"), x.shape[0])
     mask = None
     if _has_mask(attrs):
-        mask = _draw_mask(ctx, attrs, outputs[-1].shape, outputs[-1].dtype)
-        outputs[-1][...] = mask
-    out, hy, cy, _, _ = _network_forward(xp, attrs, x, flat, h0, c0, mask, lengths)
-    outputs[0][...] = out
-    if attrs["state_outputs"]:
-        outputs[1][...] = hy
-        if attrs["mode"] == "lstm":
-            outputs[2][...] = cy
+        mask = outs["dropout_mask"]
+        mask[...] = _draw_mask(ctx, attrs, mask.shape, mask.dtype)
+    reserve = outs["reserve"]
+    if reserve.dtype != x.dtype:  # float16 data keeps a float32 reserve, float32_on_cpu hands float32 x
+        x, flat, h0 = (a.astype(reserve.dtype) for a in (x, flat, h0))
+        c0 = c0.astype(reserve.dtype) if c0 is not None else None
+    with np.errstate(over="ignore"):
+        _network_forward(xp, attrs, x, flat, h0, c0, mask, lengths, reserve, outs["output"],
+                         outs.get("hy"), outs.get("cy"))
 
 
 def _backward_layout(attrs):
@@ -389,6 +571,7 @@ def _backward_layout(attrs):
         names += ["hy_grad"] + (["cy_grad"] if lstm else [])
     if _has_mask(attrs):
         names.append("dropout_mask")
+    names.append("reserve")
     return names
 
 
@@ -399,50 +582,51 @@ def _backward_outputs(attrs):
 
 @float32_on_cpu
 def _backward(ctx, attrs, inputs, outputs, aux):
+    """BPTT from the forward's reserve (the gates and states of every step), no recomputation."""
     xp = ctx.xp
     named = dict(zip(_backward_layout(attrs), inputs))
     x, flat, h0 = named["data"], named["parameters"], named["state"]
     c0 = named.get("state_cell")
     mask = named.get("dropout_mask")
+    reserve = named["reserve"]
     lengths = _lengths(xp, attrs, named.get("sequence_length"), x.shape[0])
-    layers, dirs = attrs["num_layers"], _dirs(attrs)
-    _, _, _, caches, masks = _network_forward(xp, attrs, x, flat, h0, c0, mask, lengths)
-    weights = unpack_params(attrs, flat, x.shape[2])
-    dflat = xp.zeros_like(flat)
-    dweights = unpack_params(attrs, dflat, x.shape[2])   # views: writing them fills dflat
-    dh0 = xp.zeros_like(h0)
-    dc0 = xp.zeros_like(c0) if c0 is not None else None
-    hy_grad = named.get("hy_grad")
-    cy_grad = named.get("cy_grad")
-    rdim = _rec(attrs)
+    layers, dirs, rdim = attrs["num_layers"], _dirs(attrs), _rec(attrs)
+    t_len, n, i_size = x.shape
+    dt = reserve.dtype
+    if x.dtype != dt:
+        x, flat = x.astype(dt), flat.astype(dt)
+    masks = _step_masks(xp, lengths, t_len, dt)
+    res = _reserve_views(attrs, reserve, t_len, n)
+    weights = unpack_params(attrs, flat, i_size)
+    dflat = outputs[1] if outputs[1].dtype == dt else xp.empty(flat.shape, dtype=dt)
+    dweights = unpack_params(attrs, dflat, i_size)   # views: the backward writes every part of dflat
+    hy_grad, cy_grad = named.get("hy_grad"), named.get("cy_grad")
     d_layer = named["out_grad"]
     for layer in range(layers - 1, -1, -1):
         if mask is not None and layer < layers - 1:
             d_layer = d_layer * mask[layer]
-        layer_in, layer_cache = caches[layer]
+        layer_in = x if layer == 0 else res[(layer, None)]["input"]
         d_in = None
         for d in range(dirs):
             k = layer * dirs + d
-            dh = hy_grad[k] if hy_grad is not None else xp.zeros_like(h0[k])
+            dh = hy_grad[k] if hy_grad is not None else xp.zeros(h0[k].shape, dtype=dt)
             dc = None
             if c0 is not None:
-                dc = cy_grad[k] if cy_grad is not None else xp.zeros_like(c0[k])
-            d_out = d_layer[:, :, d * rdim:(d + 1) * rdim]
-            dx, grads, dh_0, dc_0 = _direction_backward(xp, attrs, layer_in, weights[(layer, d)],
-                                                        layer_cache[d], d_out, dh, dc, d == 1, masks)
-            for view, gval in zip(dweights[(layer, d)], grads):
-                if view is not None:
-                    view[...] = gval
-            dh0[k] = dh_0
-            if dc0 is not None:
-                dc0[k] = dc_0
-            d_in = dx if d_in is None else d_in + dx
+                dc = cy_grad[k] if cy_grad is not None else xp.zeros(c0[k].shape, dtype=dt)
+            dx, dh_0, dc_0 = _direction_backward(xp, attrs, layer_in, weights[(layer, d)], res[(layer, d)],
+                                                 d_layer[:, :, d * rdim:(d + 1) * rdim], dh, dc, d == 1,
+                                                 masks, dweights[(layer, d)])
+            outputs[2][k] = dh_0
+            if c0 is not None:
+                outputs[3][k] = dc_0
+            if d_in is None:
+                d_in = dx
+            else:
+                d_in += dx
         d_layer = d_in
     outputs[0][...] = d_layer
-    outputs[1][...] = dflat
-    outputs[2][...] = dh0
-    if dc0 is not None:
-        outputs[3][...] = dc0
+    if dflat is not outputs[1]:
+        outputs[1][...] = dflat
 
 
 def _gradient_inputs(attrs, inputs, outputs, out_grads):
@@ -451,7 +635,8 @@ def _gradient_inputs(attrs, inputs, outputs, out_grads):
     if attrs["state_outputs"]:
         arrays += [out_grads[1]] + ([out_grads[2]] if attrs["mode"] == "lstm" else [])
     if _has_mask(attrs):
-        arrays.append(outputs[-1])
+        arrays.append(outputs[-2])
+    arrays.append(outputs[-1])  # the reserve
     return arrays
 
 
@@ -474,7 +659,7 @@ register(OpDef(
     name="_backward_RNN", attrs=_ATTRS, inputs=_backward_layout, outputs=_backward_outputs,
     infer_shape=_backward_infer_shape,
     kernels={"any": _backward},
-    doc="Gradients of RNN by backpropagation through time (recomputes the forward pass)."))
+    doc="Gradients of RNN by backpropagation through time from the forward's reserve (its gates and states)."))
 def _param_concat_backward_infer(attrs, in_shapes, out_shapes):
     """As Concat's, but several inputs of unknown length share what is left equally: the first layer's
     i2h weights of both directions, the only unknown ones, have one size (MXNet's RNNParamConcatShape)."""
