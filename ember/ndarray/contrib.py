@@ -11,7 +11,7 @@ from typing import Any, Callable, List, Tuple
 from ..imperative.ndarray import NDArray
 from ._prefixed import resolver
 from .legacy_helpers import (boolean_mask, isfinite, isinf, isnan,  # noqa: F401  (MXNet's Python-level
-                             rand_zipfian)  # contrib helpers; boolean_mask is imperative only, as MXNet)
+                             rand_zipfian)  # contrib helpers; boolean_mask sizes its output from the index)
 from .contrib_optimizer import (adamw_update, mp_adamw_update, multi_adamw_update,  # noqa: F401
                                 multi_lamb_update, multi_mp_adamw_update, multi_mp_lamb_update)
 

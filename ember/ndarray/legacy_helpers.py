@@ -7,6 +7,7 @@ from typing import Sequence, Tuple, Union
 
 import numpy as np
 
+from ..base import OperatorError
 from ..imperative.invoke import call as _call
 from ..imperative.ndarray import NDArray
 
@@ -132,24 +133,29 @@ def rand_zipfian(true_classes: NDArray, num_sampled: int, range_max: int, ctx=No
 def boolean_mask(data: NDArray, index: NDArray, axis: int = 0, out=None) -> NDArray:
     """The slices of `data` along `axis` where `index` (1-D, one entry per slice) is non-zero.
 
-    Imperative only, as in MXNet (the output shape depends on the values).  The selection runs as a
-    `take` of the selected positions, so autograd scatters the gradient back (zeros elsewhere).
+    Runs the registry op `_contrib_boolean_mask` (so autograd differentiates it with its backward
+    op).  Its output length depends on the index values, which shape inference cannot know: this
+    reads the index (waiting for it, as MXNet's operator does) to size the output, then runs the
+    op through the ordinary dispatch (engine dependencies, out= checks, autograd taping).
     """
-    if index.ndim != 1:
-        raise ValueError(f"boolean_mask: index must be 1-D, got shape {index.shape}")
-    ax = axis % data.ndim if -data.ndim <= axis < data.ndim else None
-    if ax is None:
-        raise ValueError(f"boolean_mask: axis {axis} is out of range for a {data.ndim}-D array")
-    if index.shape[0] != data.shape[ax]:
-        raise ValueError(f"boolean_mask: index has {index.shape[0]} entries but data has {data.shape[ax]} "
-                         f"slices along axis {ax}")
-    from ..imperative.creation import array
-    picked = np.flatnonzero(index.asnumpy())
-    positions = array(picked, ctx=data.context, dtype="int64")
-    attrs = {"axis": ax}
-    if out is not None:
-        attrs["out"] = out
-    return _call("take", (data, positions), attrs)
+    from ..imperative import autograd_state
+    from ..imperative.invoke import _record, allocate, check, dispatch
+    from ..ops import registry
+    opdef = registry.get("_contrib_boolean_mask")
+    attrs = opdef.parse_attrs({"axis": axis})
+    inputs = [data, index]
+    dev = check(opdef, attrs, inputs)
+    if dev is None:
+        raise OperatorError("boolean_mask: sparse inputs are not supported (MXNet has no sparse kernel); "
+                            "convert them with tostype('default')")
+    shape = list(opdef.shapes(attrs, [data.shape, index.shape])[1][0])  # checks index against data
+    ax = attrs["axis"] % data.ndim
+    shape[ax] = int(np.count_nonzero(index.asnumpy()))
+    outputs = allocate(opdef, attrs, [tuple(shape)], [data.dtype], dev, out)
+    dispatch(opdef, attrs, inputs, outputs, dev, given=out is not None)
+    if autograd_state.is_recording():
+        _record(opdef, attrs, inputs, outputs, autograd_state.is_training())
+    return outputs[0]
 
 
 # -- the sparse kernel of _contrib_getnnz (the registry op in ember/ops/sparse_info.py) -------------------

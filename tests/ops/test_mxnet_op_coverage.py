@@ -1,0 +1,226 @@
+"""MXNet 1.9.1's operator breadth: every operator below exists under MXNet's name in the namespaces
+MXNet puts it in (mx.nd / mx.sym and their linalg, contrib, image, random submodules), and each
+differentiable one passes a finite-difference gradient check through a symbol, an executor and
+the symbolic gradient pass (`mx.test_utils.check_numeric_gradient`, float64).
+
+Where each name lives was read off MXNet 1.9.1 itself (`hasattr(mxnet.nd..., name)`)."""
+import numpy as np
+import pytest
+
+import ember as mx
+from ember.test_utils import check_numeric_gradient
+
+# (namespace under mx.nd / mx.sym, name, in mx.nd, in mx.sym): as MXNet 1.9.1 has them
+PRESENT = [
+    ("", "maximum", True, True), ("", "minimum", True, True), ("", "pow", False, True),
+    ("", "power", True, True), ("", "hypot", False, True), ("", "UpSampling", True, True),
+    ("", "InstanceNorm", True, True), ("", "GroupNorm", True, True), ("", "L2Normalization", True, True),
+    ("", "softmin", True, True), ("", "softmax_cross_entropy", True, True), ("", "ctc_loss", True, True),
+    ("", "CTCLoss", True, True), ("", "SVMOutput", True, True), ("", "ROIPooling", True, True),
+    ("", "Correlation", True, True), ("", "SpatialTransformer", True, True), ("", "GridGenerator", True, True),
+    ("", "BilinearSampler", True, True), ("", "split_v2", True, True), ("", "batch_take", True, True),
+    ("", "im2col", True, True), ("", "col2im", True, True), ("", "histogram", True, True),
+    ("", "multi_all_finite", True, True), ("", "reset_arrays", True, True), ("", "moveaxis", True, False),
+    ("", "linspace", True, True), ("", "onehot_encode", True, False), ("", "choose_element_0index", True, True),
+    ("", "fill_element_0index", True, True), ("", "Convolution", True, True), ("", "Deconvolution", True, True),
+    ("", "Pooling", True, True), ("", "ravel_multi_index", True, True), ("", "CachedOp", True, False),
+    ("contrib", "isnan", True, False), ("contrib", "isinf", True, False), ("contrib", "isfinite", True, False),
+    ("linalg", "syevd", True, True), ("linalg", "gelqf", True, True), ("linalg", "extracttrian", True, True),
+    ("linalg", "maketrian", True, True), ("linalg", "inverse", True, True), ("linalg", "det", True, True),
+    ("linalg", "slogdet", True, True), ("linalg", "gemm", True, True),
+    ("contrib", "BilinearResize2D", True, True), ("contrib", "AdaptiveAvgPooling2D", True, True),
+    ("contrib", "boolean_mask", True, True), ("contrib", "SyncBatchNorm", True, True),
+    ("contrib", "index_copy", True, True), ("contrib", "index_array", True, True),
+    ("contrib", "arange_like", True, True), ("contrib", "rand_zipfian", True, True),
+    ("contrib", "interleaved_matmul_selfatt_qk", True, True),
+    ("contrib", "interleaved_matmul_selfatt_valatt", True, True),
+    ("contrib", "interleaved_matmul_encdec_qk", True, True),
+    ("contrib", "interleaved_matmul_encdec_valatt", True, True),
+    ("random", "negative_binomial", True, True), ("random", "generalized_negative_binomial", True, True),
+    ("random", "shuffle", True, True),
+] + [("image", n, True, True) for n in (
+    "to_tensor", "normalize", "resize", "crop", "flip_left_right", "flip_top_bottom", "random_flip_left_right",
+    "random_flip_top_bottom", "random_brightness", "random_contrast", "random_saturation", "random_hue",
+    "random_color_jitter", "adjust_lighting", "random_lighting")
+] + [("", f"random_pdf_{d}", True, True) for d in (
+    "uniform", "normal", "gamma", "exponential", "poisson", "negative_binomial", "generalized_negative_binomial",
+    "dirichlet")]
+
+
+def _lookup(root, namespace, name):
+    mod = getattr(root, namespace) if namespace else root
+    return getattr(mod, name, None)
+
+
+@pytest.mark.parametrize("namespace,name,in_nd,in_sym", PRESENT,
+                         ids=[f"{p[0]}.{p[1]}".lstrip(".") for p in PRESENT])
+def test_operator_is_where_mxnet_has_it(namespace, name, in_nd, in_sym):
+    if in_nd:
+        assert callable(_lookup(mx.nd, namespace, name)), f"mx.nd.{namespace}.{name} is missing"
+    if in_sym:
+        assert callable(_lookup(mx.sym, namespace, name)), f"mx.sym.{namespace}.{name} is missing"
+
+
+# -- finite-difference gradients through symbols ----------------------------------------------------------
+R = np.random.default_rng(7)
+V = mx.sym.var
+
+
+def _u(*shape, lo=-1.0, hi=1.0):
+    return R.uniform(lo, hi, size=shape)
+
+
+def _spd(n):
+    a = R.standard_normal((n, n))
+    return a @ a.T + n * np.eye(n)
+
+
+# label -> (symbol, location, extra check_numeric_gradient arguments)
+def _cases():
+    s = mx.sym
+    yield "maximum", s.maximum(V("a"), V("b")), {"a": _u(3, 4), "b": _u(3, 4) + 0.05}, {}
+    yield "minimum", s.minimum(V("a"), V("b")), {"a": _u(3, 4), "b": _u(3, 4) + 0.05}, {}
+    yield "pow", s.pow(V("a"), V("b")), {"a": _u(3, 4, lo=0.5, hi=2), "b": _u(3, 4)}, {}
+    yield "hypot", s.hypot(V("a"), V("b")), {"a": _u(3, 4, lo=0.5), "b": _u(3, 4, lo=0.5)}, {}
+    yield "UpSampling-nearest", s.UpSampling(V("x"), scale=2, sample_type="nearest", num_args=1), \
+        {"x": _u(1, 2, 3, 3)}, {}
+    yield "UpSampling-bilinear", s.UpSampling(V("x"), V("w"), scale=2, sample_type="bilinear", num_filter=2,
+                                              num_args=2), \
+        {"x": _u(1, 2, 3, 3), "w": _u(2, 1, 4, 4)}, {"grad_nodes": ["x"]}
+    yield "InstanceNorm", s.InstanceNorm(V("x"), V("g"), V("b")), \
+        {"x": _u(2, 3, 4), "g": _u(3, lo=0.5), "b": _u(3)}, {}
+    yield "GroupNorm", s.GroupNorm(V("x"), V("g"), V("b"), num_groups=2), \
+        {"x": _u(2, 4, 3), "g": _u(2, lo=0.5), "b": _u(2)}, {}  # gamma/beta: one per group
+    for mode in ("instance", "channel", "spatial"):
+        yield f"L2Normalization-{mode}", s.L2Normalization(V("x"), mode=mode), {"x": _u(2, 3, 4)}, {}
+    yield "softmin", s.softmin(V("x"), axis=-1), {"x": _u(3, 5)}, {}
+    yield "softmax_cross_entropy", s.softmax_cross_entropy(V("x"), V("y")), \
+        {"x": _u(3, 5), "y": np.array([0.0, 3, 4])}, {"grad_nodes": ["x"]}
+    yield "ctc_loss", s.ctc_loss(V("x"), V("y")), \
+        {"x": _u(5, 2, 4), "y": np.array([[1.0, 2], [3, 0]])}, {"grad_nodes": ["x"]}
+    yield "ROIPooling", s.ROIPooling(V("x"), V("r"), pooled_size=(2, 2), spatial_scale=1.0), \
+        {"x": R.permutation(2 * 6 * 6).reshape(1, 2, 6, 6) / 10.0, "r": np.array([[0.0, 0, 0, 4, 4]])}, \
+        {"grad_nodes": ["x"]}
+    yield "Correlation", s.Correlation(V("a"), V("b"), kernel_size=1, max_displacement=1, stride1=1, stride2=1,
+                                       pad_size=1), {"a": _u(1, 2, 4, 4), "b": _u(1, 2, 4, 4)}, {}
+    yield "GridGenerator-affine", s.GridGenerator(V("t"), transform_type="affine", target_shape=(3, 4)), \
+        {"t": _u(2, 6)}, {}
+    yield "GridGenerator-warp", s.GridGenerator(V("f"), transform_type="warp"), {"f": _u(1, 2, 3, 4)}, {}
+    yield "BilinearSampler", s.BilinearSampler(V("x"), V("g")), \
+        {"x": _u(1, 2, 4, 4), "g": _u(1, 2, 3, 3, lo=-0.7, hi=0.7)}, {"numeric_eps": 1e-5}
+    yield "SpatialTransformer", s.SpatialTransformer(V("x"), V("loc"), target_shape=(3, 3),
+                                                     transform_type="affine", sampler_type="bilinear"), \
+        {"x": _u(1, 2, 4, 4), "loc": np.array([[0.8, 0.1, 0.05, -0.1, 0.7, 0.02]])}, {"numeric_eps": 1e-5}
+    yield "split_v2", s.split_v2(V("x"), indices_or_sections=(1, 3), axis=1)[1], {"x": _u(2, 5)}, {}
+    yield "im2col", s.im2col(V("x"), kernel=(2, 2), stride=(1, 1), pad=(1, 1)), {"x": _u(1, 2, 3, 3)}, {}
+    yield "col2im", s.col2im(V("c"), output_size=(3, 3), kernel=(2, 2)), {"c": _u(1, 8, 4)}, {}
+    yield "_square_sum", s._internal._square_sum(V("x"), axis=1), {"x": _u(3, 4)}, {}
+    yield "choose_element_0index", s.choose_element_0index(V("a"), V("i")), \
+        {"a": _u(3, 4), "i": np.array([1.0, 0, 3])}, {"grad_nodes": ["a"]}
+    # syevd's gradient (as MXNet's) is the symmetric one: differentiate through a symmetric input
+    a = V("a")
+    a_sym = a + s.transpose(a)
+    yield "linalg.syevd-U", s.linalg.syevd(a_sym)[0], {"a": np.diag([0.5, 1.0, 2.0]) + 0.05 * _spd(3) / 3}, {}
+    yield "linalg.syevd-L", s.linalg.syevd(a_sym)[1], {"a": np.diag([0.5, 1.0, 2.0]) + 0.05 * _spd(3) / 3}, {}
+    yield "linalg.gelqf", s.linalg.gelqf(V("a"))[1], {"a": _u(2, 3) + np.eye(2, 3)}, {}
+    yield "linalg.extracttrian", s.linalg.extracttrian(V("a"), offset=-1), {"a": _u(3, 3)}, {}
+    yield "linalg.maketrian", s.linalg.maketrian(V("a"), offset=1), {"a": _u(3)}, {}
+    yield "linalg.inverse", s.linalg.inverse(V("a")), {"a": _spd(3)}, {}
+    yield "linalg.det", s.linalg.det(V("a")), {"a": _spd(3) / 3}, {}
+    yield "linalg.slogdet", s.linalg.slogdet(V("a"))[1], {"a": _spd(3) / 3}, {}
+    yield "linalg.gemm-axis", s.linalg.gemm(V("a"), V("b"), V("c"), axis=0, alpha=0.5, beta=2.0), \
+        {"a": _u(2, 5, 3), "b": _u(3, 5, 4), "c": _u(2, 5, 4)}, {}  # rows on axis 0, batch on axis 1
+    yield "image.normalize", s.image.normalize(V("x"), mean=(0.1, 0.2, 0.3), std=(0.5, 2.0, 1.0)), {"x": _u(3, 2, 3)}, {}
+    yield "contrib.BilinearResize2D", s.contrib.BilinearResize2D(V("x"), height=5, width=3), \
+        {"x": _u(1, 2, 3, 4)}, {}
+    yield "contrib.AdaptiveAvgPooling2D", s.contrib.AdaptiveAvgPooling2D(V("x"), output_size=(2, 3)), \
+        {"x": _u(1, 2, 5, 4)}, {}
+    yield "contrib.SyncBatchNorm", s.contrib.SyncBatchNorm(V("x"), V("g"), V("b"), V("mm"), V("mv"),
+                                                           fix_gamma=False, key="k"), \
+        {"x": _u(4, 3, 2), "g": _u(3, lo=0.5), "b": _u(3)}, \
+        {"grad_nodes": ["x", "g", "b"], "aux_states": {"mm": np.zeros(3), "mv": np.ones(3)}}
+    yield "contrib.index_copy", s.contrib.index_copy(V("o"), V("i"), V("n")), \
+        {"o": _u(4, 3), "i": np.array([2.0, 0]), "n": _u(2, 3)}, {"grad_nodes": ["o", "n"]}
+    qkv = _u(3, 2, 2 * 3 * 2)
+    yield "contrib.interleaved_matmul_selfatt_qk", s.contrib.interleaved_matmul_selfatt_qk(V("qkv"), heads=2), \
+        {"qkv": qkv}, {}
+    yield "contrib.interleaved_matmul_selfatt_valatt", \
+        s.contrib.interleaved_matmul_selfatt_valatt(V("qkv"), V("att"), heads=2), \
+        {"qkv": qkv, "att": _u(4, 3, 3)}, {}
+    yield "contrib.interleaved_matmul_encdec_qk", s.contrib.interleaved_matmul_encdec_qk(V("q"), V("kv"), heads=2), \
+        {"q": _u(3, 2, 4), "kv": _u(4, 2, 8)}, {}
+    yield "contrib.interleaved_matmul_encdec_valatt", \
+        s.contrib.interleaved_matmul_encdec_valatt(V("kv"), V("att"), heads=2), \
+        {"kv": _u(4, 2, 8), "att": _u(4, 3, 4)}, {}
+    yield "random_pdf_normal", s.random_pdf_normal(V("x"), V("mu"), V("sigma")), \
+        {"x": _u(2, 3), "mu": _u(2), "sigma": _u(2, lo=0.5, hi=1.5)}, {}
+    yield "random_pdf_gamma", s.random_pdf_gamma(V("x"), V("alpha"), V("beta")), \
+        {"x": _u(2, 3, lo=0.5, hi=2), "alpha": _u(2, lo=1, hi=2), "beta": _u(2, lo=0.5, hi=1.5)}, {}
+    yield "random_pdf_dirichlet", s.random_pdf_dirichlet(V("x"), V("alpha")), \
+        {"x": np.array([[[0.2, 0.3, 0.5]], [[0.6, 0.1, 0.3]]]), "alpha": _u(2, 3, lo=1, hi=2)}, \
+        {"grad_nodes": ["alpha"]}
+    yield "Convolution-3d", s.Convolution(V("x"), V("w"), V("b"), kernel=(2, 2, 2), num_filter=2, pad=(1, 0, 1)), \
+        {"x": _u(1, 2, 3, 3, 3), "w": _u(2, 2, 2, 2, 2), "b": _u(2)}, {}
+    yield "Deconvolution-3d", s.Deconvolution(V("x"), V("w"), kernel=(2, 2, 2), num_filter=2, stride=(2, 1, 1),
+                                              no_bias=True), \
+        {"x": _u(1, 2, 2, 2, 2), "w": _u(2, 2, 2, 2, 2)}, {}
+    yield "Pooling-3d-avg", s.Pooling(V("x"), kernel=(2, 2, 2), pool_type="avg", stride=(1, 1, 1)), \
+        {"x": _u(1, 1, 3, 3, 3)}, {}
+    # MXNet 1.9.1 has pooling_convention='same' for 1-D max pooling only
+    yield "Pooling-same-max-1d", s.Pooling(V("x"), kernel=(2,), pool_type="max", pooling_convention="same",
+                                           stride=(2,)), \
+        {"x": R.permutation(2 * 5).reshape(1, 2, 5) / 10.0}, {}
+
+
+CASES = list(_cases())
+
+
+@pytest.mark.parametrize("label,sym,location,extra", CASES, ids=[c[0] for c in CASES])
+def test_gradient_matches_finite_differences(label, sym, location, extra):
+    extra = dict(extra)
+    check_numeric_gradient(sym, location, numeric_eps=extra.pop("numeric_eps", 1e-6), rtol=1e-4, atol=1e-6,
+                           dtype=np.float64, **extra)
+
+
+# -- _contrib_boolean_mask: a registry operator whose output length depends on the index values ---------
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_boolean_mask_selects_slices_and_scatters_the_gradient(axis):
+    x = _u(4, 3, 5)
+    keep = (R.uniform(size=x.shape[axis]) > 0.4).astype(np.float32)
+    keep[0] = 1.0
+    data, index = mx.nd.array(x, dtype="float64"), mx.nd.array(keep)
+    data.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.contrib.boolean_mask(data, index, axis=axis)
+    expected = np.compress(keep != 0, x, axis=axis)
+    np.testing.assert_array_equal(y.asnumpy(), expected)
+    w = R.standard_normal(expected.shape)
+    y.backward(mx.nd.array(w, dtype="float64"))
+    # d sum(w * y) / dx: w at the kept slices, zero at the dropped ones
+    want = np.zeros_like(x)
+    sl = [slice(None)] * 3
+    sl[axis] = np.flatnonzero(keep)
+    want[tuple(sl)] = w
+    np.testing.assert_array_equal(data.grad.asnumpy(), want)
+
+
+def test_boolean_mask_with_nothing_selected_and_out():
+    data = mx.nd.array(_u(3, 2))
+    assert mx.nd.contrib.boolean_mask(data, mx.nd.zeros(3)).shape == (0, 2)
+    out = mx.nd.zeros((1, 2))
+    res = mx.nd.contrib.boolean_mask(data, mx.nd.array([0, 0, 1]), out=out)
+    assert res is out
+    np.testing.assert_array_equal(out.asnumpy(), data.asnumpy()[2:])
+
+
+def test_boolean_mask_is_a_symbol_with_an_unknown_length():
+    from ember.base import ShapeError
+    y = mx.sym.contrib.boolean_mask(mx.sym.var("d"), mx.sym.var("i"))
+    assert y.name == "boolean_mask0"
+    assert '"op": "_contrib_boolean_mask"' in y.tojson()
+    _, out_shapes, _ = y.infer_shape_partial(d=(3, 2), i=(3,))
+    assert out_shapes == [(0, 2)]  # the selected length is unknown (legacy shape semantics: 0)
+    with pytest.raises(ShapeError, match="index has 2 entries but data has 3"):
+        y.infer_shape_partial(d=(3, 2), i=(2,))
+    with pytest.raises(ShapeError, match="index must be 1-D"):
+        mx.nd.contrib.boolean_mask(mx.nd.ones((3, 2)), mx.nd.ones((3, 1)))
