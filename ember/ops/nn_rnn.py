@@ -182,8 +182,9 @@ def _reserve_pieces(attrs, t_len, n):
     """[(key, name, shape)] in the reserve's order; key is (layer, direction), or (layer, None) for
     what the layer's directions share.
 
-    Per layer and direction: "gates" (T, N, G*H) the activated gates (LSTM i, f, g, o; GRU r, z, n;
-    vanilla: the new state before any sequence mask) and "hseq" (T+1, N, R) the recurrent state
+    Per layer and direction: "gates" the activated gates, (T, N, G*H) for a GRU (r, z, n) and the
+    vanilla RNN (its new state before any sequence mask), gate-major (T, 4, N, H) for an LSTM (i, f, g,
+    o: the backward's whole-sequence derivative math then runs on contiguous blocks) and "hseq" (T+1, N, R) the recurrent state
     around every step (`_seq_views`); an LSTM also keeps "cseq" (T+1, N, H) the cell state likewise,
     "tc" (T, N, H) tanh of each new cell state, "cnew" (T, N, H) the new cell state before the
     sequence mask (with `use_sequence_length` only; else it is cseq's) and "hfull" (T, N, H) the state
@@ -196,7 +197,8 @@ def _reserve_pieces(attrs, t_len, n):
             pieces.append(((layer, None), "input", (t_len, n, dirs * r)))
         for d in range(dirs):
             key = (layer, d)
-            pieces += [(key, "gates", (t_len, n, _GATES[mode] * h)), (key, "hseq", (t_len + 1, n, r))]
+            gates = (t_len, 4, n, h) if mode == "lstm" else (t_len, n, _GATES[mode] * h)
+            pieces += [(key, "gates", gates), (key, "hseq", (t_len + 1, n, r))]
             if mode == "lstm":
                 pieces += [(key, "cseq", (t_len + 1, n, h)), (key, "tc", (t_len, n, h))]
                 if attrs["use_sequence_length"]:
@@ -280,9 +282,11 @@ def _direction_forward(xp, attrs, x, weights, h0, c0, reverse, masks, res, out):
         wx = wx * scale[:, None]
         wh_t *= scale
         bias *= scale
-    # every step's input projection as one GEMM, with the biases
-    xp.matmul(x.reshape(t_len * n, -1), wx.T, out=gates.reshape(t_len * n, -1))
-    gates += bias
+    # every step's input projection as one GEMM, with the biases, into the gates' memory read as
+    # (T, N, G*H): step t's region holds its pre-activations until the step replaces them by the gates
+    pre = gates.reshape(t_len, n, -1)
+    xp.matmul(x.reshape(t_len * n, -1), wx.T, out=pre.reshape(t_len * n, -1))
+    pre += bias
     hseq = res["hseq"]
     before, after, first, last = _seq_views(hseq, t_len, reverse)
     hseq[first] = h0
@@ -297,23 +301,25 @@ def _direction_forward(xp, attrs, x, weights, h0, c0, reverse, masks, res, out):
         cseq[first] = c0
         bounds = _clip_bounds(attrs)
         for t in steps:
-            a = gates[t]
             xp.matmul(before[t], wh_t, out=ah)
-            a += ah
-            xp.tanh(a, out=a)
-            a *= scale
-            a += shift
+            ah += pre[t]
+            xp.tanh(ah, out=ah)
+            ah *= scale
+            ah += shift
+            g_t = gates[t]
+            g_t[...] = ah.reshape(n, 4, hdim).transpose(1, 0, 2)   # pre[t] is consumed: its memory takes the gates
+            i_g, f_g, g_g, o_g = g_t
             c_t = cnew[t]
-            xp.multiply(a[:, hdim:2 * hdim], c_before[t], out=c_t)
-            xp.multiply(a[:, :hdim], a[:, 2 * hdim:3 * hdim], out=tmp)
+            xp.multiply(f_g, c_before[t], out=c_t)
+            xp.multiply(i_g, g_g, out=tmp)
             c_t += tmp
             if bounds is not None:
                 xp.clip(c_t, bounds[0], bounds[1], out=c_t)
             xp.tanh(c_t, out=tc[t])
             if hfull is None:
-                xp.multiply(a[:, 3 * hdim:], tc[t], out=after[t])
+                xp.multiply(o_g, tc[t], out=after[t])
             else:
-                xp.multiply(a[:, 3 * hdim:], tc[t], out=hfull[t])
+                xp.multiply(o_g, tc[t], out=hfull[t])
                 xp.matmul(hfull[t], wr.T, out=after[t])
             if masks is not None:  # padded steps carry the states over unchanged
                 _carry(xp, masks[t], before[t], after[t], after[t])
@@ -375,7 +381,7 @@ def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, mask
     hdim = wx.shape[0] // _GATES[mode]
     gates = res["gates"]
     before, after, _, _ = _seq_views(res["hseq"], t_len, reverse)
-    dax = xp.empty(gates.shape, dtype=x.dtype)
+    dax = xp.empty((t_len, n, _GATES[mode] * hdim), dtype=x.dtype)
     dah = xp.empty_like(dax) if mode == "gru" else dax
     dh = dh.copy()
     steps = range(t_len) if reverse else range(t_len - 1, -1, -1)
@@ -384,30 +390,25 @@ def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, mask
         dc = dc.copy()
         c_before, c_after, _, _ = _seq_views(res["cseq"], t_len, reverse)
         cnew, tc, hfull = res.get("cnew", c_after), res["tc"], res.get("hfull")
-        g4 = gates.reshape(t_len, n, 4, hdim)
-        i_g, f_g, g_g, o_g = g4[:, :, 0], g4[:, :, 1], g4[:, :, 2], g4[:, :, 3]
-        # every step's local derivatives at once: k4[:, :, :3] multiply dc into da_i, da_f, da_g,
-        # k4[:, :, 3] multiplies dh into da_o, and e (d c / d h through tanh) multiplies dh into dc
-        k4 = xp.empty_like(g4)
-        xp.subtract(1, i_g, out=k4[:, :, 0])
-        k4[:, :, 0] *= i_g
-        k4[:, :, 0] *= g_g
-        xp.subtract(1, f_g, out=k4[:, :, 1])
-        k4[:, :, 1] *= f_g
-        k4[:, :, 1] *= c_before
-        xp.multiply(g_g, g_g, out=k4[:, :, 2])
-        xp.subtract(1, k4[:, :, 2], out=k4[:, :, 2])
-        k4[:, :, 2] *= i_g
-        xp.subtract(1, o_g, out=k4[:, :, 3])
-        k4[:, :, 3] *= o_g
-        k4[:, :, 3] *= tc
+        i_g, f_g, g_g, o_g = gates[:, 0], gates[:, 1], gates[:, 2], gates[:, 3]
+        # every step's local derivatives at once (gate-major, so on contiguous blocks): k4[:, :3] multiply
+        # dc into da_i, da_f, da_g, k4[:, 3] multiplies dh into da_o, and e (d c / d h through tanh)
+        # multiplies dh into dc
+        k4 = xp.subtract(1, gates)                  # s (1 - s): the sigmoid gates' derivative
+        k4 *= gates
+        xp.multiply(g_g, g_g, out=k4[:, 2])         # the tanh gate's: 1 - g^2
+        xp.subtract(1, k4[:, 2], out=k4[:, 2])
+        k4[:, 0] *= g_g
+        k4[:, 1] *= c_before
+        k4[:, 2] *= i_g
+        k4[:, 3] *= tc
         e = xp.multiply(tc, tc)
         xp.subtract(1, e, out=e)
         e *= o_g
         bounds = _clip_bounds(attrs)
         if bounds is not None:  # no gradient through a clipped cell state
             e_keep = ((cnew > bounds[0]) & (cnew < bounds[1])).astype(x.dtype)
-        da4 = dax.reshape(t_len, n, 4, hdim)
+        d_gates = dax.reshape(t_len, n, 4, hdim).transpose(0, 2, 1, 3)   # (T, 4, N, H) view of dax
         tmp = xp.empty_like(dc)
         carry_c = xp.empty_like(dc) if masks is not None else None
         dhr = xp.empty(after.shape, dtype=x.dtype) if wr is not None else None
@@ -431,8 +432,8 @@ def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, mask
             dc += tmp
             if bounds is not None:
                 dc *= e_keep[t]
-            xp.multiply(k4[t, :, :3], dc[:, None, :], out=da4[t, :, :3])
-            xp.multiply(k4[t, :, 3], d_hf, out=da4[t, :, 3])
+            xp.multiply(k4[t, :3], dc, out=d_gates[t, :3])
+            xp.multiply(k4[t, 3], d_hf, out=d_gates[t, 3])
             dc *= f_g[t]
             xp.matmul(dax[t], wh, out=dh)
             if masks is not None:
