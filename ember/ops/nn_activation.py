@@ -54,8 +54,11 @@ def _float_types_1(name):
 
 
 def _activation(ctx, attrs, inputs, outputs, aux):
-    x = inputs[0]
-    outputs[0][...] = _act_forward(ctx.xp, attrs["act_type"], x)
+    x, out = inputs[0], outputs[0]
+    if attrs["act_type"] == "relu" and out.dtype == x.dtype:
+        ctx.xp.maximum(x, 0, out=out)  # one pass, no temporary (x may be out: in place)
+        return
+    out[...] = _act_forward(ctx.xp, attrs["act_type"], x)
 
 
 def _activation_backward(ctx, attrs, inputs, outputs, aux):

@@ -135,15 +135,17 @@ def _pixels(a, groups: int, g: int):
     return a[:, g * cg:(g + 1) * cg].reshape(a.shape[0], cg, -1)
 
 
-def _pointwise_forward(xp, x, w, groups: int, out) -> None:
+def _pointwise_forward(xp, x, w, groups: int, out, shift=None) -> None:
     n, f = out.shape[:2]
     fg = f // groups
     if groups == 1 and out.flags.c_contiguous:  # straight into the output's buffer
         xp.matmul(w.reshape(f, -1), _pixels(x, 1, 0), out=out.reshape(n, f, -1))
+        if shift is not None:
+            out += _shift_view(shift)
         return
     for g in range(groups):
         res = xp.matmul(w[g * fg:(g + 1) * fg].reshape(fg, -1), _pixels(x, groups, g))
-        out[:, g * fg:(g + 1) * fg] = res.reshape((n, fg) + out.shape[2:])
+        _store(xp, res.reshape((n, fg) + out.shape[2:]), shift, g * fg, (g + 1) * fg, out)
 
 
 def _pointwise_backward_data(xp, dy, w, groups: int, out) -> None:
@@ -162,14 +164,27 @@ def _pointwise_backward_weight(xp, x, dy, groups: int, out) -> None:
         out[g * fg:(g + 1) * fg] = res.reshape(fg, cg, 1, 1)
 
 
-def conv_forward(xp, x, w, geo: Geometry, out) -> None:
-    """out (N, F, OH, OW) = conv(x (N, C, H, W), w (F, C/g, kh, kw)), no bias."""
+def _shift_view(shift):
+    return shift.reshape(1, -1, 1, 1)
+
+
+def _store(xp, res, shift, lo: int, hi: int, out) -> None:
+    """out[:, lo:hi] = res (+ shift[lo:hi] per channel): the add rides on the copy (no extra pass)."""
+    if shift is None:
+        out[:, lo:hi] = res
+    else:
+        xp.add(res, _shift_view(shift[lo:hi]), out=out[:, lo:hi])
+
+
+def conv_forward(xp, x, w, geo: Geometry, out, shift=None) -> None:
+    """out (N, F, OH, OW) = conv(x (N, C, H, W), w (F, C/g, kh, kw)) (+ shift (F,) per output channel:
+    a bias, or a folded BatchNorm's shift, added while the GEMM's result is stored)."""
     n, c = x.shape[:2]
     f = w.shape[0]
     fg = f // geo.groups
     oh, ow = out.shape[2:]
     if _is_pointwise(geo, c, f):
-        _pointwise_forward(xp, x, w, geo.groups, out)
+        _pointwise_forward(xp, x, w, geo.groups, out, shift)
         return
     lay = choose_layout(geo, c, f)
     xpad = _padded(xp, x, geo, lay)
@@ -177,12 +192,13 @@ def conv_forward(xp, x, w, geo: Geometry, out) -> None:
         acc = xp.zeros(_out_internal_shape(lay, f, n, oh, ow), dtype=out.dtype)
         for i, j, idx in _taps(geo, oh, ow, lay):
             acc += xpad[idx] * _channel_view(w[:, 0, i, j])
-        out[...] = acc.transpose(lay.inv)
+        _store(xp, acc.transpose(lay.inv), shift, 0, f, out)
         return
     for g in range(geo.groups):
         cols = im2col(xp, xpad, geo, g, oh, ow, lay)
         res = xp.matmul(w[g * fg:(g + 1) * fg].reshape(fg, -1), cols)
-        out[:, g * fg:(g + 1) * fg] = res.reshape(_out_internal_shape(lay, fg, n, oh, ow)).transpose(lay.inv)
+        _store(xp, res.reshape(_out_internal_shape(lay, fg, n, oh, ow)).transpose(lay.inv), shift,
+               g * fg, (g + 1) * fg, out)
 
 
 def conv_backward_data(xp, dy, w, geo: Geometry, x_shape, out) -> None:
@@ -564,12 +580,13 @@ def _conv_forward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     depth, geo = conv_geometries(attrs)
     out = outputs[0]
+    bias = None if attrs["no_bias"] else inputs[2]
     if depth is not None:
         conv3d_forward(xp, inputs[0], inputs[1], depth, geo, out)
+        if bias is not None:
+            out += _bias_view(bias, out.ndim)
     else:
-        conv_forward(xp, _as4d(inputs[0]), _as4d(inputs[1]), geo, _as4d(out))
-    if not attrs["no_bias"]:
-        out += _bias_view(inputs[2], out.ndim)
+        conv_forward(xp, _as4d(inputs[0]), _as4d(inputs[1]), geo, _as4d(out), bias)
 
 
 @float32_on_cpu

@@ -105,7 +105,13 @@ def _bn_forward(ctx, attrs, inputs, outputs, aux):
     invstd = 1.0 / xp.sqrt(var + attrs["eps"])
     scale = invstd if attrs["fix_gamma"] else invstd * gamma
     shift = beta - mean * scale
-    out[...] = xw * _param_view(scale, x.ndim, ax) + _param_view(shift, x.ndim, ax)
+    scale_v, shift_v = _param_view(scale, x.ndim, ax), _param_view(shift, x.ndim, ax)
+    if out.dtype == xw.dtype == scale.dtype:
+        # two in-place passes over the data, no temporaries (out may be x: the op runs in place)
+        xp.multiply(xw, scale_v, out=out)
+        out += shift_v
+    else:  # float16 data: computed in float32, rounded once
+        out[...] = xw * scale_v + shift_v
     mean_out[...] = mean
     invstd_out[...] = invstd  # MXNet's hidden 'var' output holds the inverse standard deviation
 

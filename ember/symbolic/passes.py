@@ -156,6 +156,106 @@ def dead_node_elimination(g: GraphState) -> GraphState:
     return g
 
 
+_CHANNEL_FIRST = (None, "NCW", "NCHW", "NCDHW")
+
+
+def _fusion_enabled() -> bool:
+    v = os.environ.get("EMBER_FUSE_CONV_BN", "1")
+    return v.strip().lower() not in ("0", "false", "no")
+
+
+def _conv_bn_chain(bn: Node, readers: Dict[Key, List[Node]], heads: set) -> Optional[List[Node]]:
+    """[conv, bn] or [conv, bn, relu] when `bn` can be folded with the Convolution feeding it:
+    only BatchNorm reads the convolution's output, nothing reads its hidden statistics, channel
+    axis 1 of a channel-first convolution, and no node of the chain is placed by ctx_group."""
+    if bn.op.name != "BatchNorm" or not bn.inputs:
+        return None
+    a = bn.parsed_attrs
+    conv, j = bn.inputs[0]
+    if (a["axis"] != 1 or a["output_mean_var"] or j != 0 or conv.op is None or conv.op.name != "Convolution"
+            or conv.parsed_attrs["layout"] not in _CHANNEL_FIRST):
+        return None
+    if [id(r) for r in readers.get((id(conv), 0), [])] != [id(bn)] or (id(conv), 0) in heads:
+        return None
+    if any(readers.get((id(bn), i)) or (id(bn), i) in heads for i in (1, 2)):
+        return None
+    chain = [conv, bn]
+    users = readers.get((id(bn), 0), [])
+    if len(users) == 1 and (id(bn), 0) not in heads:
+        act = users[0]
+        if (act.op is not None and act.op.name == "Activation" and act.parsed_attrs["act_type"] == "relu"
+                and len(act.inputs) == 1):
+            chain.append(act)
+    if any("__ctx_group__" in n.user_attrs for n in chain):
+        return None
+    return chain
+
+
+def _fused_node(chain: List[Node], new) -> Node:
+    from .. import ops
+    conv, bn = chain[0], chain[1]
+    attrs = {k: v for k, v in conv.attrs.items() if not (k.startswith("__") and k.endswith("__"))}
+    pa = bn.parsed_attrs
+    attrs.update({k: pa[k] for k in ("eps", "momentum", "fix_gamma", "use_global_stats")})
+    attrs["act_type"] = "relu" if len(chain) == 3 else "none"
+    k = bn.num_inputs()
+    inputs = [new(e) for e in conv.inputs] + [new(e) for e in bn.inputs[1:k]] + [new(e) for e in bn.inputs[k:]]
+    last = chain[-1]
+    return Node(ops.get("_fused_conv_bn_act"), last.name, attrs, inputs, last.user_attrs)
+
+
+def fuse_conv_bn(g: GraphState) -> GraphState:
+    """Fold BatchNorm (and a relu after it) into the Convolution before it: one
+    `_fused_conv_bn_act` node (ember/ops/nn_fused.py), in forward-only graphs only, where no
+    gradient needs the intermediate results.  The node does exactly what the chain does while
+    training (batch statistics, moving statistics updated); in inference it folds the scale into
+    the weights and the shift into the GEMM's store.  The caller's nodes are never changed: nodes
+    downstream of a fusion are copied.  EMBER_FUSE_CONV_BN=0 turns it off."""
+    if g.grad_entries or g.num_forward != len(g.nodes) or not _fusion_enabled():
+        return g
+    readers: Dict[Key, List[Node]] = {}
+    for n in g.nodes:
+        for c, i in n.inputs:
+            readers.setdefault((id(c), i), []).append(n)
+    heads = {(id(n), i) for n, i in g.heads}
+    chains: Dict[int, List[Node]] = {}   # id(last node of a chain) -> chain
+    fused_ids = set()
+    for n in g.nodes:
+        if n.op is not None and n.op.name == "BatchNorm":
+            chain = _conv_bn_chain(n, readers, heads)
+            if chain is not None:
+                chains[id(chain[-1])] = chain
+                fused_ids.update(id(c) for c in chain)
+    if not chains:
+        return g
+    rebuilt: Dict[int, Node] = {}   # id(original) -> the node standing for its output 0 (or a copy)
+
+    def new(entry: Entry) -> Entry:
+        node, i = entry
+        return (rebuilt.get(id(node), node), i)
+
+    nodes = []
+    for n in g.nodes:
+        if id(n) in chains:
+            fused = _fused_node(chains[id(n)], new)
+            rebuilt[id(n)] = fused
+            nodes.append(fused)
+        elif id(n) in fused_ids:
+            continue
+        elif n.op is not None and any(id(c) in rebuilt for c, _ in n.inputs):
+            copy = Node(n.op, n.name, n.attrs, [new(e) for e in n.inputs], n.user_attrs)
+            copy._parsed, copy._arity = n._parsed, n._arity
+            rebuilt[id(n)] = copy
+            nodes.append(copy)
+        else:
+            nodes.append(n)
+    g.heads = [new(e) for e in g.heads]
+    g.nodes = nodes
+    g.num_forward = len(nodes)
+    g.stats["fused_conv_bn"] = len(chains)
+    return g
+
+
 def infer_shape(g: GraphState) -> GraphState:
     """Shapes of every entry; every argument must end up known."""
     known = {}
@@ -369,7 +469,7 @@ def plan_memory(g: GraphState) -> GraphState:
 
 
 PASSES: List[Callable[[GraphState], GraphState]] = [
-    order_forward, gradient, mirror, dead_node_elimination, infer_shape, infer_type,
+    order_forward, gradient, mirror, dead_node_elimination, fuse_conv_bn, infer_shape, infer_type,
     schedule_backward, bind_gradients, inplace, plan_memory,
 ]
 
