@@ -56,10 +56,13 @@ def _to_tensor_shape(attrs, in_shapes):
     return in_shapes, [(x[0], x[3], x[1], x[2])]
 
 
+_FLOAT32_255 = np.float32(255.0)
+
+
 def _to_tensor(ctx, attrs, inputs, outputs, aux):
     x = inputs[0]
     axes = (2, 0, 1) if x.ndim == 3 else (0, 3, 1, 2)
-    ctx.xp.divide(ctx.xp.transpose(x, axes), np.float32(255.0), out=outputs[0], casting="unsafe")
+    ctx.xp.divide(x.transpose(axes), _FLOAT32_255, out=outputs[0], casting="unsafe")
 
 
 register(OpDef(name="_image_to_tensor", inputs=["data"], outputs=["output"], infer_shape=_to_tensor_shape,
@@ -88,8 +91,8 @@ def _normalize_shape(attrs, in_shapes):
         c = x[0] if len(x) == 3 else x[1]
         if c is not None and c not in (1, 3, 4):
             raise ShapeError(f"_image_normalize: the channel dimension must be 1, 3 or 4, got {c} in {tuple(x)}")
-        if c is not None:
-            _channel_params("_image_normalize", attrs, c)
+        if c is not None:  # checks mean/std against the channels (and keeps the kernel's constants)
+            _normalize_constants(attrs, x, np.dtype(np.float32))
     return same_shape("_image_normalize")(attrs, in_shapes)
 
 
@@ -100,12 +103,36 @@ def _normalize_arrays(attrs, x_shape):
     return mean.reshape(shape), std.reshape(shape)
 
 
+# (mean, std, channels, dtype) -> the (C, 1, 1) host arrays in that dtype: a DataLoader normalizes
+# every sample with the same attributes, so they are made once rather than per call
+_NORMALIZE_CONSTANTS: dict = {}
+
+
+def _normalize_constants(attrs, x_shape, dtype):
+    c = x_shape[0] if len(x_shape) == 3 else x_shape[1]
+    key = (attrs["mean"], attrs["std"], c, dtype)
+    found = _NORMALIZE_CONSTANTS.get(key)
+    if found is None:
+        mean, std = _normalize_arrays(attrs, x_shape)
+        found = (mean.astype(dtype), std.astype(dtype))
+        for arr in found:
+            arr.flags.writeable = False
+        if len(_NORMALIZE_CONSTANTS) >= 64:
+            _NORMALIZE_CONSTANTS.clear()
+        _NORMALIZE_CONSTANTS[key] = found
+    return found
+
+
 def _normalize(ctx, attrs, inputs, outputs, aux):
-    x = inputs[0]
-    mean, std = _normalize_arrays(attrs, x.shape)
+    x, out = inputs[0], outputs[0]
+    mean, std = _normalize_constants(attrs, x.shape, x.dtype)
     xp = ctx.xp
-    res = (x - xp.asarray(mean, dtype=x.dtype)) / xp.asarray(std, dtype=x.dtype)
-    outputs[0][...] = res
+    if xp is np and x.dtype.kind == "f" and out.dtype == x.dtype:
+        # in place in the output: the same float arithmetic as (x - mean) / std, no temporaries
+        np.subtract(x, mean, out=out)
+        np.divide(out, std, out=out)
+        return
+    out[...] = (x - xp.asarray(mean)) / xp.asarray(std)
 
 
 def _normalize_backward(ctx, attrs, inputs, outputs, aux):
@@ -157,11 +184,15 @@ def _flip_kernel(axis_from_end):
     return kernel
 
 
+_REVERSED = slice(None, None, -1)
+
+
 def _random_flip_kernel(op, axis_from_end):
     def kernel(ctx, attrs, inputs, outputs, aux):
         x = inputs[0]
         flip = _rng(op, ctx).random() < 0.5
-        outputs[0][...] = ctx.xp.flip(x, axis=x.ndim - axis_from_end) if flip else x
+        # a reversed slice is the flipped view (xp.flip builds the same view at a higher per-call cost)
+        outputs[0][...] = x[(slice(None),) * (x.ndim - axis_from_end) + (_REVERSED,)] if flip else x
     return kernel
 
 

@@ -77,6 +77,58 @@ def test_flips_and_symbols():
     assert "to_tensor" in dir(mx.nd.image) and "random_lighting" in dir(mx.sym.image)
 
 
+def test_normalize_exact_in_each_dtype_and_attribute_set():
+    # the kernel keeps its per-channel constants between calls: each (mean, std, channels, dtype)
+    # must still get exactly its own (x - mean) / std in the input's dtype
+    rs = np.random.RandomState(3)
+    for dtype in (np.float32, np.float64, np.float16):
+        for mean, std in (((0.1, 0.2, 0.3), (0.5, 0.25, 2.0)), ((0.4914, 0.4822, 0.4465), (0.247, 0.2435, 0.2616)),
+                          ((0.5,), (0.2,))):
+            for shape in ((3, 4, 5), (2, 3, 4, 5), (1, 4, 5)):
+                if shape[-3] == 1 and len(mean) == 3:
+                    continue
+                x = rs.uniform(0, 1, shape).astype(dtype)
+                c = shape[-3]
+                m = np.asarray(mean * (c // len(mean)), dtype=dtype).reshape(c, 1, 1)
+                s = np.asarray(std * (c // len(std)), dtype=dtype).reshape(c, 1, 1)
+                got = I.normalize(mx.nd.array(x, dtype=dtype), mean=mean, std=std).asnumpy()
+                assert got.dtype == dtype
+                np.testing.assert_array_equal(got, (x - m) / s)
+    x = rs.randint(0, 255, (3, 2, 2)).astype(np.uint8)  # integer images: MXNet's saturating arithmetic
+    got = I.normalize(mx.nd.array(x, dtype="uint8"), mean=(1, 2, 3), std=(2, 2, 2)).asnumpy()
+    want = ((x - np.array([1, 2, 3], np.uint8).reshape(3, 1, 1)) / np.uint8(2)).astype(np.uint8)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_random_flips_reproducible_under_seed_hybridized_or_not():
+    x = np.random.RandomState(4).randint(0, 256, (6, 5, 3)).astype(np.uint8)
+
+    def run():  # Compose hybridizes its three HybridBlocks as one graph
+        mx.random.seed(11)
+        t = T.Compose([T.RandomFlipLeftRight(), T.RandomFlipTopBottom(), T.ToTensor()])
+        return [t(mx.nd.array(x, dtype="uint8")).asnumpy() for _ in range(30)]
+
+    a, b = run(), run()
+    assert all(np.array_equal(p, q) for p, q in zip(a, b))
+    ref = x.transpose(2, 0, 1).astype(np.float32) / 255
+    kinds = set()
+    for o in a:
+        for k, v in {"none": ref, "lr": ref[:, :, ::-1], "tb": ref[:, ::-1], "both": ref[:, ::-1, ::-1]}.items():
+            if np.array_equal(o, v):
+                kinds.add(k)
+    assert kinds == {"none", "lr", "tb", "both"}
+    # imperative block calls draw the same stream as a hybridized run of the same op
+    mx.random.seed(11)
+    hyb = T.RandomFlipLeftRight()
+    hyb.hybridize()
+    h = [hyb(mx.nd.array(x, dtype="uint8")).asnumpy() for _ in range(20)]
+    mx.random.seed(11)
+    imp = T.RandomFlipLeftRight()
+    i = [imp(mx.nd.array(x, dtype="uint8")).asnumpy() for _ in range(20)]
+    assert all(np.array_equal(p, q) for p, q in zip(h, i))
+    assert any(np.array_equal(p, x[:, ::-1]) for p in h) and any(np.array_equal(p, x) for p in h)
+
+
 def test_normalize_gradient():
     x = mx.nd.array(np.random.RandomState(1).uniform(size=(2, 3, 2, 2)))
     x.attach_grad()
