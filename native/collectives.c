@@ -379,7 +379,7 @@ int64_t ember_coll_allreduce(ember_coll *c, const void *send, void *recv, int64_
     if (!vars) abort();
     for (int i = 0; i < nread; i++) vars[i] = reads[i];
     for (int i = 0; i < nwrite; i++) vars[nread + i] = writes[i];
-    const ember_op_attrs attrs = {0, priority, EMBER_PROP_ASYNC, EMBER_ON_ERROR, name};
+    const ember_op_attrs attrs = {0, priority, EMBER_PROP_ASYNC, EMBER_ON_ERROR, name, 0};
     (void)ember_push(c->eng, coll_op, it, vars, nread, nwrite, &attrs);
     if (vars != local) free(vars);
     return seq;

@@ -41,7 +41,7 @@ static int push_plain(ember_engine *e, ember_fn fn, void *ctx, ember_var *const 
     if (nr + nw > 8) return -2;
     for (int i = 0; i < nr; i++) vars[i] = reads[i];
     for (int i = 0; i < nw; i++) vars[nr + i] = writes[i];
-    const ember_op_attrs attrs = {0, 0, EMBER_PROP_NORMAL, 0, name};
+    const ember_op_attrs attrs = {0, 0, EMBER_PROP_NORMAL, 0, name, 0};
     return ember_push(e, fn, ctx, vars, nr, nw, &attrs);
 }
 

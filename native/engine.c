@@ -55,6 +55,7 @@ struct ember_opr {
     atomic_int dependants;
     atomic_int queued; /* sitting in a queue's heap: a new dependant makes that heap stale */
     int queue, priority, prop, flags;
+    int64_t mem_bytes; /* attrs.mem_bytes: the memory-aware policy's hint */
     int nread, nwrite, nrw; /* vars = reads-only..., then writes (the first nrw were also read) */
     int *sync_done;         /* naive mode: the pusher waits for this */
     ember_var *vars[];
@@ -87,6 +88,8 @@ struct ember_engine {
     int naive;
     atomic_int policy;
     _Atomic(ember_key_fn) custom_key;
+    atomic_int_fast64_t live_hint; /* minus the mem_bytes of every op ended (memory-aware policy) */
+    atomic_int_fast64_t mem_high;  /* memory-aware threshold on live_hint */
     atomic_uint_fast64_t seq;
     atomic_int_fast64_t pending;
     atomic_uint_fast64_t pushed, completed, failed, skipped, inline_runs;
@@ -390,8 +393,23 @@ static void heap_rekey(ember_engine *e, equeue *q) {
     for (int i = 0; i < n; i++) heap_push(q, q->heap[i]);
 }
 
+/* The memory-aware policy's byte term: clamped so that * 1024 + priority cannot overflow. */
+#define MEM_KEY_MAX ((int64_t)1 << 52)
+#define COMM_BOOST ((int64_t)1 << 40)
+
+static int is_comm_op(const char *name) {
+    return name && (strncmp(name, "kvstore", 7) == 0 || strncmp(name, "allreduce", 9) == 0);
+}
+
 static int64_t policy_key(ember_engine *e, ember_opr *op) {
     switch (atomic_load(&e->policy)) {
+    case EMBER_POLICY_MEMORY_AWARE: {
+        if (atomic_load(&e->live_hint) < atomic_load(&e->mem_high)) return op->priority;
+        int64_t m = op->mem_bytes > MEM_KEY_MAX ? MEM_KEY_MAX : op->mem_bytes < -MEM_KEY_MAX ? -MEM_KEY_MAX : op->mem_bytes;
+        return m * 1024 + op->priority;
+    }
+    case EMBER_POLICY_COMM_FIRST:
+        return is_comm_op(op->name) ? COMM_BOOST + op->priority : op->priority;
     case EMBER_POLICY_FIFO: return 0;
     case EMBER_POLICY_LIFO: return (int64_t)op->seq;
     case EMBER_POLICY_CRITICAL_PATH:
@@ -525,6 +543,7 @@ static void profile_record(ember_engine *e, ember_opr *op) {
 
 static void complete(ember_engine *e, ember_opr *op) {
     if (op->name && atomic_load_explicit(&e->profiling, memory_order_relaxed)) profile_record(e, op);
+    if (op->mem_bytes) atomic_fetch_sub(&e->live_hint, op->mem_bytes); /* before its successors are keyed */
     ember_var **writes = op->vars + op->nread;
     for (int i = 0; i < op->nwrite; i++) var_set_err(e, writes[i], op->err);
     if (op->err && !op->inherited) {
@@ -719,6 +738,7 @@ static ember_opr *op_new(ember_engine *e, ember_fn fn, void *ctx, ember_var *con
     atomic_init(&op->queued, 0);
     op->queue = a->queue;
     op->priority = a->priority;
+    op->mem_bytes = a->mem_bytes;
     op->prop = a->prop;
     op->flags = (a->flags & EMBER_ON_ERROR) | private_flags;
     op->nread = nr;
@@ -815,7 +835,7 @@ int ember_wait_var(ember_engine *e, ember_var *v) {
         pthread_cond_init(&w.cv, NULL);
         w.done = 0;
         ember_var *r[1] = {v};
-        static const ember_op_attrs wait_attrs = {0, 0, EMBER_PROP_NORMAL, 0, "WaitForVar"};
+        static const ember_op_attrs wait_attrs = {0, 0, EMBER_PROP_NORMAL, 0, "WaitForVar", 0};
         push_op(e, op_new(e, waiter_fn, &w, r, 1, 0, &wait_attrs, OPF_NOSKIP | OPF_ANYWHERE));
         pthread_mutex_lock(&w.mu);
         while (!w.done) pthread_cond_wait(&w.cv, &w.mu);
@@ -837,7 +857,7 @@ static int delete_fn(void *ctx, ember_opr *op) {
 
 void ember_var_delete(ember_engine *e, ember_var *v) {
     ember_var *w[1] = {v};
-    static const ember_op_attrs delete_attrs = {0, 0, EMBER_PROP_NORMAL, 0, NULL};
+    static const ember_op_attrs delete_attrs = {0, 0, EMBER_PROP_NORMAL, 0, NULL, 0};
     push_op(e, op_new(e, delete_fn, v, w, 0, 1, &delete_attrs, OPF_NOSKIP | OPF_ANYWHERE));
 }
 
@@ -878,6 +898,8 @@ ember_engine *ember_engine_create(int naive, int cpu_threads, int copy_threads) 
     if (!e) abort();
     e->naive = naive;
     atomic_init(&e->policy, EMBER_POLICY_PRIORITY);
+    atomic_init(&e->live_hint, 0);
+    atomic_init(&e->mem_high, INT64_MIN);
     atomic_init(&e->custom_key, NULL);
     pthread_mutex_init(&e->push_mu, NULL);
     pthread_mutex_init(&e->mu, NULL);
@@ -957,6 +979,9 @@ void ember_set_policy(ember_engine *e, int policy, ember_key_fn custom) {
     atomic_store(&e->custom_key, custom);
     atomic_store(&e->policy, policy);
 }
+
+void ember_set_memory_high(ember_engine *e, int64_t high) { atomic_store(&e->mem_high, high); }
+int64_t ember_memory_live_hint(ember_engine *e) { return atomic_load(&e->live_hint); }
 
 /* ---------------------------------------------------------- stats, profile */
 

@@ -38,8 +38,12 @@ typedef int64_t (*ember_key_fn)(const char *name, int priority, uint64_t seq, in
 
 /* EMBER_PROP_ASYNC ops start in the thread that makes them ready (they must be quick). */
 enum { EMBER_PROP_NORMAL = 0, EMBER_PROP_COPY = 1, EMBER_PROP_ASYNC = 2 };
+/* MEMORY_AWARE: while the live-bytes estimate is at or above the threshold (ember_set_memory_high),
+ * ops that free the most bytes (attrs.mem_bytes) run first; COMM_FIRST: kvstore / allreduce ops
+ * (names starting "kvstore" or "allreduce") run before everything else.  docs/policy_lab.md. */
 enum { EMBER_POLICY_PRIORITY = 0, EMBER_POLICY_FIFO = 1, EMBER_POLICY_LIFO = 2,
-       EMBER_POLICY_CRITICAL_PATH = 3, EMBER_POLICY_CUSTOM = 4 };
+       EMBER_POLICY_CRITICAL_PATH = 3, EMBER_POLICY_CUSTOM = 4, EMBER_POLICY_MEMORY_AWARE = 5,
+       EMBER_POLICY_COMM_FIRST = 6 };
 
 /* An op's attributes (everything but its body and variables); one may serve many pushes. */
 typedef struct {
@@ -48,6 +52,7 @@ typedef struct {
     int prop;         /* EMBER_PROP_* */
     int flags;        /* EMBER_ON_ERROR or 0 */
     const char *name; /* kept by pointer (profiler records): must outlive the op; may be NULL */
+    int64_t mem_bytes; /* hint: net bytes the op frees when it ends (< 0: allocates); 0 = unknown */
 } ember_op_attrs;
 
 /* Run fn even when an input carries an error or the engine cancels the op (ember_op_input_failed
@@ -116,6 +121,10 @@ void ember_set_batch(ember_engine *e, ember_fn key, ember_batch_fn batch);
 
 /* Scheduling policy */
 void ember_set_policy(ember_engine *e, int policy, ember_key_fn custom);
+/* The memory-aware policy's threshold: its memory term applies while the live-bytes estimate (minus
+ * the mem_bytes hints of every op ended so far) is >= high (INT64_MIN, the default: always). */
+void ember_set_memory_high(ember_engine *e, int64_t high);
+int64_t ember_memory_live_hint(ember_engine *e);
 
 /* Error ids whose last reference went away (the caller may forget them). */
 int ember_released_errors(ember_engine *e, int *buf, int cap);

@@ -14,7 +14,7 @@ double ember_bench_native(ember_engine *e, int n, int nvars, int chain, int in_c
     ember_var **vars = malloc((size_t)nvars * sizeof *vars);
     if (!vars) abort();
     for (int i = 0; i < nvars; i++) vars[i] = ember_var_new(e);
-    const ember_op_attrs attrs = {0, 0, EMBER_PROP_NORMAL, 0, "noop"};
+    const ember_op_attrs attrs = {0, 0, EMBER_PROP_NORMAL, 0, "noop", 0};
     int64_t t0 = ember_now_ns();
     for (int i = 0; i < n; i++) {
         ember_var *w = vars[chain ? 0 : i % nvars];

@@ -30,7 +30,7 @@ int ember_push_host_copy(ember_engine *e, const void *src, void *dst, int64_t nb
     c->dst = dst;
     c->nbytes = (size_t)nbytes;
     ember_var *vars[2] = {src_var, dst_var};
-    const ember_op_attrs attrs = {0, priority, EMBER_PROP_ASYNC, EMBER_ON_ERROR, name};
+    const ember_op_attrs attrs = {0, priority, EMBER_PROP_ASYNC, EMBER_ON_ERROR, name, 0};
     int rc = ember_push(e, run_host_copy, c, vars, 1, 1, &attrs);
     if (rc < 0) free(c);
     return rc < 0 ? rc : 0;

@@ -65,7 +65,7 @@ static int push_task(ember_engine *e, ember_fn fn, void *ctx, ember_var *const *
     if (nr > MAXIO || nw > MAXIO) return -2;
     for (int i = 0; i < nr; i++) vars[i] = reads[i];
     for (int i = 0; i < nw; i++) vars[nr + i] = writes[i];
-    const ember_op_attrs attrs = {0, priority, prop, 0, name};
+    const ember_op_attrs attrs = {0, priority, prop, 0, name, 0};
     return ember_push(e, fn, ctx, vars, nr, nw, &attrs);
 }
 
@@ -114,7 +114,7 @@ static int check_dag(int n, int naive, int policy, unsigned seed, int batched) {
             ember_var *rw[2 * MAXIO];
             for (int k = 0; k < ts[i].nr; k++) rw[k] = r[k];
             for (int k = 0; k < ts[i].nw; k++) rw[ts[i].nr + k] = w[k];
-            const ember_op_attrs now = {0, prio, EMBER_PROP_NORMAL, 0, "now"};
+            const ember_op_attrs now = {0, prio, EMBER_PROP_NORMAL, 0, "now", 0};
             ember_opr *here = ember_claim(e, rw, ts[i].nr, ts[i].nw, &now);
             if (here) {
                 ember_complete(here, run_task(&ts[i], here));
@@ -307,7 +307,7 @@ static int check_batch_under_cancel(void) {
     for (int i = 0; i < K; i++) {
         w[i] = ember_var_new(e);
         ember_var *vars[1] = {w[i]};
-        const ember_op_attrs a = {0, 0, EMBER_PROP_NORMAL, i % 2 ? EMBER_ON_ERROR : 0, "probe"};
+        const ember_op_attrs a = {0, 0, EMBER_PROP_NORMAL, i % 2 ? EMBER_ON_ERROR : 0, "probe", 0};
         ember_push(e, cancel_probe, &ran[i], vars, 0, 1, &a);
     }
     int bad = ember_engine_stop(e, 5) == 0; /* cannot drain: the probes are cancelled */

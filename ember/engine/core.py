@@ -99,13 +99,13 @@ _attrs_cache: dict = {}
 _plain_attrs: dict = {}  # name -> attributes of a plain op (cpu queue, priority 0, normal, no flags)
 
 
-def op_attrs(queue: int, priority: int, prop: int, flags: int, name: Optional[str]):
+def op_attrs(queue: int, priority: int, prop: int, flags: int, name: Optional[str], mem_bytes: int = 0):
     """An `ember_op_attrs *` for these attributes (cached: a push only passes a pointer)."""
-    key = (queue, priority, prop, flags, name)
+    key = (queue, priority, prop, flags, name, mem_bytes)
     a = _attrs_cache.get(key)
     if a is None:
         a = ffi.new("ember_op_attrs *", {"queue": queue, "priority": priority, "prop": prop, "flags": flags,
-                                         "name": op_name(name)})
+                                         "name": op_name(name), "mem_bytes": mem_bytes})
         if len(_attrs_cache) < 4096:  # priorities vary (one per kvstore key): bounded
             _attrs_cache[key] = a
     return a
@@ -292,7 +292,7 @@ def _handles(vars_: Iterable[Var], what: str):
 
 def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), priority: int = 0,
          device=None, name: Optional[str] = None, prop: str = "normal", inline: bool = False,
-         on_error: bool = False) -> None:
+         on_error: bool = False, mem_bytes: int = 0) -> None:
     """Schedule `fn` after the ops it depends on through `read` and `write`.
 
     fn() runs on a worker of the device's queue (or, with inline=True, in this thread when it
@@ -302,8 +302,9 @@ def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), prio
     An op whose input failed is skipped (its writes inherit the error), unless on_error=True
     (async ops only): then it still runs, `done.input_failed` is true, and it must still call
     done(), e.g. to release an ordered resource that later ops wait for.
+    mem_bytes: a hint for the memory-aware policy, the net bytes fn frees (< 0: allocates).
     """
-    if prop == "normal" and not (priority or inline or on_error or bulk_threads or _in_caller_threads
+    if prop == "normal" and not (priority or inline or on_error or mem_bytes or bulk_threads or _in_caller_threads
                                  or _naive[0]) and (device is None or getattr(device, "device_type", "cpu") == "cpu"):
         # the common case, kept short: a plain Python op for a CPU worker
         try:  # (list comprehensions cost more than the rest of this path: one or two vars unrolled)
@@ -332,14 +333,14 @@ def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), prio
     if bulk_threads:
         bulk = getattr(_tls, "bulk", None)
         if bulk is not None:
-            if prop == "normal" and priority == 0 and not _naive[0]:
+            if prop == "normal" and priority == 0 and not mem_bytes and not _naive[0]:
                 bulk.add(fn, read, write, name)  # (NaiveEngine runs each op at its call, as MXNet's)
                 return
             bulk.flush()
-    _push_now(fn, read, write, priority, device, name, prop, inline, on_error)
+    _push_now(fn, read, write, priority, device, name, prop, inline, on_error, mem_bytes)
 
 
-def _push_now(fn, read, write, priority, device, name, prop, inline, on_error=False):
+def _push_now(fn, read, write, priority, device, name, prop, inline, on_error=False, mem_bytes=0):
     if recorder is not None:  # ember.engine.lab is recording: it notes the op and times fn
         fn, read, write = recorder.on_push(fn, read, write, priority, device, name, prop)
     if _in_caller_threads and getattr(_tls, "in_caller", False):
@@ -347,7 +348,8 @@ def _push_now(fn, read, write, priority, device, name, prop, inline, on_error=Fa
     vs, nr = var_handles(read, write)
     if prop == "normal":
         queue = _CPU_QUEUE if device is None else _queue_for(device, prop)
-        attrs = _plain(name) if queue == 0 and priority == 0 else op_attrs(queue, priority, 0, 0, name)
+        attrs = (_plain(name) if queue == 0 and priority == 0 and not mem_bytes
+                 else op_attrs(queue, priority, 0, 0, name, mem_bytes))
         if inline:
             if _claim_idle(_E):
                 _run_idle(fn, (), name, None, vs, nr)
@@ -355,7 +357,8 @@ def _push_now(fn, read, write, priority, device, name, prop, inline, on_error=Fa
             if _run_claimed(fn, (), name, vs, nr, attrs, ()):
                 return
     else:
-        attrs = op_attrs(_queue_for(device, prop), priority, PROPS[prop], _ON_ERROR if on_error else 0, name)
+        attrs = op_attrs(_queue_for(device, prop), priority, PROPS[prop], _ON_ERROR if on_error else 0, name,
+                         mem_bytes)
         if prop == "async" and not _naive[0]:
             # an async op ready at push would start in this thread anyway: start it here, without
             # the C-to-Python callback (NaiveEngine pushes it: its push waits for done())
@@ -633,11 +636,13 @@ def ember_py_policy_key(name, priority, seq, dependants, queue):
 
 
 def set_policy(policy) -> str:
-    """Swap the scheduling policy at run time ('priority', 'fifo', 'lifo', 'critical_path' or a
-    Python policy object); returns the previous policy's name.  Ops already queued keep their order."""
+    """Swap the scheduling policy at run time ('priority', 'fifo', 'lifo', 'critical_path',
+    'memory_aware', 'comm_first', a policy.MemoryAware(high_bytes) or a Python policy object);
+    returns the previous policy's name.  Ops already queued keep their order."""
     code, key, name = _policy.resolve(policy)
     old = _policy_state["name"]
     _policy_state.update(name=name, key=key)
+    lib.ember_set_memory_high(_E, _policy.memory_high(policy))
     lib.ember_set_policy(_E, code, lib.ember_py_policy_key if key is not None else ffi.NULL)
     return old
 

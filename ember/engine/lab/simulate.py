@@ -56,6 +56,12 @@ def _keys(wl: Workload, policy) -> Tuple[Optional[np.ndarray], Optional[object],
     n = len(wl)
     if fn is not None:
         return None, fn, name
+    if code == _policy.BUILTIN["memory_aware"]:
+        m = np.clip(wl.mem_hints, -_policy.MEM_KEY_MAX, _policy.MEM_KEY_MAX)
+        return m * 1024 + wl.priority, None, name
+    if code == _policy.BUILTIN["comm_first"]:
+        comm = np.array([_policy.is_comm(wl.name(i)) for i in range(n)], dtype=bool) if n else np.zeros(0, bool)
+        return wl.priority + np.where(comm, _policy.COMM_BOOST, 0), None, name
     if code == _policy.BUILTIN["fifo"]:
         return np.zeros(n, np.int64), None, name
     if code == _policy.BUILTIN["lifo"]:
@@ -95,6 +101,14 @@ def simulate(wl: Workload, workers: Union[int, Dict[int, int]] = 1, policy="prio
         if not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"simulate: queue {q} needs at least one worker, got {k!r}")
     static, keyfn, pname = _keys(wl, policy)
+    # memory_aware with a threshold: the engine keys an op when it becomes ready, with the memory
+    # term only while live_hint (minus the hints of the ops ended so far) >= high_bytes
+    high = _policy.memory_high(policy)
+    gated = pname == "memory_aware" and high != _policy.NO_THRESHOLD
+    if gated:
+        hints = wl.mem_hints.tolist()
+        pkey = (-wl.priority).tolist()
+    live_hint = 0
     cost = wl.cost_s.tolist()
     qof = wl.queue.tolist()
     ptr = wl.succ_ptr.tolist()
@@ -120,7 +134,10 @@ def simulate(wl: Workload, workers: Union[int, Dict[int, int]] = 1, policy="prio
             end[i] = t + cost[i]
             push_ev(events, (end[i], 0, i, i))
             return
-        k = skey[i] if skey is not None else -_python_key(keyfn, wl.name(i), prio[i], i, deps[i], qof[i])
+        if gated and live_hint < high:
+            k = pkey[i]
+        else:
+            k = skey[i] if skey is not None else -_python_key(keyfn, wl.name(i), prio[i], i, deps[i], qof[i])
         push_ev(ready[qof[i]], (k, i))
         dirty.add(qof[i])
 
@@ -159,6 +176,8 @@ def simulate(wl: Workload, workers: Union[int, Dict[int, int]] = 1, policy="prio
                 make_ready(i, now)
                 continue
             done += 1
+            if gated:
+                live_hint -= hints[i]
             if wid[i] >= 0:
                 push_ev(idle[qof[i]], wid[i])
                 dirty.add(qof[i])

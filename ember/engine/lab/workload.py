@@ -103,6 +103,7 @@ class Workload:
     buf_acc_idx: Optional[np.ndarray] = None
     buf_var: Optional[np.ndarray] = None   # the trace variable of each buffer (from_trace)
     engine_dependants: Optional[np.ndarray] = None  # the engine's own count per op (from_trace)
+    mem_bytes: Optional[np.ndarray] = None  # per-op hint for memory_aware (net bytes freed); None: derived
 
     def __post_init__(self):
         n = len(self.cost_s)
@@ -125,6 +126,14 @@ class Workload:
         return len(self.cost_s)
 
     @property
+    def mem_hints(self) -> np.ndarray:
+        """The memory-aware policy's per-op hint (net bytes the op frees when it ends): `mem_bytes`
+        when given, else `memory_hints(self)` (derived from the buffers, as a pusher would)."""
+        if self.mem_bytes is None:
+            self.mem_bytes = memory_hints(self)
+        return self.mem_bytes
+
+    @property
     def dependants(self) -> np.ndarray:
         """What the critical_path policy counts per op: the engine's own count when the workload
         comes from a trace (trace_format.engine_dependants), else the direct successors."""
@@ -137,9 +146,10 @@ class Workload:
 
     @classmethod
     def from_edges(cls, cost_s, src, dst, queue=None, priority=None, out_nbytes=None, names=None,
-                   release_s=None) -> "Workload":
+                   release_s=None, mem_bytes=None) -> "Workload":
         """A workload from edge arrays (src pushed before dst).  With out_nbytes, op i writes one
-        buffer of out_nbytes[i] bytes, allocated when it starts and freed when its last successor ends."""
+        buffer of out_nbytes[i] bytes, allocated when it starts and freed when its last successor ends.
+        mem_bytes: the memory-aware hints per op (default: derived by memory_hints)."""
         cost_s = np.asarray(cost_s, dtype=np.float64)
         n = len(cost_s)
         ptr, idx = csr(n, src, dst)
@@ -157,7 +167,8 @@ class Workload:
                       buf_acc_ptr=acc_ptr, buf_acc_idx=acc_idx)
         return cls(cost_s=cost_s, queue=np.zeros(n, np.int64) if queue is None else queue,
                    priority=np.zeros(n, np.int64) if priority is None else priority,
-                   succ_ptr=ptr, succ_idx=idx, names=names, release_s=release_s, **kw)
+                   succ_ptr=ptr, succ_idx=idx, names=names, release_s=release_s,
+                   mem_bytes=None if mem_bytes is None else np.asarray(mem_bytes, np.int64), **kw)
 
     @classmethod
     def from_trace(cls, trace: Trace, cost_model: Optional[CostModel] = None, cost_s=None,
@@ -208,6 +219,26 @@ class Workload:
                    buf_nbytes=nb[vs] if vs else np.zeros(0, np.int64), buf_alloc_op=alloc,
                    buf_acc_ptr=acc_ptr, buf_acc_idx=acc_idx, buf_var=np.array(vs, np.int64),
                    engine_dependants=np.array(engine_dependants(trace.reads, trace.writes), np.int64))
+
+
+def memory_hints(wl: Workload) -> np.ndarray:
+    """Per-op net bytes freed, from the buffers: the op that allocates a buffer counts -nbytes,
+    the last op (in push order) to access it +nbytes: what a pusher that knows each variable's size
+    and its last use would pass as `engine.push(..., mem_bytes=)` for the memory-aware policy."""
+    n = len(wl)
+    hint = np.zeros(n, np.int64)
+    nb = np.asarray(wl.buf_nbytes, np.int64)
+    if len(nb) == 0:
+        return hint
+    alloc = np.asarray(wl.buf_alloc_op, np.int64)
+    has = alloc >= 0
+    np.add.at(hint, alloc[has], -nb[has])
+    acc_ptr = np.asarray(wl.buf_acc_ptr, np.int64)
+    nacc = np.diff(acc_ptr)
+    used = nacc > 0
+    last = np.maximum.reduceat(np.asarray(wl.buf_acc_idx, np.int64), acc_ptr[:-1][used]) if used.any() else []
+    np.add.at(hint, np.asarray(last, np.int64), nb[used])
+    return hint
 
 
 def start_gaps_s(trace: Trace) -> np.ndarray:
