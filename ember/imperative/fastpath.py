@@ -25,7 +25,7 @@ outputs, freed arrays, bad attributes or shapes.
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
@@ -33,21 +33,24 @@ from ..context import cpu
 from ..engine import core as _engine
 from ..ops import registry
 from ..ops.registry import OpContext
-from . import autograd_state, storage
+from . import autograd_state
 from .invoke import FreshVars, _record, check as _check, infer as _infer_general, invoke as _general, runs_in_caller
 from .ndarray import NDArray, _is_scalar
+from .storage import Chunk
 
 _PLAN_LIMIT = 4096
 _CACHES: list = []     # every plan cache (emptied when the registry changes)
-# (op name, (shape, dtype) of each input[, attrs]) -> (kernel, attrs, out shape, out dtype, out nbytes,
+# (op name, (shape, dtype) of each input[, attrs]) -> (kernel, attrs, out shape, out dtype,
 # (out shape, out dtype)), or False when such calls take the general path
 _KERNEL_PLANS: dict = {}
 _CACHES.append(_KERNEL_PLANS)
 _run_in_caller = _engine.run_in_caller
+# the engine-wide idle claim (run_in_caller's first way), taken inline by the operators' common case
+_claim_idle, _release_idle, _E, _NULL = _engine._claim_idle, _engine._release_idle, _engine._E, _engine._NULL
+_empty = np.empty
 _push = _engine.push
 _is_training = autograd_state.is_training
 _is_recording = autograd_state.is_recording
-_alloc = storage.alloc
 _CPU0 = cpu(0)
 _CPU0_OPCTX = {False: OpContext(np, False, _CPU0), True: OpContext(np, True, _CPU0)}
 _NO_AUX: list = []
@@ -66,68 +69,121 @@ def operator(array_op: Optional[str], scalar_op: str, in_place: bool = False) ->
     """The NDArray method of one Python operator: `lhs <op> rhs` for an NDArray or scalar `rhs`
     (registry op `array_op` or `scalar_op`), or `lhs <op>= rhs` (into lhs) with in_place.
     `array_op` is None for reflected forms (`2 - x`), which Python calls with a scalar only."""
-    # ((lhs shape, dtype), (rhs shape, dtype)) or (lhs shape, dtype) -> (ufunc call, out shape,
-    # out dtype, out nbytes, scalar cast, scalar first, (out shape, out dtype)), or False when such
-    # calls take the general path
+    # ((lhs sig), (rhs sig)) or (lhs sig) -> _OperatorPlan, or False when such calls take the general path
     array_plans: dict = {}
     scalar_plans: dict = {}
     _CACHES.extend((array_plans, scalar_plans))
 
     def method(lhs: NDArray, rhs):
-        x = lhs._data
-        sx = lhs._sig
-        if sx is None:
-            sx = lhs._sig = (x.shape, x.dtype)
+        # The common case (untaped live arrays on cpu(0), an idle engine) runs inline here: this
+        # is every `c = a + b` of imperative code, so it is kept to the fewest Python steps.
+        sx = lhs._sig or _sig(lhs)
         lc = lhs._chunk
-        ctx = lc.ctx
-        usable = not lc.freed and (ctx is _CPU0 or ctx.device_type == "cpu")  # plans are for live CPU arrays
-        taped = lhs._ag is not None  # an input in an autograd graph
         t = type(rhs)
         if t is NDArray:
-            sy = rhs._sig
-            key = (sx, sy if sy is not None else _sig(rhs))
-            plan = array_plans.get(key)
+            sy = rhs._sig or _sig(rhs)
+            plan = array_plans.get((sx, sy))
             if plan is None:
-                plan = _operator_plan(array_plans, key, array_op, (lhs, rhs), in_place)
+                plan = _operator_plan(array_plans, (sx, sy), array_op, (lhs, rhs), in_place)
             rc = rhs._chunk
-            taped = taped or rhs._ag is not None
-            if not (plan and usable and not rc.freed and rc.ctx is ctx) or (taped and in_place):
+            if not plan or lc.freed or rc.freed or rc.ctx is not lc.ctx:
                 return _general(array_op, (lhs, rhs), None, lhs if in_place else None)
-            inputs, name, y = (lhs, rhs), array_op, rhs._data
+            x, y, name = lhs._data, rhs._data, array_op
+            taped = lhs._ag is not None or rhs._ag is not None
         elif t is float or t is int or _is_scalar(rhs):
             plan = scalar_plans.get(sx)
             if plan is None:
                 plan = _operator_plan(scalar_plans, sx, scalar_op, (lhs,), in_place)
-            y = float(rhs)
-            if not (plan and usable) or (taped and in_place):
-                return _general(scalar_op, (lhs,), {"scalar": y}, lhs if in_place else None)
-            if taped:
-                rhs = y  # the attribute the tape records
-            if plan[4] is not None:
-                y = plan[4](y)  # the scalar in the array's integer type, as MXNet's DType(scalar)
-            inputs, name = (lhs,), scalar_op
+            if not plan or lc.freed:
+                return _general(scalar_op, (lhs,), {"scalar": float(rhs)}, lhs if in_place else None)
+            x, name = lhs._data, scalar_op
+            y = float(rhs) if plan.cast is None else plan.cast(float(rhs))  # MXNet's DType(scalar)
+            taped = lhs._ag is not None
         elif isinstance(rhs, NDArray) and array_op is not None:  # a sparse rhs: the general path handles storage
             return _general(array_op, (lhs, rhs), None, lhs if in_place else None)
         else:
             raise TypeError(f"type {t.__name__} is not supported with NDArray; use an NDArray or a scalar")
+        ctx = lc.ctx
+        if taped or ctx is not _CPU0 or _engine.bulk_threads or not _claim_idle(_E):
+            return _planned(plan, lhs, rhs, x, y, name, ctx, in_place, taped)
+        # the engine-wide idle claim is held: run the ufunc now (engine.core.run_in_caller's way 1)
+        try:
+            if in_place:
+                if plan.returns:  # one element: through a temporary (see _through_temporary)
+                    x[...] = plan.call(y, x) if plan.swap else plan.call(x, y)
+                else:
+                    plan.call(y, x, x) if plan.swap else plan.call(x, y, x)
+            elif plan.returns:  # the ufunc makes its C-contiguous result itself
+                data = plan.call(y, x) if plan.swap else plan.call(x, y)
+            else:
+                data = _empty(plan.shape, plan.dtype)
+                plan.call(y, x, data) if plan.swap else plan.call(x, y, data)
+        except BaseException as exc:  # noqa: BLE001 - recorded on what the op writes
+            return _idle_failed(exc, name, lhs if in_place else _fresh(plan))
+        _release_idle(_E, _NULL, 0, 0)
         if in_place:
-            args = (y, x, x) if plan[5] else (x, y, x)
-            if not _run_in_caller(plan[0], args, name, lambda: _deps(inputs, lhs, True)):
-                _pushed(plan[0], args, name, inputs, lhs, True, ctx)
             return lhs
-        data, chunk = _alloc(plan[1], plan[2], ctx, None, plan[3])
-        result = NDArray(data, chunk)
-        result._sig = plan[6]
-        args = (y, x, data) if plan[5] else (x, y, data)
-        if not _run_in_caller(plan[0], args, name, lambda: _deps(inputs, result, False)):
-            _pushed(plan[0], args, name, inputs, result, False, ctx)
-        if taped and _is_recording():
-            opdef = registry.get(name)
-            _record(opdef, opdef.parse_attrs({} if t is NDArray else {"scalar": rhs}), inputs, [result],
-                    _is_training())
+        result = NDArray(data, Chunk(None, None, ctx))
+        result._sig = plan.sig
         return result
     method.plans = (array_plans, scalar_plans)
     return method
+
+
+class _OperatorPlan(NamedTuple):
+    """How a planned operator call runs (see `operator`)."""
+
+    call: Callable    # call(a, b[, out]): the ufunc
+    shape: tuple      # the output's shape and dtype
+    dtype: np.dtype
+    cast: Optional[Callable]  # converts a scalar operand (None: a Python float serves)
+    swap: bool        # the scalar is the ufunc's first operand (reflected forms)
+    sig: tuple        # the output's plan key, (shape, dtype)
+    returns: bool     # call(a, b) returns the output (numpy allocates it): no `out` needed; in place
+                      # (one element only), the result is copied in
+
+
+def _planned(plan: _OperatorPlan, lhs: NDArray, rhs, x, y, name: str, ctx, in_place: bool, taped: bool):
+    """A planned operator call that cannot run under the idle claim at once (the engine is busy, a
+    bulk group is open, an input is taped or on another CPU context): the in-caller protocol, else pushed."""
+    if (taped and in_place) or ctx.device_type != "cpu":  # (plans are for CPU arrays)
+        return _general(name, (lhs, rhs) if type(rhs) is NDArray else (lhs,),
+                        None if type(rhs) is NDArray else {"scalar": float(rhs)}, lhs)
+    inputs = (lhs, rhs) if type(rhs) is NDArray else (lhs,)
+    if in_place:
+        result, out = lhs, x
+    else:
+        out = _empty(plan.shape, plan.dtype)
+        result = NDArray(out, Chunk(None, None, ctx))
+        result._sig = plan.sig
+    args = (y, x, out) if plan.swap else (x, y, out)
+    call = partial(_through_temporary, plan.call) if in_place and plan.returns else plan.call
+    if not _run_in_caller(call, args, name, lambda: _deps(inputs, result, in_place)):
+        _pushed(call, args, name, inputs, result, in_place, ctx)
+    if taped and _is_recording():
+        opdef = registry.get(name)
+        _record(opdef, opdef.parse_attrs({} if len(inputs) == 2 else {"scalar": float(rhs)}), inputs, [result],
+                _is_training())
+    return result
+
+
+def _fresh(plan) -> NDArray:
+    """A fresh output array for a planned op (its values are what the op writes)."""
+    data = _empty(plan.shape, plan.dtype)
+    result = NDArray(data, Chunk(None, None, _CPU0))
+    result._sig = plan.sig
+    return result
+
+
+def _idle_failed(exc: BaseException, name: str, written: NDArray) -> NDArray:
+    """The op run under the idle claim raised `exc`: release the claim with the error recorded on
+    `written` (raised at its next wait; at once under NaiveEngine); returns `written`."""
+    _engine._run_idle(_raise, (exc,), name, None, _engine.var_handles((), (written._chunk.var,))[0], 0)
+    return written
+
+
+def _raise(exc: BaseException) -> None:
+    raise exc
 
 
 def _operator_plan(plans: dict, key: tuple, name: str, inputs, in_place: bool):
@@ -142,10 +198,31 @@ def _operator_plan(plans: dict, key: tuple, name: str, inputs, in_place: bool):
         if out is not None and out[1].kind in form.kinds and \
                 (not in_place or (out[0] == inputs[0]._data.shape and out[1] == inputs[0]._data.dtype)):
             call, cast = ufunc_call(form, inputs[0]._data.dtype)
-            if in_place and out[3] == 1:
-                call = partial(_through_temporary, call)
-            plan = (call, out[0], out[1], out[2], cast, form.form == "rscalar", (out[0], out[1]))
+            swap = form.form == "rscalar"
+            # in place on one element: through a temporary (see _through_temporary), if call returns one
+            returns = (not in_place or out[2] == 1) and _returns(call, inputs, cast, swap, out[0], out[1])
+            plan = _OperatorPlan(call, out[0], out[1], cast, swap, sig_of(out[0], out[1]), returns)
     return _remember(plans, key, plan)
+
+
+def _returns(call, inputs, cast, swap: bool, shape: tuple, dtype: np.dtype) -> bool:
+    """Whether `call(a, b)` without `out` makes exactly the output (shape, dtype, C order) on such
+    inputs: numpy then allocates it, cheaper than an `out` made first."""
+    ufunc = call
+    while isinstance(ufunc, partial):  # partial(ufunc, casting=...), partial(_out_by_keyword, ufunc)
+        ufunc = ufunc.args[0] if ufunc.func is _out_by_keyword else ufunc.func
+    if not isinstance(ufunc, np.ufunc) or not all(x._data.flags.c_contiguous for x in inputs):
+        return False
+    operands = [np.ones(x._data.shape, x._data.dtype) for x in inputs]
+    if len(operands) == 1:
+        s = 1.0 if cast is None else cast(1.0)
+        operands = [s, operands[0]] if swap else [operands[0], s]
+    try:
+        with np.errstate(all="ignore"):
+            got = call(*operands)
+    except Exception:  # noqa: BLE001 - then it is given `out`
+        return False
+    return isinstance(got, np.ndarray) and got.shape == shape and got.dtype == dtype and got.flags.c_contiguous
 
 
 def ufunc_call(form, in_dtype: np.dtype):
@@ -165,7 +242,7 @@ def ufunc_call(form, in_dtype: np.dtype):
 def _through_temporary(call, a, b, out) -> None:
     # numpy (2.x) runs a ufunc whose output is one of its one-element inputs on a slow path (twice the
     # time of the whole call otherwise): a fresh result copied in is faster
-    out[...] = call(a, b, None)
+    out[...] = call(a, b)
 
 
 # ufuncs that deprecate an output passed by position (numpy 2: a third argument reads like max(a, b, c))
@@ -218,13 +295,20 @@ def kernel_call(name: str, args: tuple, kwargs: dict):
         in_data = [x._data, y._data]
     else:
         in_data = [x._data]
-    data, chunk = _alloc(plan[2], plan[3], ctx, None, plan[4])
-    result = NDArray(data, chunk)
-    result._sig = plan[5]
+    data = _empty(plan[2], plan[3])
+    result = NDArray(data, Chunk(None, None, ctx))
+    result._sig = plan[4]
     is_train = _is_training()
     call_args = (_CPU0_OPCTX[is_train] if ctx is _CPU0 else OpContext(np, is_train, ctx), plan[1], in_data, [data],
                  _NO_AUX)
-    if not _run_in_caller(plan[0], call_args, name, lambda: _deps(args, result, False)):
+    if not _engine.bulk_threads and _claim_idle(_E):  # run_in_caller's first way, inline
+        try:
+            plan[0](*call_args)
+        except BaseException as exc:  # noqa: BLE001 - recorded on the output
+            _idle_failed(exc, name, result)
+        else:
+            _release_idle(_E, _NULL, 0, 0)
+    elif not _run_in_caller(plan[0], call_args, name, lambda: _deps(args, result, False)):
         _pushed(plan[0], call_args, name, args, result, False, ctx)
     if taped and _is_recording():
         _record(registry.get(name), dict(plan[1]), args, [result], is_train)
@@ -244,13 +328,13 @@ def _kernel_plan(key: tuple, name: str, inputs, kwargs: dict):
     if kernel is not None:
         out = _infer(opdef, attrs, inputs)
         if out is not None:
-            plan = (kernel, attrs) + out[:3] + ((out[0], out[1]),)
+            plan = (kernel, attrs, out[0], out[1], sig_of(out[0], out[1]))
     return _remember(_KERNEL_PLANS, key, plan)
 
 
 # -- shared ---------------------------------------------------------------------------------
 def _infer(opdef, attrs: dict, inputs):
-    """(shape, dtype, nbytes, size) of the op's single output, by the general path's own `check`
+    """(shape, dtype, size) of the op's single output, by the general path's own `check`
     and `infer`; None if that raises (the general path then raises it at the call), the op has
     several outputs, or it may not run in the caller."""
     try:
@@ -266,13 +350,36 @@ def _infer(opdef, attrs: dict, inputs):
         size *= d
     if not runs_in_caller(size, ctx):
         return None
-    return shape, dtype, size * dtype.itemsize, size
+    return shape, dtype, size
 
 
-def _sig(x: NDArray) -> tuple:
-    """x's (shape, dtype), the plan key of an input, kept on the array (`NDArray._sig`)."""
+class Sig(tuple):
+    """(shape, dtype[, False for a strided array]): the plan key of an array, interned (`sig_of`) so
+    that plan caches hash and compare it by identity (cheaper than hashing shapes and dtypes)."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+
+
+_SIGS: dict = {}
+
+
+def sig_of(shape: tuple, dtype: np.dtype, contiguous: bool = True) -> Sig:
+    """The one `Sig` of arrays of this shape, dtype and layout."""
+    key = (shape, dtype) if contiguous else (shape, dtype, False)
+    sig = _SIGS.get(key)
+    if sig is None:
+        sig = _remember(_SIGS, key, Sig(key))
+    return sig
+
+
+def _sig(x: NDArray) -> Sig:
+    """x's `Sig`, kept on the array (`NDArray._sig`: its data never changes); a strided (not
+    C-contiguous) array's says so, as its plans differ (see `_returns`)."""
     d = x._data
-    sig = x._sig = (d.shape, d.dtype)
+    sig = x._sig = sig_of(d.shape, d.dtype, d.flags.c_contiguous)
     return sig
 
 

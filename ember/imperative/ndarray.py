@@ -190,7 +190,7 @@ class NDArray:
         """Become the array of a state from __getstate__ (MXNet's bytes too), on the CPU."""
         from .serialization import from_record_bytes
         loaded = from_record_bytes(state["handle"])
-        self._data, self._chunk, self._ag = loaded._data, loaded._chunk, None
+        self._data, self._chunk, self._ag, self._sig = loaded._data, loaded._chunk, None, None
 
     # -- arithmetic: the binary operators (+ - * / % ** and comparisons, their reflected and
     # in-place forms) are attached from OPERATORS below by ember/imperative/__init__.py ----------

@@ -69,6 +69,9 @@ class Chunk:
 
     The engine var is made on first use: an array whose ops all ran through
     the engine's idle claim (`engine.core.run_in_caller`: tiny ops on an idle engine) never needs one.
+    A chunk without a block (storage numpy or another owner keeps alive: the tiny-op path's fresh
+    outputs, wrapped buffers) needs nothing when it dies (its var, if made, deletes itself after
+    pending ops); `ManagedChunk` gives its block back.
     """
 
     __slots__ = ("_var", "block", "ctx", "freed", "owns_var", "__weakref__")
@@ -98,6 +101,12 @@ class Chunk:
     def check(self) -> None:
         if self.freed:
             raise FreedArrayError("this NDArray's storage was already freed; it can no longer be used")
+
+
+class ManagedChunk(Chunk):
+    """A chunk over a memory manager's block: the block goes back when the chunk dies (after pending ops)."""
+
+    __slots__ = ()
 
     def __del__(self):
         if self.freed:
@@ -135,7 +144,7 @@ def alloc(shape: Tuple[int, ...], dtype, ctx: Context, name: Optional[str] = Non
     else:
         data = block.data[:nbytes].view(dtype).reshape(shape)
         block.view = (dtype, shape, data)
-    return data, Chunk(engine.Var(name, nbytes) if name else None, block, ctx)
+    return data, ManagedChunk(engine.Var(name, nbytes) if name else None, block, ctx)
 
 
 def wrap(data, var, ctx: Context, owns_var: bool = False) -> Chunk:

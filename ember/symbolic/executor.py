@@ -316,13 +316,12 @@ def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context, xp) -> Tu
     form = opdef.cpu_ufunc() if dev == "cpu" and not aux and len(outs) == 1 else None
     if form is not None and outs[0].dtype.kind in form.kinds and len(ins) == (2 if form.form == "binary" else 1):
         from ..imperative.fastpath import ufunc_call
-        call, cast = ufunc_call(form, ins[0].dtype)
+        call, _ = ufunc_call(form, ins[0].dtype)
         out = outs[0]
         if form.form == "binary":
             a, b = ins
-        else:
-            s = float(attrs["scalar"])
-            s = s if cast is None else cast(s)
+        else:  # the scalar as a 0-d array of the input's dtype (MXNet's DType(scalar)): numpy takes it
+            s = np.array(float(attrs["scalar"]), ins[0].dtype)  # faster than a Python or numpy scalar
             a, b = (ins[0], s) if form.form == "scalar" else (s, ins[0])
 
         def run_ufunc(is_train, rng):
