@@ -135,6 +135,9 @@ def run_backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Optiona
             if into is not None:
                 dests = [direct.get(_key(x._ag)) if isinstance(x._ag, state.Leaf) else None for x in node.inputs]
                 in_grads = into(F, node.attrs, list(node.inputs), outputs, out_grads, dests)
+            elif getattr(opdef.gradient, "takes_needed", False):  # may skip inputs outside the graph
+                needed = [x._ag is not None for x in node.inputs]
+                in_grads = opdef.gradient(F, node.attrs, list(node.inputs), outputs, out_grads, needed=needed)
             else:
                 in_grads = opdef.gradient(F, node.attrs, list(node.inputs), outputs, out_grads)
             if len(in_grads) < len(node.inputs):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import ShapeError
-from ._nn_util import backward_via, float32_on_cpu, float_types, known, matmul_into, merge
+from ._nn_util import call_op, float32_on_cpu, float_types, known, matmul_into, merge
 from .registry import Attr, OpDef, register
 
 _ATTRS = {
@@ -98,8 +98,11 @@ def _backward(ctx, attrs, inputs, outputs, aux):
     rows, k, _ = _split(attrs, x.shape)
     dy2 = dy.reshape(rows, attrs["num_hidden"])
     x2 = x.reshape(rows, k)
-    dx = outputs[0]
-    matmul_into(xp, dy2, w, dx.reshape(rows, k) if dx.flags.c_contiguous else dx)
+    if attrs["no_data_grad"]:
+        outputs = [None] + list(outputs)
+    else:
+        dx = outputs[0]
+        matmul_into(xp, dy2, w, dx.reshape(rows, k) if dx.flags.c_contiguous else dx)
     matmul_into(xp, dy2.T, x2, outputs[1])
     if not attrs["no_bias"]:
         outputs[2][...] = dy2.sum(axis=0)
@@ -107,20 +110,41 @@ def _backward(ctx, attrs, inputs, outputs, aux):
 
 def _backward_shape(attrs, in_shapes):
     dy, x, w = in_shapes
-    outs = [x, w] + ([] if attrs["no_bias"] else [(attrs["num_hidden"],)])
+    outs = ([] if attrs["no_data_grad"] else [x]) + [w] + ([] if attrs["no_bias"] else [(attrs["num_hidden"],)])
     return in_shapes, outs
+
+
+def _backward_outputs(attrs):
+    return ([] if attrs["no_data_grad"] else ["data_grad"]) + ["weight_grad"] + \
+        ([] if attrs["no_bias"] else ["bias_grad"])
+
+
+def _gradient(F, attrs, inputs, outputs, out_grads, needed=None):
+    """Gradients through `_backward_FullyConnected`.  `needed` (per input, from the gradient pass or
+    the tape) lets the backward skip the data gradient GEMM when no one wants it (the first
+    layer's input), as MXNet's kernel skips an output whose req is null."""
+    skip = needed is not None and not needed[0]
+    wanted = [not skip, True] + ([] if attrs["no_bias"] else [True])
+    res = call_op(F, "_backward_FullyConnected", [out_grads[0], inputs[0], inputs[1]],
+                  dict(attrs, no_data_grad=skip), sum(wanted))
+    it = iter(res)
+    return [next(it) if w else None for w in wanted]
+
+
+# the gradient pass and the autograd tape pass `needed=` to gradient functions marked so
+_gradient.takes_needed = True
 
 
 register(OpDef(
     name="FullyConnected", attrs=_ATTRS, inputs=_inputs, outputs=["output"],
     infer_shape=_infer_shape, infer_shape_backward=_infer_backward, infer_type=_infer_type, kernels={"any": _forward},
-    expensive=True, gradient=backward_via("_backward_FullyConnected",
-                          lambda a, i, o, g: [g[0], i[0], i[1]],
-                          lambda a: [True, True] + ([] if a["no_bias"] else [True])),
+    expensive=True, gradient=_gradient,
     doc="Fully connected layer: output = dot(data, weight.T) + bias."))
 
+_BACKWARD_ATTRS = dict(_ATTRS, no_data_grad=Attr("bool", False, doc="skip the data gradient (nobody needs it)"))
+
 register(OpDef(
-    name="_backward_FullyConnected", attrs=_ATTRS, inputs=["out_grad", "data", "weight"],
-    outputs=lambda a: ["data_grad", "weight_grad"] + ([] if a["no_bias"] else ["bias_grad"]),
+    name="_backward_FullyConnected", attrs=_BACKWARD_ATTRS, inputs=["out_grad", "data", "weight"],
+    outputs=_backward_outputs,
     infer_shape=_backward_shape, kernels={"any": _backward},
     doc="Gradients of FullyConnected w.r.t. data, weight and bias."))

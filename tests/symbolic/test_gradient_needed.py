@@ -1,0 +1,102 @@
+"""Gradients nobody needs are not computed: FullyConnected's backward skips the data gradient of an
+input without one (grad_req 'null' in a graph, an array outside the tape imperatively)."""
+import numpy as np
+
+import ember as mx
+from ember import autograd
+from ember.symbolic.gradient import build_gradient
+from ember.symbolic.graph import topo_order
+
+
+def _mlp():
+    x = mx.sym.var("data")
+    h = mx.sym.Activation(mx.sym.FullyConnected(x, num_hidden=4, name="fc0"), act_type="relu")
+    return mx.sym.FullyConnected(h, num_hidden=3, name="fc1")
+
+
+def _backward_nodes(sym, wrt_names):
+    heads = sym._outputs
+    order = topo_order(heads)
+    wrt = [n for n in order if n.op is None and n.name in wrt_names]
+    entries, _ = build_gradient(heads, wrt, order)
+    nodes = topo_order([e for e in entries if e is not None])
+    return {n.name: n for n in nodes if n.op is not None and n.op.name == "_backward_FullyConnected"}
+
+
+def test_gradient_pass_skips_the_data_gradient_of_the_first_layer_only():
+    nodes = _backward_nodes(_mlp(), {"fc0_weight", "fc0_bias", "fc1_weight", "fc1_bias"})
+    flags = {name.split("_")[0]: n.parsed_attrs["no_data_grad"] for name, n in nodes.items()}
+    assert flags == {"fc0": True, "fc1": False}
+    assert nodes[next(k for k in nodes if k.startswith("fc0"))].num_outputs() == 2
+
+
+def test_gradient_pass_keeps_the_data_gradient_when_data_wants_one():
+    nodes = _backward_nodes(_mlp(), {"data", "fc0_weight"})
+    assert all(not n.parsed_attrs["no_data_grad"] for n in nodes.values())
+
+
+def _numpy_mlp_grads(x, w0, b0, w1, b1, dy):
+    z = x @ w0.T + b0
+    h = np.maximum(z, 0)
+    dh = (dy @ w1) * (z > 0)
+    return {"fc0_weight": dh.T @ x, "fc0_bias": dh.sum(0), "fc1_weight": dy.T @ h, "fc1_bias": dy.sum(0),
+            "data": dh @ w0}
+
+
+def _values(rng):
+    return {"data": rng.randn(5, 6), "fc0_weight": rng.randn(4, 6), "fc0_bias": rng.randn(4),
+            "fc1_weight": rng.randn(3, 4), "fc1_bias": rng.randn(3)}
+
+
+def test_executor_gradients_with_and_without_the_data_gradient():
+    rng = np.random.RandomState(0)
+    vals = _values(rng)
+    dy = rng.randn(5, 3)
+    want = _numpy_mlp_grads(vals["data"], vals["fc0_weight"], vals["fc0_bias"], vals["fc1_weight"],
+                            vals["fc1_bias"], dy)
+    for data_req in ("null", "write"):
+        args = {k: mx.nd.array(v) for k, v in vals.items()}
+        grads = {k: mx.nd.zeros(v.shape) for k, v in vals.items()}
+        reqs = {k: "write" for k in vals}
+        reqs["data"] = data_req
+        exe = _mlp().bind(mx.cpu(), args=args, args_grad=grads, grad_req=reqs)
+        exe.forward(is_train=True)
+        exe.backward([mx.nd.array(dy)])
+        for k in vals:
+            if k == "data" and data_req == "null":
+                np.testing.assert_array_equal(grads[k].asnumpy(), 0)
+                continue
+            np.testing.assert_allclose(grads[k].asnumpy(), want[k], rtol=1e-4, atol=1e-5)
+
+
+def test_autograd_skips_the_data_gradient_of_an_array_outside_the_tape():
+    rng = np.random.RandomState(1)
+    vals = _values(rng)
+    dy = rng.randn(5, 3)
+    want = _numpy_mlp_grads(vals["data"], vals["fc0_weight"], vals["fc0_bias"], vals["fc1_weight"],
+                            vals["fc1_bias"], dy)
+    for attach_data in (False, True):
+        arrs = {k: mx.nd.array(v) for k, v in vals.items()}
+        for k, a in arrs.items():
+            if k != "data" or attach_data:
+                a.attach_grad()
+        with autograd.record():
+            h = mx.nd.relu(mx.nd.FullyConnected(arrs["data"], arrs["fc0_weight"], arrs["fc0_bias"], num_hidden=4))
+            y = mx.nd.FullyConnected(h, arrs["fc1_weight"], arrs["fc1_bias"], num_hidden=3)
+        y.backward(mx.nd.array(dy))
+        for k, a in arrs.items():
+            if k == "data" and not attach_data:
+                assert a.grad is None
+                continue
+            np.testing.assert_allclose(a.grad.asnumpy(), want[k], rtol=1e-4, atol=1e-5)
+
+
+def test_backward_op_without_data_gradient_has_two_or_one_outputs():
+    rng = np.random.RandomState(2)
+    dy, x, w = mx.nd.array(rng.randn(5, 3)), mx.nd.array(rng.randn(5, 6)), mx.nd.array(rng.randn(3, 6))
+    dw, db = mx.nd._backward_FullyConnected(dy, x, w, num_hidden=3, no_data_grad=True)
+    np.testing.assert_allclose(dw.asnumpy(), dy.asnumpy().T @ x.asnumpy(), rtol=1e-5)
+    np.testing.assert_allclose(db.asnumpy(), dy.asnumpy().sum(0), rtol=1e-5)
+    only = mx.nd._backward_FullyConnected(dy, x, w, num_hidden=3, no_bias=True, no_data_grad=True)
+    only = only[0] if isinstance(only, (list, tuple)) else only
+    np.testing.assert_allclose(only.asnumpy(), dw.asnumpy(), rtol=1e-6)
