@@ -19,6 +19,14 @@ of an empty op through the engine at that worker count is shown beside it (`empt
 Two models: `simulated_s` lets op bodies on different workers overlap freely;
 `simulated_gil_s` makes every op body hold Python's GIL (gil=1.0), so bodies never overlap.
 
+The frontend's pace: recording slows the pushing thread down (every push is noted), so the
+recorded push times are scaled by `frontend_pace` = (unrecorded time from forward() to backward()
+returning) / (the same while recording) before they serve as release times (`error`);
+`error_recorded_pace` is the replay with the recorded push times as they are.  `error_gated_costs`
+takes each op's run time from a recording whose ops were all pushed while the workers were held
+by a gate op (no frontend competing for the GIL while an op runs).  The executors pass no memory
+hints and push no kvstore ops, so memory_aware and comm_first order these graphs as priority does.
+
     python bench/lab_validate.py                 # both nets, 1 and 2 workers, 10 reps
     python bench/lab_validate.py --nets lstm32 --reps 20
 """
@@ -30,7 +38,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-POLICIES = ("priority", "fifo", "lifo", "critical_path")
+POLICIES = ("priority", "fifo", "lifo", "critical_path", "memory_aware", "comm_first")
 
 
 def _args():
@@ -89,16 +97,39 @@ def _noop():
     pass
 
 
+def _gated_record(engine, lab, exe, path):
+    """Record a step whose ops are all pushed while every worker is held by a gate op: each op's
+    run time is then measured without the pushing thread competing for the GIL (the frontend,
+    slowed down by the recording, would otherwise inflate the bodies of Python ops)."""
+    import threading
+    gate, started = threading.Event(), threading.Semaphore(0)
+
+    def hold():
+        started.release()
+        gate.wait(60)
+    with lab.record(path):
+        for _ in range(ARGS.child):
+            engine.push(hold, write=[engine.Var()], name="lab_gate")
+        for _ in range(ARGS.child):
+            started.acquire(timeout=60)
+        exe.forward(is_train=True)
+        exe.backward()
+        gate.set()
+
+
 def child():
     import ember as mx
     from ember import engine
     from ember.engine import lab
+
+    push_spans = []  # unrecorded steps: how long the frontend took to push the step (backward() returned)
 
     def step(exe):
         engine.wait_all()
         t0 = time.perf_counter()
         exe.forward(is_train=True)
         exe.backward()
+        push_spans.append(time.perf_counter() - t0)
         engine.wait_all()
         return time.perf_counter() - t0
 
@@ -119,7 +150,9 @@ def child():
         engine.set_policy("priority")
         for _ in range(ARGS.warmup):
             step(exe)
-        paths = []
+        push_spans.clear()
+        paths, gated = [], []
+        rec_push_spans = []  # recorded steps: the same span (recording slows the frontend down)
         times = {p: [] for p in POLICIES}
         for p in POLICIES:
             engine.set_policy(p)
@@ -128,27 +161,34 @@ def child():
         # recorded steps are spread over the timed rounds, so that machine noise hits both alike
         every = max(1, ARGS.reps // max(1, ARGS.record_steps))
         for r in range(ARGS.reps):
-            for p in POLICIES[r % 4:] + POLICIES[:r % 4]:
+            for p in POLICIES[r % len(POLICIES):] + POLICIES[:r % len(POLICIES)]:
                 engine.set_policy(p)
                 times[p].append(step(exe))
             if r % every == 0 and len(paths) < ARGS.record_steps:
                 engine.set_policy("priority")
                 paths.append(os.path.join(ARGS.out, f"{net}_w{ARGS.child}_{len(paths)}.jsonl"))
                 with lab.record(paths[-1]) as rec:
+                    t0 = time.perf_counter()
                     exe.forward(is_train=True)
                     exe.backward()
+                    rec_push_spans.append(time.perf_counter() - t0)
+                gated.append(paths[-1].replace(".jsonl", "_gated.jsonl"))
+                _gated_record(engine, lab, exe, gated[-1])
         engine.set_policy("priority")
-        out[net] = {"traces": paths, "ops": len(rec.trace), "planned_bytes": exe.memory_stats()["planned_bytes"],
+        out[net] = {"traces": paths, "gated_traces": gated, "ops": len(rec.trace), "planned_bytes": exe.memory_stats()["planned_bytes"],
                     "plan_lower_bound_bytes": exe.memory_stats()["lower_bound_bytes"],
                     "median_s": {p: statistics.median(t) for p, t in times.items()},
+                    "push_span_s": statistics.median(push_spans),
+                    "recorded_push_span_s": statistics.median(rec_push_spans),
                     "q1_s": {p: float(np.percentile(t, 25)) for p, t in times.items()},
                     "q3_s": {p: float(np.percentile(t, 75)) for p, t in times.items()}}
     print(json.dumps(out), flush=True)
 
 
-def median_workload(paths):
+def median_workload(paths, release_scale=1.0, gated=()):
     """The recordings' workload with each op's median run time and push offset (same graph, same
-    push order in every recording)."""
+    push order in every recording); push offsets times release_scale (the frontend's pace).
+    With gated recordings (_gated_record), the run times come from those instead."""
     from ember.engine import lab
     traces = [lab.load(p) for p in paths]
     first = traces[0]
@@ -156,8 +196,14 @@ def median_workload(paths):
         if t.names != first.names:
             raise RuntimeError("recorded steps pushed different ops")
     cost = np.nanmedian([np.nan_to_num(t.durations_s(), nan=0.0) for t in traces], axis=0)
+    if gated:
+        gts = [lab.load(p) for p in gated]
+        ng = sum(1 for nm in gts[0].names if nm == "lab_gate")
+        if any(t.names[ng:] != first.names for t in gts):
+            raise RuntimeError("gated recordings pushed different ops")
+        cost = np.nanmedian([np.nan_to_num(t.durations_s()[ng:], nan=0.0) for t in gts], axis=0)
     first.push_ns = np.median([t.push_ns for t in traces], axis=0)
-    wl = lab.Workload.from_trace(first, cost_s=cost, release=True, caller=True)
+    wl = lab.Workload.from_trace(first, cost_s=cost, release=True, caller=True, release_scale=release_scale)
     wl.gap_s = float(np.mean(np.concatenate([lab.start_gaps_s(t) for t in traces])))
     wl.var_names, wl.reads_of, wl.writes_of = first.var_names, first.reads, first.writes  # for planned_peak
     return wl
@@ -195,9 +241,14 @@ def parent():
         runs[w] = json.loads(res.stdout.strip().splitlines()[-1])
     load = os.getloadavg()
     for net in ARGS.nets.split(","):
-        wls = {w: median_workload(runs[w][net]["traces"]) for w in workers}
+        # the frontend's pace: unrecorded / recorded time to push one step's ops
+        pace = {w: runs[w][net]["push_span_s"] / runs[w][net]["recorded_push_span_s"] for w in workers}
+        wls = {w: median_workload(runs[w][net]["traces"], pace[w]) for w in workers}
+        raw = {w: median_workload(runs[w][net]["traces"]) for w in workers}
+        gtd = {w: median_workload(runs[w][net]["traces"], pace[w], runs[w][net]["gated_traces"]) for w in workers}
         for w in workers:  # the engine's cost per op at this worker count: the recordings' mean start gap
-            wls[w].cost_s = wls[w].cost_s + wls[w].gap_s * ~wls[w].in_caller
+            for m in (wls, raw, gtd):
+                m[w].cost_s = m[w].cost_s + m[w].gap_s * ~m[w].in_caller
         for w in workers:
             for p in POLICIES:
                 measured = runs[w][net]["median_s"][p]
@@ -208,6 +259,11 @@ def parent():
                        "measured_iqr_s": [round(runs[w][net]["q1_s"][p], 5), round(runs[w][net]["q3_s"][p], 5)],
                        "simulated_s": round(sim.makespan_s, 5),
                        "error": round(sim.makespan_s / measured - 1, 4),
+                       "error_recorded_pace": round(lab.simulate(raw[w], workers=w, policy=p).makespan_s
+                                                    / measured - 1, 4),
+                       "error_gated_costs": round(lab.simulate(gtd[w], workers=w, policy=p).makespan_s
+                                                  / measured - 1, 4),
+                       "frontend_pace": round(pace[w], 3),
                        "simulated_gil_s": round(sim_gil.makespan_s, 5),
                        "error_gil": round(sim_gil.makespan_s / measured - 1, 4),
                        "lower_bound_s": round(sim.lower_bound_s, 5),

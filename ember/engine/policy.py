@@ -5,7 +5,7 @@ native/engine.c); a policy written in Python is any object with a
 `key(name, priority, seq, dependants, queue) -> int` method (or a plain
 callable with that signature): larger keys run first, ties in push order.
 The simulator (ember.engine.lab.simulate) computes the same keys; the rules are
-written out in `key_rule` and docs/policy_lab.md.
+written out in memory_key / comm_key and docs/policy_lab.md.
 """
 from __future__ import annotations
 

@@ -9,11 +9,12 @@
     res.makespan_s, res.peak_bytes, res.lower_bound_s
 
 Policies are the engine's: built-in names or a Python object with key(name, priority, seq,
-dependants, queue), the same object ember.engine.set_policy takes.  See docs/lab.md.
+dependants, queue), the same object ember.engine.set_policy takes (memory_aware and comm_first
+included).  See docs/policy_lab.md.
 """
 from .dag import critical_path, levels, to_networkx, transitive_reduction, width_per_level  # noqa: F401
 from .recorder import Recorder, record  # noqa: F401
 from .simulate import SimResult, compare, critical_path_s, memory_curve, simulate  # noqa: F401
 from .trace_format import FORMAT, VERSION, Trace, derive_edges, engine_dependants, load  # noqa: F401
-from .workload import CostModel, Workload, start_gaps_s  # noqa: F401
+from .workload import CostModel, Workload, memory_hints, start_gaps_s  # noqa: F401
 from . import synthetic  # noqa: F401

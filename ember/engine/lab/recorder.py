@@ -176,7 +176,7 @@ class Recorder:
 @contextlib.contextmanager
 def record(path: Optional[str] = None, chrome: Optional[str] = None) -> Iterator[Recorder]:
     """Record the ops pushed inside the block; on exit the trace is `recorder.trace`, and is written
-    to `path` (JSON lines, docs/lab.md) with a Chrome trace beside it (`chrome`, default
+    to `path` (JSON lines, docs/policy_lab.md) with a Chrome trace beside it (`chrome`, default
     path + '.chrome.json') when a path is given."""
     rec = Recorder().start()
     try:

@@ -1,6 +1,6 @@
 """A discrete-event simulator of the engine: replay a workload under a policy and a machine size.
 
-Model (docs/lab.md, "Replay"): each queue has its own workers (`workers`: one count for every
+Model (docs/policy_lab.md, "Replay"): each queue has its own workers (`workers`: one count for every
 queue, or {queue: count}).  An op is ready when all its predecessors have ended (and its release
 time, if any, has come); its key is computed then, with the engine's policy rules, and each queue
 starts its ready ops largest key first, ties in push order, whenever it has an idle worker.

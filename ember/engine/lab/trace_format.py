@@ -1,6 +1,6 @@
 """The lab's trace: ops with their variables, edges and timings; saved as versioned JSON lines.
 
-File layout (docs/lab.md, "Trace format"), one JSON object per line:
+File layout (docs/policy_lab.md, "Trace format"), one JSON object per line:
 
     {"format": "ember-lab-trace", "version": 1, "clock": "ns", "meta": {...}}        header, first line
     {"var": 0, "name": "...", "nbytes": 4096}                                        one per variable

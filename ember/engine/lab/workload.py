@@ -172,13 +172,16 @@ class Workload:
 
     @classmethod
     def from_trace(cls, trace: Trace, cost_model: Optional[CostModel] = None, cost_s=None,
-                   dispatch_s: float = 0.0, release: bool = False, caller: bool = False) -> "Workload":
+                   dispatch_s: float = 0.0, release: bool = False, caller: bool = False,
+                   release_scale: float = 1.0) -> "Workload":
         """The workload of a recorded trace.
 
         Costs: `cost_s` if given, else the cost model's, else the measured run times (0 where an op
         was not timed) plus `dispatch_s` each.  release=True: an op may not start before its
-        recorded push time.  caller=True: ops the recording ran in the pushing thread run there
-        again (on no worker).  Every variable of known size is a buffer (see the class doc).
+        recorded push time, times `release_scale` (the frontend's pace: recording slows the
+        pushing thread down, so a replay of an unrecorded run scales the push times by the
+        unrecorded / recorded time the frontend took to push the same ops).  caller=True: ops the
+        recording ran in the pushing thread run there again (on no worker).  Every variable of known size is a buffer (see the class doc).
         """
         n = len(trace)
         nb = trace.var_nbytes
@@ -212,7 +215,9 @@ class Workload:
         alloc = np.array([acc[v][0] if first_is_write[v] else -1 for v in vs], np.int64)
         release_s = None
         if release:
-            release_s = np.maximum(np.nan_to_num(trace.push_ns, nan=0.0), 0.0) / 1e9
+            if not release_scale > 0:
+                raise ValueError(f"from_trace: release_scale must be > 0, got {release_scale!r}")
+            release_s = np.maximum(np.nan_to_num(trace.push_ns, nan=0.0), 0.0) / 1e9 * release_scale
         return cls(cost_s=cost, queue=trace.queue.copy(), priority=trace.priority.copy(), succ_ptr=ptr,
                    succ_idx=idx, names=list(trace.names), release_s=release_s,
                    in_caller=trace.in_caller.copy() if caller else None,

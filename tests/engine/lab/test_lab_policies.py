@@ -102,3 +102,18 @@ def test_compare_rows_and_cli_choices_include_the_new_policies():
     rows = lab.compare(_wide(), workers=(1,), policies=("priority", "memory_aware"))
     assert [r["peak_bytes"] for r in rows] == [301, 101]
     assert {"memory_aware", "comm_first"} <= set(policy.BUILTIN)
+
+
+def test_release_scale_scales_the_recorded_push_times():
+    import ember.engine as engine
+    with lab.record() as rec:
+        v = engine.Var(nbytes=64)
+        for _ in range(5):
+            engine.push(lambda: None, write=[v], name="w")
+    tr = rec.trace
+    full = lab.Workload.from_trace(tr, release=True)
+    half = lab.Workload.from_trace(tr, release=True, release_scale=0.5)
+    assert np.allclose(half.release_s, full.release_s * 0.5)
+    assert np.allclose(full.release_s, np.maximum(tr.push_ns, 0) / 1e9)
+    with pytest.raises(ValueError, match="release_scale"):
+        lab.Workload.from_trace(tr, release=True, release_scale=0.0)

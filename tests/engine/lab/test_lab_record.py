@@ -170,7 +170,7 @@ def test_hybridized_gluon_block_and_kvstore_ops_are_recorded():
     assert fwd and [t.var_nbytes[v] for v in t.reads[fwd[0]]].count(4 * 5 * 4) == 1  # reads x (4 x 5 float32)
     push = t.names.index("kvstore_push['w']")
     assert [t.var_nbytes[v] for v in t.reads[push]] == [2 * 2 * 4]  # reads the gradient
-    # the local store's pull is a native copy pushed from C: not recorded (docs/lab.md, "Recording")
+    # the local store's pull is a native copy pushed from C: not recorded (docs/policy_lab.md, "Recording")
     assert not any("pull" in n for n in t.names)
     np.testing.assert_allclose(out.asnumpy(), np.ones((2, 2)))
 
