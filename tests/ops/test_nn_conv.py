@@ -62,6 +62,31 @@ def test_conv2d_forward_matches_reference(stride, pad, dilate, groups):
                                rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("xs,kernel,stride,pad,dilate,bias", [
+    ((2, 3, 30, 29), (3, 3), (1, 1), (1, 1), (1, 1), True),    # >= 28x28 outputs: one GEMM per image
+    ((1, 2, 63, 60), (7, 7), (2, 2), (3, 3), (1, 1), False),   # a stem-like strided 7x7
+    ((1, 3, 32, 33), (3, 2), (1, 1), (0, 2), (2, 1), True),    # dilated, uneven padding, no pad rows
+    ((1, 4, 57, 58), (1, 1), (2, 2), (0, 0), (1, 1), False),   # a strided 1x1 (a subsample + GEMM)
+])
+def test_conv2d_large_maps_per_image_path(xs, kernel, stride, pad, dilate, bias):
+    x, w, b = rng.standard_normal(xs), rng.standard_normal((5, xs[1]) + kernel), rng.standard_normal(5)
+    attrs = dict(kernel=kernel, num_filter=5, stride=stride, pad=pad, dilate=dilate, no_bias=not bias)
+    out = run_op("Convolution", [x, w, b] if bias else [x, w], attrs)[0]
+    assert out.shape[2] * out.shape[3] >= 784
+    ref = conv_reference(x, w, stride, pad, dilate, 1) + (b[None, :, None, None] if bias else 0)
+    np.testing.assert_allclose(out, ref, rtol=1e-10, atol=1e-10)
+
+
+def test_deconv_gradient_of_large_output_with_adj():
+    # the Deconvolution's backward runs conv_forward with a cropping (negative) pad_after
+    attrs = dict(kernel=(3, 3), num_filter=2, stride=(1, 1), pad=(1, 1), no_bias=True)
+    x, w = rng.standard_normal((1, 3, 29, 30)), rng.standard_normal((3, 2, 3, 3))
+    out = run_op("Deconvolution", [x, w], attrs)[0]
+    np.testing.assert_allclose(out, deconv_reference(x, w, (1, 1), (1, 1), (0, 0), 1, 2), rtol=1e-10, atol=1e-10)
+    check_grad("Deconvolution", [rng.standard_normal((1, 2, 28, 28)), rng.standard_normal((2, 2, 3, 3))],
+               dict(kernel=(3, 3), num_filter=2, stride=(2, 2), pad=(0, 0), adj=(1, 1), no_bias=True))
+
+
 def test_conv1d_is_conv2d_with_height_one():
     x, w = rng.standard_normal((2, 3, 11)), rng.standard_normal((5, 3, 4))
     out = run_op("Convolution", [x, w], dict(kernel=(4,), num_filter=5, stride=(2,), pad=(1,), no_bias=True))[0]
