@@ -41,6 +41,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     _add_replay_options(p)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--policy", default="priority", choices=sorted(_policy.BUILTIN))
+    p.add_argument("--memory-high", type=int, default=None, metavar="BYTES",
+                   help="memory_aware only: apply the memory term only while live bytes >= BYTES")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     c = sub.add_parser("compare", help="makespan and peak bytes for each (workers, policy)")
     _add_replay_options(c)
@@ -57,7 +59,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     wl = _workload(args)
     if args.cmd == "replay":
-        res = simulate(wl, workers=args.workers, policy=args.policy, gil=args.gil)
+        policy = args.policy
+        if args.memory_high is not None:
+            if policy != "memory_aware":
+                ap.error("--memory-high goes with --policy memory_aware")
+            policy = _policy.MemoryAware(args.memory_high)
+        res = simulate(wl, workers=args.workers, policy=policy, gil=args.gil)
         out = res.to_dict()
         if args.plot:
             plots.replay_figure(wl, res).savefig(args.plot, dpi=120)

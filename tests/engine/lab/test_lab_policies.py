@@ -117,3 +117,24 @@ def test_release_scale_scales_the_recorded_push_times():
     assert np.allclose(full.release_s, np.maximum(tr.push_ns, 0) / 1e9)
     with pytest.raises(ValueError, match="release_scale"):
         lab.Workload.from_trace(tr, release=True, release_scale=0.0)
+
+
+def test_cli_replay_memory_aware_with_threshold(tmp_path, capsys):
+    import json
+    import ember.engine as engine
+    from ember.engine.lab.__main__ import main
+    with lab.record() as rec:
+        temps = [engine.Var(nbytes=100) for _ in range(3)]
+        for t in temps:
+            engine.push(lambda: None, write=[t], name="A")
+        for t in temps:
+            engine.push(lambda: None, read=[t], write=[engine.Var()], name="B")
+    path = rec.trace.save(str(tmp_path / "t.jsonl"))
+    wl = lab.Workload.from_trace(lab.load(path))
+    assert wl.mem_hints.tolist() == [-100, -100, -100, 100, 100, 100]
+    assert main(["replay", path, "--policy", "memory_aware", "--memory-high", "200", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["policy"] == "memory_aware"
+    assert out["makespan_s"] == lab.simulate(wl, 1, MemoryAware(200)).makespan_s
+    with pytest.raises(SystemExit):
+        main(["replay", path, "--policy", "fifo", "--memory-high", "200"])
