@@ -1,4 +1,6 @@
-"""`mx.np`: MXNet 1.9's numpy interface, its core: the `ndarray` type and numpy-style creation.
+"""`mx.np`: MXNet 1.9's numpy interface: the `ndarray` type, numpy-style creation, the function
+library (`functions.py`: arithmetic with numpy broadcasting and mx.np's dtype rules, reductions with
+0-d results, dot/matmul, shape and join functions) and `mx.np.random`.
 
 See `multiarray.py` for what differs from `mx.nd`.  NumPy *array* semantics (Gluon creating
 `mx.np.ndarray` parameters, `npx.set_np()`) is not supported: see `ember.util`.
@@ -12,3 +14,7 @@ from numpy import (bool_, float16, float32, float64, int8, int32, int64, uint8, 
                    e, euler_gamma, inf, nan, newaxis, pi)
 
 bool = bool_  # noqa: A001 - numpy's name for the type, as mx.np exposes it
+
+from . import functions as _functions  # noqa: E402  (installs numpy-semantics operators on ndarray)
+from . import random  # noqa: E402,F401
+from .functions import *  # noqa: E402,F401,F403

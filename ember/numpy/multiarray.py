@@ -51,6 +51,11 @@ class ndarray(NDArray):  # noqa: N801 - MXNet's (and numpy's) class name
     def as_np_ndarray(self) -> "ndarray":
         return self
 
+    @property
+    def dtype(self) -> _np.dtype:
+        """The element type as a numpy.dtype (MXNet's mx.np.ndarray; NDArray gives the scalar type)."""
+        return self._data.dtype
+
     def __repr__(self) -> str:
         values = self.asnumpy()
         if values.size == 0:
@@ -91,6 +96,22 @@ class ndarray(NDArray):  # noqa: N801 - MXNet's (and numpy's) class name
 
     def tolist(self):
         return self.asnumpy().tolist()
+
+    def _scalar(self, convert, what: str):
+        if self.size != 1:
+            raise TypeError(f"only size-1 arrays can be converted to Python {what}s, got shape {self.shape}")
+        return convert(self.asnumpy().reshape(()).item())
+
+    def __float__(self) -> float:
+        return self._scalar(float, "float")
+
+    def __int__(self) -> int:
+        return self._scalar(int, "int")
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iub":
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return self._scalar(int, "int")
 
     def item(self, *args):
         return self.asnumpy().item(*args)

@@ -1,0 +1,715 @@
+"""`mx.np`'s function library: numpy-named functions on `mx.np.ndarray`, each built from registry
+operators (so they run on the engine, on any device, and autograd differentiates them).
+
+What numpy semantics means here, as MXNet 1.9.1's `mx.np` has it:
+- shapes: numpy broadcasting (trailing axes aligned), 0-d results of full reductions, integer
+  indexing and `dot` of vectors; zero-size arrays (sum over an empty axis is 0, max raises);
+- dtypes of binary operations between two arrays: bool yields to the other type, an integer with a
+  float gives *that float* (MXNet's rule: int32 + float32 is float32, not numpy's float64), two
+  integers or two floats the wider (numpy's promotion); with a Python scalar the array's dtype is
+  kept (bool arrays become int64 for an int scalar, float32 for a float one); true division of
+  integers gives float32; comparisons give bool; `mean` of integers float32, `sum` of bool int64,
+  `argmax`/`argmin` int64.  Elementwise math keeps an integer dtype, as MXNet (numpy would give
+  float64).  Mixed dtypes that MXNet refuses (maximum, where, concatenate, comparisons) are
+  promoted by the rule above instead.
+"""
+from __future__ import annotations
+
+import builtins
+import numbers
+from typing import Optional, Sequence
+
+import numpy as _np
+
+from ..base import MXNetError
+from ..imperative.invoke import call as _call
+from ..imperative.ndarray import NDArray
+from .multiarray import _as_np, array, ndarray, reshape
+
+_F32 = _np.dtype(_np.float32)
+_I64 = _np.dtype(_np.int64)
+_BOOL = _np.dtype(_np.bool_)
+
+
+# ------------------------------------------------------------------ helpers
+
+def _is_scalar(x) -> bool:
+    return isinstance(x, (numbers.Number, _np.generic)) and not isinstance(x, NDArray)
+
+
+def asarray(a, dtype=None, ctx=None) -> ndarray:
+    """`a` as an mx.np.ndarray: an NDArray is viewed (no copy), anything else copied in."""
+    if isinstance(a, NDArray):
+        view = a if isinstance(a, ndarray) else _as_np(a)
+        return view if dtype is None or _np.dtype(dtype) == a.dtype else view.astype(dtype)
+    return array(a, dtype=dtype, ctx=ctx)
+
+
+def _result_type(da, db) -> _np.dtype:
+    """The dtype of a binary operation on arrays of dtypes da and db (MXNet 1.9's mx.np rule)."""
+    da, db = _np.dtype(da), _np.dtype(db)
+    if da == db:
+        return da
+    if da.kind == "b":
+        return db
+    if db.kind == "b":
+        return da
+    fa, fb = da.kind == "f", db.kind == "f"
+    if fa != fb:
+        return da if fa else db
+    return _np.promote_types(da, db)
+
+
+def _cast(x: NDArray, dtype) -> NDArray:
+    return x if x.dtype == dtype else _call("Cast", (x,), {"dtype": _np.dtype(dtype).name})
+
+
+def _axes(axis, ndim: int, name: str):
+    """Normalised tuple of axes (None: every axis)."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, _np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        if not -ndim <= a < builtins.max(ndim, 1):
+            raise MXNetError(f"{name}: axis {a} is out of bounds for an array of dimension {ndim}")
+        out.append(int(a) % builtins.max(ndim, 1))
+    if len(set(out)) != len(out):
+        raise MXNetError(f"{name}: repeated axis in {axis}")
+    return tuple(out)
+
+
+def _np_reshape(x: NDArray, shape) -> ndarray:
+    shape = tuple(shape)
+    return _as_np(x) if tuple(x.shape) == shape else reshape(x, shape)
+
+
+# ------------------------------------------------------------------ binary arithmetic and comparisons
+
+# name -> (array op, op with a scalar on the right, op with a scalar on the left)
+_BINARY = {
+    "add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
+    "subtract": ("broadcast_sub", "_minus_scalar", "_rminus_scalar"),
+    "multiply": ("broadcast_mul", "_mul_scalar", "_mul_scalar"),
+    "true_divide": ("broadcast_div", "_div_scalar", "_rdiv_scalar"),
+    "mod": ("broadcast_mod", "_mod_scalar", "_rmod_scalar"),
+    "power": ("broadcast_power", "_power_scalar", "_rpower_scalar"),
+    "maximum": ("broadcast_maximum", "_maximum_scalar", "_maximum_scalar"),
+    "minimum": ("broadcast_minimum", "_minimum_scalar", "_minimum_scalar"),
+    "equal": ("broadcast_equal", "_equal_scalar", "_equal_scalar"),
+    "not_equal": ("broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar"),
+    "greater": ("broadcast_greater", "_greater_scalar", "_lesser_scalar"),
+    "greater_equal": ("broadcast_greater_equal", "_greater_equal_scalar", "_lesser_equal_scalar"),
+    "less": ("broadcast_lesser", "_lesser_scalar", "_greater_scalar"),
+    "less_equal": ("broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar"),
+}
+_COMPARISONS = frozenset(("equal", "not_equal", "greater", "greater_equal", "less", "less_equal"))
+
+
+def _binary(name: str, x1, x2) -> ndarray:
+    array_op, scalar_op, rscalar_op = _BINARY[name]
+    s1, s2 = _is_scalar(x1), _is_scalar(x2)
+    if s1 and s2:
+        return array(getattr(_np, name)(x1, x2))
+    if s1 or s2:
+        arr, scalar, op = (asarray(x2), x1, rscalar_op) if s1 else (asarray(x1), x2, scalar_op)
+        dt = arr.dtype
+        exact = float(scalar) == int(scalar) if _np.isfinite(float(scalar)) else False
+        if dt.kind == "b" and name not in _COMPARISONS:
+            dt = _I64 if isinstance(scalar, (int, _np.integer)) else _F32
+        elif name == "true_divide" and dt.kind != "f":
+            dt = _F32
+        elif name in _COMPARISONS and dt.kind != "f" and not exact:
+            dt = _np.dtype(_np.float64)  # 2 == 2.5 is False, as numpy (comparing in the int type would not be)
+        out = _call(op, (_cast(arr, dt),), {"scalar": float(scalar)})
+    else:
+        a, b = asarray(x1), asarray(x2)
+        dt = _result_type(a.dtype, b.dtype)
+        if name == "true_divide" and dt.kind != "f":
+            dt = _F32
+        if name == "subtract" and dt.kind == "b":
+            raise TypeError("numpy boolean subtract, the `-` operator, is not supported, "
+                            "use the bitwise_xor, the `^` operator, or the logical_xor function instead")
+        out = _call(array_op, (_cast(a, dt), _cast(b, dt)), {})
+    if name in _COMPARISONS:
+        out = _cast(out, _BOOL)
+    return _as_np(out)
+
+
+def _make_binary(name: str):
+    def fn(x1, x2, out=None):
+        result = _binary(name, x1, x2)
+        if out is not None:
+            result.copyto(out)
+            return out
+        return result
+    fn.__name__ = name
+    fn.__doc__ = f"numpy.{name} with numpy broadcasting and mx.np's dtype rules (see the module docstring)."
+    return fn
+
+
+add = _make_binary("add")
+subtract = _make_binary("subtract")
+multiply = _make_binary("multiply")
+true_divide = _make_binary("true_divide")
+divide = true_divide
+mod = _make_binary("mod")
+remainder = mod
+power = _make_binary("power")
+maximum = _make_binary("maximum")
+minimum = _make_binary("minimum")
+equal = _make_binary("equal")
+not_equal = _make_binary("not_equal")
+greater = _make_binary("greater")
+greater_equal = _make_binary("greater_equal")
+less = _make_binary("less")
+less_equal = _make_binary("less_equal")
+
+
+# ------------------------------------------------------------------ elementwise math (dtype kept, as MXNet)
+
+_UNARY = ("exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "square", "abs", "negative", "sign",
+          "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
+          "arctanh", "floor", "ceil", "trunc", "rint", "fix", "degrees", "radians", "reciprocal")
+
+
+def _make_unary(op: str):
+    def fn(x, out=None):
+        x = asarray(x)
+        if x.dtype.kind == "b" and op != "abs":
+            raise MXNetError(f"{op}: operator does not support the bool dtype (as MXNet's mx.np)")
+        result = _as_np(_call(op, (x,), {} if out is None else {"out": out}))
+        return out if out is not None else result
+    fn.__name__ = op
+    fn.__doc__ = f"numpy.{op} elementwise (the registry's `{op}`)."
+    return fn
+
+
+for _op in _UNARY:
+    globals()[_op] = _make_unary(_op)
+absolute = globals()["abs"]
+
+
+def isnan(x) -> ndarray:
+    """Where x is NaN (bool)."""
+    x = asarray(x)
+    return not_equal(x, x)
+
+
+def isinf(x) -> ndarray:
+    """Where x is +-inf (bool)."""
+    return equal(globals()["abs"](asarray(x)), _np.inf)
+
+
+def isfinite(x) -> ndarray:
+    """Where x is neither NaN nor +-inf (bool)."""
+    x = asarray(x)
+    return less(globals()["abs"](x), _np.inf)
+
+
+# ------------------------------------------------------------------ reductions
+
+def _reduced_shape(shape, axes, keepdims: bool):
+    return tuple((1 if i in axes else d) for i, d in enumerate(shape)) if keepdims else \
+        tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _reduce(op: str, a, axis, keepdims: bool, dtype=None, name: Optional[str] = None) -> ndarray:
+    name = name or op
+    a = asarray(a)
+    if dtype is not None:
+        a = _cast(a, dtype)
+    axes = _axes(axis, a.ndim, name)
+    target = _reduced_shape(a.shape, axes, keepdims)
+    if not axes:
+        return _np_reshape(_call("_copy", (a,), {}), target)
+    if op in ("max", "min") and builtins.any(a.shape[i] == 0 for i in axes):
+        raise MXNetError(f"{name}: zero-size array to reduction operation {name} which has no identity")
+    src = a if a.ndim else reshape(a, (1,))
+    out = _call(op, (src,), {"axis": axes if a.ndim else (0,), "keepdims": True})
+    return _np_reshape(out, target)
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False) -> ndarray:  # noqa: A001
+    """Sum over `axis` (all axes: a 0-d array); bool sums to int64."""
+    a = asarray(a)
+    if dtype is None and a.dtype.kind == "b":
+        dtype = _I64
+    return _deliver(_reduce("sum", a, axis, keepdims, dtype, "sum"), out)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False) -> ndarray:
+    """Product over `axis`; bool multiplies as int64."""
+    a = asarray(a)
+    if dtype is None and a.dtype.kind == "b":
+        dtype = _I64
+    return _deliver(_reduce("prod", a, axis, keepdims, dtype, "prod"), out)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False) -> ndarray:
+    """Mean over `axis`; integers and bools average in float32 (MXNet's default float)."""
+    a = asarray(a)
+    if dtype is None and a.dtype.kind != "f":
+        dtype = _F32
+    axes = _axes(axis, a.ndim, "mean")
+    count = int(_np.prod([a.shape[i] for i in axes])) if axes else 1
+    total = _reduce("sum", a, axis, keepdims, dtype, "mean")
+    if count == 0:  # the mean of nothing is NaN, as numpy (without its warning)
+        return _deliver(_full_array(total.shape, _np.nan, total.dtype, total.context), out)
+    return _deliver(_as_np(_call("_div_scalar", (total,), {"scalar": float(count) if count else 0.0})), out)
+
+
+def max(a, axis=None, out=None, keepdims: bool = False) -> ndarray:  # noqa: A001
+    """Largest value over `axis` (an empty axis raises, as numpy)."""
+    return _deliver(_reduce("max", a, axis, keepdims, None, "max"), out)
+
+
+def min(a, axis=None, out=None, keepdims: bool = False) -> ndarray:  # noqa: A001
+    """Smallest value over `axis` (an empty axis raises, as numpy)."""
+    return _deliver(_reduce("min", a, axis, keepdims, None, "min"), out)
+
+
+amax, amin = max, min
+
+
+def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False) -> ndarray:
+    """Variance over `axis` with `ddof` delta degrees of freedom."""
+    a = asarray(a)
+    if dtype is None and a.dtype.kind != "f":
+        dtype = _F32
+    a = _cast(a, dtype) if dtype is not None else a
+    axes = _axes(axis, a.ndim, "var")
+    count = int(_np.prod([a.shape[i] for i in axes])) if axes else 1
+    centred = subtract(a, mean(a, axis=axis, keepdims=True))
+    total = _reduce("sum", multiply(centred, centred), axis, keepdims, None, "var")
+    return _deliver(_as_np(_call("_div_scalar", (total,), {"scalar": float(count - ddof)})), out)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False) -> ndarray:
+    """Standard deviation over `axis` with `ddof` delta degrees of freedom."""
+    return _deliver(globals()["sqrt"](var(a, axis, dtype, None, ddof, keepdims)), out)
+
+
+def _arg(op: str, a, axis, keepdims: bool = False) -> ndarray:
+    a = asarray(a)
+    if a.size == 0:
+        raise MXNetError(f"{op}: attempt to get {op} of an empty sequence")
+    if axis is None:
+        flat = reshape(a, (-1,))
+        res = _call(op, (flat,), {"axis": 0, "keepdims": False})
+        return _np_reshape(_cast(res, _I64), (1,) * a.ndim if keepdims else ())
+    ax = _axes(axis, a.ndim, op)[0]
+    res = _call(op, (a,), {"axis": ax, "keepdims": keepdims})
+    return _np_reshape(_cast(res, _I64), _reduced_shape(a.shape, (ax,), keepdims))
+
+
+def argmax(a, axis=None, out=None, keepdims: bool = False) -> ndarray:
+    """Index of the largest value (int64; over the flattened array when axis is None)."""
+    return _deliver(_arg("argmax", a, axis, keepdims), out)
+
+
+def argmin(a, axis=None, out=None, keepdims: bool = False) -> ndarray:
+    """Index of the smallest value (int64; over the flattened array when axis is None)."""
+    return _deliver(_arg("argmin", a, axis, keepdims), out)
+
+
+def all(a, axis=None, out=None, keepdims: bool = False) -> ndarray:  # noqa: A001
+    """Whether every element over `axis` is non-zero (bool; True over an empty axis)."""
+    nonzero = _cast(not_equal(asarray(a), 0), _np.int32)
+    return _deliver(_cast(_reduce("prod", nonzero, axis, keepdims, None, "all"), _BOOL), out)
+
+
+def any(a, axis=None, out=None, keepdims: bool = False) -> ndarray:  # noqa: A001
+    """Whether some element over `axis` is non-zero (bool; False over an empty axis)."""
+    nonzero = _cast(not_equal(asarray(a), 0), _np.int32)
+    return _deliver(_as_np(_cast(_reduce("sum", nonzero, axis, keepdims, None, "any"), _BOOL)), out)
+
+
+def _deliver(result, out):
+    if out is None:
+        return _as_np(result)
+    result.copyto(out)
+    return out
+
+
+def cumsum(a, axis=None, dtype=None, out=None) -> ndarray:
+    """Cumulative sum along `axis` (of the flattened array when axis is None)."""
+    a = asarray(a)
+    if axis is None:
+        a, axis = reshape(a, (-1,)), 0
+    attrs = {"axis": int(axis)}
+    if dtype is not None:
+        attrs["dtype"] = _np.dtype(dtype).name
+    return _deliver(_call("cumsum", (a,), attrs), out)
+
+
+# ------------------------------------------------------------------ products
+
+def dot(a, b, out=None) -> ndarray:
+    """numpy.dot: vectors give a 0-d inner product; N-D . M-D contracts a's last axis with b's
+    second-to-last."""
+    a, b = asarray(a), asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return _deliver(multiply(a, b), out)
+    dt = _result_type(a.dtype, b.dtype)
+    a, b = _cast(a, dt), _cast(b, dt)
+    if b.ndim > 2:  # bring b's contracted (second-to-last) axis to the front for the registry's dot
+        order = (b.ndim - 2,) + tuple(i for i in range(b.ndim) if i != b.ndim - 2)
+        b = _call("transpose", (b,), {"axes": order})
+    if a.shape[-1] != b.shape[0]:
+        raise MXNetError(f"dot: shapes {a.shape} and {b.shape} not aligned")
+    res = _call("dot", (a, b), {})
+    target = tuple(a.shape[:-1]) + tuple(b.shape[1:])
+    return _deliver(_np_reshape(res, target), out)
+
+
+def matmul(a, b, out=None) -> ndarray:
+    """numpy.matmul: matrix products over the last two axes with the batch axes broadcast;
+    a 1-D operand is a row (left) or column (right) vector, removed from the result."""
+    a, b = asarray(a), asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise MXNetError("matmul: input operand does not have enough dimensions (0-d)")
+    dt = _result_type(a.dtype, b.dtype)
+    a, b = _cast(a, dt), _cast(b, dt)
+    a2 = reshape(a, (1,) + a.shape) if a.ndim == 1 else a
+    b2 = reshape(b, b.shape + (1,)) if b.ndim == 1 else b
+    if a2.shape[-1] != b2.shape[-2]:
+        raise MXNetError(f"matmul: mismatch in the core dimension: {a.shape} and {b.shape}")
+    if a2.ndim == 2 and b2.ndim == 2:
+        res = _call("dot", (a2, b2), {})
+    else:
+        batch = _np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+        a3 = broadcast_to(a2, batch + a2.shape[-2:])
+        b3 = broadcast_to(b2, batch + b2.shape[-2:])
+        flat = _call("batch_dot", (reshape(a3, (-1,) + a2.shape[-2:]), reshape(b3, (-1,) + b2.shape[-2:])), {})
+        res = reshape(flat, batch + (a2.shape[-2], b2.shape[-1]))
+    target = list(res.shape)
+    if b.ndim == 1:
+        target.pop(-1)
+    if a.ndim == 1:
+        target.pop(-2 if b.ndim != 1 else -1)
+    return _deliver(_np_reshape(res, tuple(target)), out)
+
+
+# ------------------------------------------------------------------ shapes, joins and selection
+
+def transpose(a, axes=None) -> ndarray:
+    """The axes of `a` permuted (reversed by default)."""
+    a = asarray(a)
+    if a.ndim < 2 and axes is None:
+        return a
+    return _as_np(_call("transpose", (a,), {} if axes is None else {"axes": tuple(axes)}))
+
+
+def swapaxes(a, axis1: int, axis2: int) -> ndarray:
+    """`a` with two axes exchanged."""
+    a = asarray(a)
+    order = list(range(a.ndim))
+    i, j = _axes((axis1, axis2), a.ndim, "swapaxes") if axis1 % builtins.max(a.ndim, 1) != \
+        axis2 % builtins.max(a.ndim, 1) else (axis1 % a.ndim,) * 2
+    order[i], order[j] = order[j], order[i]
+    return transpose(a, order)
+
+
+def moveaxis(a, source, destination) -> ndarray:
+    """`a` with axes moved from `source` to `destination` (the others keep their order)."""
+    a = asarray(a)
+    src = _axes(source, a.ndim, "moveaxis")
+    dst = _axes(destination, a.ndim, "moveaxis")
+    if len(src) != len(dst):
+        raise MXNetError("moveaxis: source and destination must have the same number of elements")
+    order = [i for i in range(a.ndim) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(a, order)
+
+
+def expand_dims(a, axis: int) -> ndarray:
+    """`a` with a new axis of length 1 at `axis`."""
+    a = asarray(a)
+    ax = axis + a.ndim + 1 if axis < 0 else axis
+    if not 0 <= ax <= a.ndim:
+        raise MXNetError(f"expand_dims: axis {axis} is out of bounds for an array of dimension {a.ndim + 1}")
+    return _np_reshape(a, a.shape[:ax] + (1,) + a.shape[ax:])
+
+
+def squeeze(a, axis=None) -> ndarray:
+    """`a` without its length-1 axes (or just those in `axis`, which must have length 1)."""
+    a = asarray(a)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(a.shape) if d == 1)
+    else:
+        axes = _axes(axis, a.ndim, "squeeze")
+        for i in axes:
+            if a.shape[i] != 1:
+                raise MXNetError(f"squeeze: cannot select an axis to squeeze out which has size not equal to one "
+                                 f"(axis {i} of shape {a.shape})")
+    return _np_reshape(a, tuple(d for i, d in enumerate(a.shape) if i not in axes))
+
+
+def ravel(a, order: str = "C") -> ndarray:
+    """`a` as a 1-D array."""
+    return reshape(asarray(a), (-1,), order)
+
+
+def broadcast_to(array, shape) -> ndarray:  # noqa: A002 - numpy's parameter name
+    """`array` broadcast to `shape` under numpy's rules (trailing axes aligned)."""
+    a = asarray(array)
+    shape = (int(shape),) if isinstance(shape, (int, _np.integer)) else tuple(int(d) for d in shape)
+    if a.ndim > len(shape):
+        raise MXNetError(f"broadcast_to: input operand has more dimensions than allowed by the shape {shape}")
+    lifted = _np_reshape(a, (1,) * (len(shape) - a.ndim) + tuple(a.shape))
+    try:
+        _np.broadcast_shapes(lifted.shape, shape)
+    except ValueError:
+        raise MXNetError(f"broadcast_to: operands could not be broadcast together with remapped shapes "
+                         f"{a.shape} and requested shape {shape}") from None
+    if tuple(lifted.shape) == shape:
+        return lifted
+    if 0 in shape:
+        return _zeros(shape, a.dtype, a.context)  # nothing to copy
+    return _as_np(_call("broadcast_to", (lifted,), {"shape": shape}))
+
+
+def _zeros(shape, dtype, ctx) -> ndarray:
+    from .multiarray import zeros
+    return zeros(shape, dtype=dtype, ctx=ctx)
+
+
+def _common_dtype(arrays) -> _np.dtype:
+    dt = arrays[0].dtype
+    for x in arrays[1:]:
+        dt = _result_type(dt, x.dtype)
+    return dt
+
+
+def concatenate(seq: Sequence, axis: Optional[int] = 0, out=None) -> ndarray:
+    """The arrays joined along an existing `axis` (flattened first when axis is None)."""
+    arrays = [asarray(x) for x in seq]
+    if not arrays:
+        raise MXNetError("concatenate: need at least one array to concatenate")
+    if axis is None:
+        arrays, axis = [ravel(x) for x in arrays], 0
+    dt = _common_dtype(arrays)
+    ax = _axes(axis, arrays[0].ndim, "concatenate")[0]
+    arrays = [_cast(x, dt) for x in arrays if x.shape[ax] != 0 or x is arrays[0]]
+    if len(arrays) == 1:
+        return _deliver(_call("_copy", (arrays[0],), {}), out)
+    return _deliver(_call("Concat", tuple(arrays), {"num_args": len(arrays), "dim": ax}), out)
+
+
+def stack(arrays: Sequence, axis: int = 0, out=None) -> ndarray:
+    """The arrays (all of one shape) joined along a new `axis`."""
+    arrays = [asarray(x) for x in arrays]
+    if not arrays:
+        raise MXNetError("stack: need at least one array to stack")
+    dt = _common_dtype(arrays)
+    ax = axis + arrays[0].ndim + 1 if axis < 0 else axis
+    return _deliver(_call("stack", tuple(_cast(x, dt) for x in arrays), {"num_args": len(arrays), "axis": ax}), out)
+
+
+def split(ary, indices_or_sections, axis: int = 0) -> list:
+    """Sub-arrays of `ary` along `axis`: `n` equal sections, or cut at the given indices."""
+    a = asarray(ary)
+    ax = _axes(axis, a.ndim, "split")[0]
+    n = a.shape[ax]
+    if isinstance(indices_or_sections, (int, _np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0 or n % k:
+            raise MXNetError(f"split: array split does not result in an equal division ({n} into {k})")
+        cuts = [n // k * i for i in range(1, k)]
+    else:
+        cuts = [int(c) for c in indices_or_sections]
+    bounds = [0] + [builtins.min(builtins.max(c, 0), n) for c in cuts] + [n]
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        begin = [None] * a.ndim
+        end = [None] * a.ndim
+        begin[ax], end[ax] = lo, builtins.max(lo, hi)
+        parts.append(_as_np(_call("slice", (a,), {"begin": tuple(begin), "end": tuple(end)})))
+    return parts
+
+
+def flip(m, axis=None) -> ndarray:
+    """`m` with the order of elements reversed along `axis` (every axis by default)."""
+    a = asarray(m)
+    axes = _axes(axis, a.ndim, "flip")
+    if not axes or a.ndim == 0:
+        return _as_np(_call("_copy", (a,), {}))
+    return _as_np(_call("reverse", (a,), {"axis": axes}))
+
+
+def tile(A, reps) -> ndarray:
+    """`A` repeated `reps` times per axis (numpy's rules for differing lengths)."""
+    a = asarray(A)
+    reps = (int(reps),) if isinstance(reps, (int, _np.integer)) else tuple(int(r) for r in reps)
+    if a.ndim == 0:
+        a = reshape(a, (1,))
+    if len(reps) < a.ndim:
+        reps = (1,) * (a.ndim - len(reps)) + reps
+    return _as_np(_call("tile", (a,), {"reps": reps}))
+
+
+def repeat(a, repeats: int, axis: Optional[int] = None) -> ndarray:
+    """Each element repeated `repeats` times along `axis` (of the flattened array when None)."""
+    a = asarray(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    return _as_np(_call("repeat", (a,), {"repeats": int(repeats), "axis": _axes(axis, a.ndim, "repeat")[0]}))
+
+
+def where(condition, x=None, y=None) -> ndarray:
+    """x where condition is non-zero, else y, all three broadcast together."""
+    if x is None or y is None:
+        raise NotImplementedError("where(condition) without x and y (nonzero indices) is not supported")
+    c = asarray(condition)
+    xs, ys = _is_scalar(x), _is_scalar(y)
+    xa = asarray(x) if not xs else None
+    ya = asarray(y) if not ys else None
+    if xa is None and ya is None:
+        dt = _np._result_type(x, y)
+        dt = _F32 if dt.kind == "f" else dt
+    else:
+        dt = _result_type(xa.dtype, ya.dtype) if xa is not None and ya is not None else (xa if xa is not None else ya).dtype
+    shapes = [c.shape] + [v.shape for v in (xa, ya) if v is not None]
+    shape = _np.broadcast_shapes(*shapes)
+    if xa is None:
+        xa = _full_array(shape, x, dt, c.context)
+    if ya is None:
+        ya = _full_array(shape, y, dt, c.context)
+    parts = [broadcast_to(_cast(v, dt), shape) for v in (c, xa, ya)]
+    return _as_np(_call("where", tuple(parts), {}))
+
+
+def _full_array(shape, value, dtype, ctx) -> ndarray:
+    from .multiarray import full
+    return full(shape, value, dtype=dtype, ctx=ctx)
+
+
+def clip(a, a_min, a_max, out=None) -> ndarray:
+    """`a` limited to [a_min, a_max] (either bound may be None)."""
+    a = asarray(a)
+    if a_min is None and a_max is None:
+        raise ValueError("clip: one of a_min and a_max must be given")
+    lo = -_np.inf if a_min is None else float(a_min)
+    hi = _np.inf if a_max is None else float(a_max)
+    return _deliver(_call("clip", (a,), {"a_min": lo, "a_max": hi}), out)
+
+
+def sort(a, axis: Optional[int] = -1) -> ndarray:
+    """A sorted copy of `a` along `axis` (of the flattened array when None)."""
+    a = asarray(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    return _as_np(_call("sort", (a,), {"axis": int(axis)}))
+
+
+def argsort(a, axis: Optional[int] = -1) -> ndarray:
+    """Indices (int64) that sort `a` along `axis` (of the flattened array when None)."""
+    a = asarray(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    return _as_np(_call("argsort", (a,), {"axis": int(axis), "dtype": "int64"}))
+
+
+# ------------------------------------------------------------------ creation
+
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0,
+             ctx=None):
+    """`num` evenly spaced values from start to stop (float32 by default)."""
+    if axis != 0:
+        raise NotImplementedError("linspace: only axis=0 is supported")
+    if num < 0:
+        raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
+    from ..imperative.invoke import invoke
+    dt = _np.dtype(dtype) if dtype is not None else _F32
+    values = _as_np(invoke("_linspace", [], {"start": float(start), "stop": float(stop), "num": int(num),
+                                             "endpoint": bool(endpoint), "dtype": dt.name}, ctx=ctx))
+    if retstep:
+        div = (num - 1) if endpoint else num
+        return values, (float(stop) - float(start)) / div if div > 0 else _np.nan
+    return values
+
+
+def eye(N: int, M: Optional[int] = None, k: int = 0, dtype=None, ctx=None) -> ndarray:
+    """An N x M array with ones on the k-th diagonal (float32 by default)."""
+    from ..imperative.invoke import invoke
+    dt = _np.dtype(dtype) if dtype is not None else _F32
+    return _as_np(invoke("_eye", [], {"N": int(N), "M": int(M or 0), "k": int(k), "dtype": dt.name}, ctx=ctx))
+
+
+def identity(n: int, dtype=None, ctx=None) -> ndarray:
+    """The n x n identity matrix."""
+    return eye(n, dtype=dtype, ctx=ctx)
+
+
+def shape(a) -> tuple:
+    """The shape of `a`."""
+    return tuple(asarray(a).shape)
+
+
+def ndim(a) -> int:
+    """The number of dimensions of `a`."""
+    return asarray(a).ndim
+
+
+def size(a) -> int:
+    """The number of elements of `a`."""
+    return asarray(a).size
+
+
+# ------------------------------------------------------------------ ndarray operators and methods with these rules
+
+def _index_shape(shape, key):
+    """The shape numpy gives `x[key]` for an x of `shape` (computed on a zero-stride dummy: no memory)."""
+    def plain(k):
+        if isinstance(k, NDArray):
+            return k.asnumpy()
+        if isinstance(k, tuple):
+            return tuple(plain(i) for i in k)
+        return k
+    dummy = _np.lib.stride_tricks.as_strided(_np.zeros(1, _np.int8), shape=shape, strides=(0,) * len(shape))
+    return dummy[plain(key)].shape
+
+
+def _getitem(self, key):
+    result = NDArray.__getitem__(self, key)
+    want = _index_shape(self.shape, key)
+    if tuple(result.shape) != want and int(_np.prod(want)) == result.size:
+        return _np_reshape(result, want)  # e.g. x[i] of a vector is 0-d, as numpy
+    return _as_np(result)
+
+
+def _install_methods() -> None:
+    ops = {"add": add, "sub": subtract, "mul": multiply, "truediv": true_divide, "mod": mod, "pow": power}
+    for stem, fn in ops.items():
+        setattr(ndarray, f"__{stem}__", lambda self, other, _f=fn: _f(self, other))
+        setattr(ndarray, f"__r{stem}__", lambda self, other, _f=fn: _f(other, self))
+
+        def inplace(self, other, _f=fn):
+            result = _f(self, other)
+            if result.dtype != self.dtype:
+                raise TypeError(f"cannot cast the result of dtype {result.dtype} to the array's dtype {self.dtype} "
+                                "in place")
+            result.copyto(self)
+            return self
+        setattr(ndarray, f"__i{stem}__", inplace)
+    for stem, fn in (("eq", equal), ("ne", not_equal), ("gt", greater), ("ge", greater_equal), ("lt", less),
+                     ("le", less_equal)):
+        setattr(ndarray, f"__{stem}__", lambda self, other, _f=fn: _f(self, other))
+    ndarray.__hash__ = NDArray.__hash__
+    ndarray.__matmul__ = lambda self, other: matmul(self, other)
+    ndarray.__rmatmul__ = lambda self, other: matmul(other, self)
+    ndarray.__getitem__ = _getitem
+    for name, fn in (("sum", sum), ("prod", prod), ("mean", mean), ("max", max), ("min", min), ("std", std),
+                     ("var", var), ("argmax", argmax), ("argmin", argmin), ("all", all), ("any", any),
+                     ("cumsum", cumsum), ("dot", dot), ("clip", clip), ("squeeze", squeeze), ("ravel", ravel),
+                     ("flatten", lambda a: _as_np(_call("_copy", (ravel(a),), {}))),
+                     ("swapaxes", swapaxes), ("repeat", repeat), ("sort", sort), ("argsort", argsort)):
+        setattr(ndarray, name, fn)
+
+
+_install_methods()
+
+__all__ = sorted(n for n, v in list(globals().items())
+                 if not n.startswith("_") and callable(v) and getattr(v, "__module__", None) == __name__)
