@@ -190,6 +190,57 @@ def test_default_batchify_fn():
     assert nested[2][1].dtype == np.int32
 
 
+def _same_batch(a, b):
+    assert type(a) is type(b), (type(a), type(b))
+    if isinstance(a, (list, tuple)):
+        assert len(a) == len(b)
+        for p, q in zip(a, b):
+            _same_batch(p, q)
+    elif isinstance(a, mx.nd.NDArray):
+        assert a.shape == b.shape and a.dtype == b.dtype and a.context == b.context
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+    else:
+        assert a == b
+
+
+@pytest.mark.parametrize("kind", ["nd_label", "np_ndarray", "numpy", "scalars", "nested", "mixed_dtypes",
+                                  "mixed_shapes", "strings", "bools"])
+def test_default_batchify_in_workers_equals_in_process(kind):
+    # workers stack the default batch straight into shared memory: it must be exactly what
+    # default_batchify_fn makes in the loop's process, and fail the same way where that fails
+    rs = np.random.RandomState(7)
+    x = rs.randint(0, 255, (12, 4, 3, 2)).astype(np.uint8)
+    samples = {
+        "nd_label": [(mx.nd.array(x[i], dtype="uint8"), np.int32(i)) for i in range(12)],
+        "np_ndarray": [mx.nd.array(x[i], dtype="float32").as_np_ndarray() for i in range(12)],
+        "numpy": [x[i].astype(np.float64) for i in range(12)],
+        "scalars": [(i, float(i) / 3) for i in range(12)],
+        "nested": [(x[i], (np.float16(i), np.int64(-i))) for i in range(12)],
+        "mixed_dtypes": [mx.nd.array(x[i], dtype="uint8" if i % 2 else "float32") for i in range(12)],
+        "mixed_shapes": [x[i, : 1 + i % 2] for i in range(12)],
+        "strings": [(x[i], f"s{i}") for i in range(12)],
+        "bools": [(np.bool_(i % 2), x[i] > 100) for i in range(12)],
+    }[kind]
+    ds = gdata.SimpleDataset(samples)
+    f = gdata.dataloader.default_batchify_fn
+    try:
+        in_place = gdata.dataloader._default_batch_in_place(samples[:5]) is not None
+    except Exception:
+        in_place = False
+    assert in_place == (kind not in ("mixed_dtypes", "mixed_shapes", "strings"))
+    try:
+        want = [f(samples[i:i + 5]) for i in range(0, 12, 5)]
+    except Exception as err:
+        with pytest.raises(type(err)):
+            list(gdata.DataLoader(ds, batch_size=5, num_workers=2))
+        return
+    got = list(gdata.DataLoader(ds, batch_size=5, num_workers=2))
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        _same_batch(a, b)
+    del got
+
+
 def _root_buffer(a):
     while isinstance(a, np.ndarray) and a.base is not None:
         a = a.base

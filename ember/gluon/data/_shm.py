@@ -22,18 +22,44 @@ _ALIGN = 64
 SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
 
 
-def _host_array(arr: NDArray) -> np.ndarray:
+def host_array(arr: NDArray) -> np.ndarray:
     """The host values of an NDArray without an extra copy where its storage is numpy."""
     arr.wait_to_read()
     data = arr._data
     return data if isinstance(data, np.ndarray) else arr.asnumpy()
 
 
-def _describe(obj: Any, leaves: List[np.ndarray]):
+class PendingArray:
+    """An NDArray of a batch that is made in the shared-memory file itself: the host arrays `parts`
+    stacked along a new first axis, or (stack=False) the one host array `parts`.  It saves the
+    worker building the batch array first and then copying it into the file."""
+
+    __slots__ = ("parts", "stack", "np_kind", "shape", "dtype", "nbytes")
+
+    def __init__(self, parts, stack: bool, np_kind: bool = False):
+        self.parts, self.stack, self.np_kind = parts, stack, np_kind
+        if stack:
+            self.shape = (len(parts),) + tuple(parts[0].shape)
+            self.dtype = parts[0].dtype
+        else:
+            self.shape, self.dtype = parts.shape, parts.dtype
+        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def write(self, dst: np.ndarray) -> None:
+        if self.stack:
+            np.stack(self.parts, out=dst)
+        else:
+            np.copyto(dst, self.parts)
+
+
+def _describe(obj: Any, leaves: List[Any]):
     # ("nd", i, np_kind) / ("np", i) / ("list", [...]) / ("tuple", [...]) / ("obj", value)
     if isinstance(obj, NDArray):
-        leaves.append(_host_array(obj))
+        leaves.append(host_array(obj))
         return ("nd", len(leaves) - 1, type(obj).__name__ == "ndarray")
+    if isinstance(obj, PendingArray):
+        leaves.append(obj)
+        return ("nd", len(leaves) - 1, obj.np_kind)
     if isinstance(obj, np.ndarray) and obj.dtype != object:
         leaves.append(obj)
         return ("np", len(leaves) - 1)
@@ -49,7 +75,7 @@ def export_batch(batch: Any, path: str) -> Tuple[Any, Any]:
 
     Returns (layout, tree): what `import_batch` needs (layout is None when there are no array
     bytes, and then no file was made)."""
-    leaves: List[np.ndarray] = []
+    leaves: List[Any] = []  # host arrays and PendingArrays
     tree = _describe(batch, leaves)
     metas, offset = [], 0
     for leaf in leaves:
@@ -66,8 +92,12 @@ def export_batch(batch: Any, path: str) -> Tuple[Any, Any]:
     try:
         for leaf, (off, shape, dtype) in zip(leaves, metas):
             if leaf.nbytes:
-                dst = np.frombuffer(mm, dtype=leaf.dtype, count=leaf.size, offset=off).reshape(shape)
-                np.copyto(dst, leaf)
+                count = leaf.nbytes // leaf.dtype.itemsize
+                dst = np.frombuffer(mm, dtype=leaf.dtype, count=count, offset=off).reshape(shape)
+                if isinstance(leaf, PendingArray):
+                    leaf.write(dst)
+                else:
+                    np.copyto(dst, leaf)
                 del dst  # the mapping can only close once no view exports it
     finally:
         mm.close()

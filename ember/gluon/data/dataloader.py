@@ -55,6 +55,38 @@ def default_batchify_fn(data: List[Any]):
 default_mp_batchify_fn = default_batchify_fn
 
 
+def _default_batch_in_place(data: List[Any]):
+    """What default_batchify_fn(data) makes, with its arrays left as `_shm.PendingArray`s that a
+    worker stacks straight into the batch's shared-memory file; None where default_batchify_fn must
+    run itself (samples of mixed types, shapes or dtypes, sparse arrays, non-numeric values: its
+    result or its error is the reference)."""
+    first = data[0]
+    if isinstance(first, NDArray):
+        kind, shape, dtype = type(first), first.shape, first.dtype
+        if first.stype != "default":
+            return None
+        parts = []
+        for d in data:
+            if type(d) is not kind or d.shape != shape or d.dtype != dtype or d.stype != "default":
+                return None
+            parts.append(_shm.host_array(d))
+        return _shm.PendingArray(parts, True, kind.__name__ == "ndarray")
+    if isinstance(first, tuple):
+        if not all(isinstance(d, tuple) and len(d) == len(first) for d in data):
+            return None
+        columns = []
+        for items in zip(*data):
+            col = _default_batch_in_place(list(items))
+            if col is None:
+                return None
+            columns.append(col)
+        return columns
+    if not isinstance(first, (np.ndarray, np.generic, int, float)):
+        return None
+    arr = np.asarray(data)
+    return _shm.PendingArray(arr, False) if arr.dtype.kind in "biuf" else None
+
+
 def _as_in_context(data, ctx):
     if isinstance(data, NDArray):
         return data.as_in_context(ctx)
@@ -104,7 +136,15 @@ def _worker_main(dataset, batchify_fn, tasks, results, prefix: str, parent: int)
             return
         key, samples = task
         try:
-            batch = batchify_fn([dataset[i] for i in samples])
+            data = [dataset[i] for i in samples]
+            batch = None
+            if batchify_fn is default_batchify_fn:
+                try:
+                    batch = _default_batch_in_place(data)
+                except Exception:  # default_batchify_fn below raises the error users expect
+                    batch = None
+            if batch is None:
+                batch = batchify_fn(data)
             layout, tree = _shm.export_batch(batch, f"{prefix}{key}")
             msg = ("ok", key, layout, tree)
         except BaseException as err:  # reported to the loop, which raises it
