@@ -184,6 +184,8 @@ def setitem(arr: NDArray, key, value) -> None:
         raise EmberError("in-place assignment to an array that is in an autograd graph while recording "
                          "is not supported; assign outside autograd.record()")
     key = _as_tuple(key)
+    if type(value) is not NDArray and getattr(value, "stype", "default") != "default":
+        value = value.tostype("default")  # a sparse value is written as its dense values (MXNet's cast_storage)
     if isinstance(value, NDArray) and autograd_state.needs_record(value):
         # as MXNet: a recorded value may replace the whole array (a recorded copy, so gradients flow
         # to the value); writing it into part of an array would be an untracked in-place update

@@ -490,3 +490,14 @@ def test_multiplying_by_dense_keeps_the_sparse_pattern(rng):
         np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-5, atol=1e-6)
         if stype != "default":
             got.check_format()
+
+
+@pytest.mark.parametrize("stype", ["csr", "row_sparse"])
+def test_assigning_a_sparse_array_into_a_dense_one_writes_its_dense_values(rng, stype):
+    dense = rng.standard_normal((5, 4)).astype(np.float32)
+    dense[[1, 3]] = 0
+    target = mx.nd.ones((5, 4))
+    target[:] = mx.nd.array(dense).tostype(stype)  # e.g. a csr label into an executor's dense argument
+    np.testing.assert_array_equal(target.asnumpy(), dense)
+    target[1:3] = mx.nd.array(dense[:2]).tostype(stype)
+    np.testing.assert_array_equal(target.asnumpy()[1:3], dense[:2])
