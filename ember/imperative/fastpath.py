@@ -78,15 +78,24 @@ def operator(array_op: Optional[str], scalar_op: str, in_place: bool = False) ->
         # The common case (untaped live arrays on cpu(0), an idle engine) runs inline here: this
         # is every `c = a + b` of imperative code, so it is kept to the fewest Python steps.
         sx = lhs._sig or _sig(lhs)
-        lc = lhs._chunk
         t = type(rhs)
         if t is NDArray:
             sy = rhs._sig or _sig(rhs)
             plan = array_plans.get((sx, sy))
             if plan is None:
                 plan = _operator_plan(array_plans, (sx, sy), array_op, (lhs, rhs), in_place)
-            rc = rhs._chunk
-            if not plan or lc.freed or rc.freed or rc.ctx is not lc.ctx:
+            ctx = _CPU0
+            lc, rc = lhs._c, rhs._c  # None: a fresh live cpu(0) array (see NDArray._c)
+            if lc is not None:
+                ctx = lc.ctx
+                if lc.freed:
+                    plan = False
+            if rc is not None:
+                if rc.freed or rc.ctx is not ctx:
+                    plan = False
+            elif ctx is not _CPU0:
+                plan = False
+            if not plan:
                 return _general(array_op, (lhs, rhs), None, lhs if in_place else None)
             x, y, name = lhs._data, rhs._data, array_op
             taped = lhs._ag is not None or rhs._ag is not None
@@ -94,7 +103,9 @@ def operator(array_op: Optional[str], scalar_op: str, in_place: bool = False) ->
             plan = scalar_plans.get(sx)
             if plan is None:
                 plan = _operator_plan(scalar_plans, sx, scalar_op, (lhs,), in_place)
-            if not plan or lc.freed:
+            lc = lhs._c
+            ctx = _CPU0 if lc is None else lc.ctx
+            if not plan or (lc is not None and lc.freed):
                 return _general(scalar_op, (lhs,), {"scalar": float(rhs)}, lhs if in_place else None)
             x, name = lhs._data, scalar_op
             y = float(rhs) if plan.cast is None else plan.cast(float(rhs))  # MXNet's DType(scalar)
@@ -103,27 +114,27 @@ def operator(array_op: Optional[str], scalar_op: str, in_place: bool = False) ->
             return _general(array_op, (lhs, rhs), None, lhs if in_place else None)
         else:
             raise TypeError(f"type {t.__name__} is not supported with NDArray; use an NDArray or a scalar")
-        ctx = lc.ctx
         if taped or ctx is not _CPU0 or _engine.bulk_threads or not _claim_idle(_E):
             return _planned(plan, lhs, rhs, x, y, name, ctx, in_place, taped)
         # the engine-wide idle claim is held: run the ufunc now (engine.core.run_in_caller's way 1)
+        call = plan.call
         try:
             if in_place:
                 if plan.returns:  # one element: through a temporary (see _through_temporary)
-                    x[...] = plan.call(y, x) if plan.swap else plan.call(x, y)
+                    x[...] = call(x, y)
                 else:
-                    plan.call(y, x, x) if plan.swap else plan.call(x, y, x)
+                    call(x, y, x)
             elif plan.returns:  # the ufunc makes its C-contiguous result itself
-                data = plan.call(y, x) if plan.swap else plan.call(x, y)
+                data = call(x, y)
             else:
                 data = _empty(plan.shape, plan.dtype)
-                plan.call(y, x, data) if plan.swap else plan.call(x, y, data)
+                call(x, y, data)
         except BaseException as exc:  # noqa: BLE001 - recorded on what the op writes
-            return _idle_failed(exc, name, lhs if in_place else _fresh(plan))
+            return _idle_failed(exc, name, lhs if in_place else _fresh(plan, ctx))
         _release_idle(_E, _NULL, 0, 0)
         if in_place:
             return lhs
-        result = NDArray(data, Chunk(None, None, ctx))
+        result = NDArray(data, None)  # its chunk is made if ever needed
         result._sig = plan.sig
         return result
     method.plans = (array_plans, scalar_plans)
@@ -133,11 +144,10 @@ def operator(array_op: Optional[str], scalar_op: str, in_place: bool = False) ->
 class _OperatorPlan(NamedTuple):
     """How a planned operator call runs (see `operator`)."""
 
-    call: Callable    # call(a, b[, out]): the ufunc
+    call: Callable    # call(lhs, rhs[, out]): the ufunc (operands swapped for reflected forms)
     shape: tuple      # the output's shape and dtype
     dtype: np.dtype
     cast: Optional[Callable]  # converts a scalar operand (None: a Python float serves)
-    swap: bool        # the scalar is the ufunc's first operand (reflected forms)
     sig: tuple        # the output's plan key, (shape, dtype)
     returns: bool     # call(a, b) returns the output (numpy allocates it): no `out` needed; in place
                       # (one element only), the result is copied in
@@ -150,13 +160,8 @@ def _planned(plan: _OperatorPlan, lhs: NDArray, rhs, x, y, name: str, ctx, in_pl
         return _general(name, (lhs, rhs) if type(rhs) is NDArray else (lhs,),
                         None if type(rhs) is NDArray else {"scalar": float(rhs)}, lhs)
     inputs = (lhs, rhs) if type(rhs) is NDArray else (lhs,)
-    if in_place:
-        result, out = lhs, x
-    else:
-        out = _empty(plan.shape, plan.dtype)
-        result = NDArray(out, Chunk(None, None, ctx))
-        result._sig = plan.sig
-    args = (y, x, out) if plan.swap else (x, y, out)
+    result = lhs if in_place else _fresh(plan, ctx)
+    args = (x, y, result._data)
     call = partial(_through_temporary, plan.call) if in_place and plan.returns else plan.call
     if not _run_in_caller(call, args, name, lambda: _deps(inputs, result, in_place)):
         _pushed(call, args, name, inputs, result, in_place, ctx)
@@ -167,10 +172,9 @@ def _planned(plan: _OperatorPlan, lhs: NDArray, rhs, x, y, name: str, ctx, in_pl
     return result
 
 
-def _fresh(plan) -> NDArray:
-    """A fresh output array for a planned op (its values are what the op writes)."""
-    data = _empty(plan.shape, plan.dtype)
-    result = NDArray(data, Chunk(None, None, _CPU0))
+def _fresh(plan, ctx) -> NDArray:
+    """A fresh output array for a planned op on `ctx` (its values are what the op writes)."""
+    result = NDArray(_empty(plan.shape, plan.dtype), Chunk(None, None, ctx))
     result._sig = plan.sig
     return result
 
@@ -198,25 +202,29 @@ def _operator_plan(plans: dict, key: tuple, name: str, inputs, in_place: bool):
         if out is not None and out[1].kind in form.kinds and \
                 (not in_place or (out[0] == inputs[0]._data.shape and out[1] == inputs[0]._data.dtype)):
             call, cast = ufunc_call(form, inputs[0]._data.dtype)
-            swap = form.form == "rscalar"
+            if form.form == "rscalar":
+                call = partial(_swapped, call)
             # in place on one element: through a temporary (see _through_temporary), if call returns one
-            returns = (not in_place or out[2] == 1) and _returns(call, inputs, cast, swap, out[0], out[1])
-            plan = _OperatorPlan(call, out[0], out[1], cast, swap, sig_of(out[0], out[1]), returns)
+            returns = (not in_place or out[2] == 1) and _returns(call, inputs, cast, out[0], out[1])
+            plan = _OperatorPlan(call, out[0], out[1], cast, sig_of(out[0], out[1]), returns)
     return _remember(plans, key, plan)
 
 
-def _returns(call, inputs, cast, swap: bool, shape: tuple, dtype: np.dtype) -> bool:
+def _swapped(call, a, b, *out):
+    return call(b, a, *out)
+
+
+def _returns(call, inputs, cast, shape: tuple, dtype: np.dtype) -> bool:
     """Whether `call(a, b)` without `out` makes exactly the output (shape, dtype, C order) on such
     inputs: numpy then allocates it, cheaper than an `out` made first."""
     ufunc = call
-    while isinstance(ufunc, partial):  # partial(ufunc, casting=...), partial(_out_by_keyword, ufunc)
-        ufunc = ufunc.args[0] if ufunc.func is _out_by_keyword else ufunc.func
+    while isinstance(ufunc, partial):  # partial(ufunc, casting=...), partial(_out_by_keyword or _swapped, ufunc)
+        ufunc = ufunc.args[0] if ufunc.func in (_out_by_keyword, _swapped) else ufunc.func
     if not isinstance(ufunc, np.ufunc) or not all(x._data.flags.c_contiguous for x in inputs):
         return False
     operands = [np.ones(x._data.shape, x._data.dtype) for x in inputs]
     if len(operands) == 1:
-        s = 1.0 if cast is None else cast(1.0)
-        operands = [s, operands[0]] if swap else [operands[0], s]
+        operands.append(1.0 if cast is None else cast(1.0))
     try:
         with np.errstate(all="ignore"):
             got = call(*operands)
@@ -282,21 +290,26 @@ def kernel_call(name: str, args: tuple, kwargs: dict):
         plan = _KERNEL_PLANS.get(key)
     if plan is None:
         plan = _kernel_plan(key, name, args, kwargs)
-    xc = x._chunk
-    ctx = xc.ctx
-    if not plan or xc.freed or not (ctx is _CPU0 or ctx.device_type == "cpu"):  # plans are for live CPU arrays
+    if not plan:
         return None
+    ctx = _CPU0
+    if x._c is not None:  # (None: a fresh live cpu(0) array, see NDArray._c)
+        xc = x._c
+        ctx = xc.ctx
+        if xc.freed or ctx.device_type != "cpu":  # plans are for live CPU arrays
+            return None
     taped = x._ag is not None  # an input in an autograd graph
     if n == 2:
-        yc = y._chunk
-        if yc.freed or yc.ctx is not ctx:
-            return None
+        if y._c is not None or ctx is not _CPU0:
+            yc = y._chunk
+            if yc.freed or yc.ctx is not ctx:
+                return None
         taped = taped or y._ag is not None
         in_data = [x._data, y._data]
     else:
         in_data = [x._data]
     data = _empty(plan[2], plan[3])
-    result = NDArray(data, Chunk(None, None, ctx))
+    result = NDArray(data, None if ctx is _CPU0 else Chunk(None, None, ctx))
     result._sig = plan[4]
     is_train = _is_training()
     call_args = (_CPU0_OPCTX[is_train] if ctx is _CPU0 else OpContext(np, is_train, ctx), plan[1], in_data, [data],

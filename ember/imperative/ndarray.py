@@ -13,11 +13,12 @@ from typing import Optional, Tuple, Union
 import numpy as np
 
 from .. import backend, engine
-from ..context import Context, current_context
+from ..context import Context, cpu, current_context
 from . import storage, autograd_state
 from ..ops.shape import reshape_target
 
 _SCALAR_TYPES = (numbers.Number, np.generic)
+_CPU0 = cpu(0)
 py_slice = slice  # MXNet's name for the builtin, which its ndarray module shadows with the slice op
 
 # MXNet's storage type ids (as in .params records); sparse arrays live in sparse_ndarray.py
@@ -37,16 +38,30 @@ def _is_scalar(x) -> bool:
 class NDArray:
     """An n-dimensional array on one device (MXNet's `mx.nd.NDArray`)."""
 
+    # _c: the storage chunk, or None for a fresh tiny-op output (host memory numpy owns, on cpu(0),
+    # live, no engine var yet) until something needs its chunk (`_chunk` makes it then);
     # _sig: (shape, dtype) of _data (which never changes), made on first use: the tiny-op path's plan key
-    __slots__ = ("_data", "_chunk", "_ag", "_sig", "__weakref__")
+    __slots__ = ("_data", "_c", "_ag", "_sig", "__weakref__")
     # numpy must defer to our reflected operators (np.float32(2) * nd -> NDArray)
     __array_priority__ = 1000.0
 
-    def __init__(self, data, chunk: storage.Chunk):
+    def __init__(self, data, chunk: Optional[storage.Chunk]):
         self._data = data
-        self._chunk = chunk
+        self._c = chunk
         self._ag = None
         self._sig = None
+
+    @property
+    def _chunk(self) -> storage.Chunk:
+        """The storage chunk: its engine var, device and liveness (shared by views)."""
+        c = self._c
+        if c is None:
+            c = self._c = storage.Chunk(None, None, _CPU0)
+        return c
+
+    @_chunk.setter
+    def _chunk(self, chunk: storage.Chunk) -> None:
+        self._c = chunk
 
     # -- construction from outside storage ------------------------------------
     @classmethod
