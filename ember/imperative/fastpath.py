@@ -1,26 +1,19 @@
 """The tiny-op path: operator calls on small CPU arrays (`a + b`, `x * 2.0`, `a += b`, `mx.nd.exp(x)`).
 
-The general path (`invoke.run`: check, infer, allocate, dispatch) costs several microseconds of
-Python per call.  A call on small CPU arrays instead looks up a plan cached per (op, attributes,
-input shapes, input dtypes), made once by the general path's own `check` and `infer`, and holds
-what the call needs: the output's shape and dtype and the function to run.  Two kinds of plans:
+A call looks up a plan cached per (op, attributes, input `Sig`s), made once by the general path's
+own `invoke.check` and `infer` (False: the general path runs such calls and raises the proper
+errors: other devices, large outputs, freed arrays, bad attributes or shapes).  Operator plans
+(`operator`: `+ - * / ** == ...` and the in-place forms) call the numpy ufunc the op declares as
+its CPU kernel (`OpDef.cpu_ufunc`); kernel plans (`kernel_call`: `mx.nd.<op>(x[, y], **attrs)` for
+plain one-output ops) call the kernel.  Plans exist only for ops `invoke.runs_in_caller` allows
+to run in the caller.
 
-- operator plans (`operator`: the NDArray methods `+ - * / ** == ...` and their in-place forms)
-  call the numpy ufunc the op declares as its CPU kernel's exact equivalent (`OpDef.cpu_ufunc`);
-- kernel plans (`kernel_call`: `mx.nd.<op>(x[, y], **attrs)` and the NDArray methods built on it,
-  for ops with one output and no aux states, mutated inputs or resources) call the kernel.
-
-The op then runs through the engine's in-caller protocol (`engine.core.run_in_caller`: at once in
-this thread when the engine lets it start now, no engine variable made for the new array), else
-it is pushed after the ops it depends on (into this thread's bulk group when one is open): exactly
-the semantics of a pushed op.  Plans exist only for ops `invoke.runs_in_caller` allows to run in
-the caller (small CPU outputs).
-
-Under `autograd.record()` a planned call on arrays in an autograd graph is taped as the general
-path tapes it (in-place forms of such arrays take the general path, which refuses them).
-Everything else goes to the general path, which raises the proper errors: other devices, large
-outputs, freed arrays, bad attributes or shapes.
-`ember.ops.override` and `register` empty the plan caches, so a replaced kernel applies at once.
+The op runs through the engine's in-caller protocol (`engine.core.run_in_caller`), its first way,
+the engine-wide idle claim, taken inline; else it is pushed after the ops it depends on (into
+this thread's bulk group when one is open): the semantics of a pushed op.  A fresh output is a
+numpy array with no chunk until something needs one (`NDArray._c`).  Calls on arrays in an
+autograd graph are taped as the general path tapes them (in-place ones take the general path,
+which refuses them).  `ember.ops.override` and `register` empty the plan caches.
 """
 from __future__ import annotations
 
@@ -130,7 +123,7 @@ def operator(array_op: Optional[str], scalar_op: str, in_place: bool = False) ->
                 data = _empty(plan.shape, plan.dtype)
                 call(x, y, data)
         except BaseException as exc:  # noqa: BLE001 - recorded on what the op writes
-            return _idle_failed(exc, name, lhs if in_place else _fresh(plan, ctx))
+            return _idle_failed(exc, name, lhs if in_place else _fresh(plan.shape, plan.dtype, plan.sig, ctx))
         _release_idle(_E, _NULL, 0, 0)
         if in_place:
             return lhs
@@ -160,11 +153,9 @@ def _planned(plan: _OperatorPlan, lhs: NDArray, rhs, x, y, name: str, ctx, in_pl
         return _general(name, (lhs, rhs) if type(rhs) is NDArray else (lhs,),
                         None if type(rhs) is NDArray else {"scalar": float(rhs)}, lhs)
     inputs = (lhs, rhs) if type(rhs) is NDArray else (lhs,)
-    result = lhs if in_place else _fresh(plan, ctx)
-    args = (x, y, result._data)
+    result = lhs if in_place else _fresh(plan.shape, plan.dtype, plan.sig, ctx)
     call = partial(_through_temporary, plan.call) if in_place and plan.returns else plan.call
-    if not _run_in_caller(call, args, name, lambda: _deps(inputs, result, in_place)):
-        _pushed(call, args, name, inputs, result, in_place, ctx)
+    _run(call, (x, y, result._data), name, inputs, result, in_place, ctx)
     if taped and _is_recording():
         opdef = registry.get(name)
         _record(opdef, opdef.parse_attrs({} if len(inputs) == 2 else {"scalar": float(rhs)}), inputs, [result],
@@ -172,11 +163,27 @@ def _planned(plan: _OperatorPlan, lhs: NDArray, rhs, x, y, name: str, ctx, in_pl
     return result
 
 
-def _fresh(plan, ctx) -> NDArray:
+def _fresh(shape: tuple, dtype: np.dtype, sig: Sig, ctx) -> NDArray:
     """A fresh output array for a planned op on `ctx` (its values are what the op writes)."""
-    result = NDArray(_empty(plan.shape, plan.dtype), Chunk(None, None, ctx))
-    result._sig = plan.sig
+    result = NDArray(_empty(shape, dtype), None if ctx is _CPU0 else Chunk(None, None, ctx))
+    result._sig = sig
     return result
+
+
+def _run(call, args: tuple, name: str, inputs, result: NDArray, in_place: bool, ctx) -> None:
+    """Run a planned op `call(*args)` writing `result` (fresh, or the first input in place): now,
+    through the engine's in-caller protocol (its idle claim inline, as `operator` does), else pushed
+    after the ops it depends on."""
+    if ctx is _CPU0 and not _engine.bulk_threads and _claim_idle(_E):
+        try:
+            call(*args)
+        except BaseException as exc:  # noqa: BLE001 - recorded on the output
+            _idle_failed(exc, name, result)
+            return
+        _release_idle(_E, _NULL, 0, 0)
+    elif not _run_in_caller(call, args, name, lambda: _deps(inputs, result, in_place)):
+        reads, writes, fresh = _deps(inputs, result, in_place)
+        _push(partial(call, *args), read=reads, write=writes or list(fresh), device=ctx, name=name)
 
 
 def _idle_failed(exc: BaseException, name: str, written: NDArray) -> NDArray:
@@ -308,21 +315,10 @@ def kernel_call(name: str, args: tuple, kwargs: dict):
         in_data = [x._data, y._data]
     else:
         in_data = [x._data]
-    data = _empty(plan[2], plan[3])
-    result = NDArray(data, None if ctx is _CPU0 else Chunk(None, None, ctx))
-    result._sig = plan[4]
+    result = _fresh(plan[2], plan[3], plan[4], ctx)
     is_train = _is_training()
-    call_args = (_CPU0_OPCTX[is_train] if ctx is _CPU0 else OpContext(np, is_train, ctx), plan[1], in_data, [data],
-                 _NO_AUX)
-    if not _engine.bulk_threads and _claim_idle(_E):  # run_in_caller's first way, inline
-        try:
-            plan[0](*call_args)
-        except BaseException as exc:  # noqa: BLE001 - recorded on the output
-            _idle_failed(exc, name, result)
-        else:
-            _release_idle(_E, _NULL, 0, 0)
-    elif not _run_in_caller(plan[0], call_args, name, lambda: _deps(args, result, False)):
-        _pushed(plan[0], call_args, name, args, result, False, ctx)
+    opctx = _CPU0_OPCTX[is_train] if ctx is _CPU0 else OpContext(np, is_train, ctx)
+    _run(plan[0], (opctx, plan[1], in_data, [result._data], _NO_AUX), name, args, result, False, ctx)
     if taped and _is_recording():
         _record(registry.get(name), dict(plan[1]), args, [result], is_train)
     return result
@@ -414,8 +410,3 @@ def _deps(inputs, result: NDArray, in_place: bool):
             reads.append(v)
     return (reads, (rvar,), ()) if in_place else (reads, (), FreshVars((result._chunk,)))
 
-
-def _pushed(call, args: tuple, name: str, inputs, result: NDArray, in_place: bool, ctx) -> None:
-    """Push a planned op that could not run in the caller now: after the ops it depends on."""
-    reads, writes, fresh = _deps(inputs, result, in_place)
-    _push(partial(call, *args), read=reads, write=writes or list(fresh), device=ctx, name=name)

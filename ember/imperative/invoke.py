@@ -89,8 +89,9 @@ def check(opdef: OpDef, attrs: dict, inputs, ctx: Optional[Context] = None) -> O
                                 f"got {type(x).__name__}")
             if x.stype != "default":
                 return None
-        if x._chunk.freed:
-            x._chunk.check()
+        chunk = x._chunk
+        if chunk.freed:
+            chunk.check()
     if not inputs:
         return ctx if ctx is not None else current_context()
     dev = inputs[0]._chunk.ctx
