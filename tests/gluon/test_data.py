@@ -262,6 +262,47 @@ def test_worker_batches_arrive_through_shared_memory():
     del loader, batches, data, label, arr
 
 
+def test_worker_files_are_reused_once_released_and_never_while_held():
+    ds, x = _dataset(120)
+    loader = gdata.DataLoader(ds, batch_size=4, num_workers=2, prefetch=3)
+    # dropping each batch: the workers write later batches into the same few files
+    names, n = set(), 0
+    for data, label in loader:
+        names.update(_shm_files())
+        np.testing.assert_array_equal(data.asnumpy(), x[label.asnumpy().astype(int)])
+        n += 1
+        del data, label
+    assert n == 30 and 0 < len(names) <= 12, names
+    # holding every batch: no file is written twice, every batch keeps its values
+    held, names = [], set()
+    for batch in loader:
+        held.append(batch)
+        names.update(_shm_files())
+    assert len(names) >= 30
+    for i, (data, label) in enumerate(held):
+        np.testing.assert_array_equal(label.asnumpy(), np.arange(4 * i, 4 * i + 4))
+        np.testing.assert_array_equal(data.asnumpy(), x[4 * i:4 * i + 4])
+    del loader, held, batch, data, label
+
+
+def test_worker_files_unit():
+    prefix = os.path.join(_shm.SHM_DIR, f"ember-dataloader-{os.getpid()}-unit-")
+    files = _shm.WorkerFiles(prefix)
+    try:
+        a, mm = files.take(100)
+        b, _ = files.take(100)
+        assert a != b and len(mm) == 100
+        files.release([a])
+        assert files.take(64)[0] == a  # a released file that fits is reused
+        files.release([a, b])
+        assert files.take(4096)[0] not in (a, b)  # too small: a new file
+        files.release(["not-one-of-ours"])
+        for _ in range(6):  # free files beyond the few kept are removed
+            files.release([files.take(8192)[0]])
+    finally:
+        _shm.discard_prefix(prefix)
+
+
 class _Failing(gdata.Dataset):
     def __len__(self):
         return 8

@@ -3,8 +3,8 @@
 Worker processes (num_workers > 0) are forked when an iteration starts (so they see the dataset as
 it is then, without pickling it) and end with it.  Batch k is made by worker k % num_workers; each
 worker answers in the order it was asked, so batches reach the loop in sampler order without a
-reorder buffer.  A batch's arrays travel through shared memory (`_shm.py`); the pipe carries
-only their description.  The loop waits on a worker's pipe and its process sentinel together,
+reorder buffer.  A batch's arrays travel through shared memory (`_shm.py`; a worker reuses a file
+once the loop holds no array over it); the pipe carries only their description.  The loop waits on a worker's pipe and its process sentinel together,
 so a worker that dies is reported at once and a slow one after `timeout` seconds; a worker's
 exception is raised in the loop, chained to the worker's traceback.  Workers ignore SIGINT
 (Ctrl-C stops the loop, which then ends them), die with their parent (PR_SET_PDEATHSIG), and are
@@ -13,6 +13,7 @@ ended when the iteration finishes, is abandoned, fails, or the interpreter exits
 from __future__ import annotations
 
 import atexit
+import collections
 import concurrent.futures
 import itertools
 import multiprocessing
@@ -123,6 +124,7 @@ def _worker_main(dataset, batchify_fn, tasks, results, prefix: str, parent: int)
     _die_with_parent()
     if os.getppid() != parent:
         return
+    files = _shm.WorkerFiles(prefix)
     while True:
         try:
             if not tasks.poll(1.0):
@@ -134,7 +136,9 @@ def _worker_main(dataset, batchify_fn, tasks, results, prefix: str, parent: int)
             return
         if task is None:
             return
-        key, samples = task
+        key, samples, released = task
+        files.release(released)
+        layout = None
         try:
             data = [dataset[i] for i in samples]
             batch = None
@@ -145,14 +149,15 @@ def _worker_main(dataset, batchify_fn, tasks, results, prefix: str, parent: int)
                     batch = None
             if batch is None:
                 batch = batchify_fn(data)
-            layout, tree = _shm.export_batch(batch, f"{prefix}{key}")
+            layout, tree = _shm.export_batch(batch, files)
             msg = ("ok", key, layout, tree)
         except BaseException as err:  # reported to the loop, which raises it
             msg = ("error", key, _pickled_error(err), traceback.format_exc())
         try:
             results.send(msg)
         except Exception as err:  # an unpicklable non-array object in the batch
-            _shm.discard(f"{prefix}{key}")
+            if layout is not None and layout[0] is not None:
+                files.release([layout[0]])
             results.send(("error", key, _pickled_error(err), traceback.format_exc()))
 
 
@@ -178,6 +183,9 @@ class _WorkerProcesses:
         self._prefix = os.path.join(_shm.SHM_DIR, f"ember-dataloader-{os.getpid()}-{next(self._ids)}-")
         ctx = multiprocessing.get_context("fork")
         self._workers, self._tasks, self._results = [], [], []
+        # per worker: names of its files that the loop holds no array over any more, handed back
+        # with the worker's next task (appended by finalizers, in any thread: a deque is safe)
+        self._released: List[collections.deque] = []
         self._closed = False
         _LIVE_POOLS.add(self)
         try:
@@ -185,13 +193,15 @@ class _WorkerProcesses:
                 task_r, task_w = ctx.Pipe(duplex=False)
                 res_r, res_w = ctx.Pipe(duplex=False)
                 proc = ctx.Process(target=_worker_main, daemon=True,
-                                   args=(dataset, batchify_fn, task_r, res_w, self._prefix, os.getpid()))
+                                   args=(dataset, batchify_fn, task_r, res_w, f"{self._prefix}w{len(self._workers)}-",
+                                         os.getpid()))
                 proc.start()
                 task_r.close()
                 res_w.close()
                 self._workers.append(proc)
                 self._tasks.append(task_w)
                 self._results.append(res_r)
+                self._released.append(collections.deque())
         except BaseException:
             self.shutdown()
             raise
@@ -202,7 +212,11 @@ class _WorkerProcesses:
 
     def submit(self, key: int, samples) -> None:
         """Ask worker key % num_workers for batch `key` (returns no handle: workers answer in order)."""
-        self._tasks[key % len(self._workers)].send((key, list(samples)))
+        w = key % len(self._workers)
+        released, names = self._released[w], []
+        while released:
+            names.append(released.popleft())
+        self._tasks[w].send((key, list(samples), names))
 
     def get(self, key: int, handle=None):
         """Batch `key`, waiting at most `timeout` seconds for it."""
@@ -228,7 +242,7 @@ class _WorkerProcesses:
                 "DataLoader worker raised an exception that cannot be pickled")
             raise err from WorkerTraceback(text)
         _, _, layout, tree = msg
-        return _shm.import_batch(f"{self._prefix}{key}", layout, tree)
+        return _shm.import_batch(layout, tree, self._released[w].append)
 
     def _died(self, w: int, key: int) -> RuntimeError:
         proc = self._workers[w]
