@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 from math import prod as _prod
-from typing import Optional, Tuple
+from typing import Tuple
 
 import numpy as np
 
@@ -124,15 +124,11 @@ class ManagedChunk(Chunk):
 _DTYPE = type(np.dtype(np.float32))  # dtype objects are instances of per-type subclasses
 
 
-def alloc(shape: Tuple[int, ...], dtype, ctx: Context, name: Optional[str] = None, nbytes: Optional[int] = None):
-    """(data, chunk): a fresh array of `shape`/`dtype` on `ctx` from the memory manager.
-
-    `nbytes` may be passed by callers that know it (it must equal prod(shape) * itemsize).
-    """
+def alloc(shape: Tuple[int, ...], dtype, ctx: Context):
+    """(data, chunk): a fresh array of `shape`/`dtype` on `ctx` from the memory manager."""
     if type(dtype) is not _DTYPE:
         dtype = np.dtype(dtype)
-    if nbytes is None:
-        nbytes = _prod(shape) * dtype.itemsize
+    nbytes = _prod(shape) * dtype.itemsize
     memory = _memory or _memory_api()
     manager = memory._cpu_manager if ctx.device_type == "cpu" else None
     block = manager.alloc(nbytes, ctx) if manager is not None else memory.alloc(nbytes, ctx)
@@ -144,7 +140,7 @@ def alloc(shape: Tuple[int, ...], dtype, ctx: Context, name: Optional[str] = Non
     else:
         data = block.data[:nbytes].view(dtype).reshape(shape)
         block.view = (dtype, shape, data)
-    return data, ManagedChunk(engine.Var(name, nbytes) if name else None, block, ctx)
+    return data, ManagedChunk(None, block, ctx)
 
 
 def wrap(data, var, ctx: Context, owns_var: bool = False) -> Chunk:
