@@ -155,10 +155,15 @@ def _forward(ctx, attrs, inputs, outputs, aux):
     geo, _ = geometry(attrs, x.shape[2:])
     kind = attrs["pool_type"]
     if kind == "max":
-        xpad = _padded(xp, x, geo, -np.inf)
-        acc = None
-        for idx in _slices(geo):
-            acc = xpad[idx].copy() if acc is None else xp.maximum(acc, xpad[idx], out=acc)
+        # separable: the window maximum is the maximum along each axis in turn (the same values,
+        # exactly), kh + kw passes over shrinking arrays instead of kh * kw over the output
+        acc = _padded(xp, x, geo, -np.inf)
+        for d, (k, s, o) in enumerate(zip(geo.kernel, geo.stride, geo.out)):
+            taps = [acc[(slice(None),) * (2 + d) + (slice(i, i + s * (o - 1) + 1, s),)] for i in range(k)]
+            red = taps[0].copy()
+            for t in taps[1:]:
+                xp.maximum(red, t, out=red)
+            acc = red
         out[...] = acc
         return
     xpad = _padded(xp, x, geo, 0)
