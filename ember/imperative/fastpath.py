@@ -27,7 +27,8 @@ from ..engine import core as _engine
 from ..ops import registry
 from ..ops.registry import OpContext
 from . import autograd_state
-from .invoke import FreshVars, _record, check as _check, infer as _infer_general, invoke as _general, runs_in_caller
+from .invoke import (FreshVars, _raise, _record, check as _check, execute as _execute, infer as _infer_general,
+                     invoke as _general, runs_in_caller)
 from .ndarray import NDArray, _is_scalar
 from .storage import Chunk
 
@@ -37,11 +38,9 @@ _CACHES: list = []     # every plan cache (emptied when the registry changes)
 # (out shape, out dtype)), or False when such calls take the general path
 _KERNEL_PLANS: dict = {}
 _CACHES.append(_KERNEL_PLANS)
-_run_in_caller = _engine.run_in_caller
 # the engine-wide idle claim (run_in_caller's first way), taken inline by the operators' common case
 _claim_idle, _release_idle, _E, _NULL = _engine._claim_idle, _engine._release_idle, _engine._E, _engine._NULL
 _empty = np.empty
-_push = _engine.push
 _is_training = autograd_state.is_training
 _is_recording = autograd_state.is_recording
 _CPU0 = cpu(0)
@@ -171,19 +170,9 @@ def _fresh(shape: tuple, dtype: np.dtype, sig: Sig, ctx) -> NDArray:
 
 
 def _run(call, args: tuple, name: str, inputs, result: NDArray, in_place: bool, ctx) -> None:
-    """Run a planned op `call(*args)` writing `result` (fresh, or the first input in place): now,
-    through the engine's in-caller protocol (its idle claim inline, as `operator` does), else pushed
-    after the ops it depends on."""
-    if ctx is _CPU0 and not _engine.bulk_threads and _claim_idle(_E):
-        try:
-            call(*args)
-        except BaseException as exc:  # noqa: BLE001 - recorded on the output
-            _idle_failed(exc, name, result)
-            return
-        _release_idle(_E, _NULL, 0, 0)
-    elif not _run_in_caller(call, args, name, lambda: _deps(inputs, result, in_place)):
-        reads, writes, fresh = _deps(inputs, result, in_place)
-        _push(partial(call, *args), read=reads, write=writes or list(fresh), device=ctx, name=name)
+    """Run a planned op `call(*args)` writing `result` (fresh, or the first input in place) as
+    `invoke.execute` runs ops (now in this thread when the engine lets it, else pushed)."""
+    _execute(call, args, name, 0, lambda: _deps(inputs, result, in_place), ctx)
 
 
 def _idle_failed(exc: BaseException, name: str, written: NDArray) -> NDArray:
@@ -191,10 +180,6 @@ def _idle_failed(exc: BaseException, name: str, written: NDArray) -> NDArray:
     `written` (raised at its next wait; at once under NaiveEngine); returns `written`."""
     _engine._run_idle(_raise, (exc,), name, None, _engine.var_handles((), (written._chunk.var,))[0], 0)
     return written
-
-
-def _raise(exc: BaseException) -> None:
-    raise exc
 
 
 def _operator_plan(plans: dict, key: tuple, name: str, inputs, in_place: bool):

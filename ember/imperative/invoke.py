@@ -34,6 +34,7 @@ INLINE_MAX_ELEMENTS = 1 << 14  # ops with outputs up to this many elements may r
 _get_op = registry.get
 _push = engine.push
 _run_in_caller = _engine.run_in_caller
+_claim_idle, _release_idle, _E, _NULL = _engine._claim_idle, _engine._release_idle, _engine._E, _engine._NULL
 
 
 def invoke(op, inputs: Sequence[NDArray], attrs: Optional[Dict[str, Any]] = None, out=None,
@@ -251,12 +252,25 @@ def execute(fn: Callable, args: tuple, name: str, size: int, deps: Callable, ctx
     `deps()` -> (reads, writes, fresh) (engine Vars; `fresh`: the vars of outputs made for this
     op) is called only when the engine needs the variables.
     """
-    if runs_in_caller(size, ctx) and _run_in_caller(fn, args, name, deps):
-        return
+    if size <= INLINE_MAX_ELEMENTS and ctx.device_type == "cpu":  # runs_in_caller(size, ctx)
+        if not _engine.bulk_threads and _claim_idle(_E):  # run_in_caller's first way, inline (no frames)
+            try:
+                fn(*args)
+            except BaseException as exc:  # noqa: BLE001 - recorded on what it writes, raised at their wait
+                _engine._run_idle(_raise, (exc,), name, deps)
+                return
+            _release_idle(_E, _NULL, 0, 0)
+            return
+        if _run_in_caller(fn, args, name, deps):
+            return
     reads, writes, fresh = deps()
     if fresh:
         writes = list(writes) + list(fresh)
     _push(partial(fn, *args) if args else fn, read=reads, write=writes, device=ctx, name=name)
+
+
+def _raise(exc: BaseException) -> None:
+    raise exc
 
 
 class FreshVars:
