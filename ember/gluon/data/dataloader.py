@@ -4,11 +4,12 @@ Worker processes (num_workers > 0) are forked when an iteration starts (so they 
 it is then, without pickling it) and end with it.  Batch k is made by worker k % num_workers; each
 worker answers in the order it was asked, so batches reach the loop in sampler order without a
 reorder buffer.  A batch's arrays travel through shared memory (`_shm.py`; a worker reuses a file
-once the loop holds no array over it); the pipe carries only their description.  The loop waits on a worker's pipe and its process sentinel together,
-so a worker that dies is reported at once and a slow one after `timeout` seconds; a worker's
-exception is raised in the loop, chained to the worker's traceback.  Workers ignore SIGINT
-(Ctrl-C stops the loop, which then ends them), die with their parent (PR_SET_PDEATHSIG), and are
-ended when the iteration finishes, is abandoned, fails, or the interpreter exits.
+once the loop holds no array over it); the pipe carries only their description.  The loop waits
+on a worker's pipe and its process sentinel together, so a worker that dies is reported at once
+and a slow one after `timeout` seconds; a worker's exception is raised in the loop, chained to
+the worker's traceback.  Workers ignore SIGINT (Ctrl-C stops the loop, which then ends them), die
+with their parent (PR_SET_PDEATHSIG), and are ended when the iteration finishes, is abandoned,
+fails, or the interpreter exits.
 """
 from __future__ import annotations
 
