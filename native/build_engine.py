@@ -34,40 +34,219 @@ def cdef_from_header(path: str) -> str:
     return "\n".join(lines)
 
 
-# Python callbacks the C core calls (a Python op, a batch of them, a Python policy's key, the
+# Python callbacks the C core calls (an async or NaiveEngine Python op, a Python policy's key, the
 # collective queue's failure check).
 PYTHON_CALLBACKS = """
 extern "Python" int ember_py_run(intptr_t id, ember_opr *op);
-extern "Python" int ember_py_run_batch(intptr_t *ids, ember_opr **ops, int n, int *errs);
 extern "Python" int64_t ember_py_policy_key(const char *name, int priority, uint64_t seq, int dependants, int queue);
 extern "Python" int ember_py_coll_check(void *ctx, const char *name, int why, int code);
 """
 
-# The binding's glue (not part of the engine's C API): a Python op is the op body ember_py_op with
-# its handle (an integer key of ember.engine.core's op table) as context, pushed by ember_py_push
-# without a pointer cast in Python; batches hand Python the handles as integers, errors zeroed.
+# The binding's glue (not part of the engine's C API).
+# - An async or NaiveEngine Python op is the op body ember_py_op with its handle (an integer key of
+#   ember.engine.core's op table) as context, pushed by ember_py_push; it runs through the cffi
+#   callback ember_py_run.
+# - Every other Python op is ember_py_fn_op with the callable itself as context (a reference the
+#   op owns).  It is pushed by `_native.push_fn` / `_native.push_fn_handles`, functions written
+#   against the CPython API and installed into the module by ember_py_install: unlike a cffi call
+#   they keep the GIL, so a push hands nothing to a worker waiting for the GIL (the hand-over per
+#   push made a stream of pushes cost three times the push).  The op runs by calling the callable
+#   from C; a worker runs such ops in engine sessions (ember_set_session) that hold the GIL from
+#   enter to leave: one GIL acquisition for the ops one after another; one that ends without
+#   running (skipped, cancelled) drops its reference (ember_py_fn_drop).  An exception is turned
+#   into an error id by the Python function given to `_native.bind_fn_ops`.
 GLUE_DECLS = """
 int ember_py_op(void *ctx, ember_opr *op);
-int ember_py_batch(void **ctxs, ember_opr **ops, int n, int *errs);
 int ember_py_push(ember_engine *e, intptr_t id, ember_var *const *vars, int nread, int nwrite,
                   const ember_op_attrs *attrs);
+int ember_py_install(ember_engine *e);
 """
-GLUE = """
+GLUE = r"""
 static int ember_py_run(intptr_t id, ember_opr *op);
-static int ember_py_run_batch(intptr_t *ids, ember_opr **ops, int n, int *errs);
 int ember_py_op(void *ctx, ember_opr *op) { return ember_py_run((intptr_t)ctx, op); }
-int ember_py_batch(void **ctxs, ember_opr **ops, int n, int *errs) {
-    intptr_t ids[64];
-    for (int done = 0; done < n; done += 64) {
-        int m = n - done < 64 ? n - done : 64;
-        for (int i = 0; i < m; i++) { ids[i] = (intptr_t)ctxs[done + i]; errs[done + i] = 0; }
-        ember_py_run_batch(ids, ops + done, m, errs + done);
-    }
-    return 0;
-}
 int ember_py_push(ember_engine *e, intptr_t id, ember_var *const *vars, int nread, int nwrite,
                   const ember_op_attrs *attrs) {
     return ember_push(e, ember_py_op, (void *)id, vars, nread, nwrite, attrs);
+}
+
+#define PYFN_STACK_VARS 8
+
+static ember_engine *pyfn_engine;
+static struct _cffi_ctypedescr *pyfn_var_type, *pyfn_attrs_type; /* ffi.typeof('ember_var *'), ... */
+static PyObject *pyfn_on_error; /* on_error(exc, name) -> error id, with the GIL */
+static PyObject *pyfn_attr_h;   /* "_h": a Var's handle */
+
+/* Calls fn (the GIL held) and drops the op's reference to it: 0 or an error id. */
+static int pyfn_call(PyObject *fn, ember_opr *op) {
+    PyObject *r = PyObject_CallObject(fn, NULL);
+    Py_DECREF(fn);
+    if (r) {
+        Py_DECREF(r);
+        return 0;
+    }
+    PyObject *type, *exc, *tb;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+    if (tb && exc) PyException_SetTraceback(exc, tb);
+    const char *name = ember_op_name(op);
+    PyObject *id = PyObject_CallFunction(pyfn_on_error, "Oz", exc ? exc : Py_None, name);
+    Py_XDECREF(type);
+    Py_XDECREF(exc);
+    Py_XDECREF(tb);
+    long eid = id ? PyLong_AsLong(id) : -1;
+    Py_XDECREF(id);
+    if (eid <= 0) { /* the error table itself failed: report it, keep the op failed */
+        PyErr_WriteUnraisable(pyfn_on_error);
+        eid = EMBER_ERR_CANCELLED + 1;
+    }
+    return (int)eid;
+}
+
+/* PyGILState_Ensure in a thread Python did not start makes a thread state, and the matching
+ * Release destroys it: microseconds per op.  A worker keeps its thread state instead (one Ensure
+ * it never releases; cffi's callbacks do the same), so later Ensures only take the GIL. */
+static _Thread_local int pyfn_tstate_kept;
+
+static PyGILState_STATE pyfn_gil(void) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (!pyfn_tstate_kept) {
+        pyfn_tstate_kept = 1;
+        (void)PyGILState_Ensure();
+    }
+    return g;
+}
+
+static int ember_py_fn_op(void *ctx, ember_opr *op) {
+    PyGILState_STATE g = pyfn_gil();
+    int rc = pyfn_call((PyObject *)ctx, op);
+    PyGILState_Release(g);
+    return rc;
+}
+
+static _Thread_local PyGILState_STATE pyfn_session_state;
+
+static void ember_py_fn_enter(void) { pyfn_session_state = pyfn_gil(); }
+static void ember_py_fn_leave(void) { PyGILState_Release(pyfn_session_state); }
+
+static void ember_py_fn_drop(void *ctx) {
+    PyGILState_STATE g = pyfn_gil();
+    Py_DECREF((PyObject *)ctx);
+    PyGILState_Release(g);
+}
+
+/* The handle of a Var (vars) or a handle itself (handles); NULL without an exception: deleted. */
+static ember_var *pyfn_var(PyObject *obj, int handles) {
+    if (handles) return (ember_var *)_cffi_to_c_pointer(obj, pyfn_var_type);
+    PyObject *h = PyObject_GetAttr(obj, pyfn_attr_h);
+    if (!h) return NULL;
+    ember_var *v = h == Py_None ? NULL : (ember_var *)_cffi_to_c_pointer(h, pyfn_var_type);
+    Py_DECREF(h);
+    return v;
+}
+
+/* Pushes fn on the variables of the sequences a (reads) and b (writes; b NULL: a holds nread reads
+ * then the writes).  Returns 0, a negative engine code, or 1 when it pushed nothing because an
+ * item is not a live Var (the caller's general path names it). */
+static int pyfn_push(PyObject *fn, PyObject *a, PyObject *b, Py_ssize_t nread, PyObject *attrs_obj, int handles) {
+    if (!pyfn_engine) return 1;
+    if (!(PyList_CheckExact(a) || PyTuple_CheckExact(a)) || (b && !(PyList_CheckExact(b) || PyTuple_CheckExact(b))))
+        return 1;
+    Py_ssize_t na = PySequence_Size(a), nb = b ? PySequence_Size(b) : 0, n = na + nb;
+    if (b) nread = na;
+    if (nread < 0 || nread > n || n > 1 << 20) return 1;
+    const ember_op_attrs *attrs = (const ember_op_attrs *)_cffi_to_c_pointer(attrs_obj, pyfn_attrs_type);
+    if (!attrs) return PyErr_Occurred() ? -1 : 1;
+    ember_var *stack[PYFN_STACK_VARS];
+    ember_var **vs = n <= PYFN_STACK_VARS ? stack : PyMem_Malloc((size_t)n * sizeof *vs);
+    if (!vs) { PyErr_NoMemory(); return -1; }
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+        PyObject *item = i < na ? PySequence_GetItem(a, i) : PySequence_GetItem(b, i - na);
+        if (!item) { rc = -1; break; }
+        vs[i] = pyfn_var(item, handles);
+        Py_DECREF(item);
+        if (!vs[i]) {
+            if (PyErr_Occurred()) PyErr_Clear();
+            rc = 1;
+        }
+    }
+    if (rc == 0) {
+        Py_INCREF(fn); /* the op's reference, dropped when it ran or ended without running */
+        rc = ember_push(pyfn_engine, ember_py_fn_op, fn, vs, (int)nread, (int)(n - nread), attrs);
+        if (rc < 0) Py_DECREF(fn);
+    }
+    if (vs != stack) PyMem_Free(vs);
+    return rc;
+}
+
+static PyObject *pyfn_result(int rc) {
+    if (rc == -1 && PyErr_Occurred()) return NULL;
+    return PyLong_FromLong(rc);
+}
+
+/* push_fn(fn, reads, writes, attrs) -> 0 pushed, < 0 rejected by the engine, 1 not pushed (an item
+ * is not a live Var, or the sequences are not lists/tuples) */
+static PyObject *pyfn_push_vars(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *fn, *reads, *writes, *attrs;
+    if (!PyArg_UnpackTuple(args, "push_fn", 4, 4, &fn, &reads, &writes, &attrs)) return NULL;
+    return pyfn_result(pyfn_push(fn, reads, writes, 0, attrs, 0));
+}
+
+/* push_fn_handles(fn, handles, nread, attrs): the same with var handles (nread reads, then writes) */
+static PyObject *pyfn_push_handles(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *fn, *handles, *attrs;
+    Py_ssize_t nread;
+    if (!PyArg_ParseTuple(args, "OOnO:push_fn_handles", &fn, &handles, &nread, &attrs)) return NULL;
+    return pyfn_result(pyfn_push(fn, handles, NULL, nread, attrs, 1));
+}
+
+/* bind_fn_ops(var_type, attrs_type, on_error): what the functions above need from Python */
+static PyObject *pyfn_bind(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *vt, *at, *cb;
+    if (!PyArg_UnpackTuple(args, "bind_fn_ops", 3, 3, &vt, &at, &cb)) return NULL;
+    Py_INCREF(vt);
+    Py_INCREF(at);
+    Py_INCREF(cb);
+    pyfn_var_type = (struct _cffi_ctypedescr *)vt; /* kept for the life of the process */
+    pyfn_attrs_type = (struct _cffi_ctypedescr *)at;
+    Py_XDECREF(pyfn_on_error);
+    pyfn_on_error = cb;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef pyfn_methods[] = {
+    {"push_fn", pyfn_push_vars, METH_VARARGS, "push a Python op (GIL kept)"},
+    {"push_fn_handles", pyfn_push_handles, METH_VARARGS, "push a Python op on var handles (GIL kept)"},
+    {"bind_fn_ops", pyfn_bind, METH_VARARGS, "set the var and attrs types and the error callback"},
+    {NULL, NULL, 0, NULL},
+};
+
+/* Adds push_fn, push_fn_handles and bind_fn_ops to the module ember.engine._native and makes e
+ * run these ops in GIL sessions (set here, in C: from Python, cffi would hand the engine the address
+ * of its own wrapper of ember_py_fn_op, never the one the ops are pushed with): 0 or -1. */
+int ember_py_install(ember_engine *e) {
+    ember_set_session(e, ember_py_fn_op, ember_py_fn_enter, ember_py_fn_leave, ember_py_fn_drop);
+    PyGILState_STATE g = PyGILState_Ensure();
+    int rc = -1;
+    PyObject *m = PyImport_AddModule("ember.engine._native"); /* borrowed */
+    if (m) {
+        pyfn_engine = e;
+        if (!pyfn_attr_h) pyfn_attr_h = PyUnicode_InternFromString("_h");
+        rc = 0;
+        for (PyMethodDef *d = pyfn_methods; d->ml_name && rc == 0; d++) {
+            PyObject *f = PyCFunction_New(d, NULL);
+            if (!f || PyModule_AddObject(m, d->ml_name, f) < 0) {
+                Py_XDECREF(f);
+                rc = -1;
+            }
+        }
+    }
+    if (rc < 0) PyErr_Print();
+    PyGILState_Release(g);
+    return rc;
 }
 """
 

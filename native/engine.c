@@ -76,13 +76,14 @@ typedef struct equeue {
     atomic_int stale; /* keys of queued ops changed (critical-path policy): rebuild before the next pop */
     pthread_t *threads;
     uint64_t npushed, nrun;
+    atomic_uint_fast64_t ncontinued; /* ops a worker ran straight after the op that made them ready */
     int id;
     ember_engine *eng;
 } equeue;
 
 #define MAX_QUEUES 64
 #define SPIN_YIELDS 64
-#define BATCH_MAX 64
+#define SESSION_SLICE_NS 200000 /* a session gives its context (the GIL) back after 0.2 ms */
 
 struct ember_engine {
     int naive;
@@ -112,12 +113,19 @@ struct ember_engine {
     ember_prof_record *prof;
     int nprof, cap_prof;
     atomic_int next_worker;
-    ember_fn batch_key;        /* ops whose fn is this may be run in batches ... */
-    ember_batch_fn batch_fn;   /* ... by this (one GIL acquisition for many Python ops) */
+    ember_fn session_key;         /* ops whose fn is this run in sessions (ember_set_session) */
+    void (*session_enter)(void);  /* ... between these two calls (Python ops: holding the GIL) */
+    void (*session_leave)(void);
+    void (*session_drop)(void *ctx); /* ... and their ctx is handed here when they end without running */
 };
 
 static _Thread_local int tl_worker = -1;
 static _Thread_local int tl_inline_owner = 0;
+/* A worker completing an op may keep one op that completion made ready and run it next, without
+ * the queue round trip (a chain stays on one thread): only while its queue is empty, so no queued
+ * op is passed over (see schedule). */
+static _Thread_local struct equeue *tl_queue = NULL; /* the queue this thread works for, while completing */
+static _Thread_local ember_opr *tl_next = NULL;
 
 int64_t ember_now_ns(void) {
     struct timespec ts;
@@ -466,13 +474,35 @@ static void complete(ember_engine *e, ember_opr *op);
 /* Async ops only start their work (a GPU stream, an MPI request) and finish later through
  * ember_complete, so, as in MXNet, they start in the thread that made them ready instead of
  * queueing behind long compute ops. */
+static int runs_where_ready(ember_engine *e, const ember_opr *op) {
+    return e->naive || (op->flags & OPF_ANYWHERE) || op->prop == EMBER_PROP_ASYNC;
+}
+
 static void schedule(ember_engine *e, ember_opr *op) {
-    if (e->naive || (op->flags & OPF_ANYWHERE) || op->prop == EMBER_PROP_ASYNC) execute(e, op);
+    if (runs_where_ready(e, op)) execute(e, op);
     else enqueue(e, op);
 }
 
-static void dispatch(ember_engine *e, ember_opr *op) {
-    if (atomic_fetch_sub(&op->wait, 1) == 1) schedule(e, op);
+/* Releases one dependency of each op in ops (a completion's dependants) and schedules those that
+ * became ready.  In a worker (tl_queue), when the completion made exactly one op of the worker's
+ * queue ready and that queue is empty, the op is kept in tl_next instead: worker_main runs it next,
+ * without the queue round trip, unless something was queued meanwhile (the policy orders them). */
+static void dispatch_all(ember_engine *e, ember_opr **ops, int n) {
+    ember_opr *keep = NULL;
+    int nready = 0;
+    for (int i = 0; i < n; i++) {
+        ember_opr *op = ops[i];
+        if (atomic_fetch_sub(&op->wait, 1) != 1) continue;
+        nready++;
+        if (!keep && tl_queue && !tl_next && tl_queue->eng == e && op->queue == tl_queue->id &&
+            !runs_where_ready(e, op))
+            keep = op;
+        else
+            schedule(e, op);
+    }
+    if (!keep) return;
+    if (nready == 1 && atomic_load_explicit(&tl_queue->hint, memory_order_relaxed) == 0) tl_next = keep;
+    else enqueue(e, keep);
 }
 
 static void inherit_error(ember_opr *op) {
@@ -488,7 +518,7 @@ static void inherit_error(ember_opr *op) {
     }
 }
 
-/* The one place that decides how an op starts, for every way one runs (worker, batch, a claim by
+/* The one place that decides how an op starts, for every way one runs (worker, session, a claim by
  * its caller): skipped when an input carries an error, cancelled at shutdown, run anyway when it
  * is an EMBER_ON_ERROR op (told why through ember_op_input_failed), and its start time for the
  * profiler.  Returns 1 when fn is to run now, 0 when the op was completed here without running. */
@@ -498,6 +528,7 @@ static int op_start(ember_engine *e, ember_opr *op) {
     if ((op->err || cancelled) && !(op->flags & (OPF_NOSKIP | EMBER_ON_ERROR))) {
         if (op->err) atomic_fetch_add(&e->skipped, 1); /* it inherits its input's error */
         else op->err = err_new(e, EMBER_ERR_CANCELLED);
+        if (op->fn && op->fn == e->session_key && e->session_drop) e->session_drop(op->ctx);
         complete(e, op);
         return 0;
     }
@@ -514,12 +545,23 @@ static void wait_idle_claim(ember_engine *e) {
     while (atomic_load(&e->inline_active) && !tl_inline_owner) sched_yield();
 }
 
-static void execute(ember_engine *e, ember_opr *op) {
+/* Ends op (fn returned rc) in a worker: an op its completion makes ready may be kept to run next. */
+static void worker_complete(equeue *q, ember_opr *op, int rc) {
+    tl_queue = q;
+    ember_complete(op, rc);
+    tl_queue = NULL;
+}
+
+static void execute_in(ember_engine *e, equeue *q, ember_opr *op) {
     wait_idle_claim(e);
     if (!op_start(e, op)) return;
     int rc = op->fn ? op->fn(op->ctx, op) : 0;
-    if (rc != EMBER_PENDING) ember_complete(op, rc);
+    if (rc == EMBER_PENDING) return;
+    if (q) worker_complete(q, op, rc);
+    else ember_complete(op, rc);
 }
+
+static void execute(ember_engine *e, ember_opr *op) { execute_in(e, NULL, op); }
 
 void ember_complete(ember_opr *op, int err) {
     if (err > 0 && op->err == NULL) op->err = err_new(op->eng, err);
@@ -527,6 +569,8 @@ void ember_complete(ember_opr *op, int err) {
 }
 
 int ember_op_input_failed(const ember_opr *op) { return op->err != NULL && op->inherited; }
+
+const char *ember_op_name(const ember_opr *op) { return op->name; }
 
 static void profile_record(ember_engine *e, ember_opr *op) {
     int64_t end = ember_now_ns();
@@ -565,36 +609,73 @@ static void complete(ember_engine *e, ember_opr *op) {
     err_unref(e, op->err);
     int *sync_done = op->sync_done;
     free(op);
-    for (int i = 0; i < rv.n; i++) dispatch(e, rv.items[i]);
+    atomic_fetch_add(&e->completed, 1); /* before its dependants start: a wait they end sees it counted */
+    dispatch_all(e, rv.items, rv.n);
     if (rv.items != rv.local) free(rv.items);
-    atomic_fetch_add(&e->completed, 1);
     pending_done(e, sync_done);
 }
 
-/* Runs ready ops that share the engine's batch function with one call of it.
- * They were all ready together, so they are independent of one another. */
-static void execute_batch(ember_engine *e, ember_opr **ops, int n) {
-    void *ctxs[BATCH_MAX];
-    ember_opr *run[BATCH_MAX];
-    int errs[BATCH_MAX];
-    int m = 0;
-    wait_idle_claim(e);
-    for (int i = 0; i < n; i++) {
-        if (!op_start(e, ops[i])) continue;
-        ctxs[m] = ops[i]->ctx;
-        run[m++] = ops[i];
-    }
-    if (m == 0) return;
-    e->batch_fn(ctxs, run, m, errs);
-    for (int i = 0; i < m; i++) {
-        if (errs[i] == EMBER_REQUEUE) enqueue(e, run[i]); /* the batch ran out of time before it */
-        else if (errs[i] != EMBER_PENDING) ember_complete(run[i], errs[i]);
-    }
+void ember_set_session(ember_engine *e, ember_fn key, void (*enter)(void), void (*leave)(void),
+                       void (*drop)(void *ctx)) {
+    e->session_key = key;
+    e->session_enter = enter;
+    e->session_leave = leave;
+    e->session_drop = drop;
 }
 
-void ember_set_batch(ember_engine *e, ember_fn key, ember_batch_fn batch) {
-    e->batch_key = key;
-    e->batch_fn = batch;
+/* Pops q's head (under q->mu); the caller stores the new hint. */
+static ember_opr *queue_take(ember_engine *e, equeue *q) {
+    if (atomic_exchange(&q->stale, 0)) heap_rekey(e, q);
+    ember_opr *op = heap_pop(q);
+    atomic_store_explicit(&q->hint, q->size, memory_order_relaxed);
+    atomic_store(&op->queued, 0);
+    q->nrun++;
+    return op;
+}
+
+/* The op a completion kept for this worker (tl_next), unless ops were queued meanwhile: then it is
+ * queued too and the policy orders them.  With kind != NULL only an op whose fn is kind (else it
+ * stays in tl_next). */
+static ember_opr *take_kept(ember_engine *e, equeue *q, ember_fn kind) {
+    ember_opr *op = tl_next;
+    if (!op || (kind && op->fn != kind)) return NULL;
+    tl_next = NULL;
+    if (atomic_load_explicit(&q->hint, memory_order_relaxed) > 0) {
+        enqueue(e, op);
+        return NULL;
+    }
+    atomic_fetch_add_explicit(&q->ncontinued, 1, memory_order_relaxed);
+    return op;
+}
+
+/* A session: ops of the session's kind run one after another between one enter() and one leave()
+ * (Python ops: one GIL acquisition for many), each started, run and completed as any op, so
+ * every rule (op_start, profiler, dependants, the policy's order) holds as for single ops.  The
+ * next op is the one a completion kept for this worker, else the queue's head if it is of the
+ * kind; the session ends without one, after its time slice, or when another thread holds the idle
+ * claim (its op may need what enter() took). */
+static void run_session(ember_engine *e, equeue *q, ember_opr *op, int generation) {
+    ember_fn kind = e->session_key;
+    int64_t deadline = ember_now_ns() + SESSION_SLICE_NS;
+    wait_idle_claim(e); /* never wait for a claim while holding what its op may need */
+    e->session_enter();
+    for (;;) {
+        execute_in(e, q, op);
+        if (ember_now_ns() > deadline || atomic_load(&e->inline_active)) break;
+        if (tl_next) {
+            op = take_kept(e, q, kind);
+            if (op) continue;
+            if (tl_next) break; /* an op of another kind: it runs after the session */
+        }
+        op = NULL;
+        if (atomic_load_explicit(&q->hint, memory_order_relaxed) > 0) {
+            pthread_mutex_lock(&q->mu);
+            if (q->size > 0 && q->generation == generation && q->heap[0]->fn == kind) op = queue_take(e, q);
+            pthread_mutex_unlock(&q->mu);
+        }
+        if (!op) break;
+    }
+    e->session_leave();
 }
 
 static void *worker_main(void *arg) {
@@ -619,21 +700,13 @@ static void *worker_main(void *arg) {
             pthread_mutex_unlock(&q->mu);
             break;
         }
-        if (atomic_exchange(&q->stale, 0)) heap_rekey(e, q);
-        ember_opr *batch[BATCH_MAX];
-        /* a fair share of the ready ops, so the other workers still find work to run in parallel */
-        int share = (q->size + q->nthreads - 1) / q->nthreads;
-        if (share > BATCH_MAX) share = BATCH_MAX;
-        int n = 0;
-        batch[n++] = heap_pop(q);
-        if (e->batch_fn && batch[0]->fn == e->batch_key)
-            while (n < share && q->size > 0 && q->heap[0]->fn == e->batch_key) batch[n++] = heap_pop(q);
-        atomic_store_explicit(&q->hint, q->size, memory_order_relaxed);
-        for (int i = 0; i < n; i++) atomic_store(&batch[i]->queued, 0);
-        q->nrun += (uint64_t)n;
+        ember_opr *op = queue_take(e, q);
         pthread_mutex_unlock(&q->mu);
-        if (n == 1) execute(e, batch[0]);
-        else execute_batch(e, batch, n);
+        while (op) { /* then the op its completion made ready while the queue was empty, if any */
+            if (e->session_enter && op->fn == e->session_key) run_session(e, q, op, generation);
+            else execute_in(e, q, op);
+            op = take_kept(e, q, NULL);
+        }
     }
     return NULL;
 }
@@ -999,7 +1072,8 @@ uint64_t ember_queue_stat(ember_engine *e, int queue, int which) {
     if (queue < 0 || queue >= e->nqueues) return 0;
     equeue *q = e->queues[queue];
     pthread_mutex_lock(&q->mu);
-    uint64_t r = which == 0 ? q->npushed : which == 1 ? q->nrun : (uint64_t)q->size;
+    uint64_t cont = atomic_load(&q->ncontinued);
+    uint64_t r = which == 0 ? q->npushed + cont : which == 1 ? q->nrun + cont : (uint64_t)q->size;
     pthread_mutex_unlock(&q->mu);
     return r;
 }
@@ -1040,6 +1114,10 @@ void ember_release_idle(ember_engine *e, ember_var *const *writes, int nwrite, i
         pthread_mutex_unlock(&e->err_mu);
         atomic_fetch_add(&e->failed, 1);
     }
+    ember_release_idle_ok(e);
+}
+
+void ember_release_idle_ok(ember_engine *e) {
     atomic_fetch_add(&e->pushed, 1);
     atomic_fetch_add(&e->completed, 1);
     atomic_fetch_add(&e->inline_runs, 1);

@@ -26,14 +26,10 @@ typedef struct ember_opr ember_opr;
 /* An op body.  Return 0 on success, an error id > 0 on failure, or
  * EMBER_PENDING when it will finish later through ember_complete(op, err). */
 typedef int (*ember_fn)(void *ctx, ember_opr *op);
-/* Runs n independent ops in one call (fills errs[i] like an ember_fn's result, or
- * EMBER_REQUEUE for ops it chose not to run now). */
-typedef int (*ember_batch_fn)(void **ctxs, ember_opr **ops, int n, int *errs);
 /* A custom scheduling policy: the sort key of a ready op (larger runs first). */
 typedef int64_t (*ember_key_fn)(const char *name, int priority, uint64_t seq, int dependants, int queue);
 
 #define EMBER_PENDING (-1)
-#define EMBER_REQUEUE (-2) /* batch result: not run this time, queue it again */
 #define EMBER_ERR_CANCELLED 1 /* op dropped at shutdown */
 
 /* EMBER_PROP_ASYNC ops start in the thread that makes them ready (they must be quick). */
@@ -86,6 +82,8 @@ void ember_complete(ember_opr *op, int err);
 /* Whether a running op inherited an error from an input or was cancelled (only EMBER_ON_ERROR
  * ops run then). */
 int ember_op_input_failed(const ember_opr *op);
+/* The name an op was pushed with (NULL if none). */
+const char *ember_op_name(const ember_opr *op);
 
 /* Running an op in the calling thread: the only two ways.
  *
@@ -101,6 +99,7 @@ int ember_op_input_failed(const ember_opr *op);
  *    Returns NULL, having pushed nothing, otherwise.  Its fn is never called. */
 int ember_claim_idle(ember_engine *e);
 void ember_release_idle(ember_engine *e, ember_var *const *writes, int nwrite, int err);
+void ember_release_idle_ok(ember_engine *e); /* = ember_release_idle(e, NULL, 0, 0): one argument to convert */
 ember_opr *ember_claim(ember_engine *e, ember_var *const *vars, int nread, int nwrite, const ember_op_attrs *attrs);
 
 /* Waiting: both return the error id found (0 = none). wait_all clears the
@@ -114,10 +113,13 @@ int ember_var_error(ember_var *v);
  * rethrown.  Variables keep it until their next write (err_vars still counts them). */
 void ember_clear_error(ember_engine *e, int id);
 
-/* Batching: a worker that pops an op whose fn is `key` also pops the ready ops behind
- * it with the same fn and runs them all through one call of `batch` (used for Python
- * ops: one GIL acquisition for many ops). */
-void ember_set_batch(ember_engine *e, ember_fn key, ember_batch_fn batch);
+/* Sessions: ops whose fn is `key` need a context their thread enters and leaves (Python ops: the
+ * GIL).  A worker that pops one calls enter(), runs it and then, one by one, the ops of that kind
+ * that come next (the op a completion of its made ready, or its queue's head), each as any op,
+ * up to a time slice, and calls leave(): one GIL acquisition for many Python ops.  `drop` (may be
+ * NULL) gets the ctx of such an op that ends without running (skipped, cancelled), to free it. */
+void ember_set_session(ember_engine *e, ember_fn key, void (*enter)(void), void (*leave)(void),
+                       void (*drop)(void *ctx));
 
 /* Scheduling policy */
 void ember_set_policy(ember_engine *e, int policy, ember_key_fn custom);

@@ -53,9 +53,25 @@ static int run_task(void *ctx, ember_opr *op) {
     return 0;
 }
 
-static int run_batch(void **ctxs, ember_opr **ops, int n, int *errs) {
-    for (int i = 0; i < n; i++) errs[i] = run_task(ctxs[i], ops[i]);
-    return 0;
+/* Sessions (ember_set_session): a session task must run between its worker's enter and leave,
+ * which must alternate per thread. */
+static _Thread_local int in_session;
+static atomic_int session_faults, sessions;
+
+static void session_enter(void) {
+    if (in_session) atomic_fetch_add(&session_faults, 1);
+    in_session = 1;
+    atomic_fetch_add(&sessions, 1);
+}
+
+static void session_leave(void) {
+    if (!in_session) atomic_fetch_add(&session_faults, 1);
+    in_session = 0;
+}
+
+static int run_session_task(void *ctx, ember_opr *op) {
+    if (!in_session) atomic_fetch_add(&session_faults, 1);
+    return run_task(ctx, op);
 }
 
 /* An op on queue 0 reading nr variables and writing nw. */
@@ -91,7 +107,10 @@ static void make_tasks(task *ts, int n, unsigned seed) {
 static int check_dag(int n, int naive, int policy, unsigned seed, int batched) {
     ember_engine *e = ember_engine_create(naive, 4, 1);
     ember_set_policy(e, policy, NULL);
-    if (batched) ember_set_batch(e, run_task, run_batch);
+    if (batched) ember_set_session(e, run_session_task, session_enter, session_leave, NULL);
+    ember_fn body = batched ? run_session_task : run_task;
+    atomic_store(&session_faults, 0);
+    atomic_store(&sessions, 0);
     task *ts = malloc(sizeof(task) * (size_t)n);
     uint64_t ref[NVARS], vals[NVARS];
     for (int i = 0; i < NVARS; i++) ref[i] = vals[i] = (uint64_t)i;
@@ -121,10 +140,11 @@ static int check_dag(int n, int naive, int policy, unsigned seed, int batched) {
                 continue;
             }
         }
-        push_task(e, run_task, &ts[i], r, ts[i].nr, w, ts[i].nw, prio, EMBER_PROP_NORMAL, "task");
+        push_task(e, body, &ts[i], r, ts[i].nr, w, ts[i].nw, prio, EMBER_PROP_NORMAL, "task");
     }
     int err = ember_wait_all(e, -1);
-    int bad = err != 0 || memcmp(ref, vals, sizeof ref) != 0;
+    int bad = err != 0 || memcmp(ref, vals, sizeof ref) != 0 || atomic_load(&session_faults) != 0 ||
+              (batched && atomic_load(&sessions) == 0);
     for (int i = 0; i < NVARS; i++) ember_var_delete(e, vars[i]);
     ember_engine_destroy(e);
     free(ts);
@@ -281,7 +301,7 @@ static int check_restart(void) {
     return bad;
 }
 
-/* Ops popped as one batch by a worker while the engine cancels (a stop that could not drain):
+/* Ops run in one session by a worker while the engine cancels (a stop that could not drain):
  * the same rules as for a single op (op_start): an EMBER_ON_ERROR op still runs, told it failed,
  * a plain one is dropped; both end with EMBER_ERR_CANCELLED on what they write. */
 static int cancel_probe(void *ctx, ember_opr *op) {
@@ -289,15 +309,18 @@ static int cancel_probe(void *ctx, ember_opr *op) {
     return 0;
 }
 
-static int cancel_probe_batch(void **ctxs, ember_opr **ops, int n, int *errs) {
-    for (int i = 0; i < n; i++) errs[i] = cancel_probe(ctxs[i], ops[i]);
-    return 0;
+static atomic_int dropped;
+static void count_drop(void *ctx) {
+    (void)ctx;
+    atomic_fetch_add(&dropped, 1);
 }
 
 static int check_batch_under_cancel(void) {
     enum { K = 6 };
     ember_engine *e = ember_engine_create(0, 1, 1); /* one worker: the probes queue behind the block */
-    ember_set_batch(e, cancel_probe, cancel_probe_batch);
+    ember_set_session(e, cancel_probe, session_enter, session_leave, count_drop);
+    atomic_store(&dropped, 0);
+    atomic_store(&session_faults, 0);
     ember_var *v = ember_var_new(e), *w[K];
     int ran[K] = {0};
     atomic_store(&release_flag, 0);
@@ -311,16 +334,17 @@ static int check_batch_under_cancel(void) {
         ember_push(e, cancel_probe, &ran[i], vars, 0, 1, &a);
     }
     int bad = ember_engine_stop(e, 5) == 0; /* cannot drain: the probes are cancelled */
-    atomic_store(&release_flag, 1);         /* the (detached) worker pops them as one batch */
+    atomic_store(&release_flag, 1);         /* the (detached) worker runs them in one session */
     if (ember_wait_all(e, 10000) == -1) bad = 1;
     for (int i = 0; i < K; i++) {
         if (ran[i] != (i % 2 ? 2 : 0) || ember_var_error(w[i]) != EMBER_ERR_CANCELLED) bad = 1;
     }
+    if (atomic_load(&dropped) != K / 2 || atomic_load(&session_faults) != 0) bad = 1; /* the plain ones */
     ember_engine_start(e);
     ember_var_delete(e, v);
     for (int i = 0; i < K; i++) ember_var_delete(e, w[i]);
     ember_engine_destroy(e);
-    if (bad) fprintf(stderr, "a batch under cancellation broke op_start's rules\n");
+    if (bad) fprintf(stderr, "a session under cancellation broke op_start's rules\n");
     return bad;
 }
 

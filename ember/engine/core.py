@@ -1,11 +1,12 @@
 """Python side of the native engine: variables, push, wait, bulk, engine type.
 
-A Python op is pushed as the binding's C op body `ember_py_op` plus an integer handle into
-`_pyops`; the body calls back into Python (a cffi callback) and takes the GIL only while the
-Python callable runs; a worker runs the ready Python ops it pops together under one GIL
-acquisition (`ember_py_run_batch`).  Native kernels are pushed as C function pointers and run
-without the GIL.  Every call into C goes through cffi's out-of-line API mode, which releases the
-GIL for the duration of the call, so a push never blocks workers that need the GIL.
+A Python op is pushed by `_native.push_fn`, a function of the binding written against the CPython
+API: it keeps the GIL (a cffi call releases it, and a worker waiting for the GIL would take it at
+every push), and the op holds the callable itself; a worker calls it from C, running such ops one
+after another in an engine session that takes the GIL once.  Async ops and ops under NaiveEngine
+go through an integer handle into `_pyops` and the cffi callback `ember_py_run`.  Native kernels
+are pushed as C function pointers and run without the GIL.  Every other call into C goes through
+cffi's out-of-line API mode, which releases the GIL for the duration of the call.
 
 An op may also run in the calling thread, through the one in-caller protocol `run_in_caller`
 (the engine-wide idle claim, or "every access can start now"): no thread hand-off, no GIL
@@ -21,11 +22,11 @@ from functools import partial
 import itertools
 import os
 import threading
-from time import perf_counter as _clock
 from typing import Callable, Iterable, Optional, Sequence
 
 from ..base import EngineError
 from . import policy as _policy
+from . import _native
 from ._native import ffi, lib
 from .errors import ErrorTable
 
@@ -80,10 +81,10 @@ _push = lib.ember_push
 _claim = lib.ember_claim
 _claim_idle = lib.ember_claim_idle
 _release_idle = lib.ember_release_idle
+_release_idle_ok = lib.ember_release_idle_ok  # the success case in one argument (cheaper to convert)
 _complete = lib.ember_complete
 _ON_ERROR = lib.EMBER_ON_ERROR
 _PENDING = lib.EMBER_PENDING
-_REQUEUE = lib.EMBER_REQUEUE
 
 
 def op_name(name: Optional[str]):
@@ -222,44 +223,21 @@ def _raise_naive_failure(writes=()) -> None:
 
 @ffi.def_extern()
 def ember_py_run(hid, op):
-    fn, prop, name = _pyops.pop(hid)
-    if prop == "async" or _naive[0]:
-        return _run(fn, prop, name, op)
-    try:  # (a worker's single op, e.g. each op of a chain: kept short)
-        fn()
-        return 0
-    except BaseException as exc:  # noqa: BLE001 - recorded, re-raised at wait
-        return _errors.register(exc, name)
+    fn, prop, name = _pyops.pop(hid)  # an async op, or any op under NaiveEngine
+    return _run(fn, prop, name, op)
 
 
-BATCH_SLICE_S = 0.0002  # a worker's batch of Python ops stops after this long: later ops queue again
-
-
-@ffi.def_extern()
-def ember_py_run_batch(ids, ops, n, errs):
-    # Ready ops popped together run under one GIL acquisition (errs come zeroed); past the time
-    # slice the rest go back to the queue, so an op that becomes ready meanwhile (maybe of higher
-    # priority) is not stuck behind a long batch.  Batches never run under NaiveEngine.
-    pop = _pyops.pop
-    deadline = _clock() + BATCH_SLICE_S
-    for i in range(n):
-        if i and _clock() > deadline:
-            for j in range(i, n):
-                errs[j] = _REQUEUE
-            return 0
-        fn, prop, name = pop(ids[i])
-        if prop == "async":
-            errs[i] = _run(fn, prop, name, ops[i])
-            continue
-        try:
-            fn()
-        except BaseException as exc:  # noqa: BLE001 - recorded, re-raised at wait
-            errs[i] = _errors.register(exc, name)
-    return 0
+def _fn_op_failed(exc: BaseException, name: Optional[str]) -> int:
+    """Error id for the exception of a Python op run from C (`_native.push_fn`'s ops)."""
+    return _errors.register(exc, name)
 
 
 _py_push = lib.ember_py_push
-lib.ember_set_batch(_E, lib.ember_py_op, lib.ember_py_batch)
+if lib.ember_py_install(_E) != 0:
+    raise ImportError("ember.engine._native: could not install the Python op functions")
+_native.bind_fn_ops(ffi.typeof("ember_var *"), ffi.typeof("ember_op_attrs *"), _fn_op_failed)
+_push_fn = _native.push_fn
+_push_fn_handles = _native.push_fn_handles
 
 
 def _queue_for(device, prop: str) -> int:
@@ -306,23 +284,9 @@ def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), prio
     """
     if prop == "normal" and not (priority or inline or on_error or mem_bytes or bulk_threads or _in_caller_threads
                                  or _naive[0]) and (device is None or getattr(device, "device_type", "cpu") == "cpu"):
-        # the common case, kept short: a plain Python op for a CPU worker
-        try:  # (list comprehensions cost more than the rest of this path: one or two vars unrolled)
-            if len(write) == 1 and not read:
-                vs, nr = [write[0]._h], 0
-            elif len(write) == 1 and len(read) == 1:
-                vs, nr = [read[0]._h, write[0]._h], 1
-            else:
-                vs = [v._h for v in read]
-                nr = len(vs)
-                vs += [v._h for v in write]
-            ok = None not in vs
-        except (AttributeError, TypeError, KeyError, IndexError):
-            ok = False  # not a sequence of live Vars: the general path takes it (and names a bad one)
-        if ok:
-            hid = next(_op_ids)
-            _pyops[hid] = (fn, "normal", name)
-            _py_push(_E, hid, vs, nr, len(vs) - nr, _plain_attrs.get(name) or _plain(name))
+        # the common case, kept short: a plain Python op for a CPU worker, pushed keeping the GIL;
+        # anything push_fn declines (not lists/tuples of live Vars) takes the general path below
+        if _push_fn(fn, read, write, _plain_attrs.get(name) or _plain(name)) == 0:
             return
     if prop != "normal":
         if prop not in PROPS:
@@ -368,6 +332,11 @@ def _push_now(fn, read, write, priority, device, name, prop, inline, on_error=Fa
                 if rc != _PENDING:
                     _complete(op, rc)
                 return
+    if prop == "normal" and not _naive[0]:
+        rc = _push_fn_handles(fn, vs, nr, attrs)
+        if rc != 0:
+            raise EngineError(f"push of '{name}' rejected by the engine (code {rc})")
+        return
     hid = next(_op_ids)
     _pyops[hid] = (fn, prop, name)
     if _naive[0]:
@@ -455,7 +424,7 @@ def _run_idle(fn, args, name, deps, vs=None, nr=0) -> None:
         if _naive[0]:
             _errors.raise_for(eid)
         return
-    _release_idle(_E, _NULL, 0, 0)
+    _release_idle_ok(_E)
 
 
 def _run_claimed(fn, args, name, vs, nr, attrs, fresh) -> bool:
