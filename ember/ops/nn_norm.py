@@ -93,7 +93,12 @@ def _bn_forward(ctx, attrs, inputs, outputs, aux):
     xw = _work(x)
     if _batch_mode(ctx, attrs):
         mean = xw.mean(axis=red)
-        var = xw.var(axis=red)
+        # numpy's var, sharing the mean: the same two-pass arithmetic, one pass fewer
+        dev = xw - _param_view(mean, x.ndim, ax)
+        xp.multiply(dev, dev, out=dev)
+        var = dev.sum(axis=red)
+        var /= x.size // x.shape[ax]
+        del dev
         m = attrs["momentum"]
         # in place: the aux arrays are the executor's / NDArray's storage
         moving_mean *= m
@@ -124,17 +129,30 @@ def _bn_backward(ctx, attrs, inputs, outputs, aux):
     red = tuple(a for a in range(x.ndim) if a != ax)
     m = x.size // x.shape[ax]
     dyw = _work(dy)
-    xhat = (_work(x) - _param_view(mean, x.ndim, ax)) * _param_view(invstd, x.ndim, ax)
     g = xp.ones_like(gamma) if attrs["fix_gamma"] else gamma
+    view = lambda v: _param_view(v, x.ndim, ax)  # noqa: E731
+    centered = _work(x) - view(mean)        # the one full-size temporary
     sum_dy = dyw.sum(axis=red)
-    sum_dy_xhat = (dyw * xhat).sum(axis=red)
-    if _backward_batch_mode(attrs):
-        k = _param_view(g * invstd / m, x.ndim, ax)
-        dx[...] = k * (m * dyw - _param_view(sum_dy, x.ndim, ax) - xhat * _param_view(sum_dy_xhat, x.ndim, ax))
-    else:
-        dx[...] = dyw * _param_view(g * invstd, x.ndim, ax)
+    prod = dyw * centered
+    sum_dy_xhat = prod.sum(axis=red) * invstd
+    del prod
+    # parameter gradients first: dx may share out_grad's buffer (inplace option)
     dgamma[...] = 0 if attrs["fix_gamma"] else sum_dy_xhat
     dbeta[...] = sum_dy
+    gs = g * invstd
+    if _backward_batch_mode(attrs):
+        # dx = g*invstd/m * (m*dy - sum(dy) - xhat*sum(dy*xhat)), as per-channel a*dy + b*(x-mean) + c
+        # in place (a few passes, no further temporaries)
+        xp.multiply(centered, view(-(gs / m) * invstd * sum_dy_xhat).astype(centered.dtype, copy=False),
+                    out=centered)
+        centered += view(-(gs / m) * sum_dy).astype(centered.dtype, copy=False)
+        if dx.dtype == dyw.dtype:
+            xp.multiply(dyw, view(gs).astype(dyw.dtype, copy=False), out=dx)
+            dx += centered
+        else:
+            dx[...] = dyw * view(gs) + centered
+    else:
+        dx[...] = dyw * view(gs)
 
 
 register(OpDef(
