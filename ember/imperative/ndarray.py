@@ -138,8 +138,11 @@ class NDArray:
     # -- synchronisation and reading --------------------------------------------------
     def wait_to_read(self) -> None:
         """Block until every pending write to this array is done; re-raise its error."""
-        self._chunk.check()
-        engine.wait(self._chunk.var)
+        chunk = self._c
+        if chunk is None:  # a fresh tiny-op output: an op pending on it, or its error, would need a chunk
+            return
+        chunk.check()
+        engine.wait(chunk.var)
 
     wait_to_write = wait_to_read
 
