@@ -39,7 +39,7 @@ _CACHES: list = []     # every plan cache (emptied when the registry changes)
 _KERNEL_PLANS: dict = {}
 _CACHES.append(_KERNEL_PLANS)
 # the engine-wide idle claim (run_in_caller's first way), taken inline by the operators' common case
-_claim_idle, _release_idle, _E, _NULL = _engine._claim_idle, _engine._release_idle, _engine._E, _engine._NULL
+_claim_idle, _release_idle_ok, _E = _engine._claim_idle, _engine._release_idle_ok, _engine._E
 _empty = np.empty
 _is_training = autograd_state.is_training
 _is_recording = autograd_state.is_recording
@@ -123,7 +123,7 @@ def operator(array_op: Optional[str], scalar_op: str, in_place: bool = False) ->
                 call(x, y, data)
         except BaseException as exc:  # noqa: BLE001 - recorded on what the op writes
             return _idle_failed(exc, name, lhs if in_place else _fresh(plan.shape, plan.dtype, plan.sig, ctx))
-        _release_idle(_E, _NULL, 0, 0)
+        _release_idle_ok(_E)
         if in_place:
             return lhs
         result = NDArray(data, None)  # its chunk is made if ever needed

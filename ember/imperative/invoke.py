@@ -34,7 +34,7 @@ INLINE_MAX_ELEMENTS = 1 << 14  # ops with outputs up to this many elements may r
 _get_op = registry.get
 _push = engine.push
 _run_in_caller = _engine.run_in_caller
-_claim_idle, _release_idle, _E, _NULL = _engine._claim_idle, _engine._release_idle, _engine._E, _engine._NULL
+_claim_idle, _release_idle_ok, _E = _engine._claim_idle, _engine._release_idle_ok, _engine._E
 
 
 def invoke(op, inputs: Sequence[NDArray], attrs: Optional[Dict[str, Any]] = None, out=None,
@@ -259,7 +259,7 @@ def execute(fn: Callable, args: tuple, name: str, size: int, deps: Callable, ctx
             except BaseException as exc:  # noqa: BLE001 - recorded on what it writes, raised at their wait
                 _engine._run_idle(_raise, (exc,), name, deps)
                 return
-            _release_idle(_E, _NULL, 0, 0)
+            _release_idle_ok(_E)
             return
         if _run_in_caller(fn, args, name, deps):
             return
