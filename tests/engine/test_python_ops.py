@@ -142,3 +142,34 @@ def test_ops_continued_on_a_worker_have_true_profiler_entries():
         assert end - start >= 400_000, f"{end - start} ns"
     for (_, end), (start, _) in zip(spans, spans[1:]):
         assert start >= end  # a chain: never two at once
+
+
+def test_ops_in_caller_on_one_thread_and_worker_sessions_on_others_never_deadlock():
+    # A thread running ops under the idle claim (they need the GIL) while Python ops pushed by this
+    # thread run in worker sessions (which hold the GIL): sessions end, or never start, while a
+    # claim is held elsewhere, and pushes keep the GIL only for the push itself.
+    mine, theirs = [0], [0]
+    stop = threading.Event()
+    v_theirs = engine.Var()
+
+    def other_thread():
+        while not stop.is_set():
+            if not core.run_in_caller(lambda: theirs.__setitem__(0, theirs[0] + 1), (), "claimed",
+                                      lambda: ((), (v_theirs,), ())):
+                engine.push(lambda: theirs.__setitem__(0, theirs[0] + 1), write=[v_theirs], name="pushed")
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    try:
+        vs = [engine.Var() for _ in range(8)]
+        for i in range(20_000):
+            engine.push(lambda: mine.__setitem__(0, mine[0] + 1), write=[vs[i % 8]], name="mine")
+            if i % 1000 == 0:
+                engine.wait_all(timeout=30)
+        engine.wait_all(timeout=30)
+    finally:
+        stop.set()
+        t.join(30)
+    assert not t.is_alive()
+    engine.wait_all(timeout=30)
+    assert mine[0] == 20_000 and theirs[0] > 0
