@@ -125,6 +125,10 @@ def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool
     if ls == "csr" and rs in ("default", "row_sparse"):
         if lhs.ndim != 2 or rhs.ndim != 2:
             return None
+        if rs == "default" and not transpose_a and (forward_stype or "default") == "default":
+            fast = _csr_times_dense(lhs, rhs, transpose_b)
+            if fast is not None:
+                return _as_stype(fast, "default", lhs.context)
         a = _scipy_csr_view(lhs)
         b = _read_view(rhs) if rs == "default" else rhs.asnumpy()
         if transpose_b:
@@ -153,6 +157,33 @@ def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool
         out_stype = forward_stype or ("default" if transpose_b else "csr")
         return _as_stype(result, out_stype, lhs.context)
     return None
+
+
+def _csr_times_dense(lhs: CSRNDArray, rhs: NDArray, transpose_b: bool) -> Optional[np.ndarray]:
+    """csr . dense computed by scipy's own CSR kernel (`csr_matvecs`, what `csr @ dense` runs) on
+    views of the components, without building a scipy matrix (its constructor costs tens of
+    microseconds, more than the product of a small matrix); None where that kernel does not apply
+    (mixed dtypes, other index types, no such kernel in this scipy), and the general path runs."""
+    try:
+        from scipy.sparse import _sparsetools
+        kernel = _sparsetools.csr_matvecs
+    except (ImportError, AttributeError):
+        return None
+    indptr_nd, indices_nd = lhs._aux
+    dt = lhs._data.dtype
+    if rhs._data.dtype != dt or dt.kind != "f" or indptr_nd._data.dtype != indices_nd._data.dtype:
+        return None
+    b = _read_view(rhs)
+    if transpose_b:
+        b = b.T
+    rows, cols = lhs.shape
+    if cols != b.shape[0]:
+        raise MXNetError(f"dot: shape mismatch, lhs {lhs.shape} and rhs{'.T' if transpose_b else ''} {b.shape}")
+    b = np.ascontiguousarray(b)
+    result = np.zeros((rows, b.shape[1]), dtype=dt)
+    kernel(rows, cols, b.shape[1], _read_view(indptr_nd), _read_view(indices_nd), _read_view(lhs), b.ravel(),
+           result.ravel())
+    return result
 
 
 def _as_stype(dense: np.ndarray, stype: str, ctx) -> NDArray:

@@ -501,3 +501,21 @@ def test_assigning_a_sparse_array_into_a_dense_one_writes_its_dense_values(rng, 
     np.testing.assert_array_equal(target.asnumpy(), dense)
     target[1:3] = mx.nd.array(dense[:2]).tostype(stype)
     np.testing.assert_array_equal(target.asnumpy()[1:3], dense[:2])
+
+
+@pytest.mark.parametrize("transpose_b", [False, True])
+@pytest.mark.parametrize("rhs_dtype", ["float32", "float64"])
+def test_csr_dot_dense_kernel_paths_match_scipy(rng, transpose_b, rhs_dtype):
+    # same-dtype operands take scipy's CSR kernel directly, mixed ones the matrix product: equal either way
+    a = spsp.random(9, 6, density=0.3, format="csr", dtype=np.float32, random_state=1)
+    b = rng.standard_normal((6, 4)).astype(rhs_dtype)
+    rhs = mx.nd.array(b.T.copy() if transpose_b else b, dtype=rhs_dtype)
+    lhs = mx.nd.sparse.csr_matrix(a)
+    got = mx.nd.sparse.dot(lhs, rhs, transpose_b=transpose_b)
+    assert got.stype == "default" and got.dtype == np.result_type(np.float32, rhs_dtype)
+    np.testing.assert_allclose(got.asnumpy(), a.toarray().astype(np.float64) @ b, rtol=1e-5, atol=1e-6)
+    got[:] = 0  # the result owns its memory: writing it leaves the operands alone
+    np.testing.assert_array_equal(lhs.asnumpy(), a.toarray())
+    np.testing.assert_array_equal(rhs.asnumpy(), b.T if transpose_b else b)
+    with pytest.raises(MXNetError, match="shape mismatch"):
+        mx.nd.sparse.dot(lhs, mx.nd.ones((5, 4)))
