@@ -672,12 +672,43 @@ def _index_shape(shape, key):
     return dummy[plain(key)].shape
 
 
+def _bool_mask(self, key):
+    """(mask lifted to self's rank, whether it covers every axis) for a bool-array key, else None."""
+    if not (isinstance(key, NDArray) and _np.dtype(key.dtype) == _BOOL):
+        return None
+    if tuple(key.shape) == tuple(self.shape):
+        return key, True
+    if key.ndim >= 1 and tuple(key.shape) == tuple(self.shape[:key.ndim]):
+        return key, False
+    raise IndexError(f"boolean index of shape {key.shape} does not match the indexed array of shape {self.shape}")
+
+
 def _getitem(self, key):
+    mask = _bool_mask(self, key)
+    if mask is not None:  # x[mask]: the selected elements (or leading-axis slices) via _contrib_boolean_mask
+        from ..ndarray.legacy_helpers import boolean_mask
+        key = mask[0]
+        lead = int(_np.prod(key.shape))
+        data = reshape(self, (lead,) + tuple(self.shape[key.ndim:]))
+        return _as_np(boolean_mask(data, reshape(key, (lead,)), axis=0))
     result = NDArray.__getitem__(self, key)
     want = _index_shape(self.shape, key)
     if tuple(result.shape) != want and int(_np.prod(want)) == result.size:
         return _np_reshape(result, want)  # e.g. x[i] of a vector is 0-d, as numpy
     return _as_np(result)
+
+
+def _setitem(self, key, value):
+    mask = _bool_mask(self, key)
+    if mask is None:
+        return NDArray.__setitem__(self, key, value)
+    # x[mask] = scalar or a value broadcastable to x: x = where(mask, value, x), written in place
+    key = mask[0]
+    lifted = _np_reshape(key, tuple(key.shape) + (1,) * (self.ndim - key.ndim))
+    if not _is_scalar(value):  # an array broadcastable to x (numpy's value-per-selected-element form is not)
+        value = broadcast_to(_cast(asarray(value), self.dtype), self.shape)
+    new_values = where(broadcast_to(lifted, self.shape), value, self)
+    NDArray.__setitem__(self, slice(None), _cast(new_values, self.dtype))
 
 
 def _install_methods() -> None:
@@ -701,6 +732,7 @@ def _install_methods() -> None:
     ndarray.__matmul__ = lambda self, other: matmul(self, other)
     ndarray.__rmatmul__ = lambda self, other: matmul(other, self)
     ndarray.__getitem__ = _getitem
+    ndarray.__setitem__ = _setitem
     for name, fn in (("sum", sum), ("prod", prod), ("mean", mean), ("max", max), ("min", min), ("std", std),
                      ("var", var), ("argmax", argmax), ("argmin", argmin), ("all", all), ("any", any),
                      ("cumsum", cumsum), ("dot", dot), ("clip", clip), ("squeeze", squeeze), ("ravel", ravel),

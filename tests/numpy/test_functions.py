@@ -275,3 +275,25 @@ def test_np_shape_switches():
     finally:
         mx.set_np_shape(prev)
     assert not mx.npx.is_np_array()
+
+
+def test_boolean_mask_indexing_and_assignment():
+    a = onp.arange(12, dtype=onp.float32).reshape(3, 4) - 5
+    x = np.array(a)
+    _same(x[x > 0], a[a > 0])
+    rows = onp.array([True, False, True])
+    _same(x[np.array(rows, dtype="bool")], a[rows])
+    y = np.array(a)
+    y.attach_grad()
+    with mx.autograd.record():
+        z = np.sum(y[y > 2] * 2.0)
+    z.backward()
+    onp.testing.assert_array_equal(y.grad.asnumpy(), onp.where(a > 2, 2.0, 0.0))
+    x[x < 0] = 0
+    onp.testing.assert_array_equal(x.asnumpy(), onp.maximum(a, 0))
+    x[np.array(rows, dtype="bool")] = np.array([9.0, 8, 7, 6])
+    want = onp.maximum(a, 0)
+    want[rows] = [9, 8, 7, 6]
+    onp.testing.assert_array_equal(x.asnumpy(), want)
+    with pytest.raises(IndexError, match="boolean index"):
+        x[np.array([True, False], dtype="bool")]
