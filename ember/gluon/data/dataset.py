@@ -133,7 +133,7 @@ class ArrayDataset(Dataset):
     def __getitem__(self, idx):
         if len(self._data) == 1:
             return self._data[0][idx]
-        return tuple(data[idx] for data in self._data)
+        return tuple([data[idx] for data in self._data])  # a list first: no generator per sample
 
     def __len__(self):
         return self._length
