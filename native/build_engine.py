@@ -62,6 +62,8 @@ int ember_py_push(ember_engine *e, intptr_t id, ember_var *const *vars, int nrea
 int ember_py_install(ember_engine *e);
 """
 GLUE = r"""
+#include <pthread.h>
+
 static int ember_py_run(intptr_t id, ember_opr *op);
 int ember_py_op(void *ctx, ember_opr *op) { return ember_py_run((intptr_t)ctx, op); }
 int ember_py_push(ember_engine *e, intptr_t id, ember_var *const *vars, int nread, int nwrite,
@@ -103,17 +105,38 @@ static int pyfn_call(PyObject *fn, ember_opr *op) {
 }
 
 /* PyGILState_Ensure in a thread Python did not start makes a thread state, and the matching
- * Release destroys it: microseconds per op.  A worker keeps its thread state instead (one Ensure
- * it never releases; cffi's callbacks do the same), so later Ensures only take the GIL. */
-static _Thread_local int pyfn_tstate_kept;
+ * Release destroys it: microseconds per op.  Such a thread (a worker) keeps its thread state
+ * instead (one Ensure it releases only when the thread exits; cffi's callbacks do the same), so
+ * later Ensures only take the GIL. */
+static _Thread_local int pyfn_thread_seen;
+static pthread_key_t pyfn_exit_key;
+static pthread_once_t pyfn_exit_once = PTHREAD_ONCE_INIT;
+
+/* At the exit of such a thread (glibc has already cleared Python's own thread-local pointer to the
+ * thread state then, so PyGILState_* cannot be used): free the kept thread state. */
+static void pyfn_thread_exit(void *tstate) {
+    if (!Py_IsInitialized()) return; /* the interpreter is gone, and its thread states with it */
+    PyThreadState *ts = tstate;
+    PyEval_RestoreThread(ts);
+    PyThreadState_Clear(ts);
+    (void)PyEval_SaveThread();
+    PyThreadState_Delete(ts);
+}
+
+static void pyfn_exit_key_make(void) { (void)pthread_key_create(&pyfn_exit_key, pyfn_thread_exit); }
 
 static PyGILState_STATE pyfn_gil(void) {
-    PyGILState_STATE g = PyGILState_Ensure();
-    if (!pyfn_tstate_kept) {
-        pyfn_tstate_kept = 1;
-        (void)PyGILState_Ensure();
+    if (!pyfn_thread_seen) {
+        pyfn_thread_seen = 1;
+        if (!PyGILState_GetThisThreadState()) {
+            PyGILState_STATE g = PyGILState_Ensure();
+            (void)PyGILState_Ensure();
+            pthread_once(&pyfn_exit_once, pyfn_exit_key_make);
+            pthread_setspecific(pyfn_exit_key, PyGILState_GetThisThreadState());
+            return g;
+        }
     }
-    return g;
+    return PyGILState_Ensure();
 }
 
 static int ember_py_fn_op(void *ctx, ember_opr *op) {
