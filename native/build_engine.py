@@ -240,14 +240,31 @@ static PyObject *pyfn_bind(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* claim_idle() -> bool and release_idle_ok(): ember_claim_idle / ember_release_idle_ok for the
+ * tiny-op path, keeping the GIL (neither ever blocks): no argument conversion, no GIL hand-off. */
+static PyObject *pyfn_claim_idle(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(pyfn_engine && ember_claim_idle(pyfn_engine));
+}
+
+static PyObject *pyfn_release_idle_ok(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    if (pyfn_engine) ember_release_idle_ok(pyfn_engine);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef pyfn_methods[] = {
+    {"claim_idle", pyfn_claim_idle, METH_NOARGS, "ember_claim_idle (GIL kept)"},
+    {"release_idle_ok", pyfn_release_idle_ok, METH_NOARGS, "ember_release_idle_ok (GIL kept)"},
     {"push_fn", pyfn_push_vars, METH_VARARGS, "push a Python op (GIL kept)"},
     {"push_fn_handles", pyfn_push_handles, METH_VARARGS, "push a Python op on var handles (GIL kept)"},
     {"bind_fn_ops", pyfn_bind, METH_VARARGS, "set the var and attrs types and the error callback"},
     {NULL, NULL, 0, NULL},
 };
 
-/* Adds push_fn, push_fn_handles and bind_fn_ops to the module ember.engine._native and makes e
+/* Adds the functions above to the module ember.engine._native and makes e
  * run these ops in GIL sessions (set here, in C: from Python, cffi would hand the engine the address
  * of its own wrapper of ember_py_fn_op, never the one the ops are pushed with): 0 or -1. */
 int ember_py_install(ember_engine *e) {

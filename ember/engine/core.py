@@ -238,6 +238,10 @@ if lib.ember_py_install(_E) != 0:
 _native.bind_fn_ops(ffi.typeof("ember_var *"), ffi.typeof("ember_op_attrs *"), _fn_op_failed)
 _push_fn = _native.push_fn
 _push_fn_handles = _native.push_fn_handles
+# The idle claim without a cffi call (neither function blocks, so they keep the GIL): no argument
+# conversion, no GIL hand-off.  idle_claim() -> bool, idle_release_ok(); for the tiny-op path too.
+idle_claim = _native.claim_idle
+idle_release_ok = _native.release_idle_ok
 
 
 def _queue_for(device, prop: str) -> int:
@@ -315,7 +319,7 @@ def _push_now(fn, read, write, priority, device, name, prop, inline, on_error=Fa
         attrs = (_plain(name) if queue == 0 and priority == 0 and not mem_bytes
                  else op_attrs(queue, priority, 0, 0, name, mem_bytes))
         if inline:
-            if _claim_idle(_E):
+            if idle_claim():
                 _run_idle(fn, (), name, None, vs, nr)
                 return
             if _run_claimed(fn, (), name, vs, nr, attrs, ()):
@@ -398,7 +402,7 @@ def run_in_caller(fn: Callable, args: tuple, name: Optional[str], deps) -> bool:
     """
     if bulk_threads and (getattr(_tls, "bulk", None) is not None or recorder is not None):
         return False
-    if _claim_idle(_E):
+    if idle_claim():
         _run_idle(fn, args, name, deps)
         return True
     reads, writes, fresh = deps()
@@ -424,7 +428,7 @@ def _run_idle(fn, args, name, deps, vs=None, nr=0) -> None:
         if _naive[0]:
             _errors.raise_for(eid)
         return
-    _release_idle_ok(_E)
+    idle_release_ok()
 
 
 def _run_claimed(fn, args, name, vs, nr, attrs, fresh) -> bool:
