@@ -18,7 +18,7 @@ from .. import engine
 from ..base import FormatError
 from ..optimizer import state_file
 from . import arrays, jobdir, mpienv
-from .dist_sync import _DistBase, _raiser
+from .dist_sync import _DistBase, _raiser, dense_values
 from .errors import KVStoreError, KVStoreTimeoutError
 from .keys import stable_hash
 from .local import Entry, _unique_vars
@@ -151,6 +151,19 @@ class DistAsyncKVStore(_DistBase):
         self._call(task)
 
     # ----------------------------------------------------------------- push / pull
+    def push(self, key, value, priority: int = 0) -> None:
+        """Push value(s) to the keys' servers; a row_sparse value goes as its dense values (the
+        servers hold dense weights and run the standard update on them)."""
+        super().push(key, dense_values(value), priority)
+
+    def _sparse_source(self, entry: Entry):
+        """The key's current value for sparse outputs (pull(ignore_sparse=False), row_sparse_pull):
+        fetched from its server, which holds the only up-to-date copy."""
+        current = entry.nd_type._wrap(np.zeros(entry.shape, entry.dtype), engine.Var(name="kvstore_sparse_pull"),
+                                      entry.ctx)
+        self._pull_entries([(entry, [current])], 0)
+        return current
+
     def _push_entries(self, checked, priority: int) -> None:
         if not self._servers_have_updater:
             raise KVStoreError("dist_async applies the optimizer on the servers: call "

@@ -207,6 +207,7 @@ class DistSyncKVStore(_DistBase):
 
     def push(self, key, value, priority: int = 0) -> None:
         """Push value(s) into key(s): summed over local devices, then allreduced over the workers."""
+        value = dense_values(value)
         target = self._lone_key(key, value)
         if target is not None:  # one key, one array: straight to the per-key op
             self._direct(target, value, None, priority)
@@ -309,6 +310,9 @@ class DistSyncKVStore(_DistBase):
         engine op and one allreduce straight into the output (in place when the output is the
         value), after which the store copies the result: one memory pass fewer than push + pull,
         and the store still holds the sum when the caller later overwrites the output."""
+        if out is None and dense_values(value) is not value:
+            raise KVStoreError("pushpull of row_sparse values needs `out` (the sum is dense over the workers)")
+        value = dense_values(value)
         target = self._lone_key(key, value, out if out is not None else value)
         if target is not None:  # one key, one array each (Gluon's per-parameter calls): no planning
             self._direct(target, value, value if out is None else out, priority)
@@ -641,6 +645,20 @@ def _as_list(values):
 def _flat_arrays(values) -> bool:
     """A list of NDArrays, one per key (not lists of per-device values)."""
     return isinstance(values, (list, tuple)) and all(_is_array(v) for v in values)
+
+
+def dense_values(value):
+    """`value` (an array, or nested lists of arrays) with sparse arrays replaced by dense copies.
+
+    The dist stores sum dense buffers over MPI: a row_sparse gradient takes part as its dense
+    values (the sum over workers is the same as MXNet's sparse merge); the original object comes
+    back when nothing is sparse."""
+    if isinstance(value, (list, tuple)):
+        converted = [dense_values(v) for v in value]
+        return value if all(c is v for c, v in zip(converted, value)) else type(value)(converted)
+    if getattr(value, "stype", "default") not in ("default", None) and hasattr(value, "tostype"):
+        return value.tostype("default")
+    return value
 
 
 def _raiser(exc: BaseException):
