@@ -711,11 +711,18 @@ def _setitem(self, key, value):
     NDArray.__setitem__(self, slice(None), _cast(new_values, self.dtype))
 
 
+def _operand(other) -> bool:
+    """Whether a Python operator takes `other` (else NotImplemented: `x == None` is False, as numpy)."""
+    return isinstance(other, (NDArray, _np.ndarray, list, tuple)) or _is_scalar(other)
+
+
 def _install_methods() -> None:
     ops = {"add": add, "sub": subtract, "mul": multiply, "truediv": true_divide, "mod": mod, "pow": power}
     for stem, fn in ops.items():
-        setattr(ndarray, f"__{stem}__", lambda self, other, _f=fn: _f(self, other))
-        setattr(ndarray, f"__r{stem}__", lambda self, other, _f=fn: _f(other, self))
+        setattr(ndarray, f"__{stem}__",
+                lambda self, other, _f=fn: _f(self, other) if _operand(other) else NotImplemented)
+        setattr(ndarray, f"__r{stem}__",
+                lambda self, other, _f=fn: _f(other, self) if _operand(other) else NotImplemented)
 
         def inplace(self, other, _f=fn):
             result = _f(self, other)
@@ -727,7 +734,8 @@ def _install_methods() -> None:
         setattr(ndarray, f"__i{stem}__", inplace)
     for stem, fn in (("eq", equal), ("ne", not_equal), ("gt", greater), ("ge", greater_equal), ("lt", less),
                      ("le", less_equal)):
-        setattr(ndarray, f"__{stem}__", lambda self, other, _f=fn: _f(self, other))
+        setattr(ndarray, f"__{stem}__",
+                lambda self, other, _f=fn: _f(self, other) if _operand(other) else NotImplemented)
     ndarray.__hash__ = NDArray.__hash__
     ndarray.__matmul__ = lambda self, other: matmul(self, other)
     ndarray.__rmatmul__ = lambda self, other: matmul(other, self)

@@ -297,3 +297,12 @@ def test_boolean_mask_indexing_and_assignment():
     onp.testing.assert_array_equal(x.asnumpy(), want)
     with pytest.raises(IndexError, match="boolean index"):
         x[np.array([True, False], dtype="bool")]
+
+
+def test_operators_with_other_types():
+    x = np.array([1.0, 2.0])
+    assert (x == None) is False  # noqa: E711 - numpy's answer for an unsupported operand
+    assert (x != "a") is True
+    _same(x + [1, 2], [2.0, 4.0])
+    _same(2 ** x, [2.0, 4.0])
+    assert [float(v) for v in x] == [1.0, 2.0]
