@@ -52,6 +52,12 @@ class ndarray(NDArray):  # noqa: N801 - MXNet's (and numpy's) class name
         return self
 
     @property
+    def grad(self) -> Optional["ndarray"]:
+        """The gradient buffer (attach_grad) as an mx.np.ndarray view of the same storage."""
+        g = NDArray.grad.fget(self)
+        return None if g is None else _as_np(g)
+
+    @property
     def dtype(self) -> _np.dtype:
         """The element type as a numpy.dtype (MXNet's mx.np.ndarray; NDArray gives the scalar type)."""
         return self._data.dtype

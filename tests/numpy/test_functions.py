@@ -229,6 +229,7 @@ def test_autograd_through_numpy_functions():
     with mx.autograd.record():
         y = np.sum(np.exp(x) * 2.0) + np.mean(np.matmul(x, np.array(w)))
     y.backward()
+    assert isinstance(x.grad, np.ndarray)
     want = 2 * onp.exp(a) + onp.broadcast_to(w.sum(1) / 8.0, (2, 3))
     onp.testing.assert_allclose(x.grad.asnumpy(), want, rtol=1e-5)
 
