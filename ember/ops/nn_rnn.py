@@ -13,6 +13,9 @@ gives each sequence's length: steps past it output 0 and leave the states unchan
 reverse direction starts at the last valid step, and the final states are those of the
 last valid step (cuDNN's padded-sequence semantics; MXNet 1.9.1's CPU kernel ignores the
 lengths).
+A hidden last output, `reserve` (MXNet's reserve space; float32 for float16 data), keeps what the
+forward computed for the backward: every step's activated gates and the states around it
+(`_reserve_pieces`), so `_backward_RNN` runs BPTT without recomputing the forward.
 """
 from __future__ import annotations
 
@@ -383,11 +386,11 @@ def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, mask
     before, after, _, _ = _seq_views(res["hseq"], t_len, reverse)
     dax = xp.empty((t_len, n, _GATES[mode] * hdim), dtype=x.dtype)
     dah = xp.empty_like(dax) if mode == "gru" else dax
-    dh = dh.copy()
+    dh = dh.astype(x.dtype)   # a copy, in the reserve's dtype
     steps = range(t_len) if reverse else range(t_len - 1, -1, -1)
     carry_h = xp.empty_like(dh) if masks is not None else None
     if mode == "lstm":
-        dc = dc.copy()
+        dc = dc.astype(x.dtype)
         c_before, c_after, _, _ = _seq_views(res["cseq"], t_len, reverse)
         cnew, tc, hfull = res.get("cnew", c_after), res["tc"], res.get("hfull")
         i_g, f_g, g_g, o_g = gates[:, 0], gates[:, 1], gates[:, 2], gates[:, 3]
