@@ -331,6 +331,11 @@ def _dot_kernel(inputs, attrs):
                attrs.get("forward_stype"))
 
 
+def _retain_kernel(inputs, attrs):
+    data, indices = inputs
+    return retain(data, indices) if isinstance(data, RowSparseNDArray) else None
+
+
 def _zeros_like_kernel(inputs, attrs):
     x = inputs[0]
     return sparse_zeros(x.stype, x.shape, x.context, x.dtype) if isinstance(x, BaseSparseNDArray) else None
@@ -354,6 +359,7 @@ ZERO_PRESERVING_UNARY = (
 
 SPARSE_KERNELS: Dict[str, Callable] = {
     "dot": _dot_kernel,
+    "_sparse_retain": _retain_kernel,
     "take": _take_kernel,
     "slice": _slice_kernel,
     "cast_storage": _cast_storage_kernel,

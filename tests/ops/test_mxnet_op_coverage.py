@@ -37,7 +37,7 @@ PRESENT = [
     ("contrib", "interleaved_matmul_encdec_qk", True, True),
     ("contrib", "interleaved_matmul_encdec_valatt", True, True),
     ("random", "negative_binomial", True, True), ("random", "generalized_negative_binomial", True, True),
-    ("random", "shuffle", True, True),
+    ("random", "shuffle", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
 ] + [("image", n, True, True) for n in (
     "to_tensor", "normalize", "resize", "crop", "flip_left_right", "flip_top_bottom", "random_flip_left_right",
     "random_flip_top_bottom", "random_brightness", "random_contrast", "random_saturation", "random_hue",
@@ -152,6 +152,8 @@ def _cases():
     yield "contrib.interleaved_matmul_encdec_valatt", \
         s.contrib.interleaved_matmul_encdec_valatt(V("kv"), V("att"), heads=2), \
         {"kv": _u(4, 2, 8), "att": _u(4, 3, 4)}, {}
+    yield "sparse.retain", s.sparse.retain(data=V("d"), indices=V("i")), \
+        {"d": _u(5, 3), "i": np.array([3.0, 0])}, {"grad_nodes": ["d"]}
     yield "random_pdf_normal", s.random_pdf_normal(V("x"), V("mu"), V("sigma")), \
         {"x": _u(2, 3), "mu": _u(2), "sigma": _u(2, lo=0.5, hi=1.5)}, {}
     yield "random_pdf_gamma", s.random_pdf_gamma(V("x"), V("alpha"), V("beta")), \
@@ -224,3 +226,17 @@ def test_boolean_mask_is_a_symbol_with_an_unknown_length():
         y.infer_shape_partial(d=(3, 2), i=(2,))
     with pytest.raises(ShapeError, match="index must be 1-D"):
         mx.nd.contrib.boolean_mask(mx.nd.ones((3, 2)), mx.nd.ones((3, 1)))
+
+
+def test_sparse_retain_keeps_row_sparse_storage_imperatively_and_zeroes_other_rows_densely():
+    x = _u(5, 3)
+    rsp = mx.nd.array(x).tostype("row_sparse")
+    kept = mx.nd.sparse.retain(rsp, indices=mx.nd.array([0, 3], dtype="int64"))
+    assert kept.stype == "row_sparse" and kept.indices.asnumpy().tolist() == [0, 3]
+    want = np.zeros_like(x)
+    want[[0, 3]] = x[[0, 3]]
+    np.testing.assert_allclose(kept.asnumpy(), want, rtol=1e-6)
+    y = mx.sym.sparse.retain(data=mx.sym.var("d"), indices=mx.sym.var("i"))
+    ex = y.simple_bind(mx.cpu(), d=(5, 3), i=(2,))
+    ex.forward(d=mx.nd.array(x), i=mx.nd.array([0, 3]))
+    np.testing.assert_allclose(ex.outputs[0].asnumpy(), want, rtol=1e-6)
