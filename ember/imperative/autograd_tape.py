@@ -134,7 +134,11 @@ def run_backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Optiona
             into = getattr(opdef, "gradient_into", None) if direct else None
             if into is not None:
                 dests = [direct.get(_key(x._ag)) if isinstance(x._ag, state.Leaf) else None for x in node.inputs]
-                in_grads = into(F, node.attrs, list(node.inputs), outputs, out_grads, dests)
+                if getattr(into, "takes_needed", False):
+                    needed = [x._ag is not None for x in node.inputs]
+                    in_grads = into(F, node.attrs, list(node.inputs), outputs, out_grads, dests, needed=needed)
+                else:
+                    in_grads = into(F, node.attrs, list(node.inputs), outputs, out_grads, dests)
             elif getattr(opdef.gradient, "takes_needed", False):  # may skip inputs outside the graph
                 needed = [x._ag is not None for x in node.inputs]
                 in_grads = opdef.gradient(F, node.attrs, list(node.inputs), outputs, out_grads, needed=needed)

@@ -131,15 +131,39 @@ def _gradient(F, attrs, inputs, outputs, out_grads, needed=None):
     return [next(it) if w else None for w in wanted]
 
 
+def _writable(dest, arr) -> bool:
+    return dest is not None and dest.grad_req == "write" and dest.grad.shape == arr.shape \
+        and dest.grad.dtype == arr.dtype
+
+
+def _gradient_into(F, attrs, inputs, outputs, out_grads, dests, needed=None):
+    """Autograd's direct form: when the weight's (and bias's) variable takes the gradient by
+    'write', the backward op writes into their `.grad` buffers (MXNet's req=write into the
+    variable's buffer), instead of a fresh array that backward() would copy there."""
+    targets = dests[1:len(inputs)]
+    if not all(_writable(d, a) for d, a in zip(targets, inputs[1:])):
+        return _gradient(F, attrs, inputs, outputs, out_grads, needed)
+    from ..imperative.autograd_tape import WRITTEN  # imported here: the tape imports the ops
+    skip = needed is not None and not needed[0]
+    outs = [d.grad for d in targets]
+    if not skip:
+        x = inputs[0]
+        outs.insert(0, F.empty(x.shape, ctx=x.context, dtype=x.dtype))
+    F._backward_FullyConnected(out_grads[0], inputs[0], inputs[1], out=outs, **dict(attrs, no_data_grad=skip))
+    return [None if skip else outs[0]] + [WRITTEN] * len(targets)
+
+
 # the gradient pass and the autograd tape pass `needed=` to gradient functions marked so
 _gradient.takes_needed = True
+_gradient_into.takes_needed = True
 
 
-register(OpDef(
+_FC = register(OpDef(
     name="FullyConnected", attrs=_ATTRS, inputs=_inputs, outputs=["output"],
     infer_shape=_infer_shape, infer_shape_backward=_infer_backward, infer_type=_infer_type, kernels={"any": _forward},
     expensive=True, gradient=_gradient,
     doc="Fully connected layer: output = dot(data, weight.T) + bias."))
+_FC.gradient_into = _gradient_into  # offered by autograd's backward (see autograd_tape.WRITTEN)
 
 _BACKWARD_ATTRS = dict(_ATTRS, no_data_grad=Attr("bool", False, doc="skip the data gradient (nobody needs it)"))
 

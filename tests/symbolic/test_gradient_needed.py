@@ -100,3 +100,57 @@ def test_backward_op_without_data_gradient_has_two_or_one_outputs():
     only = mx.nd._backward_FullyConnected(dy, x, w, num_hidden=3, no_bias=True, no_data_grad=True)
     only = only[0] if isinstance(only, (list, tuple)) else only
     np.testing.assert_allclose(only.asnumpy(), dw.asnumpy(), rtol=1e-6)
+
+
+def _fc_case(rng, weight_req, bias_req, attach_data):
+    x, w, b = (mx.nd.array(rng.randn(*s)) for s in ((5, 6), (3, 6), (3,)))
+    dy = rng.randn(5, 3)
+    if attach_data:
+        x.attach_grad()
+    w.attach_grad(grad_req=weight_req)
+    b.attach_grad(grad_req=bias_req)
+    w.grad[:] = 1.0
+    b.grad[:] = 1.0
+    bufs = (w.grad, b.grad)
+    for _ in range(2):  # twice: 'add' accumulates, 'write' overwrites
+        with autograd.record():
+            y = mx.nd.FullyConnected(x, w, b, num_hidden=3)
+        y.backward(mx.nd.array(dy))
+    xn, wn = x.asnumpy(), w.asnumpy()
+    return x, w, b, bufs, dy.T @ xn, dy.sum(0), dy @ wn
+
+
+def test_autograd_writes_fully_connected_gradients_into_the_variables_buffers():
+    rng = np.random.RandomState(3)
+    for attach_data in (False, True):
+        x, w, b, bufs, dw, db, dx = _fc_case(rng, "write", "write", attach_data)
+        assert w.grad is bufs[0] and b.grad is bufs[1]
+        np.testing.assert_allclose(w.grad.asnumpy(), dw, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(b.grad.asnumpy(), db, rtol=1e-5, atol=1e-6)
+        if attach_data:
+            np.testing.assert_allclose(x.grad.asnumpy(), dx, rtol=1e-5, atol=1e-6)
+
+
+def test_autograd_fully_connected_add_and_mixed_grad_reqs():
+    rng = np.random.RandomState(4)
+    x, w, b, _, dw, db, _ = _fc_case(rng, "add", "write", False)
+    np.testing.assert_allclose(w.grad.asnumpy(), 1 + 2 * dw, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(b.grad.asnumpy(), db, rtol=1e-5, atol=1e-6)
+    x, w, b, _, dw, db, _ = _fc_case(rng, "write", "add", True)
+    np.testing.assert_allclose(w.grad.asnumpy(), dw, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(b.grad.asnumpy(), 1 + 2 * db, rtol=1e-5, atol=1e-5)
+
+
+def test_a_weight_used_twice_sums_both_gradients():
+    rng = np.random.RandomState(5)
+    x, w = mx.nd.array(rng.randn(4, 3)), mx.nd.array(rng.randn(3, 3))
+    w.attach_grad()
+    with autograd.record():
+        h = mx.nd.FullyConnected(x, w, num_hidden=3, no_bias=True)
+        y = mx.nd.FullyConnected(h, w, num_hidden=3, no_bias=True)
+    y.backward(mx.nd.ones((4, 3)))
+    xn, wn = x.asnumpy(), w.asnumpy()
+    hn = xn @ wn.T
+    dy = np.ones((4, 3))
+    want = dy.T @ hn + (dy @ wn).T @ xn
+    np.testing.assert_allclose(w.grad.asnumpy(), want, rtol=1e-4, atol=1e-5)
