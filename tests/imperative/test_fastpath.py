@@ -461,6 +461,8 @@ def test_fresh_outputs_get_a_chunk_only_when_something_needs_one():
     e._free()
     with pytest.raises(mx.base.FreedArrayError):
         e + 1.0
+    if engine.engine_type() == "NaiveEngine":  # (its push runs the op at once: nothing stays pending)
+        return
     gate = threading.Event()
     engine.push(lambda: gate.wait(10), write=[a.var], name="held")
     try:
