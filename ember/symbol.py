@@ -13,7 +13,7 @@ from .symbolic.naming import AttrScope, NameManager, Prefix  # noqa: F401
 from .symbolic.symbol import Group, Symbol, Variable, make_op_function, var  # noqa: F401
 from .symbolic import legacy_helpers as _legacy
 from .symbolic import random_helpers as _random_helpers
-from .symbolic.legacy_helpers import histogram, linspace, split_v2  # noqa: F401
+from .symbolic.legacy_helpers import eye, histogram, linspace, split_v2  # noqa: F401
 
 
 class _PrefixedNamespace:

@@ -1,4 +1,4 @@
-"""MXNet 1.x's Python-level `mx.sym` helpers over registry operators: linspace, histogram and
+"""MXNet 1.x's Python-level `mx.sym` helpers over registry operators: linspace, eye, histogram and
 split_v2 (MXNet defines them in python/mxnet/symbol/symbol.py)."""
 from __future__ import annotations
 
@@ -11,6 +11,11 @@ def linspace(start: float, stop: float, num: int, endpoint: bool = True, name=No
     """Symbol of `num` evenly spaced values over [start, stop]."""
     return make_op_function("_linspace")(start=start, stop=stop, num=num, endpoint=endpoint, name=name,
                                          dtype="float32" if dtype is None else dtype)
+
+
+def eye(N: int, M: int = 0, k: int = 0, dtype=None, **kwargs) -> Symbol:
+    """Symbol of an N x M (M=0: N x N) matrix with ones on the k-th diagonal (float32 by default)."""
+    return make_op_function("_eye")(N=N, M=M, k=k, dtype="float32" if dtype is None else dtype, **kwargs)
 
 
 def histogram(a: Symbol, bins=10, range=None, **kwargs) -> Symbol:  # noqa: A002 (MXNet's name)

@@ -21,7 +21,7 @@ PRESENT = [
     ("", "BilinearSampler", True, True), ("", "split_v2", True, True), ("", "batch_take", True, True),
     ("", "im2col", True, True), ("", "col2im", True, True), ("", "histogram", True, True),
     ("", "multi_all_finite", True, True), ("", "reset_arrays", True, True), ("", "moveaxis", True, False),
-    ("", "linspace", True, True), ("", "onehot_encode", True, False), ("", "choose_element_0index", True, True),
+    ("", "linspace", True, True), ("", "eye", True, True), ("", "onehot_encode", True, False), ("", "choose_element_0index", True, True),
     ("", "fill_element_0index", True, True), ("", "Convolution", True, True), ("", "Deconvolution", True, True),
     ("", "Pooling", True, True), ("", "ravel_multi_index", True, True), ("", "CachedOp", True, False),
     ("contrib", "isnan", True, False), ("contrib", "isinf", True, False), ("contrib", "isfinite", True, False),
@@ -240,3 +240,11 @@ def test_sparse_retain_keeps_row_sparse_storage_imperatively_and_zeroes_other_ro
     ex = y.simple_bind(mx.cpu(), d=(5, 3), i=(2,))
     ex.forward(d=mx.nd.array(x), i=mx.nd.array([0, 3]))
     np.testing.assert_allclose(ex.outputs[0].asnumpy(), want, rtol=1e-6)
+
+
+def test_sym_eye_is_the_eye_operator():
+    y = mx.sym.eye(3, 4, k=1)
+    assert y.name == "_eye0"  # as MXNet names it
+    ex = y.simple_bind(mx.cpu())
+    ex.forward()
+    np.testing.assert_array_equal(ex.outputs[0].asnumpy(), np.eye(3, 4, k=1))
