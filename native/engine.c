@@ -413,7 +413,9 @@ static int64_t policy_key(ember_engine *e, ember_opr *op) {
     switch (atomic_load(&e->policy)) {
     case EMBER_POLICY_MEMORY_AWARE: {
         if (atomic_load(&e->live_hint) < atomic_load(&e->mem_high)) return op->priority;
-        int64_t m = op->mem_bytes > MEM_KEY_MAX ? MEM_KEY_MAX : op->mem_bytes < -MEM_KEY_MAX ? -MEM_KEY_MAX : op->mem_bytes;
+        int64_t m = op->mem_bytes;
+        if (m > MEM_KEY_MAX) m = MEM_KEY_MAX;
+        if (m < -MEM_KEY_MAX) m = -MEM_KEY_MAX;
         return m * 1024 + op->priority;
     }
     case EMBER_POLICY_COMM_FIRST:

@@ -181,7 +181,8 @@ class Workload:
         recorded push time, times `release_scale` (the frontend's pace: recording slows the
         pushing thread down, so a replay of an unrecorded run scales the push times by the
         unrecorded / recorded time the frontend took to push the same ops).  caller=True: ops the
-        recording ran in the pushing thread run there again (on no worker).  Every variable of known size is a buffer (see the class doc).
+        recording ran in the pushing thread run there again (on no worker).  Every variable of
+        known size is a buffer (see the class doc).
         """
         n = len(trace)
         nb = trace.var_nbytes
