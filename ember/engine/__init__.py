@@ -1,7 +1,8 @@
 """ember's dependency engine (native C core, called through cffi).
 
     Var(name=None)                        an engine variable (any resource); .wait(), .delete()
-    push(fn, read, write, priority=0, device=None, name=None, prop='normal', inline=False, on_error=False)
+    push(fn, read, write, priority=0, device=None, name=None, prop='normal', inline=False, on_error=False,
+         mem_bytes=0)
     push_native(c_fn, ctx, read, write, ...)   a C kernel, run without the GIL
     wait(var), wait_all(timeout=None)
     set_policy(name_or_obj), get_policy()
