@@ -282,8 +282,8 @@ def _read_record(r: _Reader, index: int, keep_sparse: bool = False, check_semant
     for i in range(n_aux):
         aux_flag, aux_dtype = _read_dtype(r, f"{what} aux {i}")
         aux_shape = _read_shape(r, f"{what} aux {i} shape", False)
-        if aux_shape is None or aux_dtype.kind not in "iu":
-            raise FormatError(f"corrupt NDArray file: {what} aux {i} must be an integer index array")
+        if aux_shape is None or len(aux_shape) != 1 or aux_dtype.kind not in "iu":
+            raise FormatError(f"corrupt NDArray file: {what} aux {i} must be a 1-D integer index array")
         aux.append((aux_dtype, aux_shape))
     if n_aux == 0:
         return _read_values(r, flag, dtype, shape, what)
