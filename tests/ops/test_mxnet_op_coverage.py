@@ -37,7 +37,7 @@ PRESENT = [
     ("contrib", "interleaved_matmul_encdec_qk", True, True),
     ("contrib", "interleaved_matmul_encdec_valatt", True, True),
     ("random", "negative_binomial", True, True), ("random", "generalized_negative_binomial", True, True),
-    ("random", "shuffle", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
+    ("random", "shuffle", True, True), ("contrib", "round_ste", True, True), ("contrib", "sign_ste", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
 ] + [("image", n, True, True) for n in (
     "to_tensor", "normalize", "resize", "crop", "flip_left_right", "flip_top_bottom", "random_flip_left_right",
     "random_flip_top_bottom", "random_brightness", "random_contrast", "random_saturation", "random_hue",
@@ -248,3 +248,20 @@ def test_sym_eye_is_the_eye_operator():
     ex = y.simple_bind(mx.cpu())
     ex.forward()
     np.testing.assert_array_equal(ex.outputs[0].asnumpy(), np.eye(3, 4, k=1))
+
+
+@pytest.mark.parametrize("name,forward", [("round_ste", lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5)),
+                                          ("sign_ste", np.sign)])
+def test_straight_through_estimators_pass_the_gradient_unchanged(name, forward):
+    x = np.array([-1.5, -0.4, 0.0, 0.5, 2.5], dtype=np.float32)  # halves round away from zero, as MXNet
+    w = np.arange(1.0, 6.0, dtype=np.float32)
+    data = mx.nd.array(x)
+    data.attach_grad()
+    with mx.autograd.record():
+        y = getattr(mx.nd.contrib, name)(data) * mx.nd.array(w)
+    y.backward()
+    np.testing.assert_array_equal(y.asnumpy(), forward(x) * w)
+    np.testing.assert_array_equal(data.grad.asnumpy(), w)
+    inplace = mx.nd.array(x)
+    getattr(mx.nd.contrib, name)(inplace, out=inplace)
+    np.testing.assert_array_equal(inplace.asnumpy(), forward(x))
