@@ -37,7 +37,7 @@ PRESENT = [
     ("contrib", "interleaved_matmul_encdec_qk", True, True),
     ("contrib", "interleaved_matmul_encdec_valatt", True, True),
     ("random", "negative_binomial", True, True), ("random", "generalized_negative_binomial", True, True),
-    ("random", "shuffle", True, True), ("contrib", "round_ste", True, True), ("contrib", "sign_ste", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
+    ("random", "shuffle", True, True), ("contrib", "box_iou", True, True), ("contrib", "round_ste", True, True), ("contrib", "sign_ste", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
 ] + [("image", n, True, True) for n in (
     "to_tensor", "normalize", "resize", "crop", "flip_left_right", "flip_top_bottom", "random_flip_left_right",
     "random_flip_top_bottom", "random_brightness", "random_contrast", "random_saturation", "random_hue",
@@ -265,3 +265,35 @@ def test_straight_through_estimators_pass_the_gradient_unchanged(name, forward):
     inplace = mx.nd.array(x)
     getattr(mx.nd.contrib, name)(inplace, out=inplace)
     np.testing.assert_array_equal(inplace.asnumpy(), forward(x))
+
+
+def _iou_reference(a, b, fmt):
+    """Loop IOU of one box pair, MXNet's rules (negative width/height: area 0; empty union: 0)."""
+    def corners(x):
+        return x if fmt == "corner" else (x[0] - x[2] / 2, x[1] - x[3] / 2, x[0] + x[2] / 2, x[1] + x[3] / 2)
+
+    def area(c):
+        w, h = c[2] - c[0], c[3] - c[1]
+        return 0.0 if w < 0 or h < 0 else w * h
+    ca, cb = corners(a), corners(b)
+    inter = max(min(ca[2], cb[2]) - max(ca[0], cb[0]), 0) * max(min(ca[3], cb[3]) - max(ca[1], cb[1]), 0)
+    union = area(ca) + area(cb) - inter
+    return inter / union if union > 0 else 0.0
+
+
+@pytest.mark.parametrize("fmt", ["corner", "center"])
+def test_box_iou_matches_a_loop_reference(fmt):
+    a = R.uniform(-1, 3, size=(3, 2, 4)).astype(np.float32)
+    b = R.uniform(-1, 3, size=(5, 4)).astype(np.float32)
+    a[0, 0] = 0.0          # a degenerate box
+    b[1] = [2, 2, 0, 0]    # negative extent (corner format)
+    got = mx.nd.contrib.box_iou(mx.nd.array(a), mx.nd.array(b), format=fmt).asnumpy()
+    assert got.shape == (3, 2, 5)
+    want = np.array([[_iou_reference(x, y, fmt) for y in b] for x in a.reshape(-1, 4)]).reshape(3, 2, 5)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    # MXNet's documented example
+    doc = mx.nd.contrib.box_iou(mx.nd.array([[0.5, 0.5, 1.0, 1.0], [0.0, 0.0, 0.5, 0.5]]),
+                                mx.nd.array([[0.25, 0.25, 0.75, 0.75]]))
+    np.testing.assert_allclose(doc.asnumpy(), [[1 / 7], [1 / 7]], rtol=1e-5)
+    y = mx.sym.contrib.box_iou(mx.sym.var("l"), mx.sym.var("r"))
+    assert y.infer_shape(l=(3, 2, 4), r=(5, 4))[1] == [(3, 2, 5)]
