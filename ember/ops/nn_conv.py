@@ -138,6 +138,18 @@ def _pixels(a, groups: int, g: int):
 def _pointwise_forward(xp, x, w, groups: int, out, shift=None) -> None:
     n, f = out.shape[:2]
     fg = f // groups
+    if (shift is not None and groups == 1 and out.flags.c_contiguous and x.shape[1] < f
+            and out.shape[2] * out.shape[3] >= _PER_IMAGE_MIN_PIXELS_1X1):
+        # expanding layers: copying each (smaller) input image next to a row of ones puts the shift
+        # in the GEMM, cheaper than a pass over the (bigger) output (64 -> 256 at 56x56: 3.0 -> 2.2 ms)
+        c, p = x.shape[1], out.shape[2] * out.shape[3]
+        buf = xp.empty((c + 1, p), dtype=out.dtype)
+        buf[c] = 1
+        wm = xp.concatenate([w.reshape(f, c), shift.reshape(f, 1).astype(w.dtype, copy=False)], axis=1)
+        for i in range(n):
+            buf[:c] = x[i].reshape(c, p)
+            xp.matmul(wm, buf, out=out[i].reshape(f, p))
+        return
     if groups == 1 and out.flags.c_contiguous:  # straight into the output's buffer
         xp.matmul(w.reshape(f, -1), _pixels(x, 1, 0), out=out.reshape(n, f, -1))
         if shift is not None:

@@ -67,12 +67,13 @@ def test_conv2d_forward_matches_reference(stride, pad, dilate, groups):
     ((1, 2, 63, 60), (7, 7), (2, 2), (3, 3), (1, 1), False),   # a stem-like strided 7x7
     ((1, 3, 32, 33), (3, 2), (1, 1), (0, 2), (2, 1), True),    # dilated, uneven padding, no pad rows
     ((1, 4, 57, 58), (1, 1), (2, 2), (0, 0), (1, 1), False),   # a strided 1x1 (a subsample + GEMM)
+    ((2, 3, 15, 14), (1, 1), (1, 1), (0, 0), (1, 1), True),    # expanding 1x1 with bias: bias in the GEMM
 ])
 def test_conv2d_large_maps_per_image_path(xs, kernel, stride, pad, dilate, bias):
     x, w, b = rng.standard_normal(xs), rng.standard_normal((5, xs[1]) + kernel), rng.standard_normal(5)
     attrs = dict(kernel=kernel, num_filter=5, stride=stride, pad=pad, dilate=dilate, no_bias=not bias)
     out = run_op("Convolution", [x, w, b] if bias else [x, w], attrs)[0]
-    assert out.shape[2] * out.shape[3] >= 784
+    assert out.shape[2] * out.shape[3] >= (196 if kernel == (1, 1) else 784)
     ref = conv_reference(x, w, stride, pad, dilate, 1) + (b[None, :, None, None] if bias else 0)
     np.testing.assert_allclose(out, ref, rtol=1e-10, atol=1e-10)
 

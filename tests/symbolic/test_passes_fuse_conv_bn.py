@@ -53,14 +53,17 @@ CASES = {
     "grouped_strided": dict(num_group=2, stride=(2, 2), no_bias=False),
     "depthwise": dict(num_group=4, num_filter=4),
     "big_weights": dict(num_filter=40, kernel=(3, 3)),  # weights > output: scale applied to the output
+    "pointwise_expand_large": dict(kernel=(1, 1), pad=(0, 0), num_filter=12),  # shift inside the GEMM
+    "3x3_large_map": dict(no_bias=False),                 # one GEMM per image, shift inside it
 }
+SHAPES = {"big_weights": (1, 4, 3, 3), "pointwise_expand_large": (2, 4, 15, 14), "3x3_large_map": (2, 4, 29, 28)}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("is_train", [False, True])
 def test_fused_forward_equals_unfused(case, is_train, monkeypatch):
     sym = _chain(**CASES[case])
-    shape = (2, 4, 7, 6) if case != "big_weights" else (1, 4, 3, 3)
+    shape = SHAPES.get(case, (2, 4, 7, 6))
     args, aux = _values(sym, shape)
     ex_f, out_f, aux_f = _run(sym, args, aux, True, monkeypatch, is_train)
     ex_u, out_u, aux_u = _run(sym, args, aux, False, monkeypatch, is_train)
