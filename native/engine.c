@@ -123,7 +123,7 @@ static _Thread_local int tl_worker = -1;
 static _Thread_local int tl_inline_owner = 0;
 /* A worker completing an op may keep one op that completion made ready and run it next, without
  * the queue round trip (a chain stays on one thread): only while its queue is empty, so no queued
- * op is passed over (see schedule). */
+ * op is passed over (see dispatch_all). */
 static _Thread_local struct equeue *tl_queue = NULL; /* the queue this thread works for, while completing */
 static _Thread_local ember_opr *tl_next = NULL;
 
@@ -475,7 +475,7 @@ static void complete(ember_engine *e, ember_opr *op);
 
 /* Async ops only start their work (a GPU stream, an MPI request) and finish later through
  * ember_complete, so, as in MXNet, they start in the thread that made them ready instead of
- * queueing behind long compute ops. */
+ * queueing behind long compute ops (as do waits, deletes and every op under NaiveEngine). */
 static int runs_where_ready(ember_engine *e, const ember_opr *op) {
     return e->naive || (op->flags & OPF_ANYWHERE) || op->prop == EMBER_PROP_ASYNC;
 }
@@ -625,7 +625,7 @@ void ember_set_session(ember_engine *e, ember_fn key, void (*enter)(void), void 
     e->session_drop = drop;
 }
 
-/* Pops q's head (under q->mu); the caller stores the new hint. */
+/* Pops q's head (the caller holds q->mu). */
 static ember_opr *queue_take(ember_engine *e, equeue *q) {
     if (atomic_exchange(&q->stale, 0)) heap_rekey(e, q);
     ember_opr *op = heap_pop(q);
