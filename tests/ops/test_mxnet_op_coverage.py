@@ -4,6 +4,9 @@ differentiable one passes a finite-difference gradient check through a symbol, a
 the symbolic gradient pass (`mx.test_utils.check_numeric_gradient`, float64).
 
 Where each name lives was read off MXNet 1.9.1 itself (`hasattr(mxnet.nd..., name)`)."""
+import json
+import os
+
 import numpy as np
 import pytest
 
@@ -37,7 +40,7 @@ PRESENT = [
     ("contrib", "interleaved_matmul_encdec_qk", True, True),
     ("contrib", "interleaved_matmul_encdec_valatt", True, True),
     ("random", "negative_binomial", True, True), ("random", "generalized_negative_binomial", True, True),
-    ("random", "shuffle", True, True), ("contrib", "box_iou", True, True), ("contrib", "round_ste", True, True), ("contrib", "sign_ste", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
+    ("random", "shuffle", True, True), ("contrib", "box_iou", True, True), ("contrib", "box_nms", True, True), ("contrib", "round_ste", True, True), ("contrib", "sign_ste", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
 ] + [("image", n, True, True) for n in (
     "to_tensor", "normalize", "resize", "crop", "flip_left_right", "flip_top_bottom", "random_flip_left_right",
     "random_flip_top_bottom", "random_brightness", "random_contrast", "random_saturation", "random_hue",
@@ -297,3 +300,32 @@ def test_box_iou_matches_a_loop_reference(fmt):
     np.testing.assert_allclose(doc.asnumpy(), [[1 / 7], [1 / 7]], rtol=1e-5)
     y = mx.sym.contrib.box_iou(mx.sym.var("l"), mx.sym.var("r"))
     assert y.infer_shape(l=(3, 2, 4), r=(5, 4))[1] == [(3, 2, 5)]
+
+
+# -- _contrib_box_nms against MXNet 1.9.1 (tests/data/make_box_nms_fixtures.py) ----------------------------
+_NMS = np.load(os.path.join(os.path.dirname(__file__), "..", "data", "box_nms", "cases.npz"))
+
+
+@pytest.mark.parametrize("case", range(7))
+def test_box_nms_output_and_gradient_equal_mxnets(case):
+    attrs = json.loads(str(_NMS[f"attrs_{case}"]))
+    data = mx.nd.array(_NMS["data"])
+    data.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.contrib.box_nms(data, **attrs)
+    y.backward(mx.nd.array(_NMS[f"ograd_{case}"]))
+    np.testing.assert_allclose(y.asnumpy(), _NMS[f"out_{case}"], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(data.grad.asnumpy(), _NMS[f"grad_{case}"], rtol=1e-6, atol=1e-7)
+
+
+def test_box_nms_symbol_and_documented_example():
+    y = mx.sym.contrib.box_nms(mx.sym.var("d"))
+    assert y.list_outputs() == ["box_nms0_output0"]  # the index output is hidden, as MXNet
+    assert y.infer_shape(d=(2, 4, 6))[1] == [(2, 4, 6)]
+    x = mx.nd.array([[0, 0.5, 0.1, 0.1, 0.2, 0.2], [1, 0.4, 0.1, 0.1, 0.2, 0.2],
+                     [0, 0.3, 0.1, 0.1, 0.14, 0.14], [2, 0.6, 0.5, 0.5, 0.7, 0.8]])
+    got = mx.nd.contrib.box_nms(x, overlap_thresh=0.1, coord_start=2, score_index=1, id_index=0,
+                                force_suppress=True)
+    want = [[2, 0.6, 0.5, 0.5, 0.7, 0.8], [0, 0.5, 0.1, 0.1, 0.2, 0.2], [-1] * 6, [-1] * 6]
+    np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-6)
+    assert mx.nd.contrib.box_non_maximum_suppression is not None
