@@ -135,7 +135,11 @@ def _pixels(a, groups: int, g: int):
     return a[:, g * cg:(g + 1) * cg].reshape(a.shape[0], cg, -1)
 
 
-def _pointwise_forward(xp, x, w, groups: int, out, shift=None) -> None:
+def _relu_inplace(xp, a) -> None:
+    xp.maximum(a, 0, out=a)
+
+
+def _pointwise_forward(xp, x, w, groups: int, out, shift=None, relu: bool = False) -> None:
     n, f = out.shape[:2]
     fg = f // groups
     if (shift is not None and groups == 1 and out.flags.c_contiguous and x.shape[1] < f
@@ -149,15 +153,27 @@ def _pointwise_forward(xp, x, w, groups: int, out, shift=None) -> None:
         for i in range(n):
             buf[:c] = x[i].reshape(c, p)
             xp.matmul(wm, buf, out=out[i].reshape(f, p))
+            if relu:  # while the image's result is still in cache
+                _relu_inplace(xp, out[i])
         return
     if groups == 1 and out.flags.c_contiguous:  # straight into the output's buffer
-        xp.matmul(w.reshape(f, -1), _pixels(x, 1, 0), out=out.reshape(n, f, -1))
-        if shift is not None:
-            out += _shift_view(shift)
+        if shift is None and not relu:
+            xp.matmul(w.reshape(f, -1), _pixels(x, 1, 0), out=out.reshape(n, f, -1))
+            return
+        wm, sv = w.reshape(f, -1), None if shift is None else shift.reshape(f, 1)
+        for i in range(n):  # image by image: the epilogue runs while the result is in cache
+            o = out[i].reshape(f, -1)
+            xp.matmul(wm, x[i].reshape(x.shape[1], -1), out=o)
+            if sv is not None:
+                o += sv
+            if relu:
+                _relu_inplace(xp, o)
         return
     for g in range(groups):
         res = xp.matmul(w[g * fg:(g + 1) * fg].reshape(fg, -1), _pixels(x, groups, g))
         _store(xp, res.reshape((n, fg) + out.shape[2:]), shift, g * fg, (g + 1) * fg, out)
+    if relu:
+        _relu_inplace(xp, out)
 
 
 def _pointwise_backward_data(xp, dy, w, groups: int, out) -> None:
@@ -204,7 +220,7 @@ def _per_image_fits(geo: Geometry, channels: int, filters: int, out) -> bool:
             and out.shape[2] * out.shape[3] >= least)
 
 
-def _conv_per_image(xp, x, w, geo: Geometry, out, shift) -> None:
+def _conv_per_image(xp, x, w, geo: Geometry, out, shift, relu: bool = False) -> None:
     """One im2col + GEMM per image, written straight into out[n] (F, OH*OW): the input is padded
     image by image in its own layout and the result needs no transpose.  A shift rides in the
     GEMM as an extra column of the weights against a row of ones in the columns."""
@@ -234,20 +250,23 @@ def _conv_per_image(xp, x, w, geo: Geometry, out, shift) -> None:
         view[...] = xp.lib.stride_tricks.as_strided(src, shape=(c, kh, kw, oh, ow),
                                                     strides=(s0, s1 * dh, s2 * dw, s1 * sh, s2 * sw))
         xp.matmul(wm, cols, out=out[i].reshape(f, oh * ow))
+        if relu:  # while the image's result is still in cache
+            _relu_inplace(xp, out[i])
 
 
-def conv_forward(xp, x, w, geo: Geometry, out, shift=None) -> None:
+def conv_forward(xp, x, w, geo: Geometry, out, shift=None, relu: bool = False) -> None:
     """out (N, F, OH, OW) = conv(x (N, C, H, W), w (F, C/g, kh, kw)) (+ shift (F,) per output channel:
-    a bias, or a folded BatchNorm's shift, added while the GEMM's result is stored)."""
+    a bias, or a folded BatchNorm's shift, added while the GEMM's result is stored), then
+    max(., 0) when `relu` (per image where the GEMM runs per image, while the result is in cache)."""
     n, c = x.shape[:2]
     f = w.shape[0]
     fg = f // geo.groups
     oh, ow = out.shape[2:]
     if _is_pointwise(geo, c, f):
-        _pointwise_forward(xp, x, w, geo.groups, out, shift)
+        _pointwise_forward(xp, x, w, geo.groups, out, shift, relu)
         return
     if _per_image_fits(geo, c, f, out):
-        _conv_per_image(xp, x, w, geo, out, shift)
+        _conv_per_image(xp, x, w, geo, out, shift, relu)
         return
     lay = choose_layout(geo, c, f)
     xpad = _padded(xp, x, geo, lay)
@@ -256,12 +275,14 @@ def conv_forward(xp, x, w, geo: Geometry, out, shift=None) -> None:
         for i, j, idx in _taps(geo, oh, ow, lay):
             acc += xpad[idx] * _channel_view(w[:, 0, i, j])
         _store(xp, acc.transpose(lay.inv), shift, 0, f, out)
-        return
-    for g in range(geo.groups):
-        cols = im2col(xp, xpad, geo, g, oh, ow, lay)
-        res = xp.matmul(w[g * fg:(g + 1) * fg].reshape(fg, -1), cols)
-        _store(xp, res.reshape(_out_internal_shape(lay, fg, n, oh, ow)).transpose(lay.inv), shift,
-               g * fg, (g + 1) * fg, out)
+    else:
+        for g in range(geo.groups):
+            cols = im2col(xp, xpad, geo, g, oh, ow, lay)
+            res = xp.matmul(w[g * fg:(g + 1) * fg].reshape(fg, -1), cols)
+            _store(xp, res.reshape(_out_internal_shape(lay, fg, n, oh, ow)).transpose(lay.inv), shift,
+                   g * fg, (g + 1) * fg, out)
+    if relu:
+        _relu_inplace(xp, out)
 
 
 def conv_backward_data(xp, dy, w, geo: Geometry, x_shape, out) -> None:

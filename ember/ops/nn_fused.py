@@ -80,15 +80,18 @@ def _fast(xp, attrs, inputs, out, aux) -> bool:
     shift = beta - moving_mean * scale
     if not attrs["no_bias"]:
         shift += inputs[2] * scale
+    relu = attrs["act_type"] == "relu"
     fold = w.size <= out.size  # scaling the weights costs less than a pass over the output
     w4, out4 = nn_conv._as4d(w), nn_conv._as4d(out)
     if fold:
         w4 = w4 * scale.reshape(-1, 1, 1, 1)
-        nn_conv.conv_forward(xp, nn_conv._as4d(x), w4, geo, out4, shift)
+        nn_conv.conv_forward(xp, nn_conv._as4d(x), w4, geo, out4, shift, relu)
     else:
         nn_conv.conv_forward(xp, nn_conv._as4d(x), w4, geo, out4)
         out4 *= scale.reshape(1, -1, 1, 1)
         out4 += shift.reshape(1, -1, 1, 1)
+        if relu:
+            xp.maximum(out, 0, out=out)
     return True
 
 
@@ -106,8 +109,8 @@ def _forward(ctx, attrs, inputs, outputs, aux):
         stats = [xp.empty(out.shape[1:2], dtype=pdt), xp.empty(out.shape[1:2], dtype=pdt)]
         # in place on the convolution's output (BatchNorm's kernel is alias-safe: inplace (0, 0))
         get("BatchNorm").kernel(dev)(ctx, bn_part(attrs), [out] + list(inputs[k:k + 2]), [out] + stats, aux)
-    if attrs["act_type"] == "relu":
-        xp.maximum(out, 0, out=out)
+        if attrs["act_type"] == "relu":
+            xp.maximum(out, 0, out=out)
 
 
 register(OpDef(

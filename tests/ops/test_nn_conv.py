@@ -214,3 +214,20 @@ def test_float16_runs_in_float32_and_returns_float16(name, shapes, attrs):
     for a, b in zip(g16, g32):
         assert a.dtype == np.float16
         np.testing.assert_allclose(a, b.astype(np.float16), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("xs,ws,pad,groups", [
+    ((2, 3, 30, 30), (5, 3, 3, 3), 1, 1),   # one GEMM per image
+    ((2, 4, 15, 14), (8, 4, 1, 1), 0, 1),   # expanding 1x1: shift inside the GEMM
+    ((2, 8, 15, 14), (4, 8, 1, 1), 0, 1),   # reducing 1x1: shift and relu per image
+    ((2, 4, 9, 9), (6, 4, 3, 3), 1, 1),     # batched im2col
+    ((2, 4, 9, 9), (4, 2, 3, 3), 1, 2),     # grouped
+])
+def test_conv_forward_epilogue_shift_and_relu(xs, ws, pad, groups):
+    from ember.ops import nn_conv
+    geo = nn_conv.Geometry(ws[2:], (1, 1), (1, 1), (pad, pad), (pad, pad), groups)
+    x, w, shift = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(ws[0])
+    out = np.empty((xs[0], ws[0]) + geo.out_size(xs[2:]))
+    nn_conv.conv_forward(np, x, w, geo, out, shift, relu=True)
+    ref = conv_reference(x, w, (1, 1), (pad, pad), (1, 1), groups) + shift[None, :, None, None]
+    np.testing.assert_allclose(out, np.maximum(ref, 0), rtol=1e-10, atol=1e-10)
