@@ -13,6 +13,8 @@ weight32 always is), MXNet computes the new momentum from the *updated* weight; 
 """
 from __future__ import annotations
 
+import math
+
 from typing import Callable, Dict, List, Sequence
 
 import numpy as np
@@ -190,8 +192,27 @@ def _by_chunks(apply, arrays, temporaries: int) -> None:
         apply(*[x[lo:lo + n] for x in flat], *[t[:n] for t in tmps])
 
 
+def _exact_scale(g, rescale: float, lr: float):
+    """rescale * lr as one float32 factor when `(g * rescale) * lr` == `g * factor` for every float32
+    g: rescale a power of two (1/batch_size for the usual batch sizes), so g * rescale is exact
+    (short of the subnormal range) and so is the product of the two factors; else None."""
+    if g.dtype != np.float32 or not 0 < rescale <= 1 or math.frexp(rescale)[0] != 0.5:
+        return None
+    r32, lr32 = np.float32(rescale), np.float32(lr)
+    if float(r32) != rescale:
+        return None
+    factor = lr32 * r32
+    if not np.isfinite(factor) or abs(factor) < np.finfo(np.float32).tiny or factor / r32 != lr32:
+        return None
+    return factor
+
+
 def _sgd_step(xp, attrs, g, lr, out=None):
     """lr * clip(rescale_grad * g), rounded as `_grad(xp, attrs, g) * lr`; into `out` if given."""
+    if attrs["clip_gradient"] < 0 and attrs["rescale_grad"] != 1:
+        factor = _exact_scale(g, attrs["rescale_grad"], lr)
+        if factor is not None:  # one pass instead of two, the same numbers
+            return xp.multiply(g, factor, out=out)
     if attrs["rescale_grad"] != 1 or attrs["clip_gradient"] >= 0:
         s = xp.multiply(g, attrs["rescale_grad"], out=out)
         if attrs["clip_gradient"] >= 0:
