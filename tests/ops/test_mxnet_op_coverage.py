@@ -40,7 +40,8 @@ PRESENT = [
     ("contrib", "interleaved_matmul_encdec_qk", True, True),
     ("contrib", "interleaved_matmul_encdec_valatt", True, True),
     ("random", "negative_binomial", True, True), ("random", "generalized_negative_binomial", True, True),
-    ("random", "shuffle", True, True), ("contrib", "box_iou", True, True), ("contrib", "box_nms", True, True), ("contrib", "round_ste", True, True), ("contrib", "sign_ste", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
+    ("random", "shuffle", True, True), ("contrib", "box_iou", True, True), ("contrib", "box_nms", True, True), ("contrib", "box_encode", True, True),
+    ("contrib", "box_decode", True, True), ("contrib", "round_ste", True, True), ("contrib", "sign_ste", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
 ] + [("image", n, True, True) for n in (
     "to_tensor", "normalize", "resize", "crop", "flip_left_right", "flip_top_bottom", "random_flip_left_right",
     "random_flip_top_bottom", "random_brightness", "random_contrast", "random_saturation", "random_hue",
@@ -329,3 +330,41 @@ def test_box_nms_symbol_and_documented_example():
     want = [[2, 0.6, 0.5, 0.5, 0.7, 0.8], [0, 0.5, 0.1, 0.1, 0.2, 0.2], [-1] * 6, [-1] * 6]
     np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-6)
     assert mx.nd.contrib.box_non_maximum_suppression is not None
+
+
+def _corner_boxes(*shape):
+    xy = R.uniform(0, 1, size=shape + (2,))
+    wh = R.uniform(0.1, 0.6, size=shape + (2,))
+    return np.concatenate([xy, xy + wh], -1).astype(np.float32)
+
+
+def test_box_encode_matches_the_formula_and_box_decode_inverts_it():
+    anchors, refs = _corner_boxes(2, 5), _corner_boxes(2, 3)
+    samples = np.array([[1, -1, 0, 1, 1], [1, 1, 0, -1, 1]], np.float32)
+    matches = R.integers(0, 3, size=(2, 5)).astype(np.float32)
+    means = np.array([0.1, -0.1, 0.0, 0.2], np.float32)
+    stds = np.array([0.1, 0.1, 0.2, 0.2], np.float32)
+    t, m = mx.nd.contrib.box_encode(*[mx.nd.array(v) for v in (samples, matches, anchors, refs, means, stds)])
+    ref = refs[np.arange(2)[:, None], matches.astype(int)]
+
+    def center(b):
+        return (b[..., 0] + b[..., 2]) / 2, (b[..., 1] + b[..., 3]) / 2, b[..., 2] - b[..., 0], b[..., 3] - b[..., 1]
+    ax, ay, aw, ah = center(anchors)
+    rx, ry, rw, rh = center(ref)
+    want = (np.stack([(rx - ax) / aw, (ry - ay) / ah, np.log(rw / aw), np.log(rh / ah)], -1) - means) / stds
+    pos = (samples > 0.5)[..., None]
+    np.testing.assert_allclose(t.asnumpy(), np.where(pos, want, 0), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(m.asnumpy(), np.broadcast_to(pos, want.shape).astype(np.float32))
+    # decode(encode(x)) gives the matched reference boxes back (targets de-normalized by means first)
+    for b in range(2):
+        offsets = t.asnumpy()[b:b + 1] + means / stds
+        got = mx.nd.contrib.box_decode(mx.nd.array(offsets), mx.nd.array(anchors[b:b + 1]), std0=0.1, std1=0.1,
+                                       std2=0.2, std3=0.2, format="corner").asnumpy()[0]
+        keep = samples[b] > 0.5
+        np.testing.assert_allclose(got[keep], ref[b][keep], rtol=1e-4, atol=1e-5)
+    centered = np.stack(center(anchors[:1]), -1)
+    a = mx.nd.contrib.box_decode(mx.nd.zeros((1, 5, 4)), mx.nd.array(centered))  # center format
+    np.testing.assert_allclose(a.asnumpy(), anchors[:1], rtol=1e-5, atol=1e-6)
+    big = mx.nd.contrib.box_decode(mx.nd.array(np.full((1, 5, 4), 3.0, np.float32)), mx.nd.array(centered), clip=0.5)
+    width = big.asnumpy()[0, :, 2] - big.asnumpy()[0, :, 0]
+    np.testing.assert_allclose(width, np.exp(0.5) * centered[0, :, 2], rtol=1e-5)  # log-size clipped
