@@ -96,7 +96,7 @@ struct ember_engine {
     atomic_uint_fast64_t pushed, completed, failed, skipped, inline_runs;
     atomic_int cancelled;
     atomic_int inline_active; /* a caller holds the idle claim (ember_claim_idle) */
-    atomic_int err_vars;      /* variables currently holding an error */
+    atomic_int unraised;      /* errors not raised yet (ember_clear_error) nor released */
     pthread_mutex_t push_mu; /* appends of one push are atomic w.r.t. other pushers */
     pthread_mutex_t mu;      /* pending/wait_all and naive completion */
     pthread_cond_t cv;
@@ -151,6 +151,7 @@ static ember_err *err_new(ember_engine *e, int id) {
     x->id = id;
     atomic_init(&x->refs, 1);
     atomic_init(&x->cleared, 0);
+    atomic_fetch_add(&e->unraised, 1);
     pthread_mutex_lock(&e->err_mu);
     x->prev = NULL;
     x->next = e->live;
@@ -174,6 +175,7 @@ static void err_unref(ember_engine *e, ember_err *x) {
     pthread_mutex_lock(&e->err_mu);
     if (x->prev) x->prev->next = x->next; else e->live = x->next;
     if (x->next) x->next->prev = x->prev;
+    if (!atomic_load(&x->cleared)) atomic_fetch_sub(&e->unraised, 1);
     e->released = xrealloc_array(e->released, &e->cap_released, e->nreleased + 1, sizeof(int));
     e->released[e->nreleased++] = x->id;
     pthread_mutex_unlock(&e->err_mu);
@@ -182,8 +184,6 @@ static void err_unref(ember_engine *e, ember_err *x) {
 
 static void var_set_err(ember_engine *e, ember_var *v, ember_err *x) {
     ember_err *old = atomic_exchange(&v->err, err_ref(x));
-    if (!old && x) atomic_fetch_add(&e->err_vars, 1);
-    if (old && !x) atomic_fetch_sub(&e->err_vars, 1);
     err_unref(e, old);
 }
 
@@ -230,7 +230,7 @@ int ember_var_error(ember_var *v) {
 void ember_clear_error(ember_engine *e, int id) {
     pthread_mutex_lock(&e->err_mu);
     for (ember_err *x = e->live; x; x = x->next)
-        if (x->id == id) atomic_store(&x->cleared, 1);
+        if (x->id == id && !atomic_exchange(&x->cleared, 1)) atomic_fetch_sub(&e->unraised, 1);
     pthread_mutex_unlock(&e->err_mu);
 }
 
@@ -771,7 +771,8 @@ static int ready_now(ember_engine *e, const ember_opr *op) {
     for (int i = 0; i < op->nread + op->nwrite; i++) {
         ember_var *v = op->vars[i];
         pthread_mutex_lock(&v->mu);
-        int ok = atomic_load(&v->err) == NULL && v->pending_write == NULL && (i < op->nread || v->running_reads == 0);
+        /* (with no write pending, v's error cannot change meanwhile: err_live may look at it) */
+        int ok = v->pending_write == NULL && (i < op->nread || v->running_reads == 0) && !err_live(atomic_load(&v->err));
         pthread_mutex_unlock(&v->mu);
         if (!ok) return 0;
     }
@@ -1095,7 +1096,7 @@ int ember_profile_fetch(ember_engine *e, ember_prof_record *buf, int cap) {
 /* ------------------------------------------------------------- idle claim */
 
 int ember_claim_idle(ember_engine *e) {
-    if (atomic_load(&e->profiling) || atomic_load(&e->err_vars) > 0) return 0;
+    if (atomic_load(&e->profiling) || atomic_load(&e->unraised) > 0) return 0;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&e->inline_active, &expected, 1)) return 0;
     if (atomic_load(&e->pending) != 0) { /* something is in flight: take the ordinary path */

@@ -87,14 +87,14 @@ const char *ember_op_name(const ember_opr *op);
 
 /* Running an op in the calling thread: the only two ways.
  *
- * 1. The idle claim: when nothing at all is pending, no variable holds an error and the profiler
- *    is off, ember_claim_idle returns 1 and, until ember_release_idle, no other op starts anywhere
+ * 1. The idle claim: when nothing at all is pending, no error is live (every one was raised:
+ *    ember_clear_error, or released) and the profiler is off, ember_claim_idle returns 1 and, until ember_release_idle, no other op starts anywhere
  *    (workers and other callers wait), so the caller runs its op without registering it: the op
  *    sees every earlier write and no later access.  ember_release_idle records err (> 0) on the
  *    written variables.  Returns 0 when the engine is busy.
  * 2. Run here if every access can start now: ember_claim registers the op (as ember_push) only if
  *    it waits for nothing (no pending write on what it reads, nothing pending on what it writes,
- *    no error on either, no idle claim held elsewhere, engine not cancelling) and returns it: the
+ *    no live error on either, no idle claim held elsewhere, engine not cancelling) and returns it: the
  *    caller runs it, then calls ember_complete(op, err); ops pushed meanwhile wait for it.
  *    Returns NULL, having pushed nothing, otherwise.  Its fn is never called. */
 int ember_claim_idle(ember_engine *e);

@@ -189,3 +189,27 @@ def test_set_engine_type_naive_raises_at_call_then_threaded_defers():
     a = _failing_array()  # threaded: returns at once
     with pytest.raises(MXNetError, match="scale"):
         a.asnumpy()
+
+
+def test_a_raised_error_still_on_a_variable_leaves_the_in_caller_ways_on():
+    # H1's case: a failed array still alive after its error was raised must not send every later
+    # tiny op down the slow path.  While the error is live both ways refuse; once raised, both run.
+    from ember.engine import core
+    v, other = engine.Var("failed"), engine.Var("other")
+    engine.push(lambda: 1 / 0, write=[v], name="fails")
+    engine.wait_all_quiet()
+    assert not core.idle_claim()  # live: an unregistered op could miss that it must inherit it
+    assert not core.run_in_caller(lambda: None, (), "reads_failed", lambda: ((v,), (), ()))
+    with pytest.raises(ZeroDivisionError):
+        v.wait()  # raised: cleared everywhere, though v still carries it until its next write
+    assert core.idle_claim()
+    core.idle_release_ok()
+    ran = []
+    gate = threading.Event()
+    engine.push(lambda: gate.wait(10), write=[other], name="busy")  # the engine is not idle
+    try:
+        assert core.run_in_caller(lambda: ran.append(1), (), "reads_raised", lambda: ((v,), (), ()))
+    finally:
+        gate.set()
+    engine.wait_all()
+    assert ran == [1] and v.error is None
