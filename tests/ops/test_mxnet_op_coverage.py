@@ -41,7 +41,7 @@ PRESENT = [
     ("contrib", "interleaved_matmul_encdec_valatt", True, True),
     ("random", "negative_binomial", True, True), ("random", "generalized_negative_binomial", True, True),
     ("random", "shuffle", True, True), ("contrib", "box_iou", True, True), ("contrib", "box_nms", True, True), ("contrib", "box_encode", True, True),
-    ("contrib", "box_decode", True, True), ("contrib", "round_ste", True, True), ("contrib", "sign_ste", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
+    ("contrib", "box_decode", True, True), ("contrib", "bipartite_matching", True, True), ("contrib", "round_ste", True, True), ("contrib", "sign_ste", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
 ] + [("image", n, True, True) for n in (
     "to_tensor", "normalize", "resize", "crop", "flip_left_right", "flip_top_bottom", "random_flip_left_right",
     "random_flip_top_bottom", "random_brightness", "random_contrast", "random_saturation", "random_hue",
@@ -368,3 +368,34 @@ def test_box_encode_matches_the_formula_and_box_decode_inverts_it():
     big = mx.nd.contrib.box_decode(mx.nd.array(np.full((1, 5, 4), 3.0, np.float32)), mx.nd.array(centered), clip=0.5)
     width = big.asnumpy()[0, :, 2] - big.asnumpy()[0, :, 0]
     np.testing.assert_allclose(width, np.exp(0.5) * centered[0, :, 2], rtol=1e-5)  # log-size clipped
+
+
+# (attributes, MXNet 1.9.1's row matches, column matches) on the score matrix of MXNet's documentation
+_BIPARTITE = [
+    (dict(threshold=1e-12), [1, -1, 0], [2, 0]),
+    (dict(threshold=0.35), [1, -1, -1], [-1, 0]),
+    (dict(threshold=0.0, topk=1), [1, -1, 0], [2, 0]),   # MXNet stops after topk + 1 matches
+    (dict(threshold=0.15, is_ascend=True), [-1, 0, -1], [1, -1]),
+    (dict(threshold=0.5), [1, -1, -1], [-1, 0]),          # 0.5 itself is not beyond the threshold
+]
+
+
+@pytest.mark.parametrize("attrs,rows,cols", _BIPARTITE)
+def test_bipartite_matching_equals_mxnets(attrs, rows, cols):
+    s = mx.nd.array([[0.5, 0.6], [0.1, 0.2], [0.3, 0.4]])
+    x, y = mx.nd.contrib.bipartite_matching(s, **attrs)
+    np.testing.assert_array_equal(x.asnumpy(), rows)
+    np.testing.assert_array_equal(y.asnumpy(), cols)
+
+
+def test_bipartite_matching_is_a_consistent_greedy_matching_per_batch():
+    scores = R.permutation(2 * 3 * 7 * 5).reshape(2, 3, 7, 5).astype(np.float32) / 210
+    x, y = mx.nd.contrib.bipartite_matching(mx.nd.array(scores), threshold=0.4)
+    assert x.shape == (2, 3, 7) and y.shape == (2, 3, 5)
+    for b in range(6):
+        s, r, c = scores.reshape(6, 7, 5)[b], x.asnumpy().reshape(6, 7)[b], y.asnumpy().reshape(6, 5)[b]
+        for i, j in enumerate(r.astype(int)):
+            if j >= 0:
+                assert c[j] == i and s[i, j] > 0.4
+        i, j = np.unravel_index(np.argmax(s), s.shape)
+        assert r[i] == j  # the best pair is always matched first
