@@ -41,7 +41,8 @@ PRESENT = [
     ("contrib", "interleaved_matmul_encdec_valatt", True, True),
     ("random", "negative_binomial", True, True), ("random", "generalized_negative_binomial", True, True),
     ("random", "shuffle", True, True), ("contrib", "box_iou", True, True), ("contrib", "box_nms", True, True), ("contrib", "box_encode", True, True),
-    ("contrib", "box_decode", True, True), ("contrib", "bipartite_matching", True, True), ("contrib", "round_ste", True, True), ("contrib", "sign_ste", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
+    ("contrib", "box_decode", True, True), ("contrib", "bipartite_matching", True, True),
+    ("contrib", "MultiBoxPrior", True, True), ("contrib", "round_ste", True, True), ("contrib", "sign_ste", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
 ] + [("image", n, True, True) for n in (
     "to_tensor", "normalize", "resize", "crop", "flip_left_right", "flip_top_bottom", "random_flip_left_right",
     "random_flip_top_bottom", "random_brightness", "random_contrast", "random_saturation", "random_hue",
@@ -399,3 +400,21 @@ def test_bipartite_matching_is_a_consistent_greedy_matching_per_batch():
                 assert c[j] == i and s[i, j] > 0.4
         i, j = np.unravel_index(np.argmax(s), s.shape)
         assert r[i] == j  # the best pair is always matched first
+
+
+def test_multibox_prior_anchors():
+    got = mx.nd.contrib.MultiBoxPrior(mx.nd.zeros((1, 3, 2, 3)), sizes=(0.5, 0.25), ratios=(1, 2)).asnumpy()
+    assert got.shape == (1, 2 * 3 * 3, 4)
+    # recorded from MXNet 1.9.1: the first cell's three boxes (sizes 0.5, 0.25 at ratio 1; size 0.5 at ratio 2)
+    np.testing.assert_allclose(got[0, :3], [[0.0, 0.0, 1 / 3, 0.5], [1 / 12, 0.125, 0.25, 0.375],
+                                            [-0.06903559, 0.07322331, 0.40236893, 0.4267767]], rtol=1e-5, atol=1e-6)
+    boxes = got[0].reshape(2, 3, 3, 4)
+    centers = (boxes[..., :2] + boxes[..., 2:]) / 2
+    np.testing.assert_allclose(centers[..., 0], np.broadcast_to(((np.arange(3) + 0.5) / 3)[None, :, None],
+                                                                 (2, 3, 3)), rtol=1e-5)
+    np.testing.assert_allclose(centers[..., 1], np.broadcast_to(((np.arange(2) + 0.5) / 2)[:, None, None],
+                                                                 (2, 3, 3)), rtol=1e-5)
+    clipped = mx.nd.contrib.MultiBoxPrior(mx.nd.zeros((1, 1, 2, 3)), sizes=(0.5,), ratios=(1, 2), clip=True)
+    assert clipped.asnumpy().min() >= 0.0 and clipped.asnumpy().max() <= 1.0
+    y = mx.sym.contrib.MultiBoxPrior(mx.sym.var("d"), sizes=(0.5, 0.25), ratios=(1, 2, 3))
+    assert y.infer_shape(d=(1, 3, 4, 5))[1] == [(1, 80, 4)]
