@@ -195,6 +195,7 @@ def test_a_raised_error_still_on_a_variable_leaves_the_in_caller_ways_on():
     # H1's case: a failed array still alive after its error was raised must not send every later
     # tiny op down the slow path.  While the error is live both ways refuse; once raised, both run.
     from ember.engine import core
+    engine.set_engine_type("ThreadedEngine")
     v, other = engine.Var("failed"), engine.Var("other")
     engine.push(lambda: 1 / 0, write=[v], name="fails")
     engine.wait_all_quiet()

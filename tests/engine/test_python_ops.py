@@ -57,6 +57,7 @@ def test_hypothesis_python_op_paths_equal_serial(ops, engine_type, policy):
 
 
 def test_long_chains_and_fan_out_equal_serial_and_every_op_is_counted():
+    engine.set_engine_type("ThreadedEngine")  # (the conftest restores it after each test)
     from .test_random_dag import make_program
     program = make_program(20_000, 3, seed=7)  # 3 variables: long chains, where workers continue ops
     before = engine.stats()["queues"]["cpu"]
@@ -78,6 +79,7 @@ class _Op:
 
 
 def test_the_op_drops_its_callable_after_running_and_after_being_skipped():
+    engine.set_engine_type("ThreadedEngine")  # (the conftest restores it after each test)
     v, w = engine.Var(), engine.Var()
     ran = _Op(lambda: None)
     fails = _Op(lambda: 1 / 0)
@@ -97,6 +99,7 @@ def test_the_op_drops_its_callable_after_running_and_after_being_skipped():
 
 
 def test_an_error_in_a_batch_surfaces_at_the_next_wait_and_the_other_ops_run():
+    engine.set_engine_type("ThreadedEngine")  # (the conftest restores it after each test)
     vs = [engine.Var() for _ in range(64)]
     hits = []
     gate = threading.Event()
@@ -112,6 +115,7 @@ def test_an_error_in_a_batch_surfaces_at_the_next_wait_and_the_other_ops_run():
 
 
 def test_bad_variables_get_the_general_paths_errors():
+    engine.set_engine_type("ThreadedEngine")  # (the conftest restores it after each test)
     with pytest.raises(TypeError, match="engine.Var"):
         engine.push(lambda: None, write=[object()])
     dead = engine.Var("dead")
@@ -124,6 +128,7 @@ def test_bad_variables_get_the_general_paths_errors():
 
 
 def test_ops_continued_on_a_worker_have_true_profiler_entries():
+    engine.set_engine_type("ThreadedEngine")  # (the conftest restores it after each test)
     profiler._records.clear()
     profiler.set_state("run")
     try:
@@ -145,6 +150,7 @@ def test_ops_continued_on_a_worker_have_true_profiler_entries():
 
 
 def test_ops_in_caller_on_one_thread_and_worker_sessions_on_others_never_deadlock():
+    engine.set_engine_type("ThreadedEngine")  # (the conftest restores it after each test)
     # A thread running ops under the idle claim (they need the GIL) while Python ops pushed by this
     # thread run in worker sessions (which hold the GIL): sessions end, or never start, while a
     # claim is held elsewhere, and pushes keep the GIL only for the push itself.
