@@ -42,7 +42,7 @@ PRESENT = [
     ("random", "negative_binomial", True, True), ("random", "generalized_negative_binomial", True, True),
     ("random", "shuffle", True, True), ("contrib", "box_iou", True, True), ("contrib", "box_nms", True, True), ("contrib", "box_encode", True, True),
     ("contrib", "box_decode", True, True), ("contrib", "bipartite_matching", True, True),
-    ("contrib", "MultiBoxPrior", True, True), ("contrib", "round_ste", True, True), ("contrib", "sign_ste", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
+    ("contrib", "MultiBoxPrior", True, True), ("contrib", "MultiBoxDetection", True, True), ("contrib", "round_ste", True, True), ("contrib", "sign_ste", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
 ] + [("image", n, True, True) for n in (
     "to_tensor", "normalize", "resize", "crop", "flip_left_right", "flip_top_bottom", "random_flip_left_right",
     "random_flip_top_bottom", "random_brightness", "random_contrast", "random_saturation", "random_hue",
@@ -418,3 +418,16 @@ def test_multibox_prior_anchors():
     assert clipped.asnumpy().min() >= 0.0 and clipped.asnumpy().max() <= 1.0
     y = mx.sym.contrib.MultiBoxPrior(mx.sym.var("d"), sizes=(0.5, 0.25), ratios=(1, 2, 3))
     assert y.infer_shape(d=(1, 3, 4, 5))[1] == [(1, 80, 4)]
+
+
+_MBD = np.load(os.path.join(os.path.dirname(__file__), "..", "data", "multibox", "detection.npz"))
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_multibox_detection_equals_mxnets(case):
+    attrs = json.loads(str(_MBD[f"attrs_{case}"]))
+    got = mx.nd.contrib.MultiBoxDetection(mx.nd.array(_MBD["cls_prob"]), mx.nd.array(_MBD["loc_pred"]),
+                                          mx.nd.array(_MBD["anchor"]), **attrs)
+    np.testing.assert_allclose(got.asnumpy(), _MBD[f"out_{case}"], rtol=1e-5, atol=1e-6)
+    y = mx.sym.contrib.MultiBoxDetection(mx.sym.var("c"), mx.sym.var("l"), mx.sym.var("a"))
+    assert y.infer_shape(c=(2, 4, 30))[1] == [(2, 30, 6)]
