@@ -42,7 +42,8 @@ PRESENT = [
     ("random", "negative_binomial", True, True), ("random", "generalized_negative_binomial", True, True),
     ("random", "shuffle", True, True), ("contrib", "box_iou", True, True), ("contrib", "box_nms", True, True), ("contrib", "box_encode", True, True),
     ("contrib", "box_decode", True, True), ("contrib", "bipartite_matching", True, True),
-    ("contrib", "MultiBoxPrior", True, True), ("contrib", "MultiBoxDetection", True, True), ("contrib", "round_ste", True, True), ("contrib", "sign_ste", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
+    ("contrib", "MultiBoxPrior", True, True), ("contrib", "MultiBoxDetection", True, True),
+    ("contrib", "MultiBoxTarget", True, True), ("contrib", "round_ste", True, True), ("contrib", "sign_ste", True, True), ("sparse", "retain", True, True), ("sparse", "dot", True, True),
 ] + [("image", n, True, True) for n in (
     "to_tensor", "normalize", "resize", "crop", "flip_left_right", "flip_top_bottom", "random_flip_left_right",
     "random_flip_top_bottom", "random_brightness", "random_contrast", "random_saturation", "random_hue",
@@ -431,3 +432,16 @@ def test_multibox_detection_equals_mxnets(case):
     np.testing.assert_allclose(got.asnumpy(), _MBD[f"out_{case}"], rtol=1e-5, atol=1e-6)
     y = mx.sym.contrib.MultiBoxDetection(mx.sym.var("c"), mx.sym.var("l"), mx.sym.var("a"))
     assert y.infer_shape(c=(2, 4, 30))[1] == [(2, 30, 6)]
+
+
+_MBT = np.load(os.path.join(os.path.dirname(__file__), "..", "data", "multibox", "target.npz"))
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_multibox_target_equals_mxnets(case):
+    attrs = json.loads(str(_MBT[f"attrs_{case}"]))
+    loc, mask, cls = mx.nd.contrib.MultiBoxTarget(mx.nd.array(_MBT["anchor"]), mx.nd.array(_MBT["label"]),
+                                                  mx.nd.array(_MBT["cls_pred"]), **attrs)
+    np.testing.assert_allclose(loc.asnumpy(), _MBT[f"loc_target_{case}"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(mask.asnumpy(), _MBT[f"loc_mask_{case}"])
+    np.testing.assert_array_equal(cls.asnumpy(), _MBT[f"cls_target_{case}"])
