@@ -570,7 +570,8 @@ def where(condition, x=None, y=None) -> ndarray:
         dt = _np._result_type(x, y)
         dt = _F32 if dt.kind == "f" else dt
     else:
-        dt = _result_type(xa.dtype, ya.dtype) if xa is not None and ya is not None else (xa if xa is not None else ya).dtype
+        given = xa if ya is None else ya if xa is None else None
+        dt = _result_type(xa.dtype, ya.dtype) if given is None else given.dtype
     shapes = [c.shape] + [v.shape for v in (xa, ya) if v is not None]
     shape = _np.broadcast_shapes(*shapes)
     if xa is None:

@@ -6,7 +6,8 @@ sample is positive (> 0.5), the offsets of its matched reference box
 ((rx - ax) / aw, (ry - ay) / ah, log(rw / aw), log(rh / ah)), minus `means`, divided by `stds`,
 with mask 1; zeros elsewhere.  Anchors and refs are corner boxes.
 decode(data, anchors) -> corner boxes: the inverse, each offset multiplied by std0..std3 first (the
-stds the targets were divided by), the log-sizes clipped to `clip` when it is > 0; anchors are corner or center boxes (`format`).
+stds the targets were divided by), the log-sizes clipped to `clip` when it is > 0; anchors are
+corner or center boxes (`format`).
 Both have a zero gradient, as MXNet 1.9.1.
 """
 from __future__ import annotations

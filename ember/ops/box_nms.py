@@ -3,7 +3,7 @@ non-maximum suppression over boxes, per batch.
 
 data (..., n, k): n boxes of k values each, holding a score at `score_index`, four coordinates from
 `coord_start` and optionally a class id at `id_index`.  Per batch, as MXNet 1.9.1: boxes scoring
-above `valid_thresh` (and, with an id, not of `background_id`) are sorted by descending score
+above `valid_thresh` (and, with an id, not of `background_id`, -1 by default) are sorted by descending score
 (ties keep input order), the first `topk` kept (-1: all), then each box suppresses the later ones
 overlapping it by IOU > `overlap_thresh` (only those of its own class unless `force_suppress` or
 id_index = -1).  The kept boxes come first, in score order, coordinates converted to `out_format`;
@@ -81,7 +81,7 @@ def _nms_one(attrs, boxes):
     si, ii, cs = attrs["score_index"], attrs["id_index"], attrs["coord_start"]
     scores = boxes[:, si]
     valid = scores > attrs["valid_thresh"]
-    if ii >= 0 and attrs["background_id"] >= 0:
+    if ii >= 0:  # boxes of the background class are dropped (with the default -1 too, as MXNet)
         valid &= boxes[:, ii] != attrs["background_id"]
     order = np.flatnonzero(valid)
     order = order[np.argsort(-scores[order], kind="stable")]

@@ -110,4 +110,5 @@ def _kernel(ctx, attrs, inputs, outputs, aux):
 register(OpDef(
     name=_NAME, attrs=_ATTRS, inputs=["cls_prob", "loc_pred", "anchor"], outputs=["output"],
     infer_shape=_infer_shape, infer_type=lambda a, d: (d, [d[0]]), kernels={"any": _kernel},
-    gradient=no_gradient(3), doc="SSD detections: best class, decoded boxes, per-class NMS (see the module docstring)."))
+    gradient=no_gradient(3),
+    doc="SSD detections: best class, decoded boxes, per-class NMS (see the module docstring)."))

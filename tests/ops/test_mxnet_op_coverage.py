@@ -445,3 +445,14 @@ def test_multibox_target_equals_mxnets(case):
     np.testing.assert_allclose(loc.asnumpy(), _MBT[f"loc_target_{case}"], rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(mask.asnumpy(), _MBT[f"loc_mask_{case}"])
     np.testing.assert_array_equal(cls.asnumpy(), _MBT[f"cls_target_{case}"])
+
+
+def test_box_nms_drops_the_background_class_including_the_default_minus_one():
+    boxes = mx.nd.array([[0, 0.5, 0.1, 0.1, 0.2, 0.2], [0, 0.4, 0.1, 0.1, 0.2, 0.2],
+                         [1, 0.3, 0.1, 0.1, 0.14, 0.14], [-1, 0.6, 0.5, 0.5, 0.7, 0.8]])
+    got = mx.nd.contrib.box_nms(boxes, id_index=0, force_suppress=True)  # background_id -1: the last box goes
+    np.testing.assert_allclose(got.asnumpy(), [[0, 0.5, 0.1, 0.1, 0.2, 0.2], [1, 0.3, 0.1, 0.1, 0.14, 0.14],
+                                               [-1] * 6, [-1] * 6], rtol=1e-6)
+    got = mx.nd.contrib.box_nms(boxes, id_index=0, force_suppress=True, background_id=0)
+    np.testing.assert_allclose(got.asnumpy(), [[-1, 0.6, 0.5, 0.5, 0.7, 0.8], [1, 0.3, 0.1, 0.1, 0.14, 0.14],
+                                               [-1] * 6, [-1] * 6], rtol=1e-6)
