@@ -850,7 +850,13 @@ static int push_op(ember_engine *e, ember_opr *op) {
     atomic_fetch_add(&e->pending, 1); /* before the inline_active check in schedule (see ember_claim_idle) */
     int nready = op_register(e, op, 0);
     /* release the dependencies already satisfied plus the pusher's own +1 in one step */
-    if (atomic_fetch_sub(&op->wait, nready + 1) == nready + 1) schedule(e, op);
+    if (atomic_fetch_sub(&op->wait, nready + 1) == nready + 1) {
+        /* Under the idle claim no worker may start an op, so the claim's owner (an op running in
+         * its caller that pushes ops of its own, e.g. a Custom op's forward) runs each one it
+         * pushes itself, as NaiveEngine does: waiting on one inside the op then cannot hang. */
+        if (tl_inline_owner) execute(e, op);
+        else schedule(e, op);
+    }
     if (naive) {
         pthread_mutex_lock(&e->mu);
         while (!done) pthread_cond_wait(&e->cv, &e->mu);

@@ -172,3 +172,19 @@ def test_long_program_on_one_path(path):
     from .test_random_dag import make_program
     program = make_program(3000, 20, seed=len(path))
     assert run_mixed(program, 20, [path] * len(program)) == run_serial(program, 20)
+
+
+def test_an_op_run_under_the_idle_claim_may_push_ops_and_wait_for_them():
+    # e.g. a Custom op's forward: no worker may start an op while the claim is held, so the ops
+    # its owner pushes run in its thread (else waiting on one inside the op would never return)
+    engine.wait_all()
+    out, seen = engine.Var("pushed inside"), []
+
+    def body():
+        for k in range(3):
+            engine.push(lambda k=k: seen.append(k), write=[out], name="inner")
+        engine.wait(out)
+        seen.append("waited")
+
+    assert core.run_in_caller(body, (), "outer", lambda: ((), (), ()))
+    assert seen == [0, 1, 2, "waited"]
