@@ -164,7 +164,8 @@ def _planned(plan: _OperatorPlan, lhs: NDArray, rhs, x, y, name: str, ctx, in_pl
 
 def _fresh(shape: tuple, dtype: np.dtype, sig: Sig, ctx) -> NDArray:
     """A fresh output array for a planned op on `ctx` (its values are what the op writes)."""
-    result = NDArray(_empty(shape, dtype), None if ctx is _CPU0 else Chunk(None, None, ctx))
+    data = _empty(shape, dtype)
+    result = NDArray(data, None if ctx is _CPU0 else Chunk(None, None, ctx, nbytes=data.nbytes))
     result._sig = sig
     return result
 

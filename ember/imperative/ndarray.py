@@ -56,7 +56,7 @@ class NDArray:
         """The storage chunk: its engine var, device and liveness (shared by views)."""
         c = self._c
         if c is None:
-            c = self._c = storage.Chunk(None, None, _CPU0)
+            c = self._c = storage.Chunk(None, None, _CPU0, nbytes=self._data.nbytes)
         return c
 
     @_chunk.setter

@@ -74,20 +74,21 @@ class Chunk:
     pending ops); `ManagedChunk` gives its block back.
     """
 
-    __slots__ = ("_var", "block", "ctx", "freed", "owns_var", "__weakref__")
+    __slots__ = ("_var", "block", "ctx", "freed", "owns_var", "nbytes", "__weakref__")
 
-    def __init__(self, var, block, ctx: Context, owns_var: bool = True):
+    def __init__(self, var, block, ctx: Context, owns_var: bool = True, nbytes: int = 0):
         self._var = var
         self.block = block
         self.ctx = ctx
         self.freed = False
         self.owns_var = owns_var
+        self.nbytes = nbytes  # of storage without a block (numpy's): the var's size for ember.engine.lab
 
     @property
     def var(self):
         v = self._var
         if v is None:
-            v = self._var = engine.Var(nbytes=getattr(self.block, "nbytes", 0))
+            v = self._var = engine.Var(nbytes=getattr(self.block, "nbytes", self.nbytes))
         return v
 
     def free(self) -> None:
