@@ -249,8 +249,8 @@ class CachedGraph:
             return run(out_grads, dests)
 
         opdef = OpDef(name=f"_CachedOp:{self._block_name}", inputs=names,
-                      outputs=[f"out{i}" for i in range(num_outputs)], gradient=gradient)
-        opdef.gradient_into = gradient_into
+                      outputs=[f"out{i}" for i in range(num_outputs)], gradient=gradient,
+                      gradient_into=gradient_into)
         return opdef
 
     def memory_plan(self, training: Optional[bool] = None) -> Optional[str]:

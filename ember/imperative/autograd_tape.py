@@ -131,19 +131,13 @@ def run_backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Optiona
                 o._ag = state.Entry(node, i)
                 outputs.append(o)
             out_grads = [creation.zeros_like(outputs[i]) if g is None else g for i, g in enumerate(out_grads)]
-            into = getattr(opdef, "gradient_into", None) if direct else None
-            if into is not None:
+            # inputs outside the graph need no gradient: an op that says so may skip them
+            kw = {"needed": [x._ag is not None for x in node.inputs]} if opdef.gradient_takes_needed else {}
+            if direct and opdef.gradient_into is not None:
                 dests = [direct.get(_key(x._ag)) if isinstance(x._ag, state.Leaf) else None for x in node.inputs]
-                if getattr(into, "takes_needed", False):
-                    needed = [x._ag is not None for x in node.inputs]
-                    in_grads = into(F, node.attrs, list(node.inputs), outputs, out_grads, dests, needed=needed)
-                else:
-                    in_grads = into(F, node.attrs, list(node.inputs), outputs, out_grads, dests)
-            elif getattr(opdef.gradient, "takes_needed", False):  # may skip inputs outside the graph
-                needed = [x._ag is not None for x in node.inputs]
-                in_grads = opdef.gradient(F, node.attrs, list(node.inputs), outputs, out_grads, needed=needed)
+                in_grads = opdef.gradient_into(F, node.attrs, list(node.inputs), outputs, out_grads, dests, **kw)
             else:
-                in_grads = opdef.gradient(F, node.attrs, list(node.inputs), outputs, out_grads)
+                in_grads = opdef.gradient(F, node.attrs, list(node.inputs), outputs, out_grads, **kw)
             if len(in_grads) < len(node.inputs):
                 raise AutogradError(f"gradient of '{opdef.name}' returned {len(in_grads)} values for "
                                     f"{len(node.inputs)} inputs")

@@ -98,10 +98,10 @@ def _backward(ctx, attrs, inputs, outputs, aux):
     rows, k, _ = _split(attrs, x.shape)
     dy2 = dy.reshape(rows, attrs["num_hidden"])
     x2 = x.reshape(rows, k)
-    if attrs["no_data_grad"]:
-        outputs = [None] + list(outputs)
+    dx = outputs[0]
+    if attrs["no_data_grad"]:  # nobody reads it (MXNet leaves such an output unwritten): no GEMM
+        dx[...] = 0
     else:
-        dx = outputs[0]
         matmul_into(xp, dy2, w, dx.reshape(rows, k) if dx.flags.c_contiguous else dx)
     matmul_into(xp, dy2.T, x2, outputs[1])
     if not attrs["no_bias"]:
@@ -110,13 +110,12 @@ def _backward(ctx, attrs, inputs, outputs, aux):
 
 def _backward_shape(attrs, in_shapes):
     dy, x, w = in_shapes
-    outs = ([] if attrs["no_data_grad"] else [x]) + [w] + ([] if attrs["no_bias"] else [(attrs["num_hidden"],)])
+    outs = [x, w] + ([] if attrs["no_bias"] else [(attrs["num_hidden"],)])
     return in_shapes, outs
 
 
 def _backward_outputs(attrs):
-    return ([] if attrs["no_data_grad"] else ["data_grad"]) + ["weight_grad"] + \
-        ([] if attrs["no_bias"] else ["bias_grad"])
+    return ["data_grad", "weight_grad"] + ([] if attrs["no_bias"] else ["bias_grad"])
 
 
 def _gradient(F, attrs, inputs, outputs, out_grads, needed=None):
@@ -124,11 +123,9 @@ def _gradient(F, attrs, inputs, outputs, out_grads, needed=None):
     the tape) lets the backward skip the data gradient GEMM when no one wants it (the first
     layer's input), as MXNet's kernel skips an output whose req is null."""
     skip = needed is not None and not needed[0]
-    wanted = [not skip, True] + ([] if attrs["no_bias"] else [True])
     res = call_op(F, "_backward_FullyConnected", [out_grads[0], inputs[0], inputs[1]],
-                  dict(attrs, no_data_grad=skip), sum(wanted))
-    it = iter(res)
-    return [next(it) if w else None for w in wanted]
+                  dict(attrs, no_data_grad=skip), 2 if attrs["no_bias"] else 3)
+    return [None if skip else res[0]] + list(res[1:])
 
 
 def _writable(dest, arr) -> bool:
@@ -145,25 +142,17 @@ def _gradient_into(F, attrs, inputs, outputs, out_grads, dests, needed=None):
         return _gradient(F, attrs, inputs, outputs, out_grads, needed)
     from ..imperative.autograd_tape import WRITTEN  # imported here: the tape imports the ops
     skip = needed is not None and not needed[0]
-    outs = [d.grad for d in targets]
-    if not skip:
-        x = inputs[0]
-        outs.insert(0, F.empty(x.shape, ctx=x.context, dtype=x.dtype))
+    x = inputs[0]
+    outs = [F.empty(x.shape, ctx=x.context, dtype=x.dtype)] + [d.grad for d in targets]
     F._backward_FullyConnected(out_grads[0], inputs[0], inputs[1], out=outs, **dict(attrs, no_data_grad=skip))
     return [None if skip else outs[0]] + [WRITTEN] * len(targets)
 
 
-# the gradient pass and the autograd tape pass `needed=` to gradient functions marked so
-_gradient.takes_needed = True
-_gradient_into.takes_needed = True
-
-
-_FC = register(OpDef(
+register(OpDef(
     name="FullyConnected", attrs=_ATTRS, inputs=_inputs, outputs=["output"],
     infer_shape=_infer_shape, infer_shape_backward=_infer_backward, infer_type=_infer_type, kernels={"any": _forward},
-    expensive=True, gradient=_gradient,
+    expensive=True, gradient=_gradient, gradient_into=_gradient_into, gradient_takes_needed=True,
     doc="Fully connected layer: output = dot(data, weight.T) + bias."))
-_FC.gradient_into = _gradient_into  # offered by autograd's backward (see autograd_tape.WRITTEN)
 
 _BACKWARD_ATTRS = dict(_ATTRS, no_data_grad=Attr("bool", False, doc="skip the data gradient (nobody needs it)"))
 

@@ -221,6 +221,13 @@ class OpDef:
     infer_type_backward: Optional[Callable] = None
     kernels: Dict[str, Callable] = field(default_factory=dict)
     gradient: Optional[Callable] = None
+    # Autograd's direct form of `gradient`: (F, attrs, inputs, outputs, out_grads, dests) may write
+    # an input's gradient straight into dests[i].grad (a leaf variable's buffer) and return
+    # autograd_tape.WRITTEN for it (FullyConnected's weight, a hybridized block's parameters).
+    gradient_into: Optional[Callable] = None
+    # `gradient` (and `gradient_into`) take needed= (per input: does anyone want its gradient) and
+    # may return None for the others without computing them (FullyConnected's first layer).
+    gradient_takes_needed: bool = False
     # (input, output) pairs that may share storage; a callable attrs -> pairs when they depend on
     # attributes (multi_sgd_update: weight i is input 2*i and output i)
     inplace: Union[Sequence[Tuple[int, int]], Callable[[dict], Sequence[Tuple[int, int]]]] = ()

@@ -4,8 +4,8 @@ Each operator's registry `gradient(F, attrs, inputs, outputs, out_grads)` is cal
 F = `ember.symbol`, so it returns Symbols: new graph nodes that read the forward
 entries they need.  Contributions to one entry are summed by a chain of
 `elemwise_add`.  Visible outputs nobody differentiates get `zeros_like` as their
-gradient.  Head gradients are variables fed by the executor.  A gradient function marked
-`takes_needed` gets `needed=` (per input: does any wanted argument lie behind it) and may return
+gradient.  Head gradients are variables fed by the executor.  An op with
+`gradient_takes_needed` gets `needed=` (per input: does any wanted argument lie behind it) and may return
 None for the others without computing them (FullyConnected skips the first layer's data gradient).
 """
 from __future__ import annotations
@@ -76,7 +76,7 @@ def build_gradient(heads: Sequence[Entry], wrt: Sequence[Node],
         inputs = [Symbol([e]) for e in node.inputs[:k]]
         outputs = [Symbol([(node, i)]) for i in range(nout)]
         with Prefix(f"{node.name}_"):
-            if getattr(node.op.gradient, "takes_needed", False):  # it may skip gradients nobody reads
+            if node.op.gradient_takes_needed:  # it may skip gradients nobody reads
                 needed = [id(child) in needs for child, _ in node.inputs[:k]]
                 res = node.op.gradient(F, node.parsed_attrs, inputs, outputs, out_grads, needed=needed)
             else:
