@@ -348,6 +348,36 @@ static int check_batch_under_cancel(void) {
     return bad;
 }
 
+/* An op run under the idle claim that pushes ops and waits for them (a Custom op's forward): no
+ * worker may start an op while the claim is held, so the owner runs each op it pushes itself, in
+ * push order, before the push returns; waiting on them then returns at once. */
+static int ran_order[8], nran;
+
+static int record_run(void *ctx, ember_opr *op) {
+    (void)op;
+    ran_order[nran++] = *(int *)ctx;
+    return 0;
+}
+
+static int check_pushes_under_idle_claim(void) {
+    int bad = 0, ids[3] = {1, 2, 3};
+    ember_engine *e = ember_engine_create(0, 2, 1);
+    ember_var *v = ember_var_new(e);
+    ember_wait_all(e, -1);
+    nran = 0;
+    if (!ember_claim_idle(e)) bad = 1;
+    for (int i = 0; !bad && i < 3; i++) {
+        push_task(e, record_run, &ids[i], &v, i == 1, &v, 1, 0, 0, "inner"); /* the 2nd reads v too */
+        if (nran != i + 1 || ran_order[i] != ids[i]) bad = 1; /* ran here, before the push returned */
+    }
+    if (!bad && ember_wait_var(e, v) != 0) bad = 1;
+    ember_release_idle_ok(e);
+    ember_var_delete(e, v);
+    ember_engine_destroy(e);
+    if (bad) fprintf(stderr, "ops pushed under the idle claim did not run in its owner\n");
+    return bad;
+}
+
 /* fork() right after a stop that could not drain: the child has none of the parent's workers, not
  * even the detached one, so start_in_child forgets them; a later joining stop must not wait for
  * them (alarm() turns such a hang into a failure). */
@@ -464,6 +494,7 @@ int main(int argc, char **argv) {
     bad |= check_async(1);
     bad |= check_restart();
     bad |= check_batch_under_cancel();
+    bad |= check_pushes_under_idle_claim();
     bad |= check_fork_after_stuck_stop();
     bad |= check_host_copy(0);
     bad |= check_host_copy(1);
