@@ -24,16 +24,21 @@ def _axes(value, ndim: int, what: str) -> Tuple[int, ...]:
     return tuple(out)
 
 
-def moveaxis(tensor: NDArray, source, destination) -> NDArray:
-    """Move axis/axes `source` to position(s) `destination`, keeping the others in order."""
-    src = _axes(source, tensor.ndim, "source")
-    dst = _axes(destination, tensor.ndim, "destination")
+def moveaxis_order(ndim: int, source, destination) -> Tuple[int, ...]:
+    """The transpose order that moves axes `source` to positions `destination` (ValueError if invalid)."""
+    src = _axes(source, ndim, "source")
+    dst = _axes(destination, ndim, "destination")
     if len(src) != len(dst):
         raise ValueError("`source` and `destination` arguments must have the same number of elements")
-    order = [n for n in range(tensor.ndim) if n not in src]
+    order = [n for n in range(ndim) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
-    return _call("transpose", (tensor,), {"axes": tuple(order)})
+    return tuple(order)
+
+
+def moveaxis(tensor: NDArray, source, destination) -> NDArray:
+    """Move axis/axes `source` to position(s) `destination`, keeping the others in order."""
+    return _call("transpose", (tensor,), {"axes": moveaxis_order(tensor.ndim, source, destination)})
 
 
 def linspace(start: float, stop: float, num: int, endpoint: bool = True, ctx=None,

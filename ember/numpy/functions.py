@@ -24,6 +24,7 @@ import numpy as _np
 from ..base import MXNetError
 from ..imperative.invoke import call as _call
 from ..imperative.ndarray import NDArray
+from ..ndarray.legacy_helpers import moveaxis_order
 from .multiarray import _as_np, array, ndarray, reshape
 
 _F32 = _np.dtype(_np.float32)
@@ -414,13 +415,10 @@ def swapaxes(a, axis1: int, axis2: int) -> ndarray:
 def moveaxis(a, source, destination) -> ndarray:
     """`a` with axes moved from `source` to `destination` (the others keep their order)."""
     a = asarray(a)
-    src = _axes(source, a.ndim, "moveaxis")
-    dst = _axes(destination, a.ndim, "moveaxis")
-    if len(src) != len(dst):
-        raise MXNetError("moveaxis: source and destination must have the same number of elements")
-    order = [i for i in range(a.ndim) if i not in src]
-    for d, s in sorted(zip(dst, src)):
-        order.insert(d, s)
+    try:
+        order = moveaxis_order(a.ndim, source, destination)
+    except ValueError as e:
+        raise MXNetError(f"moveaxis: {e}") from None
     return transpose(a, order)
 
 
