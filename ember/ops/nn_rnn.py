@@ -373,6 +373,17 @@ def _carry(xp, m, old, new, dest):
     dest += old
 
 
+def _add_step_grad(xp, dh, d_out_t, m, carry_h) -> None:
+    """dh += a step's output gradient.  At a padded step (mask m 0) the states passed straight
+    through, so their gradient goes back around the cell: that part is kept in carry_h (added back
+    after the step) and dh keeps only the unpadded rows'."""
+    dh += d_out_t
+    if m is not None:
+        xp.subtract(dh, d_out_t, out=carry_h)
+        carry_h *= 1 - m
+        dh *= m
+
+
 def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, masks, dweights):
     """BPTT for one direction from the reserve `res`; writes the weight and bias gradients into the
     views `dweights` (dWx, dWh, dbx, dbh, dWr or None) and returns (dx, dh0, dc0).
@@ -417,12 +428,9 @@ def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, mask
         dhr = xp.empty(after.shape, dtype=x.dtype) if wr is not None else None
         dfull = xp.empty_like(dc) if wr is not None else None
         for t in steps:
-            dh += d_out[t]
-            if masks is not None:  # a padded step passed the states through: their gradients go straight back
-                m = masks[t]
-                xp.subtract(dh, d_out[t], out=carry_h)
-                carry_h *= 1 - m
-                dh *= m
+            m = masks[t] if masks is not None else None
+            _add_step_grad(xp, dh, d_out[t], m, carry_h)
+            if m is not None:
                 xp.multiply(dc, 1 - m, out=carry_c)
                 dc *= m
             if wr is not None:
@@ -447,12 +455,7 @@ def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, mask
     elif mode == "gru":
         hn = res["hn"]
         for t in steps:
-            dh += d_out[t]
-            if masks is not None:
-                m = masks[t]
-                xp.subtract(dh, d_out[t], out=carry_h)
-                carry_h *= 1 - m
-                dh *= m
+            _add_step_grad(xp, dh, d_out[t], masks[t] if masks is not None else None, carry_h)
             a = gates[t]
             r, z, nn = a[:, :hdim], a[:, hdim:2 * hdim], a[:, 2 * hdim:]
             dn = dh * (1 - z) * (1 - nn * nn)
@@ -468,12 +471,7 @@ def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, mask
     else:
         relu = mode == "rnn_relu"
         for t in steps:
-            dh += d_out[t]
-            if masks is not None:
-                m = masks[t]
-                xp.subtract(dh, d_out[t], out=carry_h)
-                carry_h *= 1 - m
-                dh *= m
+            _add_step_grad(xp, dh, d_out[t], masks[t] if masks is not None else None, carry_h)
             h = gates[t]
             if relu:
                 xp.multiply(dh, h > 0, out=dax[t])
