@@ -25,19 +25,18 @@ def _infer_shape(attrs, in_shapes):
     return in_shapes, [tuple(data)]
 
 
-def _rows(xp, indices, n: int):
+def _keep_rows(xp, src, indices, out) -> None:
+    """out = src at the rows listed in `indices`, zero elsewhere."""
     rows = indices.astype(xp.int64)
+    n = src.shape[0]
     if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= n):
         raise IndexRangeError(f"{_NAME}: row indices must be in [0, {n}), got {rows.tolist()}")
-    return rows
+    out[...] = 0
+    out[rows] = src[rows]
 
 
 def _kernel(ctx, attrs, inputs, outputs, aux):
-    data, indices = inputs
-    out = outputs[0]
-    rows = _rows(ctx.xp, indices, data.shape[0])
-    out[...] = 0
-    out[rows] = data[rows]
+    _keep_rows(ctx.xp, inputs[0], inputs[1], outputs[0])
 
 
 def _backward_infer(attrs, in_shapes):
@@ -45,11 +44,7 @@ def _backward_infer(attrs, in_shapes):
 
 
 def _backward_kernel(ctx, attrs, inputs, outputs, aux):
-    ograd, indices = inputs
-    grad = outputs[0]
-    rows = _rows(ctx.xp, indices, ograd.shape[0])
-    grad[...] = 0
-    grad[rows] = ograd[rows]
+    _keep_rows(ctx.xp, inputs[0], inputs[1], outputs[0])
     outputs[1][...] = 0
 
 
