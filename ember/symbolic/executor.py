@@ -433,32 +433,31 @@ class Executor:
         st = self._storage
         k = node.num_inputs()
         reads, writes, var_reads, var_writes = [], [], [], []
+
+        def take(key, got, planned_vars, arrays):
+            # a planned entry (a view of the plan's storage, guarded by its engine vars) or an
+            # array the caller bound (a gradient target: guarded by its own var)
+            if key in st.views:
+                got.append(st.views[key])
+                planned_vars.extend(st.vars[key])
+            else:
+                arr = self._grad_target[key]
+                got.append(arr)
+                arrays.append(arr)
+
         in_get = []
         for pos, (c, j) in enumerate(node.inputs):
-            key = (id(c), j)
             if c.op is None:
                 arr = self._var_arrays.get(id(c))
                 if arr is None:
                     raise EmberError(f"executor: variable '{c.name}' has no array bound")
                 in_get.append(arr)
                 (var_writes if (pos >= k or pos in node.op.mutated_inputs(node.parsed_attrs)) else var_reads).append(arr)
-            elif key in st.views:
-                in_get.append(st.views[key])
-                reads.extend(st.vars[key])
             else:
-                arr = self._grad_target[key]
-                in_get.append(arr)
-                var_reads.append(arr)
+                take((id(c), j), in_get, reads, var_reads)
         out_get = []
         for i in range(node.num_outputs()):
-            key = (id(node), i)
-            if key in st.views:
-                out_get.append(st.views[key])
-                writes.extend(st.vars[key])
-            else:
-                arr = self._grad_target[key]
-                out_get.append(arr)
-                var_writes.append(arr)
+            take((id(node), i), out_get, writes, var_writes)
         # an NDArray's data never changes (writes go into it): the kernel's arrays are fixed now
         ins = [x._data if isinstance(x, NDArray) else x for x in in_get]
         outs = [x._data if isinstance(x, NDArray) else x for x in out_get]
