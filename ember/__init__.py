@@ -19,6 +19,7 @@ from . import symbol  # noqa: F401,E402
 from . import symbol as sym  # noqa: F401,E402
 from .symbolic import naming as name  # noqa: F401,E402  (mx.name.Prefix / NameManager)
 from .symbolic.naming import AttrScope  # noqa: F401,E402
+from .symbolic import naming as attribute  # noqa: F401,E402  (mx.attribute.AttrScope)
 from . import viz  # noqa: F401,E402
 # training toolkit (MXNet's top-level modules)
 from . import optimizer, lr_scheduler, initializer, io, metric, model, callback, module, gluon  # noqa: F401,E402

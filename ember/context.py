@@ -6,23 +6,39 @@ import threading
 from .base import ContextError
 
 
-class _DeprecatedDefaultCtx:
-    """`Context.default_ctx` read on the class (MXNet 1.x's deprecated spelling of current_context())."""
+class _DefaultCtx(type):
+    """`Context.default_ctx`, read and assigned on the class: MXNet 1.x's deprecated spelling of this
+    thread's current_context() and of test_utils.set_default_context()."""
 
-    def __get__(self, obj, owner):
+    @property
+    def default_ctx(cls) -> "Context":
         import warnings
         warnings.warn("Context.default_ctx has been deprecated. Please use Context.current_context() instead. "
                       "Please use test_utils.set_default_context to set a default context", DeprecationWarning)
         return current_context()
 
+    @default_ctx.setter
+    def default_ctx(cls, ctx: "Context") -> None:
+        if not isinstance(ctx, Context):
+            raise TypeError(f"set_default_context: expected a Context, got {type(ctx).__name__}")
+        # The current context is the top of the per-thread stack that `with ctx:` pushes onto:
+        # replacing the top (or seeding an empty stack) changes the default without unbalancing
+        # enclosing blocks.
+        stack = getattr(cls._default, "stack", None)
+        if stack is None:
+            stack = cls._default.stack = []
+        if stack:
+            stack[-1] = ctx
+        else:
+            stack.append(ctx)
 
-class Context:
+
+class Context(metaclass=_DefaultCtx):
     """A device: type ('cpu' or 'gpu') and index, usable as a `with` block to set the default."""
 
     devtype2id = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
     devid2type = {v: k for k, v in devtype2id.items()}
     _default = threading.local()
-    default_ctx = _DeprecatedDefaultCtx()
 
     def __init__(self, device_type, device_id: int = 0):
         if isinstance(device_type, Context):

@@ -64,17 +64,7 @@ def set_default_context(ctx: Context) -> None:
 
     Inside a `with ctx2:` block it lasts until the block ends, as in MXNet.
     """
-    if not isinstance(ctx, Context):
-        raise TypeError(f"set_default_context: expected a Context, got {type(ctx).__name__}")
-    # The current context is the top of the per-thread stack that `with ctx:` pushes onto; replacing
-    # the top (or seeding an empty stack) changes the default without unbalancing enclosing blocks.
-    stack = getattr(Context._default, "stack", None)
-    if stack is None:
-        stack = Context._default.stack = []
-    if stack:
-        stack[-1] = ctx
-    else:
-        stack.append(ctx)
+    Context.default_ctx = ctx
 
 
 def default_dtype():

@@ -5,7 +5,23 @@ import threading
 from typing import Dict, Optional
 
 
-class NameManager:
+class _ThreadCurrent(type):
+    """`Cls.current`: this thread's scope, read and assigned on the class (MXNet's classproperty),
+    a fresh root scope in a thread that has none yet."""
+
+    @property
+    def current(cls):
+        cur = getattr(cls._current, "value", None)
+        if cur is None:
+            cur = cls._current.value = cls._root()
+        return cur
+
+    @current.setter
+    def current(cls, value) -> None:
+        cls._current.value = value
+
+
+class NameManager(metaclass=_ThreadCurrent):
     """Gives unnamed nodes the name ``<hint><counter>`` (``fullyconnected0``), counting per hint."""
 
     _current = threading.local()
@@ -23,7 +39,7 @@ class NameManager:
         return f"{hint}{n}"
 
     def __enter__(self):
-        self._old = NameManager.current()
+        self._old = NameManager.current
         NameManager._current.value = self
         return self
 
@@ -31,11 +47,8 @@ class NameManager:
         NameManager._current.value = self._old
 
     @staticmethod
-    def current() -> "NameManager":
-        cur = getattr(NameManager._current, "value", None)
-        if cur is None:
-            cur = NameManager._current.value = NameManager()
-        return cur
+    def _root() -> "NameManager":
+        return NameManager()
 
 
 class Prefix(NameManager):
@@ -49,7 +62,7 @@ class Prefix(NameManager):
         return self._prefix + super().get(name, hint)
 
 
-class AttrScope:
+class AttrScope(metaclass=_ThreadCurrent):
     """`with mx.AttrScope(ctx_group='dev1'):` adds string attributes to every symbol made inside."""
 
     _current = threading.local()
@@ -58,19 +71,19 @@ class AttrScope:
         for k, v in attrs.items():
             if not isinstance(v, str):
                 raise TypeError(f"AttrScope: attribute '{k}' must be a string, got {type(v).__name__}")
-        self._attrs = attrs
+        self._attr = attrs
         self._old: Optional["AttrScope"] = None
 
     def get(self, attrs: Optional[dict]) -> dict:
-        out = dict(self._attrs)
+        out = dict(self._attr)
         out.update(attrs or {})
         return out
 
     def __enter__(self):
-        self._old = AttrScope.current()
-        merged = dict(self._old._attrs)
-        merged.update(self._attrs)
-        self._attrs = merged
+        self._old = AttrScope.current
+        merged = dict(self._old._attr)
+        merged.update(self._attr)
+        self._attr = merged
         AttrScope._current.value = self
         return self
 
@@ -78,8 +91,5 @@ class AttrScope:
         AttrScope._current.value = self._old
 
     @staticmethod
-    def current() -> "AttrScope":
-        cur = getattr(AttrScope._current, "value", None)
-        if cur is None:
-            cur = AttrScope._current.value = AttrScope()
-        return cur
+    def _root() -> "AttrScope":
+        return AttrScope()

@@ -531,7 +531,7 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
                                    if op_attrs else {})
     except OperatorError as e:
         raise type(e)(f"{e}" + (f" (node '{name}')" if name else "")) from None
-    manager = NameManager.current()
+    manager = NameManager.current
     node_name = manager.get(name, hint or opdef.name.lower())
     input_names = opdef.input_names(parsed)
     aux_names = opdef.aux_names(parsed)
@@ -549,7 +549,7 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
         if k in slots:
             raise OperatorError(f"{opdef.name} '{node_name}': input '{k}' given twice")
         slots[k] = _single_entry(v, opdef.name, k)
-    scope_attrs = AttrScope.current().get(attr)
+    scope_attrs = AttrScope.current.get(attr)
     user_attrs = hide_keys({k: (v if isinstance(v, str) else str(v)) for k, v in scope_attrs.items()}) \
         if scope_attrs else {}
     if hidden:
@@ -582,7 +582,7 @@ def var(name: str, attr: Optional[dict] = None, shape=None, lr_mult=None, wd_mul
     """A variable (graph input) with optional shape, dtype, init, lr/wd multipliers and '__x__' attributes."""
     if not isinstance(name, str):
         raise TypeError(f"variable name must be a string, got {type(name).__name__}")
-    attrs = AttrScope.current().get(attr)
+    attrs = AttrScope.current.get(attr)
     attrs = hide_keys({k: (v if isinstance(v, str) else str(v)) for k, v in attrs.items()})
     if shape is not None:
         if isinstance(shape, (int, np.integer)):
