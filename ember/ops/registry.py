@@ -264,12 +264,14 @@ class OpDef:
 
     # -- attributes ---------------------------------------------------------
     def parse_attrs(self, given: Dict[str, Any]) -> Dict[str, Any]:
-        """Parse and check attributes, filling defaults; unknown or missing ones are errors."""
+        """Parse and check attributes, filling defaults; unknown or missing ones are errors, except
+        that an op without any attribute ignores what it is given, as MXNet's operators without a
+        parameter struct do (`broadcast_maximum(a, b, axis=1)` runs there)."""
         out = {}
         for key, value in given.items():
             spec = self.attrs.get(key)
             if spec is None:
-                if key.startswith("__") and key.endswith("__"):
+                if (key.startswith("__") and key.endswith("__")) or not self.attrs:
                     continue  # symbol-level attributes such as __lr_mult__ are not op parameters
                 known = ", ".join(sorted(self.attrs)) or "none"
                 raise OperatorError(f"{self.name}: unknown attribute '{key}' (known attributes: {known})")

@@ -40,6 +40,10 @@ def test_unknown_attribute_and_bad_arguments():
         mx.nd._plus_scalar(a, scalar="abc")
     with pytest.raises(OperatorError, match="missing input 'rhs'"):
         mx.nd.broadcast_add(a)
+    # an op without attributes ignores what it is given, as MXNet's ops without a parameter struct
+    # (MXNet's test_cosine_loss passes axis= to broadcast_maximum)
+    np.testing.assert_array_equal(mx.nd.broadcast_maximum(a, mx.nd.zeros((2,)), axis=1).asnumpy(), [1, 1])
+    assert mx.sym.broadcast_maximum(mx.sym.var("x"), mx.sym.var("y"), axis=1).list_attr() == {"axis": "1"}
     with pytest.raises(TypeError, match="must be an NDArray|positional"):
         mx.nd.broadcast_add(a, np.ones(2))
     with pytest.raises(OperatorError, match="unknown operator"):
