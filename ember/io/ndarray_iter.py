@@ -76,10 +76,12 @@ class NDArrayIter(DataIter):
         self.label = _as_sources(label, allow_empty=True, default_name=label_name)
         sizes = {name: arr.shape[self._axis] if arr.ndim > self._axis else None
                  for name, arr, _ in self.data + self.label}
-        if None in sizes.values() or len(set(sizes.values())) != 1:
-            raise ValueError(f"NDArrayIter: all arrays need the same number of samples on axis {self._axis}, "
-                             f"got {sizes}")
+        # as MXNet: the first data array sets the sample count; a longer array's extra samples are
+        # never read, a shorter one cannot fill a batch
         self.num_data = next(iter(sizes.values()))
+        if None in sizes.values() or (self.num_data is not None and min(sizes.values()) < self.num_data):
+            raise ValueError(f"NDArrayIter: every array needs at least as many samples on axis {self._axis} "
+                             f"as the first data array, got {sizes}")
         if self.num_data == 0:
             raise ValueError("NDArrayIter: the data has no samples")
         self.batch_size = int(batch_size)

@@ -113,7 +113,7 @@ def test_datadesc_and_batch_helpers():
 @pytest.mark.parametrize("kwargs, exc, match", [
     (dict(data=np.zeros((4, 1)), batch_size=0), ValueError, "batch_size"),
     (dict(data=np.zeros((4, 1)), last_batch_handle="keep"), ValueError, "last_batch_handle"),
-    (dict(data=np.zeros((4, 1)), label=np.zeros(5)), ValueError, "same number of samples"),
+    (dict(data=np.zeros((5, 1)), label=np.zeros(4)), ValueError, "at least as many samples"),
     (dict(data=None), ValueError, "must not be None"),
     (dict(data="abc"), TypeError, "input must be"),
     (dict(data=np.zeros((0, 2))), ValueError, "no samples"),
@@ -122,3 +122,11 @@ def test_datadesc_and_batch_helpers():
 def test_bad_arguments(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         mio.NDArrayIter(**kwargs)
+
+
+def test_arrays_longer_than_the_data_are_read_up_to_its_sample_count():
+    # as MXNet (its test_sample_weight_loss scores data[10:] with 20-sample label arrays)
+    it = mio.NDArrayIter(np.arange(4.0).reshape(4, 1), {"label": np.arange(6.0), "w": np.ones(6)}, batch_size=2)
+    batches = list(it)
+    assert it.num_data == 4 and len(batches) == 2
+    np.testing.assert_array_equal(batches[1].label[0].asnumpy(), [2.0, 3.0])
