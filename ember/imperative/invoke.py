@@ -232,7 +232,8 @@ def dispatch(opdef: OpDef, attrs: dict, inputs, outputs, ctx: Context, given: bo
             v = x._chunk.var
             if v not in write and v not in read:
                 read.append(v)
-        if rng_var is not None:
+        if rng_var is not None:  # a draw reads and advances the generator (see resources.rng)
+            read.append(rng_var)
             write.append(rng_var)
         return read, write, () if given else FreshVars([o._chunk for o in outputs])
 

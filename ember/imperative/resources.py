@@ -34,7 +34,12 @@ def _seeded_state(seed: int, key: tuple):
 
 
 def rng(ctx: Context) -> Tuple[object, np.random.Generator]:
-    """(var, generator) of the device `ctx`: an op drawing from the generator must write the var."""
+    """(var, generator) of the device `ctx`.
+
+    An op drawing from the generator reads and writes the var (it reads the generator's state and
+    advances it): so a failed draw leaves its error on the generator and later draws inherit it
+    until it is raised, as MXNet's random resource does (a second script line then fails with the
+    first error, which one wait raises and clears for all of them)."""
     key = _key(ctx)
     found = _rngs.get(key)
     if found is not None:

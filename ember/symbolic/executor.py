@@ -292,9 +292,10 @@ def _given(value):
     return value
 
 
-def _with_write(deps: Callable[[], tuple], var) -> tuple:
+def _with_rng(deps: Callable[[], tuple], var) -> tuple:
+    """deps() plus the generator's var, read and written by a segment that draws (see resources.rng)."""
     reads, writes, fresh = deps()
-    return reads, writes + [var], fresh
+    return list(reads) + [var], writes + [var], fresh
 
 
 _kernels_version = [0]  # bumped when a kernel is registered or overridden: executors rebuild their steps
@@ -507,7 +508,7 @@ class Executor:
             rng, deps = None, seg.deps
             if seg.needs_rng:
                 rvar, rng = resources.rng(ctx)
-                deps = partial(_with_write, seg.deps, rvar)
+                deps = partial(_with_rng, seg.deps, rvar)
             if host:
                 execute(seg.run, (is_train, rng), seg.name, seg.size, deps, ctx)
             else:

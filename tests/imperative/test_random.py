@@ -129,3 +129,16 @@ def test_unseeded_processes_draw_the_same_stream():
             for _ in range(2)]
     assert all(o.returncode == 0 for o in outs), outs[0].stderr
     assert outs[0].stdout == outs[1].stdout and outs[0].stdout.strip()
+
+
+def test_a_failed_draw_fails_later_draws_until_raised_once():
+    # as MXNet's random resource: a draw reads and writes the generator, so the next draws inherit
+    # the first one's error; raising it once (here, at a later array's wait) clears it for all
+    mx.nd.waitall()
+    bad = mx.nd.random.normal(0, -1, (2, 2))
+    later = mx.nd.random.normal(0, 1, (2, 2))
+    c = mx.nd.dot(later, bad)
+    with pytest.raises(mx.base.MXNetError, match="scale must be >= 0"):
+        c.asnumpy()
+    mx.nd.waitall()  # nothing left to raise: the one error was raised
+    assert mx.nd.random.normal(0, 1, (3,)).asnumpy().shape == (3,)
