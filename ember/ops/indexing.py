@@ -366,7 +366,7 @@ register(OpDef(name="_backward_where", inputs=["ograd", "condition"], outputs=["
                infer_shape=lambda a, s: (s, [s[0], s[0]]), infer_type=lambda a, d: (list(d), [d[0], d[0]]),
                kernels={"any": _where_backward}, doc="Gradient of where: ograd routed by the condition."))
 register(OpDef(name="where", inputs=["condition", "x", "y"], infer_shape=_where_infer, infer_type=_where_type,
-               kernels={"any": _where},
+               kernels={"any": _where}, probe_partial_shapes=False,
                gradient=lambda F, a, i, o, g: [None] + list(F._backward_where(g[0], i[0])),
                doc="x where condition is non-zero, else y."))
 

@@ -249,6 +249,10 @@ class OpDef:
     shape_only_inputs: Union[Sequence[int], Callable[[dict], Sequence[int]]] = ()
     # Cost class for recompute: memory mirroring never recomputes an expensive op (MXNet's list).
     expensive: bool = False
+    # Graph inference may probe the shape function with stand-in sizes for unknown dimensions to learn
+    # the dimensions that do not depend on them; False keeps the outputs unknown until the function
+    # itself can tell (MXNet's `where` knows nothing before its condition's shape is whole).
+    probe_partial_shapes: bool = True
     # The ufunc call the CPU kernel registered here is exactly; see `cpu_ufunc`.
     ufunc_form: Optional[UfuncForm] = None
     doc: str = ""

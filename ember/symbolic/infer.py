@@ -118,7 +118,8 @@ def _run(order: Sequence[Node], known: Dict[Key, object], kind: str) -> Dict[Key
             changed |= ch
             ch, complete_out = _merge_list(values, out_keys, new_out, node, kind, err_type, False)
             changed |= ch
-            if is_shape and not complete_out and not any(v is not None for v in new_out):
+            if is_shape and not complete_out and not any(v is not None for v in new_out) \
+                    and node.op.probe_partial_shapes:
                 # an op whose inference needs whole shapes (it learned nothing): learn what does not
                 # depend on unknown dims; an op that handles them itself keeps its own answer (MXNet's)
                 probed = _probe(node, attrs, [get(key) for key in in_keys], k)

@@ -177,6 +177,10 @@ def test_where_output_waits_for_a_known_condition():
     w = mx.sym.where(c, x, y)
     assert w.infer_shape_partial(cond=(0,), x=(2, 2), y=(2, 2))[1] == [()]
     assert w.infer_shape_partial(cond=(2, 2), x=(0, 2), y=(0, 2))[1] == [(0, 2)]  # as MXNet
+    # a partly known condition is not probed (where sets probe_partial_shapes=False): MXNet's answers
+    assert w.infer_shape_partial(cond=(0, 2), x=(0, 2), y=(0, 2))[1] == [()]
+    with mx.np_shape(True):
+        assert w.infer_shape_partial(cond=(-1, 2), x=(-1, 2), y=(-1, 2))[1] == [None]
 
 
 def test_cast_passes_partial_shapes_back_to_its_input():
