@@ -38,6 +38,7 @@ class Context(metaclass=_DefaultCtx):
 
     devtype2id = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
     devid2type = {v: k for k, v in devtype2id.items()}
+    devstr2type, devtype2str = devtype2id, devid2type  # MXNet's names for the same tables
     _default = threading.local()
 
     def __init__(self, device_type, device_id: int = 0):

@@ -45,10 +45,11 @@ class _BlockScope:
 
     _current = threading.local()
 
-    def __init__(self, block: "Block"):
-        # weak: a block and its scope would otherwise form a cycle that keeps the block (and its
-        # cached executors' storage) alive until Python's cycle collector happens to run
-        self._block_ref = weakref.ref(block)
+    def __init__(self, block: "Block", _own: bool = False):
+        # a block's own scope (_own) refers to it weakly: a block and its scope would otherwise form
+        # a cycle that keeps the block (and its cached executors' storage) alive until Python's cycle
+        # collector happens to run; a scope made for any other block keeps it alive, as MXNet's
+        self._block_ref = weakref.ref(block) if _own else (lambda: block)
         self._counter: Dict[str, int] = {}
         self._old_scope = None
         self._name_scope = None
@@ -171,7 +172,7 @@ class Block:
         self._empty_prefix = prefix == ""
         self._prefix, self._params = _BlockScope.create(prefix, params, self._alias())
         self._name = self._prefix[:-1] if self._prefix.endswith("_") else self._prefix
-        self._scope = _BlockScope(self)
+        self._scope = _BlockScope(self, _own=True)
         self._children: "OrderedDict[str, Block]" = OrderedDict()
         self._reg_params: Dict[str, Parameter] = {}
         self._forward_hooks: "OrderedDict[int, Callable]" = OrderedDict()

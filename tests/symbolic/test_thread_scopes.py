@@ -62,3 +62,15 @@ def test_context_default_ctx_reads_and_sets_this_threads_default():
             Context.default_ctx = "cpu"
     with pytest.warns(DeprecationWarning):
         Context.default_ctx
+
+
+def test_a_block_scope_keeps_a_foreign_block_alive_and_prefixes_names():
+    # MXNet's test_blockscope enters the scope of a block nothing else refers to
+    from ember.gluon import block
+
+    class Stub:
+        prefix, _empty_prefix = "spawned_", False
+
+    with block._BlockScope(Stub()):
+        assert NameManager.current.get(None, "hello") == "spawned_hello0"
+    assert Context.devtype2str[mx.cpu().device_typeid] == "cpu" and Context.devstr2type["gpu"] == 2
