@@ -30,7 +30,7 @@ def _create_sparse_kvstore(kvstore) -> Tuple[Any, bool]:
     """MXNet's choice for parameters declared row_sparse: always a store, always updating on it."""
     if isinstance(kvstore, str):
         return kvs.create(kvstore), True
-    if isinstance(kvstore, kvs.KVStore) or hasattr(kvstore, "push"):
+    if isinstance(kvstore, (kvs.KVStore, kvs.KVStoreBase)) or hasattr(kvstore, "push"):
         return kvstore, True
     raise TypeError(f"Cannot create '{kvstore}' KVStore with row_sparse parameters. "
                     "The type must be KVStore or str.")
@@ -188,9 +188,16 @@ class Trainer:
                     outs.append(arrays)
             if sparse:
                 self._kvstore.init([i for i, _ in sparse], [a for _, a in sparse])
-            if keys:
+            if keys and self._plugged_store():  # a pluggable store takes one key per call (as MXNet's Trainer)
+                for key, value, out in zip(keys, values, outs):
+                    self._kvstore.broadcast(key, value, out=out)
+            elif keys:
                 self._kvstore.broadcast(keys, values, out=outs)
         self._params_to_init = pending
+
+    def _plugged_store(self) -> bool:
+        """A store registered through KVStoreBase.register (not one of ember's own)."""
+        return isinstance(self._kvstore, kvs.KVStoreBase) and not isinstance(self._kvstore, kvs.KVStore)
 
     def _ensure_kvstore(self) -> None:
         """Check the parameters still live where they did, then set up the store if needed."""
@@ -292,7 +299,10 @@ class Trainer:
             grads.append(grad_list)
             if self._update_on_kvstore:
                 outs.append(param.list_data())
-        if keys:
+        if keys and self._plugged_store():
+            for n, (key, grad) in enumerate(zip(keys, grads)):
+                self._kvstore.pushpull(key, grad, out=outs[n] if self._update_on_kvstore else None, priority=-key)
+        elif keys:
             self._kvstore.pushpull(keys, grads, out=outs if self._update_on_kvstore else None)
 
     def _update(self, ignore_stale_grad: bool = False) -> None:

@@ -259,8 +259,8 @@ def _value_source(arr: NDArray, value, tshape):
     """
     if isinstance(value, NDArray):
         value._chunk.check()
-        if value.context != arr.context:
-            raise ContextError(f"setitem: value is on {value.context} but the array is on {arr.context}")
+        if value.context != arr.context:  # copied over first, as MXNet's x[:] = y does (copyto)
+            value = value.as_in_context(arr.context)
         if value._chunk is arr._chunk:  # overlapping source: snapshot it first
             value = copy_to_new(value, value.context, value._data.dtype)
         _check_broadcast(value.shape, tshape)

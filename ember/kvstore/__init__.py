@@ -7,11 +7,13 @@
   worker holds the same values after each push (launch with `python -m ember.kvstore.launch`);
 - 'dist_async': parameter servers own shards of the keys and apply the optimizer; workers push and
   pull without a global barrier.
-See docs/kvstore.md.
+A class registered with `@KVStoreBase.register` (MXNet's pluggable stores; `TestStore` is one) is
+found first, by its lower-cased class name.  See docs/kvstore.md.
 """
 from __future__ import annotations
 
 from .errors import KVStoreCommError, KVStoreError, KVStoreShapeError, KVStoreTimeoutError  # noqa: F401
+from .base import KVStoreBase, TestStore  # noqa: F401
 from .local import KVStore
 
 _LOCAL_TYPES = {"local": "local", "local_update_cpu": "local", "local_allreduce_cpu": "local",
@@ -23,6 +25,9 @@ def create(name: str = "local") -> KVStore:
     """Create a key-value store of type `name` (see the module docstring)."""
     if not isinstance(name, str):
         raise KVStoreError(f"kvstore type must be a string, got {type(name).__name__}")
+    plugged = KVStoreBase.kv_registry.get(name.lower())
+    if plugged is not None:
+        return plugged()
     if name in _LOCAL_TYPES:
         return KVStore(name)
     if name in ("dist_sync", "dist_device_sync", "dist_sync_device"):
@@ -32,7 +37,8 @@ def create(name: str = "local") -> KVStore:
         from .dist_async import DistAsyncKVStore
         return DistAsyncKVStore(name)
     raise KVStoreError(f"unknown kvstore type {name!r}; expected one of "
-                       f"{sorted(_LOCAL_TYPES) + ['dist_sync', 'dist_device_sync', 'dist_async']}")
+                       f"{sorted(_LOCAL_TYPES) + ['dist_sync', 'dist_device_sync', 'dist_async']} "
+                       f"or a registered one {sorted(KVStoreBase.kv_registry)}")
 
 
-__all__ = ["KVStore", "create", "KVStoreError", "KVStoreShapeError", "KVStoreCommError", "KVStoreTimeoutError"]
+__all__ = ["KVStore", "KVStoreBase", "create", "KVStoreError", "KVStoreShapeError", "KVStoreCommError", "KVStoreTimeoutError"]

@@ -20,6 +20,7 @@ from .. import engine
 from ..base import FormatError
 from ..context import Context, cpu
 from . import arrays, native_pull
+from .base import KVStoreBase
 from .errors import KVStoreError, KVStoreShapeError
 from .keys import Key, check_one_kind, group
 
@@ -78,7 +79,7 @@ def _unique_vars(arrs) -> list:
     return out
 
 
-class KVStore:
+class KVStore(KVStoreBase):
     """MXNet's KVStore API over the engine (types 'local' and 'device')."""
 
     def __init__(self, kv_type: str = "local"):

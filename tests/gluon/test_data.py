@@ -120,6 +120,7 @@ def test_samplers():
         len(gdata.BatchSampler(seq, 3, "bogus"))
     assert list(gdata.IntervalSampler(13, 3)) == [0, 3, 6, 9, 12, 1, 4, 7, 10, 2, 5, 8, 11]
     assert list(gdata.IntervalSampler(13, 3, rollover=False)) == [0, 3, 6, 9, 12]
+    assert mx.gluon.contrib.data.IntervalSampler is gdata.IntervalSampler  # MXNet's contrib spelling
 
 
 # -- DataLoader -----------------------------------------------------------------------------------

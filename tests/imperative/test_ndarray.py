@@ -183,3 +183,12 @@ def test_gpu_arrays_round_trip_and_mixing_is_an_error():
     np.testing.assert_array_equal(g.copyto(mx.cpu()).asnumpy(), [1.0, 2.0])
     with pytest.raises(mx.base.ContextError):
         g + mx.nd.ones((2,))
+
+
+def test_setitem_copies_a_value_from_another_context():
+    # as MXNet's x[:] = y (copyto): the value is copied over, whole or into a slice
+    x = mx.nd.zeros((2, 3), ctx=mx.cpu(1))
+    x[:] = mx.nd.ones((2, 3), ctx=mx.cpu(0))
+    x[1, 1:] = mx.nd.array([5.0, 6.0], ctx=mx.cpu(0))
+    np.testing.assert_array_equal(x.asnumpy(), [[1, 1, 1], [1, 5, 6]])
+    assert x.context == mx.cpu(1)

@@ -1,3 +1,4 @@
-"""`mx.gluon.contrib`: experimental Gluon layers (MXNet 1.9.1's `gluon.contrib.nn`)."""
+"""`mx.gluon.contrib`: experimental Gluon layers and samplers (MXNet 1.9.1's `gluon.contrib.nn`, `.rnn`, `.data`)."""
+from . import data  # noqa: F401
 from . import nn  # noqa: F401
 from . import rnn  # noqa: F401
