@@ -67,12 +67,26 @@ class KVStoreBase:
         return klass
 
 
+class SingleProcess:
+    """rank and num_workers of a store that lives in one process."""
+
+    @property
+    def rank(self) -> int:
+        """This worker's rank (0 for a single-process store)."""
+        return 0
+
+    @property
+    def num_workers(self) -> int:
+        """Number of worker processes (1 for a single-process store)."""
+        return 1
+
+
 def _as_list(x) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
 @KVStoreBase.register
-class TestStore(KVStoreBase):
+class TestStore(SingleProcess, KVStoreBase):
     """MXNet's test store: one process, values summed over the devices, no optimizer on the store."""
 
     def broadcast(self, key, value, out, priority: int = 0) -> None:
@@ -94,11 +108,3 @@ class TestStore(KVStoreBase):
     @property
     def type(self) -> str:
         return "teststore"
-
-    @property
-    def rank(self) -> int:
-        return 0
-
-    @property
-    def num_workers(self) -> int:
-        return 1

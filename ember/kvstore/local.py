@@ -20,7 +20,7 @@ from .. import engine
 from ..base import FormatError
 from ..context import Context, cpu
 from . import arrays, native_pull
-from .base import KVStoreBase
+from .base import KVStoreBase, SingleProcess
 from .errors import KVStoreError, KVStoreShapeError
 from .keys import Key, check_one_kind, group
 
@@ -79,7 +79,7 @@ def _unique_vars(arrs) -> list:
     return out
 
 
-class KVStore(KVStoreBase):
+class KVStore(SingleProcess, KVStoreBase):
     """MXNet's KVStore API over the engine (types 'local' and 'device')."""
 
     def __init__(self, kv_type: str = "local"):
@@ -93,16 +93,6 @@ class KVStore(KVStoreBase):
     def type(self) -> str:
         """The store type given to `create` ('local', 'device', 'dist_sync', ...)."""
         return self._type
-
-    @property
-    def rank(self) -> int:
-        """This worker's rank (0 for a single-process store)."""
-        return 0
-
-    @property
-    def num_workers(self) -> int:
-        """Number of worker processes (1 for a single-process store)."""
-        return 1
 
     OPTIMIZER = "optimizer"
 
