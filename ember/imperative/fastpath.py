@@ -39,7 +39,8 @@ _CACHES: list = []     # every plan cache (emptied when the registry changes)
 _KERNEL_PLANS: dict = {}
 _CACHES.append(_KERNEL_PLANS)
 # the engine-wide idle claim (run_in_caller's first way), taken inline by the operators' common case
-_claim_idle, _release_idle_ok, _E = _engine._claim_idle, _engine._release_idle_ok, _engine._E
+# the idle claim through the binding's own functions: they keep the GIL (cffi's calls hand it over twice)
+_claim_idle, _release_idle_ok = _engine.idle_claim, _engine.idle_release_ok
 _empty = np.empty
 _is_training = autograd_state.is_training
 _is_recording = autograd_state.is_recording
@@ -106,7 +107,7 @@ def operator(array_op: Optional[str], scalar_op: str, in_place: bool = False) ->
             return _general(array_op, (lhs, rhs), None, lhs if in_place else None)
         else:
             raise TypeError(f"type {t.__name__} is not supported with NDArray; use an NDArray or a scalar")
-        if taped or ctx is not _CPU0 or _engine.bulk_threads or not _claim_idle(_E):
+        if taped or ctx is not _CPU0 or _engine.bulk_threads or not _claim_idle():
             return _planned(plan, lhs, rhs, x, y, name, ctx, in_place, taped)
         # the engine-wide idle claim is held: run the ufunc now (engine.core.run_in_caller's way 1)
         call = plan.call
@@ -123,7 +124,7 @@ def operator(array_op: Optional[str], scalar_op: str, in_place: bool = False) ->
                 call(x, y, data)
         except BaseException as exc:  # noqa: BLE001 - recorded on what the op writes
             return _idle_failed(exc, name, lhs if in_place else _fresh(plan.shape, plan.dtype, plan.sig, ctx))
-        _release_idle_ok(_E)
+        _release_idle_ok()
         if in_place:
             return lhs
         result = NDArray(data, None)  # its chunk is made if ever needed

@@ -34,7 +34,8 @@ INLINE_MAX_ELEMENTS = 1 << 14  # ops with outputs up to this many elements may r
 _get_op = registry.get
 _push = engine.push
 _run_in_caller = _engine.run_in_caller
-_claim_idle, _release_idle_ok, _E = _engine._claim_idle, _engine._release_idle_ok, _engine._E
+# the idle claim through the binding's own functions: they keep the GIL (cffi's calls hand it over twice)
+_claim_idle, _release_idle_ok = _engine.idle_claim, _engine.idle_release_ok
 
 
 def invoke(op, inputs: Sequence[NDArray], attrs: Optional[Dict[str, Any]] = None, out=None,
@@ -254,13 +255,13 @@ def execute(fn: Callable, args: tuple, name: str, size: int, deps: Callable, ctx
     op) is called only when the engine needs the variables.
     """
     if size <= INLINE_MAX_ELEMENTS and ctx.device_type == "cpu":  # runs_in_caller(size, ctx)
-        if not _engine.bulk_threads and _claim_idle(_E):  # run_in_caller's first way, inline (no frames)
+        if not _engine.bulk_threads and _claim_idle():  # run_in_caller's first way, inline (no frames)
             try:
                 fn(*args)
             except BaseException as exc:  # noqa: BLE001 - recorded on what it writes, raised at their wait
                 _engine._run_idle(_raise, (exc,), name, deps)
                 return
-            _release_idle_ok(_E)
+            _release_idle_ok()
             return
         if _run_in_caller(fn, args, name, deps):
             return
