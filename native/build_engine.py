@@ -167,39 +167,109 @@ static ember_var *pyfn_var(PyObject *obj, int handles) {
     return v;
 }
 
-/* Pushes fn on the variables of the sequences a (reads) and b (writes; b NULL: a holds nread reads
- * then the writes).  Returns 0, a negative engine code, or 1 when it pushed nothing because an
- * item is not a live Var (the caller's general path names it). */
-static int pyfn_push(PyObject *fn, PyObject *a, PyObject *b, Py_ssize_t nread, PyObject *attrs_obj, int handles) {
-    if (!pyfn_engine) return 1;
+/* The variables of the sequences a (reads) and b (writes; b NULL: a holds nread reads then the
+ * writes) in *vs (stack when they fit, else allocated: free with pyfn_vars_free), their count in *n,
+ * the reads' in *nr.  0, -1 with an exception set, or 1 when an item is not a live Var or the
+ * sequences are not lists/tuples (the caller's general path names it). */
+static int pyfn_vars(PyObject *a, PyObject *b, Py_ssize_t nread, int handles, ember_var **stack, ember_var ***vs,
+                     Py_ssize_t *n, Py_ssize_t *nr) {
     if (!(PyList_CheckExact(a) || PyTuple_CheckExact(a)) || (b && !(PyList_CheckExact(b) || PyTuple_CheckExact(b))))
         return 1;
-    Py_ssize_t na = PySequence_Size(a), nb = b ? PySequence_Size(b) : 0, n = na + nb;
-    if (b) nread = na;
-    if (nread < 0 || nread > n || n > 1 << 20) return 1;
-    const ember_op_attrs *attrs = (const ember_op_attrs *)_cffi_to_c_pointer(attrs_obj, pyfn_attrs_type);
-    if (!attrs) return PyErr_Occurred() ? -1 : 1;
-    ember_var *stack[PYFN_STACK_VARS];
-    ember_var **vs = n <= PYFN_STACK_VARS ? stack : PyMem_Malloc((size_t)n * sizeof *vs);
-    if (!vs) { PyErr_NoMemory(); return -1; }
-    int rc = 0;
-    for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+    Py_ssize_t na = PySequence_Size(a), nb = b ? PySequence_Size(b) : 0;
+    *n = na + nb;
+    *nr = b ? na : nread;
+    if (*nr < 0 || *nr > *n || *n > 1 << 20) return 1;
+    *vs = *n <= PYFN_STACK_VARS ? stack : PyMem_Malloc((size_t)*n * sizeof **vs);
+    if (!*vs) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < *n; i++) {
         PyObject *item = i < na ? PySequence_GetItem(a, i) : PySequence_GetItem(b, i - na);
-        if (!item) { rc = -1; break; }
-        vs[i] = pyfn_var(item, handles);
+        if (!item) return -1;
+        (*vs)[i] = pyfn_var(item, handles);
         Py_DECREF(item);
-        if (!vs[i]) {
+        if (!(*vs)[i]) {
             if (PyErr_Occurred()) PyErr_Clear();
-            rc = 1;
+            return 1;
         }
     }
+    return 0;
+}
+
+static void pyfn_vars_free(ember_var **vs, ember_var **stack) {
+    if (vs && vs != stack) PyMem_Free(vs);
+}
+
+/* Pushes fn on the variables of the sequences a and b (as pyfn_vars).  Returns 0, a negative
+ * engine code, or 1 when it pushed nothing (see pyfn_vars). */
+static int pyfn_push(PyObject *fn, PyObject *a, PyObject *b, Py_ssize_t nread, PyObject *attrs_obj, int handles) {
+    if (!pyfn_engine) return 1;
+    const ember_op_attrs *attrs = (const ember_op_attrs *)_cffi_to_c_pointer(attrs_obj, pyfn_attrs_type);
+    if (!attrs) return PyErr_Occurred() ? -1 : 1;
+    ember_var *stack[PYFN_STACK_VARS], **vs = NULL;
+    Py_ssize_t n, nr;
+    int rc = pyfn_vars(a, b, nread, handles, stack, &vs, &n, &nr);
     if (rc == 0) {
         Py_INCREF(fn); /* the op's reference, dropped when it ran or ended without running */
-        rc = ember_push(pyfn_engine, ember_py_fn_op, fn, vs, (int)nread, (int)(n - nread), attrs);
+        rc = ember_push(pyfn_engine, ember_py_fn_op, fn, vs, (int)nr, (int)(n - nr), attrs);
         if (rc < 0) Py_DECREF(fn);
     }
-    if (vs != stack) PyMem_Free(vs);
+    pyfn_vars_free(vs, stack);
     return rc;
+}
+
+/* claim(handles, nread, attrs) -> the claimed op's address, or 0: ember_claim keeping the GIL (it
+ * never blocks; a cffi call would hand the GIL over and back) */
+static PyObject *pyfn_claim(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *handles, *attrs_obj;
+    Py_ssize_t nread;
+    if (!PyArg_ParseTuple(args, "OnO:claim", &handles, &nread, &attrs_obj)) return NULL;
+    const ember_op_attrs *attrs = (const ember_op_attrs *)_cffi_to_c_pointer(attrs_obj, pyfn_attrs_type);
+    if (!attrs) return NULL;
+    ember_var *stack[PYFN_STACK_VARS], **vs = NULL;
+    Py_ssize_t n, nr;
+    int rc = pyfn_vars(handles, NULL, nread, 1, stack, &vs, &n, &nr);
+    ember_opr *op = NULL;
+    if (rc == 0 && pyfn_engine) op = ember_claim(pyfn_engine, vs, (int)nr, (int)(n - nr), attrs);
+    pyfn_vars_free(vs, stack);
+    if (rc < 0) return NULL;
+    if (rc > 0) {
+        PyErr_SetString(PyExc_TypeError, "claim: handles must be a list or tuple of live engine variables");
+        return NULL;
+    }
+    return PyLong_FromVoidPtr(op);
+}
+
+/* var_new() -> a new engine variable's handle, var_delete(handle): ember_var_new / ember_var_delete
+ * keeping the GIL (neither blocks: a delete is an op that runs when the variable's last op ends) */
+static PyObject *pyfn_var_new(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    if (!pyfn_engine || !pyfn_var_type) {
+        PyErr_SetString(PyExc_RuntimeError, "var_new: the engine binding is not set up");
+        return NULL;
+    }
+    return _cffi_from_c_pointer((char *)ember_var_new(pyfn_engine), pyfn_var_type);
+}
+
+static PyObject *pyfn_var_delete(PyObject *self, PyObject *handle) {
+    (void)self;
+    ember_var *v = (ember_var *)_cffi_to_c_pointer(handle, pyfn_var_type);
+    if (!v) return PyErr_Occurred() ? NULL : (PyErr_SetString(PyExc_ValueError, "var_delete: no variable"), NULL);
+    if (pyfn_engine) ember_var_delete(pyfn_engine, v);
+    Py_RETURN_NONE;
+}
+
+/* complete(op, err): ember_complete on a claimed op's address, keeping the GIL (it never blocks: the
+ * ops it makes ready are queued, or started here as any completion starts them) */
+static PyObject *pyfn_complete(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *addr;
+    int err;
+    if (!PyArg_ParseTuple(args, "Oi:complete", &addr, &err)) return NULL;
+    ember_opr *op = PyLong_AsVoidPtr(addr);
+    if (!op) return PyErr_Occurred() ? NULL : (PyErr_SetString(PyExc_ValueError, "complete: no op"), NULL);
+    ember_complete(op, err);
+    Py_RETURN_NONE;
 }
 
 static PyObject *pyfn_result(int rc) {
@@ -257,6 +327,10 @@ static PyObject *pyfn_release_idle_ok(PyObject *self, PyObject *unused) {
 
 static PyMethodDef pyfn_methods[] = {
     {"claim_idle", pyfn_claim_idle, METH_NOARGS, "ember_claim_idle (GIL kept)"},
+    {"claim", pyfn_claim, METH_VARARGS, "ember_claim on var handles (GIL kept)"},
+    {"complete", pyfn_complete, METH_VARARGS, "ember_complete on a claimed op (GIL kept)"},
+    {"var_new", pyfn_var_new, METH_NOARGS, "ember_var_new (GIL kept)"},
+    {"var_delete", pyfn_var_delete, METH_O, "ember_var_delete (GIL kept)"},
     {"release_idle_ok", pyfn_release_idle_ok, METH_NOARGS, "ember_release_idle_ok (GIL kept)"},
     {"push_fn", pyfn_push_vars, METH_VARARGS, "push a Python op (GIL kept)"},
     {"push_fn_handles", pyfn_push_handles, METH_VARARGS, "push a Python op on var handles (GIL kept)"},

@@ -128,7 +128,7 @@ class Var:
     __slots__ = ("_h", "name", "nbytes", "__weakref__")
 
     def __init__(self, name: Optional[str] = None, nbytes: int = 0):
-        self._h = lib.ember_var_new(_E)
+        self._h = _var_new()
         self.name = name
         self.nbytes = nbytes  # bytes of the resource it stands for (0: unknown); read by ember.engine.lab
 
@@ -155,7 +155,7 @@ class Var:
             flush_bulk()
         h, self._h = self._h, None
         if h is not None:
-            lib.ember_var_delete(_E, h)
+            _var_delete(h)
 
     def __del__(self):
         try:
@@ -242,6 +242,11 @@ _push_fn_handles = _native.push_fn_handles
 # conversion, no GIL hand-off.  idle_claim() -> bool, idle_release_ok(); for the tiny-op path too.
 idle_claim = _native.claim_idle
 idle_release_ok = _native.release_idle_ok
+# ember_claim / ember_complete for ops run in their caller, the same way: claim(handles, nread, attrs)
+# -> the op's address (0: not handed over), complete(address, error id)
+_claim_here = _native.claim
+_complete_here = _native.complete
+_var_new, _var_delete = _native.var_new, _native.var_delete
 
 
 def _queue_for(device, prop: str) -> int:
@@ -433,20 +438,20 @@ def _run_idle(fn, args, name, deps, vs=None, nr=0) -> None:
 
 def _run_claimed(fn, args, name, vs, nr, attrs, fresh) -> bool:
     """Run fn(*args) as an op on vs if ember_claim hands it to this thread; False if it did not."""
-    op = _claim(_E, vs, nr, len(vs) - nr, attrs)
+    op = _claim_here(vs, nr, attrs)
     if not op:
         return False
     try:
         fn(*args)
     except BaseException as exc:  # noqa: BLE001 - recorded on its writes, raised at wait
         eid = _errors.register(exc, name)
-        _complete(op, eid)
+        _complete_here(op, eid)
         if fresh:  # not claimed: they get the error through an op of their own (raised once)
             _push_now(partial(_reraise, exc), (), fresh, 0, None, name, "normal", False)
         if _naive[0]:
             _errors.raise_for(eid)
         return True
-    _complete(op, 0)
+    _complete_here(op, 0)
     return True
 
 
