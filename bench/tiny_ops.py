@@ -169,8 +169,8 @@ def breakdown(n: int = 100000, reps: int = 7) -> dict:
         NDArray(x, None)
 
     def claim():  # the idle claim, taken and released inline
-        core._claim_idle(core._E)
-        core._release_idle_ok(core._E)
+        core.idle_claim()
+        core.idle_release_ok()
 
     def per_op(fn):
         return min(timeit.repeat(fn, number=n, repeat=reps)) / n * 1e9

@@ -30,7 +30,7 @@ def _create_sparse_kvstore(kvstore) -> Tuple[Any, bool]:
     """MXNet's choice for parameters declared row_sparse: always a store, always updating on it."""
     if isinstance(kvstore, str):
         return kvs.create(kvstore), True
-    if isinstance(kvstore, (kvs.KVStore, kvs.KVStoreBase)) or hasattr(kvstore, "push"):
+    if isinstance(kvstore, kvs.KVStoreBase) or hasattr(kvstore, "push"):
         return kvstore, True
     raise TypeError(f"Cannot create '{kvstore}' KVStore with row_sparse parameters. "
                     "The type must be KVStore or str.")

@@ -94,8 +94,6 @@ class KVStore(SingleProcess, KVStoreBase):
         """The store type given to `create` ('local', 'device', 'dist_sync', ...)."""
         return self._type
 
-    OPTIMIZER = "optimizer"
-
     def is_capable(self, capability: str) -> bool:
         """Whether this store supports `capability` (MXNet 1.9: 'optimizer' = updates on the store)."""
         if capability != self.OPTIMIZER:

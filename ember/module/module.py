@@ -76,7 +76,7 @@ def create_kvstore(kvstore, num_device: int, arg_params) -> Tuple[Optional[objec
                 biggest = max(int(np.prod(p.shape)) for p in arg_params.values())
                 if biggest > 1024 * 1024 * 16:
                     update_on_kvstore = False
-    elif isinstance(kvstore, (kvs.KVStore, kvs.KVStoreBase)) or hasattr(kvstore, "push"):
+    elif isinstance(kvstore, kvs.KVStoreBase) or hasattr(kvstore, "push"):
         kv = kvstore
     else:
         raise TypeError(f"kvstore must be a KVStore, a name or None, got {type(kvstore).__name__}")

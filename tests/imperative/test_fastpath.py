@@ -439,9 +439,9 @@ def _engine_idle() -> bool:
     """Whether the engine grants its idle claim now (not while a variable holds an error, e.g. of an
     earlier test's array still alive)."""
     engine.wait_all_quiet()
-    if not engine.core._claim_idle(engine.core._E):
+    if not engine.core.idle_claim():
         return False
-    engine.core._release_idle(engine.core._E, engine.core._NULL, 0, 0)
+    engine.core.idle_release_ok()
     return True
 
 
