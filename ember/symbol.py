@@ -127,6 +127,12 @@ pow = power  # noqa: A001  (MXNet's name)
 
 
 def __getattr__(name: str):
+    if name == "np":  # F.np / F.npx in a hybrid_forward traced under NumPy array semantics
+        from .symbolic import numpy_namespace
+        return numpy_namespace
+    if name == "npx":
+        from .numpy import extension
+        return extension
     # Module-level lookup of operators (PEP 562), so ops registered after import work too.
     if not name.startswith("__") and _ops.exists(name):
         return make_op_function(name)

@@ -3,12 +3,13 @@
 Comparisons with MXNet 1.9.1's tolerances per dtype (`assert_almost_equal` and friends), random
 shapes and arrays, finite-difference and expected-value checks of symbols
 (`check_numeric_gradient`, `check_symbolic_forward/backward`), cross-context consistency
-(`check_consistency`), the default test context and an environment-variable context manager.
-Written for ember: symbols are bound with ember's executors, arrays compared in numpy.
+(`check_consistency`), a hybridized block against its imperative self
+(`check_gluon_hybridize_consistency`), the default test context and an environment-variable
+context manager, and mx.util's `use_np`.  Written for ember: symbols are bound with ember's
+executors, arrays compared in numpy.
 
-Deliberate differences from MXNet: executors here bind dense gradient arrays only (a sparse
-`grad_stype_dict`/`grad_stypes` is refused), and there is no `mx.np` interface (`use_np`, from
-mx.util, marks a test that needs it; calling it raises).
+Deliberate difference from MXNet: executors here bind dense gradient arrays only (a sparse
+`grad_stype_dict`/`grad_stypes` is refused).
 """
 from __future__ import annotations
 
@@ -1172,3 +1173,50 @@ class DummyIter(mx.io.DataIter):
 
     def next(self):
         return self.the_batch
+
+
+def check_gluon_hybridize_consistency(net_builder: Callable, data_l: Sequence, numpy_func: Optional[Callable] = None,
+                                      test_grad: bool = True, rtol: float = 1e-4, atol: float = 1e-4) -> None:
+    """Check that a HybridBlock gives the same outputs (and input gradients) imperatively and hybridized.
+
+    `net_builder(prefix=...)` makes the block (it must not draw random numbers); every build after the
+    first starts from the first one's parameter values.  `numpy_func`, when given, is the expected
+    function of the inputs' numpy values.
+    """
+    first_params: Optional[Dict[str, np.ndarray]] = None
+
+    class _FromFirst(mx.init.Initializer):
+        def _init_weight(self, name, arr):
+            arr[()] = first_params[name]
+
+    expected_out, expected_grads = None, None
+    for hybridize in (False, True):
+        for use_autograd in ((False, True) if test_grad else (False,)):
+            net = net_builder(prefix="net_")
+            net.initialize(None if first_params is None else _FromFirst())
+            if hybridize:
+                net.hybridize()
+            inputs = [x.copy() for x in data_l]
+            if use_autograd:
+                for x in inputs:
+                    x.attach_grad()
+                with mx.autograd.record():
+                    out = net(*inputs)
+                out.backward(out)
+            else:
+                out = net(*inputs)
+            if first_params is None:
+                first_params = {k: v.data().asnumpy() for k, v in net.collect_params().items()}
+            if expected_out is None:
+                expected_out = out.asnumpy()
+            else:
+                assert_almost_equal(out.asnumpy(), expected_out, rtol=rtol, atol=atol)
+            if use_autograd:
+                grads = [x.grad.asnumpy() for x in inputs]
+                if expected_grads is None:
+                    expected_grads = grads
+                else:
+                    for got, want in zip(grads, expected_grads):
+                        assert_almost_equal(got, want, rtol=rtol, atol=atol)
+    if numpy_func is not None:
+        assert_almost_equal(expected_out, numpy_func(*[x.asnumpy() for x in data_l]), rtol=rtol, atol=atol)

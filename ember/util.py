@@ -13,11 +13,12 @@ a scalar's shape, 0 is a zero-size dimension and -1 marks an unknown one.  In em
 As in MXNet, `set_np_shape(True)` turns the flag on for the calling thread and `set_np_shape(2)`
 for every thread; turning it off clears both.
 
-NumPy *array* semantics (`np_array`, `use_np_array`, `use_np`, `set_np`) make Gluon create
-`mx.np.ndarray`s instead of `mx.nd.NDArray`s.  ember has no such second array type, so turning
-it on raises MXNetError saying so; asking for it off, and `is_np_array()`, work as in MXNet.
-Decorating a function or class with `use_np`/`use_np_array` succeeds (as importing MXNet's
-test files needs); calling what was decorated raises that error.
+NumPy *array* semantics (`np_array`, `use_np_array`, `use_np`, `set_np`) is a per-thread flag,
+as in MXNet: while it is on, Gluon creates parameters as `mx.np.ndarray`s, blocks return
+`mx.np.ndarray`s (and `mx.sym.np` symbols when traced), `gluon.utils.split_data` and the
+DataLoader's default batchify give `mx.np.ndarray`s.  See `docs/numpy.md` for how ember's own
+Gluon layers, written against `mx.nd` semantics, run under it.  `use_np` on a class runs every
+method and property of it (inherited ones included) under both flags.
 """
 from __future__ import annotations
 
@@ -40,10 +41,6 @@ NP_SHAPE_OFF, NP_SHAPE_THREAD_LOCAL_ON, NP_SHAPE_GLOBAL_ON = 0, 1, 2
 _state = threading.local()       # .np_shape: this thread's flag
 _np_shape_global = False         # set by set_np_shape(2), seen by every thread
 _np_shape_logged = False
-
-NP_ARRAY_UNSUPPORTED = ("NumPy array semantics (mx.np.ndarray instead of mx.nd.NDArray) is not supported "
-                        "by ember: there is one array type, mx.nd.NDArray. Run the code without "
-                        "use_np/use_np_array/np_array/set_np(array=True)")
 
 
 # ---------------------------------------------------------------------------- NumPy shape semantics
@@ -134,15 +131,13 @@ def use_np_shape(func):
 # ---------------------------------------------------------------------------- NumPy array semantics
 
 class _NumpyArrayScope:
-    """`with np_array(active):`; only `active=False` can be entered in ember (see module docstring)."""
+    """`with np_array(active):` body runs with NumPy array semantics on or off (this thread)."""
 
     def __init__(self, active: bool):
         self._is_np_array = bool(active)
         self._old_scope = None
 
     def __enter__(self):
-        if self._is_np_array:
-            raise MXNetError(NP_ARRAY_UNSUPPORTED)
         self._old_scope = getattr(_state, "np_array_scope", None)
         _state.np_array_scope = self
         return self
@@ -152,18 +147,18 @@ class _NumpyArrayScope:
 
 
 def np_array(active: bool = True) -> _NumpyArrayScope:
-    """A scope with NumPy array semantics on or off; entering it with active=True raises MXNetError in ember."""
+    """A scope (`with mx.util.np_array(True): ...`) with NumPy array semantics on or off."""
     return _NumpyArrayScope(active)
 
 
 def is_np_array() -> bool:
-    """Whether NumPy array semantics is on (never, in ember)."""
+    """Whether NumPy array semantics is on for the calling thread."""
     scope = getattr(_state, "np_array_scope", None)
     return scope is not None and scope._is_np_array
 
 
 def use_np_array(func):
-    """Decorator: run under NumPy array semantics; in ember calling the decorated code raises MXNetError."""
+    """Decorator: the function (or every method and property of the class) runs with NumPy array semantics."""
     return _scoped(func, lambda: np_array(True), "use_np_array")
 
 
@@ -173,19 +168,27 @@ def use_np(func):
 
 
 def _set_np_array(active: bool) -> bool:
-    if active:
-        raise MXNetError(NP_ARRAY_UNSUPPORTED)
     previous = is_np_array()
-    _state.np_array_scope = None
+    _state.np_array_scope = _NumpyArrayScope(active) if active else None
     return previous
 
 
-def set_np(shape: bool = True, array: bool = True) -> None:
-    """Set NumPy shape and array semantics at once (`npx.set_np`); array=True raises MXNetError in ember."""
+def set_np(shape: bool = True, array: bool = True, dtype: bool = False) -> None:
+    """Set NumPy shape and array semantics for this thread (`npx.set_np`); array semantics needs shape semantics.
+
+    `dtype=True` (MXNet's float64 default dtype for mx.np creation) is not supported: ember's
+    mx.np creates float32 by default, as MXNet does with dtype=False."""
     if not shape and array:
         raise ValueError("NumPy Shape semantics is required in using NumPy array semantics.")
-    _set_np_array(array)
-    set_np_shape(shape)
+    if dtype:
+        raise MXNetError("set_np(dtype=True) (float64 as mx.np's default dtype) is not supported by ember; "
+                         "pass dtype= to the creation functions instead")
+    if array:  # shape first: turning shape semantics off while array semantics is on is refused
+        set_np_shape(shape)
+        _set_np_array(array)
+    else:
+        _set_np_array(array)
+        set_np_shape(shape)
 
 
 def reset_np() -> None:

@@ -21,8 +21,11 @@ from .. import ndarray as nd_mod
 from .. import symbol as sym_mod
 from ..base import EmberError
 from ..imperative.ndarray import NDArray
+from ..symbolic import np_symbol
 from ..symbolic.naming import NameManager, Prefix
 from ..symbolic.symbol import Symbol
+from ..util import is_np_array
+from . import np_semantics
 from .cached_graph import CachedGraph
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict, ParameterMismatchError,
                         SparseStorageError, mx_real_t)
@@ -372,6 +375,11 @@ class Block:
 
     # -- running ------------------------------------------------------------------------------
     def __call__(self, *args):
+        if is_np_array():
+            return np_semantics.call(self, args)
+        return self._call_with_hooks(args)
+
+    def _call_with_hooks(self, args):
         for hook in list(self._forward_pre_hooks.values()):
             hook(self, args)
         out = self.forward(*args)
@@ -532,19 +540,25 @@ class HybridBlock(Block):
             real = sum(a is not None for a in flat)
             if real == 0:
                 raise HybridizeError(f"HybridBlock '{self.name}': all inputs are None; nothing to trace")
+            np_mode = is_np_array()
             inputs, sym_inputs, cnt = [], [], 0
             for a in flat:
                 if a is None:
                     inputs.append(None)
                     continue
                 v = sym_mod.var(f"data{cnt}" if real > 1 else "data")
+                if np_mode and isinstance(a, NDArray):  # np symbols know their shapes (one trace per signature)
+                    np_symbol.describe(v, a.shape, a.dtype)
                 cnt += 1
                 inputs.append(v)
                 sym_inputs.append(v)
             grouped = _regroup(inputs, self._in_format)
             params = {k: p.var() for k, p in self._reg_params.items()}
             try:
-                with self.name_scope():
+                with self.name_scope(), np_semantics.running(self) as legacy:
+                    if np_mode:
+                        grouped = np_semantics.convert(grouped, legacy)
+                        params = np_semantics.convert(params, legacy)
                     out = self.hybrid_forward(sym_mod, *(grouped if isinstance(grouped, list) else [grouped]),
                                               **params)
             except HybridizeError:
@@ -553,6 +567,7 @@ class HybridBlock(Block):
                 raise HybridizeError(f"HybridBlock '{self.name}' ({type(self).__name__}) could not be traced into a "
                                      f"graph: {type(e).__name__}: {e}. hybrid_forward must only use F.* operators "
                                      "on its inputs (no Python control flow on array values, no .asnumpy()).") from e
+            out = np_semantics.convert(out, True)  # the cached graph is a legacy symbol
             out, self._out_format = _flatten(out, "output")
             self._cached_graph = sym_inputs, (sym_mod.Group(out) if len(out) > 1 else out[0])
         return self._cached_graph
@@ -652,8 +667,12 @@ class HybridBlock(Block):
                     for v in self.params.values():
                         v._finish_deferred_init()
                     params = {k: v.data(first_ctx) for k, v in self._reg_params.items()}
+                if is_np_array():
+                    params = np_semantics.convert(params, np_semantics.current_is_legacy())
                 return self.hybrid_forward(nd_mod, x, *args, **params)
         params = {k: v.var() for k, v in self._reg_params.items()}
+        if is_np_array():
+            params = np_semantics.convert(params, np_semantics.current_is_legacy())
         with self.name_scope():
             return self.hybrid_forward(sym_mod, x, *args, **params)
 

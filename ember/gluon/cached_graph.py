@@ -226,7 +226,7 @@ class CachedGraph:
                 buf, req = bound[n]
                 saved[n] = buf.copy()
                 if req == "add":
-                    buf[:] = 0
+                    buf[...] = 0
             ex.backward(out_grads=list(out_grads), is_train=True)
             result = []
             for n in names:

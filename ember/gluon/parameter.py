@@ -20,7 +20,14 @@ from ..base import EmberError
 from ..context import Context, cpu, current_context
 from ..imperative import autograd_state as _ag
 from ..imperative.ndarray import NDArray
+from ..util import is_np_array, is_np_shape
 from .utils import _brief_print_list, shape_is_known
+
+
+def _np_view(arr: NDArray) -> NDArray:
+    """`arr` as an mx.np.ndarray view (same storage, var and autograd entry)."""
+    from ..numpy.multiarray import _as_np
+    return _as_np(arr)
 
 mx_real_t = np.float32
 tensor_types = (sym_mod.Symbol, NDArray)
@@ -113,7 +120,7 @@ class Parameter:
         self._grad_req = req
         if req == "null" and self._grad is not None:
             self._grad = None
-            self._data = [d.detach() for d in self._data]
+            self._data = [d.detach() if type(d) is NDArray else _np_view(d.detach()) for d in self._data]
         elif self._data is not None:
             self._init_grad()
 
@@ -127,22 +134,24 @@ class Parameter:
 
     @property
     def shape(self):
-        """The shape; 0 marks a dimension that is not known yet."""
+        """The shape; 0 marks a dimension that is not known yet (-1 under NumPy shape semantics, as MXNet)."""
+        if self._shape is not None and is_np_shape():
+            return tuple(-1 if d == 0 else d for d in self._shape)
         return self._shape
 
     @shape.setter
     def shape(self, new_shape) -> None:
         if new_shape is None:
             return
-        new_shape = tuple(int(d) for d in new_shape)
+        new_shape = tuple(0 if d is None or int(d) == -1 else int(d) for d in new_shape)  # stored: 0 unknown
         if self._shape is None:
             self._shape = new_shape
             return
         if len(self._shape) != len(new_shape) or \
-                not all(j in (-1, 0, i) for i, j in zip(new_shape, self._shape)):
+                not all(j == 0 or i in (0, j) for i, j in zip(new_shape, self._shape)):
             raise ParameterMismatchError(f"Parameter '{self.name}': expected shape {new_shape} is incompatible "
                                          f"with given shape {self._shape}")
-        self._shape = new_shape
+        self._shape = tuple(i or j for i, j in zip(new_shape, self._shape))
 
     @property
     def stype(self) -> str:
@@ -281,6 +290,9 @@ class Parameter:
         prev = _ag.set_recording(False)
         try:
             if data is None:
+                if self._stype != "default" and is_np_array():
+                    raise ValueError(f"mxnet.numpy.zeros does not support stype = {self._stype} "
+                                     f"(Parameter '{self.name}' under NumPy array semantics)")
                 # a row_sparse parameter starts as a row_sparse array the initializer fills (every row)
                 data = nd.zeros(self.shape, dtype=self.dtype, ctx=cpu(), stype=self._stype)
                 # MXNet's rule: the parameter's own (or the default) initializer fills it as a weight
@@ -292,6 +304,8 @@ class Parameter:
     def _init_impl(self, data: NDArray, ctx_list: Sequence[Context]) -> None:
         self._ctx_list = list(ctx_list)
         self._data = [data.copyto(c) for c in self._ctx_list]
+        if is_np_array() and data.stype == "default":  # MXNet: parameters made under set_np() are mx.np arrays
+            self._data = [_np_view(d) for d in self._data]
         self._init_grad()
 
     def _init_grad(self) -> None:
@@ -300,6 +314,8 @@ class Parameter:
             return
         # a row_sparse gradient buffer starts with no rows; backward writes the rows it touches
         self._grad = [nd.zeros(d.shape, dtype=d.dtype, ctx=d.context, stype=self._grad_stype) for d in self._data]
+        self._grad = [_np_view(g) if type(d) is not NDArray and g.stype == "default" else g
+                      for d, g in zip(self._data, self._grad)]  # the gradient is of its data's array type
         for d, g in zip(self._data, self._grad):
             _ag.mark_variable(d, g, self.grad_req)
 
@@ -383,7 +399,7 @@ class Parameter:
                 getattr(trainer, "_update_on_kvstore", False) and self not in getattr(trainer, "_params_to_init", ()):
             trainer._reset_kvstore()
         for arr in self._data:  # each copy from a value on its own device (setitem stays on one)
-            arr[:] = data if data.context == arr.context else data.as_in_context(arr.context)
+            arr[...] = data if data.context == arr.context else data.as_in_context(arr.context)
 
     def _reduce(self) -> NDArray:
         """The value on cpu: the average of the copies when there are several; a row_sparse
@@ -410,7 +426,7 @@ class Parameter:
             return
         for g in self._grad:
             if g.stype == "default":
-                g[:] = 0
+                g[...] = 0
             else:  # no stored rows, as zeros_like does (assigning 0 would store every row)
                 nd.zeros_like(g, out=g)
 
@@ -423,6 +439,10 @@ class Parameter:
             self._var = sym_mod.var(self.name, shape=shape, dtype=self.dtype, lr_mult=self.lr_mult,
                                     wd_mult=self.wd_mult, init=_init_attr(self.init) or None,
                                     stype=None if self._stype == "default" else self._stype)
+        if is_np_array():  # what an np symbol knows of it; refreshed, since a deferred shape becomes known
+            from ..symbolic import np_symbol
+            known = tuple(d or None for d in self._shape) if self._shape else None  # None: unknown dim
+            np_symbol.describe(self._var, known, self.dtype)
         return self._var
 
     def cast(self, dtype) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 from .. import ndarray
 from ..context import Context
 from ..imperative.ndarray import NDArray
+from ..util import is_np_array, is_np_shape
 
 __all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download", "replace_file"]
 
@@ -41,8 +42,12 @@ def split_data(data: NDArray, num_slice: int, batch_axis: int = 0, even_split: b
     bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
     if batch_axis == 0:
         return [data[bounds[i]:bounds[i + 1]] for i in range(num_slice)]
-    return [ndarray.slice_axis(data, axis=batch_axis, begin=bounds[i], end=bounds[i + 1])
-            for i in range(num_slice)]
+    slices = [ndarray.slice_axis(data, axis=batch_axis, begin=bounds[i], end=bounds[i + 1])
+              for i in range(num_slice)]
+    if type(data) is not NDArray and data.stype == "default":  # an mx.np.ndarray gives mx.np.ndarrays
+        from ..numpy.multiarray import _as_np
+        slices = _as_np(slices)
+    return slices
 
 
 def split_and_load(data, ctx_list: Sequence[Context], batch_axis: int = 0,
@@ -50,7 +55,11 @@ def split_and_load(data, ctx_list: Sequence[Context], batch_axis: int = 0,
     """Split `data` (an NDArray or anything `nd.array` takes) into one slice per context in
     `ctx_list` along `batch_axis` and copy each slice to its context."""
     if not isinstance(data, NDArray):
-        data = ndarray.array(data, ctx=ctx_list[0])
+        if is_np_array():
+            from .. import numpy as mx_np
+            data = mx_np.array(data, ctx=ctx_list[0])
+        else:
+            data = ndarray.array(data, ctx=ctx_list[0])
     if len(ctx_list) == 1:
         return [data.as_in_context(ctx_list[0])]
     slices = split_data(data, len(ctx_list), batch_axis, even_split)
@@ -229,14 +238,17 @@ def _brief_print_list(lst, limit: int = 7) -> str:
 
 # -- shapes --------------------------------------------------------------------------------------
 def shape_is_known(shape) -> bool:
-    """Whether every dimension of `shape` is known (0 marks an unknown dimension, as in MXNet's
-    legacy shape semantics, which ember uses; an empty shape counts as unknown there)."""
-    if shape is None or len(shape) == 0:
+    """Whether every dimension of `shape` is known: 0 marks an unknown one in MXNet's legacy shape
+    semantics (where an empty shape is unknown too), -1 under NumPy shape semantics (as MXNet)."""
+    if shape is None:
         return False
+    unknown = -1 if is_np_shape() else 0
+    if len(shape) == 0:
+        return unknown == -1
     for dim in shape:
-        if dim == 0:
+        if dim == unknown:
             return False
-        assert dim > 0, f"shape dimension size cannot be less than 0, while received {dim}"
+        assert dim > unknown, f"shape dimension size cannot be less than {unknown}, while received {dim}"
     return True
 
 

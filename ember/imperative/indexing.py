@@ -148,8 +148,9 @@ def _basic_recorded(arr: NDArray, key: tuple) -> NDArray:
             end.append(i + 1)
             step.append(1)
     out = call("slice", (arr,), {"begin": tuple(begin), "end": tuple(end), "step": tuple(step)})
-    if out.shape != result_shape:
-        out = call("Reshape", (out,), {"shape": result_shape})
+    if out.shape != result_shape:  # Reshape reads a 0 as "copy this dimension"; _np_reshape as a 0 size
+        out = call("_np_reshape" if 0 in result_shape else "Reshape", (out,), {"newshape" if 0 in result_shape
+                                                                                 else "shape": result_shape})
     return out
 
 

@@ -626,8 +626,8 @@ def _direct_buffers(store, v, o):
 def _direct_vars(entry: Entry, value, out):
     """(reads, writes) of a direct call's op: pushpull writes its output, read too when it is not the value."""
     if out is None:
-        return [value.var], [entry.var]
-    return ([value.var] if value.var is not out.var else []), [out.var, entry.var]
+        return [value._chunk.var], [entry.var]
+    return ([value._chunk.var] if value._chunk.var is not out._chunk.var else []), [out._chunk.var, entry.var]
 
 
 def _memo_key(kind: str, keys, outs) -> tuple:

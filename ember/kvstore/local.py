@@ -73,9 +73,10 @@ def _sparse_sum(vals, ctx: Context):
 def _unique_vars(arrs) -> list:
     seen, out = set(), []
     for a in arrs:
-        if id(a.var) not in seen:
-            seen.add(id(a.var))
-            out.append(a.var)
+        v = a._chunk.var  # not a.var: mx.np.ndarray's var() is numpy's variance
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
     return out
 
 
@@ -147,7 +148,7 @@ class KVStore(SingleProcess, KVStoreBase):
         for entry, src in entries:
             def copy(dst=entry.data, src=src):  # arrays are bound at issue time: dist stores rebind them
                 arrays.copy_into(dst, src._data)
-            engine.push(copy, read=[src.var], write=[entry.var], device=entry.ctx,
+            engine.push(copy, read=[src._chunk.var], write=[entry.var], device=entry.ctx,
                         name=f"kvstore_init[{entry.key!r}]")
 
     # ----------------------------------------------------------------- push / pull

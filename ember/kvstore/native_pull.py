@@ -42,7 +42,7 @@ def pull(src: Any, src_var: Var, outs: Sequence[Any], priority: int, name: str) 
         for o in outs:
             dst = o._data
             if (not arrays.plain_host(dst) or dst.dtype != src.dtype or not dst.flags.writeable
-                    or dst.size != src.size or o.var is src_var or len(_kept) >= KEEP_LIMIT
+                    or dst.size != src.size or o._chunk.var is src_var or len(_kept) >= KEEP_LIMIT
                     or np.may_share_memory(dst, src)):
                 rest.append(o)
                 continue
@@ -50,7 +50,7 @@ def pull(src: Any, src_var: Var, outs: Sequence[Any], priority: int, name: str) 
             _kept.append((src, dst))
             rc = None
             try:
-                rc = native.push_host_copy(src, dst, src_var, o.var, priority, name)
+                rc = native.push_host_copy(src, dst, src_var, o._chunk.var, priority, name)
             finally:
                 if rc != 0:  # nothing was pushed (or a bad variable raised): the copy is not kept
                     _issued -= 1

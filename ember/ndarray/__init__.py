@@ -41,6 +41,9 @@ def _make_op_function(name: str) -> Callable:
 
 
 def __getattr__(name: str):
+    if name in ("np", "npx"):  # F.np / F.npx in a hybrid_forward run on arrays (imported late: no cycle)
+        from .. import numpy as np_module
+        return np_module if name == "np" else np_module.extension
     if name.startswith("__") or not _registry.exists(name):
         raise AttributeError(f"module 'ember.ndarray' has no attribute or operator '{name}'")
     fn = _make_op_function(name)

@@ -2,8 +2,9 @@
 library (`functions.py`: arithmetic with numpy broadcasting and mx.np's dtype rules, reductions with
 0-d results, dot/matmul, shape and join functions) and `mx.np.random`.
 
-See `multiarray.py` for what differs from `mx.nd`.  NumPy *array* semantics (Gluon creating
-`mx.np.ndarray` parameters, `npx.set_np()`) is not supported: see `ember.util`.
+See `multiarray.py` for what differs from `mx.nd`.  The functions also build graphs on np symbols
+(a block traced under NumPy array semantics, `npx.set_np()`): see docs/numpy.md.  This module is
+`F.np` in a hybrid_forward run on arrays (`mx.nd.np`).
 """
 from __future__ import annotations
 

@@ -1,18 +1,19 @@
 """`mx.npx`: MXNet's numpy-extension namespace: the switches (`set_np`, `reset_np`, `is_np_array`,
 `is_np_shape`) and the neural-network operators under their npx names (`npx.relu`,
 `npx.softmax`, `npx.fully_connected`, ...), which are the registry's operators returning
-`mx.np.ndarray`s.
-
-`set_np()` turns on NumPy array semantics, which ember does not support: it raises MXNetError
-(see `ember.util`); `set_np(shape=True, array=False)` and `reset_np()` work.
+`mx.np.ndarray`s (np symbols when given symbols: this module is `F.npx` both in a hybrid_forward run
+on arrays and traced).  `set_np()` turns on NumPy shape and array semantics (see ember.util and
+docs/numpy.md).
 """
 from __future__ import annotations
 
+import numpy as _np
+
+from ..base import MXNetError
 from ..context import cpu, current_context, gpu, num_gpus  # noqa: F401
 from ..imperative.creation import waitall  # noqa: F401
-from ..imperative.invoke import call as _call
 from ..util import is_np_array, is_np_shape, reset_np, set_np, use_np, use_np_array, use_np_shape  # noqa: F401
-from .multiarray import _as_np
+from .multiarray import _as_np, _call
 
 # npx name -> registry operator (MXNet registers these as _npx_<name> aliases of the same kernels)
 OPERATORS = {
@@ -37,3 +38,60 @@ def _operator(npx_name: str, op: str):
 
 for _name, _op in OPERATORS.items():
     globals()[_name] = _operator(_name, _op)
+
+
+def _npx_reshape_target(shape: tuple, newshape) -> tuple:
+    """npx.reshape's special values over `shape`: -1 inferred, -2 copies a dimension, -3 drops a
+    dimension of size 1, -4 copies the rest, -5 merges two, -6 splits one into the next two values."""
+    from ..ops.shape import numpy_reshape_target
+    spec = (int(newshape),) if isinstance(newshape, int) else tuple(int(d) for d in newshape)
+    out, i, j = [], 0, 0
+    bad = f"npx.reshape: cannot reshape shape {shape} with {spec}"
+    while j < len(spec):
+        d = spec[j]
+        if d >= 0 or d == -1:
+            out.append(d)
+            i += 1
+        elif d == -2:
+            if i >= len(shape):
+                raise MXNetError(bad + ": -2 has no input dimension to copy")
+            out.append(shape[i])
+            i += 1
+        elif d == -3:
+            if i >= len(shape) or shape[i] != 1:
+                raise MXNetError(bad + ": -3 skips an input dimension of size 1")
+            i += 1
+        elif d == -4:
+            out.extend(shape[i:])
+            i = len(shape)
+        elif d == -5:
+            if i + 1 >= len(shape):
+                raise MXNetError(bad + ": -5 needs two input dimensions to merge")
+            out.append(shape[i] * shape[i + 1])
+            i += 2
+        elif d == -6:
+            if j + 2 >= len(spec) or i >= len(shape):
+                raise MXNetError(bad + ": -6 must be followed by two values and split an input dimension")
+            a, b = spec[j + 1], spec[j + 2]
+            if a == -1 and b == -1 or (a != -1 and b != -1 and a * b != shape[i]):
+                raise MXNetError(bad + f": cannot split {shape[i]} into ({a}, {b})")
+            a = shape[i] // b if a == -1 else a
+            b = shape[i] // a if b == -1 else b
+            out.extend((a, b))
+            i += 1
+            j += 2
+        else:
+            raise MXNetError(bad + f": invalid value {d}")
+        j += 1
+    return numpy_reshape_target(int(_np.prod(shape)), shape, out)
+
+
+def reshape(a, newshape, reverse: bool = False, order: str = "C"):
+    """npx.reshape: numpy's reshape with MXNet's special values (see `_npx_reshape_target`)."""
+    if reverse:
+        raise MXNetError("npx.reshape: reverse=True is not supported by ember")
+    if order != "C":
+        raise MXNetError(f"npx.reshape: order={order!r} is not supported, only 'C'")
+    from .multiarray import reshape as np_reshape
+    a = _as_np(a)
+    return np_reshape(a, _npx_reshape_target(tuple(a.shape), newshape))

@@ -22,10 +22,12 @@ from typing import Optional, Sequence
 import numpy as _np
 
 from ..base import MXNetError
-from ..imperative.invoke import call as _call
 from ..imperative.ndarray import NDArray
 from ..ndarray.legacy_helpers import moveaxis_order
-from .multiarray import _as_np, array, ndarray, reshape
+from ..symbolic import np_symbol as _np_symbol
+from ..symbolic.np_symbol import _Symbol as _NpSymbol
+from ..symbolic.symbol import Symbol
+from .multiarray import _as_np, _call, array, ndarray, reshape
 
 _F32 = _np.dtype(_np.float32)
 _I64 = _np.dtype(_np.int64)
@@ -39,7 +41,11 @@ def _is_scalar(x) -> bool:
 
 
 def asarray(a, dtype=None, ctx=None) -> ndarray:
-    """`a` as an mx.np.ndarray: an NDArray is viewed (no copy), anything else copied in."""
+    """`a` as an mx.np.ndarray: an NDArray is viewed (no copy), anything else copied in; a Symbol (a
+    block being traced) is viewed as an np symbol."""
+    if isinstance(a, Symbol):
+        view = _np_symbol.as_np(a)
+        return view if dtype is None or _np.dtype(dtype) == view.dtype else _cast(view, dtype)
     if isinstance(a, NDArray):
         view = a if isinstance(a, ndarray) else _as_np(a)
         return view if dtype is None or _np.dtype(dtype) == a.dtype else view.astype(dtype)
@@ -47,7 +53,10 @@ def asarray(a, dtype=None, ctx=None) -> ndarray:
 
 
 def _result_type(da, db) -> _np.dtype:
-    """The dtype of a binary operation on arrays of dtypes da and db (MXNet 1.9's mx.np rule)."""
+    """The dtype of a binary operation on arrays of dtypes da and db (MXNet 1.9's mx.np rule); None
+    when one is not known (a traced symbol whose dtype inference has not got there)."""
+    if da is None or db is None:
+        return None
     da, db = _np.dtype(da), _np.dtype(db)
     if da == db:
         return da
@@ -62,7 +71,7 @@ def _result_type(da, db) -> _np.dtype:
 
 
 def _cast(x: NDArray, dtype) -> NDArray:
-    return x if x.dtype == dtype else _call("Cast", (x,), {"dtype": _np.dtype(dtype).name})
+    return x if dtype is None or x.dtype == dtype else _call("Cast", (x,), {"dtype": _np.dtype(dtype).name})
 
 
 def _axes(axis, ndim: int, name: str):
@@ -116,7 +125,9 @@ def _binary(name: str, x1, x2) -> ndarray:
         arr, scalar, op = (asarray(x2), x1, rscalar_op) if s1 else (asarray(x1), x2, scalar_op)
         dt = arr.dtype
         exact = float(scalar) == int(scalar) if _np.isfinite(float(scalar)) else False
-        if dt.kind == "b" and name not in _COMPARISONS:
+        if dt is None:
+            pass  # a symbol of unknown dtype: the operator's own type rule decides
+        elif dt.kind == "b" and name not in _COMPARISONS:
             dt = _I64 if isinstance(scalar, (int, _np.integer)) else _F32
         elif name == "true_divide" and dt.kind != "f":
             dt = _F32
@@ -126,9 +137,9 @@ def _binary(name: str, x1, x2) -> ndarray:
     else:
         a, b = asarray(x1), asarray(x2)
         dt = _result_type(a.dtype, b.dtype)
-        if name == "true_divide" and dt.kind != "f":
+        if name == "true_divide" and dt is not None and dt.kind != "f":
             dt = _F32
-        if name == "subtract" and dt.kind == "b":
+        if name == "subtract" and dt is not None and dt.kind == "b":
             raise TypeError("numpy boolean subtract, the `-` operator, is not supported, "
                             "use the bitwise_xor, the `^` operator, or the logical_xor function instead")
         out = _call(array_op, (_cast(a, dt), _cast(b, dt)), {})
@@ -256,7 +267,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False) -> ndarray:
     count = int(_np.prod([a.shape[i] for i in axes])) if axes else 1
     total = _reduce("sum", a, axis, keepdims, dtype, "mean")
     if count == 0:  # the mean of nothing is NaN, as numpy (without its warning)
-        return _deliver(_full_array(total.shape, _np.nan, total.dtype, total.context), out)
+        return _deliver(_full_array(total.shape, _np.nan, total.dtype, total), out)
     return _deliver(_as_np(_call("_div_scalar", (total,), {"scalar": float(count) if count else 0.0})), out)
 
 
@@ -354,14 +365,27 @@ def dot(a, b, out=None) -> ndarray:
         return _deliver(multiply(a, b), out)
     dt = _result_type(a.dtype, b.dtype)
     a, b = _cast(a, dt), _cast(b, dt)
+    sa, sb = _known_shape(a), _known_shape(b)
     if b.ndim > 2:  # bring b's contracted (second-to-last) axis to the front for the registry's dot
         order = (b.ndim - 2,) + tuple(i for i in range(b.ndim) if i != b.ndim - 2)
         b = _call("transpose", (b,), {"axes": order})
-    if a.shape[-1] != b.shape[0]:
-        raise MXNetError(f"dot: shapes {a.shape} and {b.shape} not aligned")
+    if sa is not None and sb is not None and sa[-1] != sb[-2 if len(sb) > 1 else 0]:
+        raise MXNetError(f"dot: shapes {sa} and {sb} not aligned")
     res = _call("dot", (a, b), {})
-    target = tuple(a.shape[:-1]) + tuple(b.shape[1:])
+    if sa is None or sb is None:  # a symbol with a deferred dimension: both are matrices or more here
+        return _deliver(res, out)
+    target = tuple(sa[:-1]) + tuple(sb[:-2]) + tuple(sb[-1:] if len(sb) > 1 else ())
     return _deliver(_np_reshape(res, target), out)
+
+
+def _known_shape(x):
+    """x's shape, or None for a traced symbol with a dimension not known yet (a deferred parameter)."""
+    if isinstance(x, _NpSymbol):
+        try:
+            return x.shape
+        except MXNetError:
+            return None
+    return tuple(x.shape)
 
 
 def matmul(a, b, out=None) -> ndarray:
@@ -465,13 +489,8 @@ def broadcast_to(array, shape) -> ndarray:  # noqa: A002 - numpy's parameter nam
     if tuple(lifted.shape) == shape:
         return lifted
     if 0 in shape:
-        return _zeros(shape, a.dtype, a.context)  # nothing to copy
+        return _full_array(shape, 0, a.dtype, a)  # nothing to copy
     return _as_np(_call("broadcast_to", (lifted,), {"shape": shape}))
-
-
-def _zeros(shape, dtype, ctx) -> ndarray:
-    from .multiarray import zeros
-    return zeros(shape, dtype=dtype, ctx=ctx)
 
 
 def _common_dtype(arrays) -> _np.dtype:
@@ -508,14 +527,49 @@ def stack(arrays: Sequence, axis: int = 0, out=None) -> ndarray:
 
 def split(ary, indices_or_sections, axis: int = 0) -> list:
     """Sub-arrays of `ary` along `axis`: `n` equal sections, or cut at the given indices."""
+    return _split(ary, indices_or_sections, axis, "split", even=True)
+
+
+def array_split(ary, indices_or_sections, axis: int = 0) -> list:
+    """As split, but `n` sections need not divide the axis (the first `len % n` get one more)."""
+    return _split(ary, indices_or_sections, axis, "array_split", even=False)
+
+
+def hsplit(ary, indices_or_sections) -> list:
+    """split along axis 1 (axis 0 of a 1-D array)."""
     a = asarray(ary)
-    ax = _axes(axis, a.ndim, "split")[0]
+    if a.ndim == 0:
+        raise MXNetError("hsplit only works on arrays of 1 or more dimensions")
+    return _split(a, indices_or_sections, 1 if a.ndim > 1 else 0, "hsplit", even=True)
+
+
+def vsplit(ary, indices_or_sections) -> list:
+    """split along axis 0 of an array of 2 or more dimensions."""
+    a = asarray(ary)
+    if a.ndim < 2:
+        raise MXNetError("vsplit only works on arrays of 2 or more dimensions")
+    return _split(a, indices_or_sections, 0, "vsplit", even=True)
+
+
+def dsplit(ary, indices_or_sections) -> list:
+    """split along axis 2 of an array of 3 or more dimensions."""
+    a = asarray(ary)
+    if a.ndim < 3:
+        raise MXNetError("dsplit only works on arrays of 3 or more dimensions")
+    return _split(a, indices_or_sections, 2, "dsplit", even=True)
+
+
+def _split(ary, indices_or_sections, axis: int, name: str, even: bool) -> list:
+    a = asarray(ary)
+    ax = _axes(axis, a.ndim, name)[0]
     n = a.shape[ax]
     if isinstance(indices_or_sections, (int, _np.integer)):
         k = int(indices_or_sections)
-        if k <= 0 or n % k:
-            raise MXNetError(f"split: array split does not result in an equal division ({n} into {k})")
-        cuts = [n // k * i for i in range(1, k)]
+        if k <= 0 or (even and n % k):
+            raise MXNetError(f"{name}: array split does not result in an equal division ({n} into {k})")
+        per, extra = divmod(n, k)
+        sizes = [per + 1] * extra + [per] * (k - extra)
+        cuts = [int(c) for c in _np.cumsum(sizes)[:-1]]
     else:
         cuts = [int(c) for c in indices_or_sections]
     bounds = [0] + [builtins.min(builtins.max(c, 0), n) for c in cuts] + [n]
@@ -573,16 +627,20 @@ def where(condition, x=None, y=None) -> ndarray:
     shapes = [c.shape] + [v.shape for v in (xa, ya) if v is not None]
     shape = _np.broadcast_shapes(*shapes)
     if xa is None:
-        xa = _full_array(shape, x, dt, c.context)
+        xa = _full_array(shape, x, dt, c)
     if ya is None:
-        ya = _full_array(shape, y, dt, c.context)
+        ya = _full_array(shape, y, dt, c)
     parts = [broadcast_to(_cast(v, dt), shape) for v in (c, xa, ya)]
     return _as_np(_call("where", tuple(parts), {}))
 
 
-def _full_array(shape, value, dtype, ctx) -> ndarray:
+def _full_array(shape, value, dtype, like) -> ndarray:
+    """An array of `shape` filled with `value`, on `like`'s device (a node when `like` is a symbol)."""
+    if isinstance(like, Symbol):
+        return _np_symbol.apply("_full", (), {"shape": tuple(shape), "value": float(value),
+                                              "dtype": _np.dtype(dtype).name})
     from .multiarray import full
-    return full(shape, value, dtype=dtype, ctx=ctx)
+    return full(shape, value, dtype=dtype, ctx=like.context)
 
 
 def clip(a, a_min, a_max, out=None) -> ndarray:
@@ -712,16 +770,62 @@ def _setitem(self, key, value):
 
 def _operand(other) -> bool:
     """Whether a Python operator takes `other` (else NotImplemented: `x == None` is False, as numpy)."""
-    return isinstance(other, (NDArray, _np.ndarray, list, tuple)) or _is_scalar(other)
+    return isinstance(other, (NDArray, Symbol, _np.ndarray, list, tuple)) or _is_scalar(other)
+
+
+def _symbol_getitem(self, key):
+    """`sym[key]` of an np symbol: output selection for a multi-output one (as MXNet's _Symbol); else
+    numpy's basic indexing (ints, slices, None, ...) as `slice` + reshape, and an integer array on
+    the first axis as `take`."""
+    if len(self._outputs) > 1:
+        return _NpSymbol(Symbol.__getitem__(self, key)._outputs)
+    if isinstance(key, (Symbol, NDArray)):
+        return _as_np(_call("take", (self, asarray(key)), {"axis": 0, "mode": "raise"}))
+    keys = key if isinstance(key, tuple) else (key,)
+    for k in keys:
+        if not (k is None or k is Ellipsis or isinstance(k, (slice, int, _np.integer))):
+            raise IndexError(f"indexing a traced np symbol with {type(k).__name__} is not supported: use ints, "
+                             "slices, None and ..., or one integer array (symbol) on the first axis")
+    shape = self.shape
+    want = _index_shape(shape, key)
+    n_real = builtins.sum(1 for k in keys if k is not None and k is not Ellipsis)
+    begin, end, step, axis = [], [], [], 0
+    for k in keys:
+        if k is None:
+            continue
+        if k is Ellipsis:
+            fill = len(shape) - n_real
+            begin += [None] * fill
+            end += [None] * fill
+            step += [1] * fill
+            axis += fill
+            continue
+        if isinstance(k, slice):
+            lo, hi, st = k.indices(shape[axis])
+            begin.append(lo)
+            end.append(None if st < 0 and hi < 0 else hi)
+            step.append(st)
+        else:
+            i = int(k) + (shape[axis] if k < 0 else 0)
+            if not 0 <= i < shape[axis]:
+                raise IndexError(f"index {int(k)} is out of bounds for axis {axis} with size {shape[axis]}")
+            begin.append(i)
+            end.append(i + 1)
+            step.append(1)
+        axis += 1
+    sliced = _call("slice", (self,), {"begin": tuple(begin), "end": tuple(end), "step": tuple(step)})
+    return _np_reshape(sliced, want)
 
 
 def _install_methods() -> None:
+    """numpy's operators and methods on mx.np.ndarray, and the same (less the in-place ones) on np symbols."""
     ops = {"add": add, "sub": subtract, "mul": multiply, "truediv": true_divide, "mod": mod, "pow": power}
     for stem, fn in ops.items():
-        setattr(ndarray, f"__{stem}__",
-                lambda self, other, _f=fn: _f(self, other) if _operand(other) else NotImplemented)
-        setattr(ndarray, f"__r{stem}__",
-                lambda self, other, _f=fn: _f(other, self) if _operand(other) else NotImplemented)
+        for cls in (ndarray, _NpSymbol):
+            setattr(cls, f"__{stem}__",
+                    lambda self, other, _f=fn: _f(self, other) if _operand(other) else NotImplemented)
+            setattr(cls, f"__r{stem}__",
+                    lambda self, other, _f=fn: _f(other, self) if _operand(other) else NotImplemented)
 
         def inplace(self, other, _f=fn):
             result = _f(self, other)
@@ -731,21 +835,39 @@ def _install_methods() -> None:
             result.copyto(self)
             return self
         setattr(ndarray, f"__i{stem}__", inplace)
-    for stem, fn in (("eq", equal), ("ne", not_equal), ("gt", greater), ("ge", greater_equal), ("lt", less),
-                     ("le", less_equal)):
-        setattr(ndarray, f"__{stem}__",
-                lambda self, other, _f=fn: _f(self, other) if _operand(other) else NotImplemented)
+    methods = (("sum", sum), ("prod", prod), ("mean", mean), ("max", max), ("min", min), ("std", std),
+               ("var", var), ("argmax", argmax), ("argmin", argmin), ("all", all), ("any", any),
+               ("cumsum", cumsum), ("dot", dot), ("clip", clip), ("squeeze", squeeze), ("ravel", ravel),
+               ("swapaxes", swapaxes), ("repeat", repeat), ("sort", sort), ("argsort", argsort))
+    for cls in (ndarray, _NpSymbol):
+        for stem, fn in (("eq", equal), ("ne", not_equal), ("gt", greater), ("ge", greater_equal), ("lt", less),
+                         ("le", less_equal)):
+            setattr(cls, f"__{stem}__",
+                    lambda self, other, _f=fn: _f(self, other) if _operand(other) else NotImplemented)
+        cls.__matmul__ = lambda self, other: matmul(self, other)
+        cls.__rmatmul__ = lambda self, other: matmul(other, self)
+        for name, fn in methods:
+            setattr(cls, name, fn)
     ndarray.__hash__ = NDArray.__hash__
-    ndarray.__matmul__ = lambda self, other: matmul(self, other)
-    ndarray.__rmatmul__ = lambda self, other: matmul(other, self)
     ndarray.__getitem__ = _getitem
     ndarray.__setitem__ = _setitem
-    for name, fn in (("sum", sum), ("prod", prod), ("mean", mean), ("max", max), ("min", min), ("std", std),
-                     ("var", var), ("argmax", argmax), ("argmin", argmin), ("all", all), ("any", any),
-                     ("cumsum", cumsum), ("dot", dot), ("clip", clip), ("squeeze", squeeze), ("ravel", ravel),
-                     ("flatten", lambda a: _as_np(_call("_copy", (ravel(a),), {}))),
-                     ("swapaxes", swapaxes), ("repeat", repeat), ("sort", sort), ("argsort", argsort)):
-        setattr(ndarray, name, fn)
+    ndarray.flatten = lambda a: _as_np(_call("_copy", (ravel(a),), {}))
+    # on symbols, the NDArray methods mx.np.ndarray wraps (multiarray.py) are these functions
+    _NpSymbol.__hash__ = Symbol.__hash__
+    _NpSymbol.__getitem__ = _symbol_getitem
+    _NpSymbol.__neg__ = lambda self: negative(self)  # noqa: F821 - made by the _UNARY loop
+    _NpSymbol.__abs__ = lambda self: absolute(self)
+    _NpSymbol.flatten = ravel
+    _NpSymbol.reshape = lambda self, *shape, order="C": reshape(
+        self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape, order)
+    _NpSymbol.transpose = lambda self, *axes: transpose(
+        self, (axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes) or None)
+    _NpSymbol.T = property(lambda self: transpose(self))
+    _NpSymbol.astype = lambda self, dtype, copy=True: _as_np(_call("Cast", (self,), {"dtype": _np.dtype(dtype).name}))
+    _NpSymbol.expand_dims = expand_dims
+    _NpSymbol.tile = tile
+    _NpSymbol.flip = flip
+    _NpSymbol.split = lambda self, indices_or_sections, axis=0: split(self, indices_or_sections, axis)
 
 
 _install_methods()

@@ -17,8 +17,11 @@ import numpy as _np
 from ..base import MXNetError
 from ..imperative import autograd_state
 from ..imperative import creation as _creation
-from ..imperative.invoke import call as _call
+from ..imperative.invoke import call as _nd_call
 from ..imperative.ndarray import NDArray
+from ..ops.shape import numpy_reshape_target
+from ..symbolic import np_symbol as _np_symbol
+from ..symbolic.symbol import Symbol as _Symbol
 
 __all__ = ["ndarray", "array", "zeros", "ones", "empty", "full", "arange", "zeros_like", "ones_like",
            "full_like", "empty_like", "reshape"]
@@ -26,14 +29,30 @@ __all__ = ["ndarray", "array", "zeros", "ones", "empty", "full", "arange", "zero
 _F32 = _np.dtype(_np.float32)
 
 
+def _call(op, args, kwargs):
+    """Registry op `op` in mx.nd's calling convention: on arrays, or building a node when an operand is
+    a symbol (a block traced under NumPy array semantics: the function library serves both)."""
+    for a in args:
+        if isinstance(a, _Symbol):
+            return _np_symbol.apply(op, args, kwargs)
+    if kwargs:
+        for v in kwargs.values():
+            if isinstance(v, _Symbol):
+                return _np_symbol.apply(op, args, kwargs)
+    return _nd_call(op, args, kwargs)
+
+
 def _as_np(result):
-    """An NDArray result as an `ndarray` view (same storage, var and autograd entry)."""
+    """An NDArray result as an `ndarray` view (same storage, var and autograd entry); a Symbol as an
+    np symbol (`mx.sym.np._Symbol`)."""
     if type(result) is NDArray:
         view = ndarray(result._data, result._chunk)
         view._ag = result._ag
         return view
     if isinstance(result, (list, tuple)):
         return type(result)(_as_np(r) for r in result)
+    if isinstance(result, _Symbol):
+        return _np_symbol.as_np(result)
     return result
 
 
@@ -158,37 +177,24 @@ ndarray.__hash__ = NDArray.__hash__
 
 # ------------------------------------------------------------------ numpy's reshape rules
 
-def _numpy_target(size: int, old_shape, newshape) -> tuple:
-    if isinstance(newshape, (int, _np.integer)):
-        newshape = (int(newshape),)
-    newshape = tuple(int(d) for d in newshape)
-    bad = (f"cannot reshape array of size {size} (shape {tuple(old_shape)}) into shape {newshape}")
-    if newshape.count(-1) > 1 or any(d < -1 for d in newshape):
-        raise MXNetError(bad + ": numpy shapes allow one -1 and no other negative value")
-    known = 1
-    for d in newshape:
-        if d != -1:
-            known *= d
-    if -1 in newshape:
-        if known == 0 or size % known:
-            raise MXNetError(bad)
-        newshape = tuple(size // known if d == -1 else d for d in newshape)
-    elif known != size:
-        raise MXNetError(bad)
-    return newshape
-
-
 def reshape(a: NDArray, newshape, order: str = "C") -> ndarray:
     """`a` with shape `newshape` (numpy's rules: one -1 inferred, 0 a zero-size dimension)."""
     if order != "C":
         raise NotImplementedError(f"reshape: order={order!r} is not supported, only 'C'")
-    target = _numpy_target(a.size, a.shape, newshape)
+    if isinstance(a, _Symbol):
+        a = _np_symbol.as_np(a)
+        try:
+            target = numpy_reshape_target(a.size, a.shape, newshape)
+        except MXNetError as e:
+            if "not known while tracing" not in str(e):
+                raise
+            target = (int(newshape),) if isinstance(newshape, (int, _np.integer)) else tuple(newshape)
+        return _call("_np_reshape", (a,), {"newshape": target})  # a -1 left for shape inference
+    target = numpy_reshape_target(a.size, a.shape, newshape)
     a._chunk.check()
-    if autograd_state.needs_record(a) and 0 not in target:
-        return _as_np(_call("Reshape", (a,), {"shape": target}))
-    if a._data.flags.c_contiguous:
-        return ndarray(a._data.reshape(target), a._chunk)
-    return _as_np(_call("Reshape", (a,), {"shape": target}))
+    if autograd_state.needs_record(a) or not a._data.flags.c_contiguous:
+        return _as_np(_call("_np_reshape", (a,), {"newshape": target}))
+    return ndarray(a._data.reshape(target), a._chunk)
 
 
 # ------------------------------------------------------------------ creation

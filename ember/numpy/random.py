@@ -9,7 +9,7 @@ import numpy as _np
 from ..imperative.invoke import invoke as _invoke
 from .multiarray import _as_np, ndarray, reshape
 
-__all__ = ["uniform", "normal", "randint", "seed"]
+__all__ = ["uniform", "normal", "randint", "choice", "seed"]
 
 
 def _sample(op: str, attrs: dict, size, dtype, ctx) -> ndarray:
@@ -38,6 +38,45 @@ def randint(low: int, high: Optional[int] = None, size=None, dtype=None, ctx=Non
     if high <= low:
         raise ValueError(f"randint: low >= high ({low} >= {high})")
     return _sample("_random_randint", {"low": int(low), "high": int(high)}, size, dtype or _np.int64, ctx)
+
+
+def choice(a, size=None, replace: bool = True, p=None, ctx=None) -> ndarray:
+    """Samples from `a` (an int n: range(n); or a 1-D array), uniformly or with probabilities `p`;
+    without replacement they are distinct.  An int `a` gives int64 indices, as numpy."""
+    from .functions import asarray
+    from .multiarray import arange
+    population = None
+    if isinstance(a, (int, _np.integer)):
+        n = int(a)
+    else:
+        population = asarray(a)
+        if population.ndim != 1:
+            raise ValueError("choice: a must be 1-dimensional or an integer")
+        n = population.shape[0]
+    if n <= 0:
+        raise ValueError("choice: a must be greater than 0 unless no samples are taken")
+    shape = () if size is None else ((int(size),) if isinstance(size, (int, _np.integer)) else tuple(size))
+    count = int(_np.prod(shape)) if shape else 1
+    if not replace and count > n:
+        raise ValueError("choice: cannot take a larger sample than population when replace=False")
+    if p is not None:
+        probs = asarray(p, dtype=_np.float32)
+        if probs.shape != (n,):
+            raise ValueError(f"choice: p must have shape ({n},), got {probs.shape}")
+        if replace:
+            drawn = _invoke("_sample_multinomial", [reshape(probs, (1, n))], {"shape": (count,), "dtype": "int32"})
+            flat = _invoke("Cast", [reshape(drawn, (count,))], {"dtype": "int64"})
+        else:  # Gumbel top-k: distinct draws, each weighted by p
+            u = uniform(1e-20, 1.0, size=(n,), ctx=ctx)
+            keys = _invoke("log", [probs], {}) - _invoke("log", [-_invoke("log", [u], {})], {})
+            flat = _invoke("topk", [keys], {"k": count, "ret_typ": "indices", "dtype": "int64", "axis": 0})
+    elif replace:
+        flat = randint(0, n, size=(count,), ctx=ctx)
+    else:
+        flat = _invoke("_shuffle", [arange(n, dtype=_np.int64, ctx=ctx)], {})
+        flat = _invoke("slice_axis", [flat], {"axis": 0, "begin": 0, "end": count})
+    picked = flat if population is None else _invoke("take", [population, flat], {"axis": 0})
+    return reshape(_as_np(picked), shape)
 
 
 def seed(seed: int, ctx="all") -> None:  # noqa: A002 - numpy's parameter name

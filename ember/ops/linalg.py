@@ -42,6 +42,8 @@ def _dot_parts(a, b, ta: bool, tb: bool):
 def _dot_infer(attrs, in_shapes):
     a, b = in_shapes
     if not known(a) or not known(b):
+        if a is not None and b is not None and len(a) == 2 and len(b) == 2:
+            return _dot_partial_2d(a, b, attrs["transpose_a"], attrs["transpose_b"])
         return in_shapes, [None]
     l_keep, l_k, r_k, r_keep, _, _ = _dot_parts(a, b, attrs["transpose_a"], attrs["transpose_b"])
     if l_k != r_k:
@@ -49,6 +51,20 @@ def _dot_infer(attrs, in_shapes):
                          f"transpose_b={attrs['transpose_b']}): {l_k} != {r_k}")
     out = (l_keep if len(a) > 1 else ()) + (r_keep if len(b) > 1 else ())
     return in_shapes, [out if out else (1,)]
+
+
+def _dot_partial_2d(a, b, ta: bool, tb: bool):
+    """Matrix . matrix with unknown (None) dimensions: the contracted ones fill each other in and
+    the output keeps what is known (as MXNet's numpy dot: a deferred weight learns its shape here)."""
+    ak, akeep = (0, 1) if ta else (1, 0)
+    bk, bkeep = (1, 0) if tb else (0, 1)
+    k = a[ak] if a[ak] is not None else b[bk]
+    if a[ak] is not None and b[bk] is not None and a[ak] != b[bk]:
+        raise ShapeError(f"dot: shapes {fmt(a)} and {fmt(b)} are not aligned (transpose_a={ta}, "
+                         f"transpose_b={tb}): {a[ak]} != {b[bk]}")
+    a2, b2 = list(a), list(b)
+    a2[ak], b2[bk] = k, k
+    return [tuple(a2), tuple(b2)], [(a[akeep], b[bkeep])]
 
 
 def _mats(a, b, ta, tb):

@@ -154,6 +154,38 @@ register(OpDef(
     doc="Reshape with MXNet's special values 0 (copy), -1 (infer), -2 (rest), -3 (merge), -4 (split)."))
 
 
+def numpy_reshape_target(size: int, old_shape, newshape) -> Shape:
+    """numpy's reshape rule: `newshape` with its one -1 inferred from `size`; 0 is a zero-size dimension."""
+    if isinstance(newshape, (int, np.integer)):
+        newshape = (int(newshape),)
+    newshape = tuple(int(d) for d in newshape)
+    bad = f"cannot reshape array of size {size} (shape {tuple(old_shape)}) into shape {newshape}"
+    if newshape.count(-1) > 1 or any(d < -1 for d in newshape):
+        raise ShapeError(bad + ": numpy shapes allow one -1 and no other negative value")
+    fixed = _prod([d for d in newshape if d != -1])
+    if -1 in newshape:
+        if fixed == 0 or size % fixed:
+            raise ShapeError(bad)
+        return tuple(size // fixed if d == -1 else d for d in newshape)
+    if fixed != size:
+        raise ShapeError(bad)
+    return newshape
+
+
+def _np_reshape_infer(attrs, in_shapes):
+    x = in_shapes[0]
+    if not known(x):
+        return in_shapes, [None]
+    return in_shapes, [numpy_reshape_target(_prod(x), x, attrs["newshape"])]
+
+
+register(OpDef(
+    name="_np_reshape", attrs={"newshape": Attr("shape"), "order": Attr("str", "C")},
+    infer_shape=_np_reshape_infer, infer_shape_backward=_reshape_backward_infer, kernels={"any": _copy_into},
+    gradient=_grad_like_input, inplace=[(0, 0)],
+    doc="Reshape with numpy's rules (mx.np.reshape): one -1 is inferred, 0 is a zero-size dimension."))
+
+
 def _axis_span(begin, end, ndim: int, side: str):
     b = 0 if begin is None else begin + ndim if begin < 0 else begin
     e = ndim if end is None else end + ndim if end < 0 else end

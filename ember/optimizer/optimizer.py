@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import ndarray as nd
 from ..base import EmberError
+from ..util import is_np_array
 
 
 class OptimizerError(EmberError, ValueError):
@@ -63,6 +64,8 @@ class Optimizer:
         self.multi_precision = multi_precision
         # > 0: the Updater hands this many weights of one dtype to update_multi_precision at once
         self.aggregate_num = 0
+        # made under NumPy array semantics: the Updater may hand it mx.np arrays (as legacy views)
+        self.allow_np_array = is_np_array()
         if param_idx2name is None:
             param_idx2name = {}
         if not isinstance(param_idx2name, dict):

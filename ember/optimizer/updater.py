@@ -12,6 +12,8 @@ from typing import Any, Dict
 
 from . import mxnet_states_writer, state_file
 from ..imperative.ndarray import NDArray
+from ..numpy.multiarray import ndarray as np_ndarray
+from ..util import is_np_array
 from .optimizer import Optimizer
 
 
@@ -39,6 +41,8 @@ class Updater:
                                  f"and {len(weights)} weights")
         else:
             indices, grads, weights = [index], [grad], [weight]
+        if any(type(a) is np_ndarray for a in weights) or any(type(a) is np_ndarray for a in grads):
+            grads, weights = _as_classic(grads, self.optimizer), _as_classic(weights, self.optimizer)
         if weights and isinstance(weights[0], NDArray):
             self.optimizer._set_current_context(weights[0].context.device_id)
         checked = []
@@ -99,3 +103,14 @@ class Updater:
 def get_updater(optimizer: Optimizer) -> Updater:
     """An Updater for `optimizer` (MXNet's mx.optimizer.get_updater)."""
     return Updater(optimizer)
+
+
+def _as_classic(arrays: list, optimizer) -> list:
+    """mx.np arrays as legacy views for the optimizer's mx.nd code (MXNet's rule: allowed when the
+    optimizer was made under NumPy array semantics, or, for one without that attribute, when it is on now)."""
+    allow = getattr(optimizer, "allow_np_array", None)
+    if allow is None:
+        allow = is_np_array()
+    if not allow:
+        raise ValueError("Converting np.ndarray to mx.nd.NDArray is not allowed")
+    return [a.as_nd_ndarray() if type(a) is np_ndarray else a for a in arrays]

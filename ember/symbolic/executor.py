@@ -265,8 +265,8 @@ class _Segment(NamedTuple):
         for st in steps:
             reads.extend(st.reads)
             writes.extend(st.writes)
-            reads.extend(a.var for a in st.array_reads)
-            writes.extend(a.var for a in st.array_writes)
+            reads.extend(a._chunk.var for a in st.array_reads)
+            writes.extend(a._chunk.var for a in st.array_writes)
         writes = list(dict.fromkeys(writes))
         wid = set(map(id, writes))
         reads = [v for v in dict.fromkeys(reads) if id(v) not in wid]
@@ -525,7 +525,7 @@ class Executor:
             if hasattr(v, "shape") and tuple(v.shape) != tuple(dst.shape):
                 raise ShapeError(f"forward: '{k}' has shape {tuple(v.shape)}, the executor was bound with "
                                  f"{tuple(dst.shape)} (use reshape)")
-            dst[:] = v
+            dst[...] = v
         self._is_train = bool(is_train)
         self._storage.pool.claim(self._storage, self._ctx)
         if self._monitor is not None:
@@ -551,18 +551,18 @@ class Executor:
             used = self._heads_needing_grad  # set by _check_head_grads_given
             for i, (dst, src) in enumerate(zip(self._head_grads, out_grads)):
                 if src is None:
-                    dst[:] = 1
+                    dst[...] = 1
                     continue
                 if i not in used:
                     continue  # the backward graph never reads it (shape_array, topk indices): MXNet ignores it
                 if tuple(src.shape) != tuple(dst.shape):
                     raise ShapeError(f"backward: head gradient of shape {tuple(src.shape)} for an output of "
                                      f"shape {tuple(dst.shape)}")
-                dst[:] = src
+                dst[...] = src
             self._custom_head_grads = True
         elif getattr(self, "_custom_head_grads", False):
             for dst in self._head_grads:
-                dst[:] = 1
+                dst[...] = 1
             self._custom_head_grads = False
         self._storage.pool.claim(self._storage, self._ctx)
         if self._monitor is not None:
@@ -596,7 +596,7 @@ class Executor:
                 continue
             if entry is None:
                 if req == "write":
-                    dst[:] = 0
+                    dst[...] = 0
                 continue
             key = (id(entry[0]), entry[1])
             if g.external.get(key) == name:
@@ -605,10 +605,10 @@ class Executor:
                 src_data, reads = st.views[key], list(st.vars[key])
             elif entry[0].op is None:
                 arr = self._var_arrays[id(entry[0])]
-                src_data, reads = None, [arr.var]
+                src_data, reads = None, [arr._chunk.var]
             else:
                 arr = self._grad_target[key]
-                src_data, reads = None, [arr.var]
+                src_data, reads = None, [arr._chunk.var]
             src_arr = arr if src_data is None else None
 
             def fn(dst=dst, src_data=src_data, src_arr=src_arr, add=(req == "add")):
@@ -617,8 +617,8 @@ class Executor:
                     dst._data += s
                 else:
                     dst._data[...] = s
-            reads = [v for v in reads if v is not dst.var]
-            engine.push(fn, read=reads, write=[dst.var], device=self._ctx, name=f"grad:{name}:{req}")
+            reads = [v for v in reads if v is not dst._chunk.var]
+            engine.push(fn, read=reads, write=[dst._chunk.var], device=self._ctx, name=f"grad:{name}:{req}")
 
     # -- dictionaries --------------------------------------------------------------------
     @property
@@ -751,7 +751,7 @@ class Executor:
 
         def fn(out=out, view=view):
             out._data[...] = view
-        engine.push(fn, read=reads, write=[out.var], device=self._ctx, name=f"monitor:{c.name}")
+        engine.push(fn, read=reads, write=[out._chunk.var], device=self._ctx, name=f"monitor:{c.name}")
         return out
 
     def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False, **kwargs) -> "Executor":

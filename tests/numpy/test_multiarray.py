@@ -104,11 +104,45 @@ def test_autograd_through_np_arrays():
 
 def test_npx_switches():
     assert mx.npx.is_np_array() is False and mx.npx.is_np_shape() is False
-    with pytest.raises(MXNetError, match="not supported by ember"):
-        mx.npx.set_np()
+    mx.npx.set_np()
+    try:
+        assert mx.npx.is_np_array() and mx.npx.is_np_shape()
+    finally:
+        mx.npx.reset_np()
+    with pytest.raises(MXNetError, match="dtype=True"):
+        mx.npx.set_np(dtype=True)
+    assert not mx.npx.is_np_array()
     mx.npx.set_np(shape=True, array=False)
     try:
         assert mx.npx.is_np_shape()
     finally:
         mx.npx.reset_np()
     assert not mx.npx.is_np_shape()
+
+
+def test_npx_reshape_special_values():
+    x = mx.np.array(np.arange(24, dtype=np.float32).reshape(2, 3, 4, 1))
+    for spec, want in [((-2, -1), (2, 12)), ((-4,), (2, 3, 4, 1)), ((-5, -2, -3), (6, 4)),
+                       ((-6, 1, -1, -4), (1, 2, 3, 4, 1)), ((6, -1), (6, 4))]:
+        y = mx.npx.reshape(x, spec)
+        assert type(y) is mx.np.ndarray and y.shape == want
+        np.testing.assert_array_equal(y.asnumpy(), x.asnumpy().reshape(want))
+    with pytest.raises(MXNetError, match="-3 skips an input dimension of size 1"):
+        mx.npx.reshape(x, (-3, -1))
+
+
+def test_np_random_choice():
+    mx.np.random.seed(7)
+    with mx.np_shape(True):
+        draws = mx.np.random.choice(3, size=30000, p=[0.2, 0.3, 0.5])
+        assert draws.dtype == np.int64 and draws.shape == (30000,)
+        np.testing.assert_allclose(np.bincount(draws.asnumpy(), minlength=3) / 30000, [0.2, 0.3, 0.5], atol=0.015)
+        perm = mx.np.random.choice(10, size=(2, 5), replace=False).asnumpy()
+        assert sorted(perm.ravel().tolist()) == list(range(10))
+        picked = mx.np.random.choice(mx.np.array([4.0, 5.0, 6.0]), size=2, replace=False, p=[0.0, 0.5, 0.5])
+        assert sorted(picked.asnumpy().tolist()) == [5.0, 6.0]
+        assert mx.np.random.choice(4).shape == ()
+    with pytest.raises(ValueError, match="larger sample than population"):
+        mx.np.random.choice(3, size=4, replace=False)
+    with pytest.raises(TypeError):
+        mx.np.random.choice(3, shape=(2,))  # numpy's name is size (MXNet's test_exc_handling)

@@ -334,12 +334,34 @@ def test_compare_optimizer():
                              (3, 4), np.float32)
 
 
-def test_use_np_marks_tests_needing_mx_np():
+def test_use_np_runs_a_test_under_numpy_semantics():
     @tu.use_np
-    def needs_np():
-        return 1
-    with pytest.raises(mx.MXNetError, match="NumPy array semantics"):
-        needs_np()
+    def flags():
+        return mx.is_np_array(), mx.is_np_shape()
+    assert flags() == (True, True)
+
+
+def test_check_gluon_hybridize_consistency_catches_a_difference():
+    class Affine(mx.gluon.HybridBlock):
+        def __init__(self, prefix=None, params=None):
+            super().__init__(prefix=prefix, params=params)
+            with self.name_scope():
+                self.w = self.params.get("w", shape=(3,))
+
+        def hybrid_forward(self, F, x, w):
+            return F.np.tanh(x * w) + 1
+
+    class Drifting(Affine):  # different outputs once hybridized: the check must fail
+        def hybrid_forward(self, F, x, w):
+            return super().hybrid_forward(F, x, w) + (0 if F is mx.nd else 1)
+
+    @tu.use_np
+    def check():
+        x = mx.np.array([[0.5, -1.0, 2.0]])
+        tu.check_gluon_hybridize_consistency(Affine, [x])
+        with pytest.raises(AssertionError):
+            tu.check_gluon_hybridize_consistency(Drifting, [x])
+    check()
 
 
 def test_download_copies_a_file_url(tmp_path):

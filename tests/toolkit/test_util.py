@@ -1,5 +1,5 @@
 """mx.util: NumPy shape semantics flag (thread-local and global), scopes and decorators, the
-refused NumPy array semantics, env access; behaviour as MXNet 1.9.1 (checked with its venv)."""
+NumPy array semantics flag (thread-local), env access; behaviour as MXNet 1.9.1 (checked with its venv)."""
 import struct
 import threading
 
@@ -94,18 +94,37 @@ def test_use_np_shape_on_functions_and_classes():
         mx.use_np_shape(3)
 
 
-def test_numpy_array_semantics_is_refused_clearly():
+def test_numpy_array_semantics_scopes_and_switches():
     assert mx.is_np_array() is False
-    with pytest.raises(MXNetError, match="NumPy array semantics .* not supported by ember"):
-        with mx.np_array(True):
-            pass
-    with mx.np_array(False):
-        assert mx.is_np_array() is False
-    with pytest.raises(MXNetError, match="not supported by ember"):
-        util.set_np()
-    assert mx.is_np_shape() is False  # nothing half-switched
+    with mx.np_array(True):
+        assert mx.is_np_array()
+        with mx.np_array(False):
+            assert mx.is_np_array() is False
+        assert mx.is_np_array()
+    assert mx.is_np_array() is False
+    util.set_np()
+    try:
+        assert mx.is_np_array() and mx.is_np_shape()
+        with pytest.raises(ValueError, match="npx.reset_np"):
+            mx.set_np_shape(False)  # shape semantics cannot go while array semantics is on (MXNet)
+    finally:
+        util.reset_np()
+    assert not mx.is_np_array() and not mx.is_np_shape()
     with pytest.raises(ValueError, match="NumPy Shape semantics is required"):
         util.set_np(shape=False, array=True)
+    assert not mx.is_np_array()
+
+
+def test_numpy_array_semantics_is_per_thread():
+    util.set_np()
+    seen = []
+    try:
+        t = threading.Thread(target=lambda: seen.append(mx.is_np_array()))
+        t.start()
+        t.join()
+    finally:
+        util.reset_np()
+    assert seen == [False]
 
 
 def test_set_np_shape_only_and_reset():
@@ -115,22 +134,20 @@ def test_set_np_shape_only_and_reset():
     assert not mx.is_np_shape()
 
 
-def test_use_np_decorates_but_calling_raises():
+def test_use_np_runs_functions_and_class_methods_under_both_flags():
     @mx.use_np
-    def needs_np():
-        return 1
+    def flags():
+        return mx.is_np_array(), mx.is_np_shape()
 
-    with pytest.raises(MXNetError, match="not supported by ember"):
-        needs_np()
+    assert flags() == (True, True)
 
     @mx.use_np_array
     class Block:
         def forward(self):
-            return 1
+            return mx.is_np_array()
 
-    with pytest.raises(MXNetError, match="not supported by ember"):
-        Block().forward()
-    assert mx.is_np_shape() is False
+    assert Block().forward() is True
+    assert mx.is_np_shape() is False and mx.is_np_array() is False
 
 
 def test_getenv_setenv():

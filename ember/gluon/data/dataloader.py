@@ -31,7 +31,7 @@ import numpy as np
 
 from ... import context
 from ...imperative.ndarray import NDArray
-from ...util import is_np_shape, set_np_shape
+from ...util import is_np_array, is_np_shape, set_np
 from . import _shm
 from . import sampler as _sampler
 
@@ -40,16 +40,28 @@ __all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
 
 def default_batchify_fn(data: List[Any]):
     """Stack a list of samples into a batch: NDArrays with nd.stack, tuples element-wise (a list
-    of batches), anything else through numpy.asarray into an NDArray of the same dtype."""
+    of batches), anything else through numpy.asarray into an NDArray of the same dtype.  Under
+    NumPy array semantics (or for mx.np samples) the batch is an mx.np.ndarray, as MXNet's."""
     from ... import ndarray as nd
     first = data[0]
     if isinstance(first, NDArray):
         out = nd.stack(*data)
-        return out.as_np_ndarray() if type(first).__name__ == "ndarray" else out
+        return out.as_np_ndarray() if type(first).__name__ == "ndarray" or is_np_array() else out
     if isinstance(first, tuple):
         return [default_batchify_fn(list(items)) for items in zip(*data)]
     arr = np.asarray(data)
-    return nd.array(arr, dtype=arr.dtype)
+    out = nd.array(arr, dtype=arr.dtype)
+    return out.as_np_ndarray() if is_np_array() else out
+
+
+def _as_np_batch(batch):
+    """A batch's dense NDArrays as mx.np.ndarrays (batches made where NumPy array semantics was off)."""
+    if type(batch) is NDArray:
+        return batch.as_np_ndarray()
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_as_np_batch(b) for b in batch)
+    return batch
+
 
 
 # Worker processes hand their batches over through shared memory whatever the batchify function
@@ -353,10 +365,9 @@ class _ThreadPool:
     """Threads that make batches in the loop's process (DataLoader(thread_pool=True))."""
 
     def __init__(self, num_workers: int, dataset, batchify_fn, timeout: float):
-        np_shape = is_np_shape()
         self._executor = concurrent.futures.ThreadPoolExecutor(
             num_workers, thread_name_prefix="ember-dataloader",
-            initializer=set_np_shape, initargs=(np_shape,))
+            initializer=set_np, initargs=(is_np_shape(), is_np_array()))  # the creator's NumPy semantics
         self._dataset, self._batchify_fn, self._timeout = dataset, batchify_fn, timeout
 
     def _make(self, samples):
@@ -416,6 +427,8 @@ class DataLoader:
         self._num_workers = num_workers if num_workers >= 0 else 0
         self._prefetch = max(0, int(prefetch) if prefetch is not None else 2 * self._num_workers)
         self._batchify_fn = default_batchify_fn if batchify_fn is None else batchify_fn
+        # made under NumPy array semantics: batches are mx.np arrays, also those made in worker processes
+        self._np_array = is_np_array()
         self._worker_pool = None
         if self._num_workers > 0 and self._thread_pool:
             self._worker_pool = _ThreadPool(self._num_workers, dataset, self._batchify_fn, timeout)
@@ -430,7 +443,7 @@ class DataLoader:
         it, self._iter = self._iter, None  # one pass per prefetched iterator
         try:
             for batch in it:
-                yield batch
+                yield _as_np_batch(batch) if self._np_array else batch
         finally:
             if isinstance(it, _MultiWorkerIter):
                 it.close()
