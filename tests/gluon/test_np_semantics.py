@@ -35,16 +35,21 @@ def _reference(net, x: np.ndarray) -> np.ndarray:
     return np.maximum(y, 0) + y.mean(axis=1, keepdims=True)
 
 
+@use_np
+def _net_and_input(seed: int, hybridize: bool, batch: int):
+    mx.random.seed(seed)
+    net = _NpMLP(prefix="mlp_")
+    net.initialize(mx.init.Xavier())
+    if hybridize:
+        net.hybridize()
+    return net, mx.np.array(np.random.RandomState(seed).randn(batch, 5).astype(np.float32))
+
+
 @pytest.mark.parametrize("hybridize", [False, True])
 def test_user_block_around_ember_layers_matches_numpy(hybridize):
     @use_np
     def run():
-        mx.random.seed(3)
-        net = _NpMLP(prefix="mlp_")
-        net.initialize(mx.init.Xavier())
-        if hybridize:
-            net.hybridize()
-        x = mx.np.array(np.random.RandomState(0).randn(4, 5).astype(np.float32))
+        net, x = _net_and_input(3, hybridize, 4)
         y = net(x)
         assert type(y) is mx.np.ndarray and y.shape == (4, 3)
         for p in net.collect_params().values():
@@ -56,12 +61,7 @@ def test_user_block_around_ember_layers_matches_numpy(hybridize):
 def test_hybridized_gradients_equal_imperative_and_finite_differences():
     @use_np
     def grads(hybridize):
-        mx.random.seed(5)
-        net = _NpMLP(prefix="mlp_")
-        net.initialize(mx.init.Xavier())
-        if hybridize:
-            net.hybridize()
-        x = mx.np.array(np.random.RandomState(1).randn(2, 5).astype(np.float32))
+        net, x = _net_and_input(5, hybridize, 2)
         x.attach_grad()
         with autograd.record():
             loss = (net(x) ** 2).sum()
