@@ -29,6 +29,7 @@ def _np_view(arr: NDArray) -> NDArray:
     from ..numpy.multiarray import _as_np
     return _as_np(arr)
 
+
 mx_real_t = np.float32
 tensor_types = (sym_mod.Symbol, NDArray)
 

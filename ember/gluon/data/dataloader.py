@@ -63,7 +63,6 @@ def _as_np_batch(batch):
     return batch
 
 
-
 # Worker processes hand their batches over through shared memory whatever the batchify function
 # makes, so the multi-worker default is the same function (MXNet's name, kept for user code).
 default_mp_batchify_fn = default_batchify_fn
