@@ -380,12 +380,7 @@ def dot(a, b, out=None) -> ndarray:
 
 def _known_shape(x):
     """x's shape, or None for a traced symbol with a dimension not known yet (a deferred parameter)."""
-    if isinstance(x, _NpSymbol):
-        try:
-            return x.shape
-        except MXNetError:
-            return None
-    return tuple(x.shape)
+    return x._known_shape() if isinstance(x, _NpSymbol) else tuple(x.shape)
 
 
 def matmul(a, b, out=None) -> ndarray:
@@ -867,7 +862,7 @@ def _install_methods() -> None:
     _NpSymbol.expand_dims = expand_dims
     _NpSymbol.tile = tile
     _NpSymbol.flip = flip
-    _NpSymbol.split = lambda self, indices_or_sections, axis=0: split(self, indices_or_sections, axis)
+    _NpSymbol.split = split
 
 
 _install_methods()

@@ -14,7 +14,6 @@ from typing import Optional
 
 import numpy as _np
 
-from ..base import MXNetError
 from ..imperative import autograd_state
 from ..imperative import creation as _creation
 from ..imperative.invoke import call as _nd_call
@@ -183,13 +182,12 @@ def reshape(a: NDArray, newshape, order: str = "C") -> ndarray:
         raise NotImplementedError(f"reshape: order={order!r} is not supported, only 'C'")
     if isinstance(a, _Symbol):
         a = _np_symbol.as_np(a)
-        try:
-            target = numpy_reshape_target(a.size, a.shape, newshape)
-        except MXNetError as e:
-            if "not known while tracing" not in str(e):
-                raise
+        known = a._known_shape()
+        if known is not None:
+            target = numpy_reshape_target(int(_np.prod(known)), known, newshape)
+        else:  # a deferred dimension: a -1 is left to the op's shape inference
             target = (int(newshape),) if isinstance(newshape, (int, _np.integer)) else tuple(newshape)
-        return _call("_np_reshape", (a,), {"newshape": target})  # a -1 left for shape inference
+        return _call("_np_reshape", (a,), {"newshape": target})
     target = numpy_reshape_target(a.size, a.shape, newshape)
     a._chunk.check()
     if autograd_state.needs_record(a) or not a._data.flags.c_contiguous:

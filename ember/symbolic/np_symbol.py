@@ -46,13 +46,19 @@ class _Symbol(Symbol):  # noqa: N801 - MXNet's class name (mx.sym.np._Symbol)
                              "(select one with sym[i])")
         return self._outputs[0]
 
+    def _known_shape(self) -> Optional[tuple]:
+        """The output's shape when every dimension is known, else None (`shape` raises instead)."""
+        node, i = self._entry()
+        shape = meta(node)[0][i]
+        return None if shape is None or None in shape else shape
+
     @property
     def shape(self) -> tuple:
         """The output's shape, as inferred while tracing; MXNetError if some dimension is unknown."""
-        node, i = self._entry()
-        shapes, _, err = meta(node)
-        shape = shapes[i]
-        if shape is None or None in shape:
+        shape = self._known_shape()
+        if shape is None:
+            node, _ = self._entry()
+            err = meta(node)[2]
             why = f": {err}" if err else (" (an input's shape is not known yet, e.g. a parameter whose shape "
                                           "is deferred until the first forward)")
             raise MXNetError(f"the shape of symbol '{node.name}' is not known while tracing{why}")
