@@ -38,7 +38,14 @@ __all__ = ["is_np_shape", "set_np_shape", "np_shape", "use_np_shape", "is_np_arr
 # MXNet's NumpyShape flag values (set_np_shape's argument): off, on for this thread, on for all.
 NP_SHAPE_OFF, NP_SHAPE_THREAD_LOCAL_ON, NP_SHAPE_GLOBAL_ON = 0, 1, 2
 
-_state = threading.local()       # .np_shape: this thread's flag
+class _ThreadFlags(threading.local):
+    """This thread's flags (class attributes are the defaults every new thread starts from)."""
+
+    np_shape = False
+    np_array_scope = None
+
+
+_state = _ThreadFlags()
 _np_shape_global = False         # set by set_np_shape(2), seen by every thread
 _np_shape_logged = False
 
@@ -47,7 +54,7 @@ _np_shape_logged = False
 
 def is_np_shape() -> bool:
     """Whether NumPy shape semantics is on for the calling thread (or globally)."""
-    return _np_shape_global or getattr(_state, "np_shape", False)
+    return _np_shape_global or _state.np_shape
 
 
 def set_np_shape(active) -> bool:
@@ -138,7 +145,7 @@ class _NumpyArrayScope:
         self._old_scope = None
 
     def __enter__(self):
-        self._old_scope = getattr(_state, "np_array_scope", None)
+        self._old_scope = _state.np_array_scope
         _state.np_array_scope = self
         return self
 
@@ -153,7 +160,7 @@ def np_array(active: bool = True) -> _NumpyArrayScope:
 
 def is_np_array() -> bool:
     """Whether NumPy array semantics is on for the calling thread."""
-    scope = getattr(_state, "np_array_scope", None)
+    scope = _state.np_array_scope
     return scope is not None and scope._is_np_array
 
 

@@ -75,7 +75,15 @@ _op_ids = itertools.count(1)
 _names: dict = {}
 _gpu_queues: dict = {}
 _queue_names = {_CPU_QUEUE: "cpu", _COPY_QUEUE: "copy"}
-_tls = threading.local()
+class _ThreadState(threading.local):
+    """Per-thread engine state; class attributes are the defaults (plain lookups on the hot path)."""
+
+    naive_failed = 0     # NaiveEngine: the error id of an op this thread ran that failed
+    bulk = None          # the open bulk group, if any
+    in_caller = False    # this thread is running an op claimed for its caller
+
+
+_tls = _ThreadState()
 _NULL = ffi.NULL
 _push = lib.ember_push
 _claim = lib.ember_claim
@@ -209,7 +217,7 @@ def _run(fn, prop, name, op):
 def _raise_naive_failure(writes=()) -> None:
     """NaiveEngine (as MXNet's): the error of an op just run (NaiveEngine's push returns once it
     finished, also an async op completed by another thread) raises at the call that ran it."""
-    eid = getattr(_tls, "naive_failed", 0)
+    eid = _tls.naive_failed
     if eid:
         _tls.naive_failed = 0
         _errors.raise_for(eid)
@@ -302,7 +310,7 @@ def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), prio
         raise ValueError(f"push: on_error=True needs prop='async' (the op learns of the failure "
                          f"through done.input_failed), got prop={prop!r}")
     if bulk_threads:
-        bulk = getattr(_tls, "bulk", None)
+        bulk = _tls.bulk
         if bulk is not None:
             if prop == "normal" and priority == 0 and not mem_bytes and not _naive[0]:
                 bulk.add(fn, read, write, name)  # (NaiveEngine runs each op at its call, as MXNet's)
@@ -314,7 +322,7 @@ def push(fn: Callable, read: Iterable[Var] = (), write: Iterable[Var] = (), prio
 def _push_now(fn, read, write, priority, device, name, prop, inline, on_error=False, mem_bytes=0):
     if recorder is not None:  # ember.engine.lab is recording: it notes the op and times fn
         fn, read, write = recorder.on_push(fn, read, write, priority, device, name, prop)
-    if _in_caller_threads and getattr(_tls, "in_caller", False):
+    if _in_caller_threads and _tls.in_caller:
         inline = True
     vs, nr = var_handles(read, write)
     if prop == "normal":
@@ -403,7 +411,7 @@ def run_in_caller(fn: Callable, args: tuple, name: Optional[str], deps) -> bool:
     having run and pushed nothing, when the op would have to wait, when this thread has a bulk
     group open, or while `ember.engine.lab` records.
     """
-    if bulk_threads and (getattr(_tls, "bulk", None) is not None or recorder is not None):
+    if bulk_threads and (_tls.bulk is not None or recorder is not None):
         return False
     if idle_claim():
         _run_idle(fn, args, name, deps)
@@ -475,7 +483,7 @@ def ops_in_caller():
     ember/ops/custom.py): its ops, on variables nothing else holds, finish before it returns
     without needing a worker, so waiting for them inside the op cannot deadlock."""
     global _in_caller_threads
-    prev = getattr(_tls, "in_caller", False)
+    prev = _tls.in_caller
     _tls.in_caller = True
     with _bulk_count_lock:
         _in_caller_threads += 1
@@ -504,7 +512,7 @@ def flush_bulk() -> None:
     """Push this thread's open bulk group now.  Code that pushes ops from C (push_native, the
     kvstore's native queue and copies) calls it first: those pushes bypass the group, so ops it
     still holds would otherwise be ordered after them."""
-    bulk = getattr(_tls, "bulk", None)
+    bulk = _tls.bulk
     if bulk is not None:
         bulk.flush()
 
@@ -579,7 +587,7 @@ def set_bulk_size(size: int) -> int:
     if not isinstance(size, int) or size < 0:
         raise ValueError(f"bulk size must be a non-negative int, got {size!r}")
     global bulk_threads
-    old = getattr(_tls, "bulk", None)
+    old = _tls.bulk
     if old is not None:
         old.flush()
     new = _Bulk(size) if size > 1 else None

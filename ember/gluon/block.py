@@ -146,6 +146,9 @@ def _leaves(args):
         yield args
 
 
+_ONE_INPUT = [0]  # the input format of a block called with one array
+
+
 def _same_but_trailing_none(fmt, cached) -> bool:
     """Whether two top-level input formats differ only by trailing None inputs (MXNet accepts that)."""
     if not isinstance(fmt, list) or not isinstance(cached, list):
@@ -380,11 +383,13 @@ class Block:
         return self._call_with_hooks(args)
 
     def _call_with_hooks(self, args):
-        for hook in list(self._forward_pre_hooks.values()):
-            hook(self, args)
+        if self._forward_pre_hooks:
+            for hook in list(self._forward_pre_hooks.values()):
+                hook(self, args)
         out = self.forward(*args)
-        for hook in list(self._forward_hooks.values()):
-            hook(self, args, out)
+        if self._forward_hooks:
+            for hook in list(self._forward_hooks.values()):
+                hook(self, args, out)
         return out
 
     def forward(self, *args):
@@ -645,6 +650,14 @@ class HybridBlock(Block):
 
     def forward(self, x, *args):
         """Run `hybrid_forward` on NDArrays (op by op, or as the cached graph once hybridized) or Symbols."""
+        if not args and self._active and type(x) is NDArray and self._cached_op is not None \
+                and self._in_format == _ONE_INPUT:
+            # the common hybridized call, one array in (a DataLoader's transforms run it per sample):
+            # what the general path below checks and regroups holds trivially
+            with x.context:
+                self._cached_op.set_op_hook(self._callback, self._monitor_all)
+                out = self._cached_op([x])
+            return out[0] if self._out_format == 0 else _regroup(out, self._out_format)
         has_sym, has_nd, ctxs, first_ctx = _input_kinds([x] + list(args))
         if has_sym and has_nd:
             raise HybridizeError("In HybridBlock, we do not support mixed NDArrays and Symbols types for the "

@@ -48,10 +48,12 @@ class _Slot:
     `bound_grads`: name -> (`.grad` buffer, grad_req) of the parameters whose gradient output is
     bound to their own buffer; the slot serves only while those are still the parameters' ones."""
 
-    __slots__ = ("executor", "param_arrays", "bound_grads", "node_ref", "hook", "opdef")
+    __slots__ = ("executor", "input_targets", "param_arrays", "bound_grads", "node_ref", "hook", "opdef")
 
-    def __init__(self, executor, param_arrays: List[NDArray], bound_grads: Dict[str, Tuple[NDArray, str]]):
+    def __init__(self, executor, input_targets: List[Optional[NDArray]], param_arrays: List[NDArray],
+                 bound_grads: Dict[str, Tuple[NDArray, str]]):
         self.executor = executor
+        self.input_targets = input_targets  # per block input: the executor's argument it is copied into
         self.param_arrays = param_arrays
         self.bound_grads = bound_grads
         self.node_ref = None
@@ -135,32 +137,40 @@ class CachedGraph:
     def __call__(self, inputs: Sequence[NDArray]) -> List[NDArray]:
         ctx = inputs[0].context
         param_arrays = [p.data(ctx) for p in self._params]
+        recording = _ag.is_recording()
         grad_names: Tuple[str, ...] = ()
-        if _ag.is_recording():
+        if recording:
             grad_names = tuple(n for n, x, used in zip(self._data_names, inputs, self._used_data)
                                if used and x._ag is not None)
             grad_names += tuple(n for n, a in zip(self._param_names, param_arrays)
                                 if a._ag is not None and n in self._arg_names)
-        key = (ctx, tuple((tuple(x.shape), x.dtype) for x in inputs), grad_names)
+        key = (ctx, tuple([(x.shape, x.dtype) for x in inputs]), grad_names)
         slot = self._take_slot(key, ctx, inputs, param_arrays, grad_names)
         ex = slot.executor
         hook = self._hook
         if slot.hook is not hook:
             ex.set_monitor_callback(None if hook is None else self._monitor(), False if hook is None else hook[1])
             slot.hook = hook
-        args = ex.arg_dict
+        if not recording:
+            return self._run(slot, inputs)
         # the copies in and out are plumbing, not user ops: the call is taped once, below
-        prev = _ag.set_recording(False)
+        _ag.set_recording(False)
         try:
-            for name, x, used in zip(self._data_names, inputs, self._used_data):
-                if used:  # the executor computes on dense arrays: a sparse input is given densely
-                    (x if x.stype == "default" else x.tostype("default")).copyto(args[name])
-            outs = [o.copy() for o in ex.forward(is_train=_ag.is_training())]
+            outs = self._run(slot, inputs)
         finally:
-            _ag.set_recording(prev)
+            _ag.set_recording(True)
         if grad_names:
             self._record(slot, inputs, param_arrays, outs, grad_names)
         return outs
+
+    @staticmethod
+    def _run(slot: "_Slot", inputs: Sequence[NDArray]) -> List[NDArray]:
+        """Copy the inputs into the slot's executor, run its forward; copies of the outputs (the
+        executor's own arrays are overwritten by the next call)."""
+        for x, target in zip(inputs, slot.input_targets):
+            if target is not None:  # the executor computes on dense arrays: a sparse input is given densely
+                (x if x.stype == "default" else x.tostype("default")).copyto(target)
+        return [o.copy() for o in slot.executor.forward(is_train=_ag.is_training())]
 
     def _take_slot(self, key, ctx, inputs, param_arrays, grad_names) -> _Slot:
         slots = self._slots.setdefault(key, [])
@@ -183,7 +193,10 @@ class CachedGraph:
                     binding = _leaf_grad_binding(arr)
                     if binding is not None and id(binding[0]) not in taken:
                         bound_grads[name] = binding
-        slot = _Slot(self._bind(ctx, inputs, param_arrays, grad_names, bound_grads), param_arrays, bound_grads)
+        ex = self._bind(ctx, inputs, param_arrays, grad_names, bound_grads)
+        args = ex.arg_dict
+        targets = [args[name] if used else None for name, used in zip(self._data_names, self._used_data)]
+        slot = _Slot(ex, targets, param_arrays, bound_grads)
         slots.append(slot)
         return slot
 

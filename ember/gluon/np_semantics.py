@@ -19,7 +19,11 @@ from ..numpy.multiarray import ndarray as np_ndarray
 from ..symbolic import np_symbol
 from ..symbolic.symbol import Symbol
 
-_state = threading.local()  # .legacy: whether the block code running now is written against mx.nd
+class _ThreadFlags(threading.local):
+    legacy = False  # whether the block code running in this thread now is written against mx.nd
+
+
+_state = _ThreadFlags()
 _LEGACY: Dict[type, bool] = {}
 
 
@@ -37,7 +41,7 @@ def written_for_legacy(block) -> bool:
 
 def current_is_legacy() -> bool:
     """Whether the block code running in this thread now expects legacy arrays (False outside blocks)."""
-    return getattr(_state, "legacy", False)
+    return _state.legacy
 
 
 def convert(value, legacy: bool):

@@ -8,27 +8,35 @@ from __future__ import annotations
 
 import threading
 
-_state = threading.local()
+class _ThreadFlags(threading.local):
+    """This thread's flags (class attributes: the defaults every thread starts from; reading them
+    costs an attribute lookup, not getattr's missing-attribute path)."""
+
+    recording = False
+    training = False
+
+
+_state = _ThreadFlags()
 
 GRAD_REQS = ("write", "add", "null")
 
 
 def is_recording() -> bool:
-    return getattr(_state, "recording", False)
+    return _state.recording
 
 
 def is_training() -> bool:
-    return getattr(_state, "training", False)
+    return _state.training
 
 
 def set_recording(flag: bool) -> bool:
-    prev = is_recording()
+    prev = _state.recording
     _state.recording = bool(flag)
     return prev
 
 
 def set_training(flag: bool) -> bool:
-    prev = is_training()
+    prev = _state.training
     _state.training = bool(flag)
     return prev
 
@@ -102,4 +110,4 @@ def mark_variable(arr, grad, grad_req: str) -> None:
 
 def needs_record(arr) -> bool:
     """Whether an op on `arr` now must be recorded (recording on and `arr` in a graph)."""
-    return arr._ag is not None and getattr(_state, "recording", False)
+    return arr._ag is not None and _state.recording

@@ -6,26 +6,34 @@ from .. import backend
 from ..base import ShapeError
 from ..context import Context
 from . import storage
-from .invoke import execute
+from .invoke import FreshVars, execute
 from .ndarray import NDArray
 
 
-def push_assign(dst_data, dst_ctx: Context, dst_var, src_data, src_var, name: str = "copy") -> None:
-    """Push `dst_data[...] = src_data` (broadcasting, casting, across devices)."""
+def push_assign(dst_data, dst_ctx: Context, dst_chunk, src_data, src_chunk, name: str = "copy",
+                fresh: bool = False) -> None:
+    """Push `dst_data[...] = src_data` (broadcasting, casting, across devices).
+
+    `dst_chunk` / `src_chunk` (None: a source outside the engine) guard the two storages; their
+    vars are looked up only if the engine needs them.  `fresh`: `dst_chunk` was made for this
+    copy, so no other op can reach it yet: it needs a var only if the copy must wait."""
     table = backend.of(dst_ctx)
     asarray = table.asarray
 
     def assign():
         dst_data[...] = asarray(src_data)  # a host <-> device transfer when the devices differ
-    read = () if src_var is None or src_var is dst_var else (src_var,)
-    execute(table.run_on(assign, dst_ctx.device_id), (), name, dst_data.size, lambda: (read, (dst_var,), ()), dst_ctx)
+
+    def deps():
+        read = () if src_chunk is None or src_chunk is dst_chunk else (src_chunk.var,)
+        return (read, (), FreshVars((dst_chunk,))) if fresh else (read, (dst_chunk.var,), ())
+    execute(table.run_on(assign, dst_ctx.device_id), (), name, dst_data.size, deps, dst_ctx)
 
 
 def copy_to_new(src: NDArray, ctx: Context, dtype) -> NDArray:
     """A new array on `ctx` with `src`'s values converted to `dtype`."""
     src._chunk.check()
     data, chunk = storage.alloc(src._data.shape, dtype, ctx)
-    push_assign(data, ctx, chunk.var, src._data, src._chunk.var, "copyto")
+    push_assign(data, ctx, chunk, src._data, src._chunk, "copyto", fresh=True)
     return NDArray(data, chunk)
 
 
@@ -38,9 +46,9 @@ def copy_into(src: NDArray, dst: NDArray) -> None:
     if src._chunk is dst._chunk:
         # same storage: read through a snapshot so overlapping views stay correct
         tmp = copy_to_new(src, src.context, src._data.dtype)
-        push_assign(dst._data, dst.context, dst._chunk.var, tmp._data, tmp._chunk.var, "copyto")
+        push_assign(dst._data, dst.context, dst._chunk, tmp._data, tmp._chunk, "copyto")
         return
-    push_assign(dst._data, dst.context, dst._chunk.var, src._data, src._chunk.var, "copyto")
+    push_assign(dst._data, dst.context, dst._chunk, src._data, src._chunk, "copyto")
 
 
 def push_fill(data, ctx: Context, var, value, name: str = "fill") -> None:

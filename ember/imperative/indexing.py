@@ -100,7 +100,7 @@ def getitem(arr: NDArray, key) -> NDArray:
         if view.flags.c_contiguous:
             return NDArray(view, arr._chunk)  # shares storage and var with arr
         data, chunk = storage.alloc(view.shape, view.dtype, arr.context)
-        push_assign(data, arr.context, chunk.var, view, arr._chunk.var, "slice")
+        push_assign(data, arr.context, chunk, view, arr._chunk, "slice", fresh=True)
         return NDArray(data, chunk)
     if autograd_state.needs_record(arr):
         return _advanced_recorded(arr, key)
@@ -203,15 +203,15 @@ def setitem(arr: NDArray, key, value) -> None:
         if _is_scalar(value):
             push_fill(target, ctx, arr._chunk.var, value, "setitem")
             return
-        src_data, src_var, keep = _value_source(arr, value, tshape)
-        push_assign(target, ctx, arr._chunk.var, src_data, src_var, "setitem")
+        src_data, src_chunk, keep = _value_source(arr, value, tshape)
+        push_assign(target, ctx, arr._chunk, src_data, src_chunk, "setitem")
         del keep  # the source array must outlive the push that reads it
         return
     parts, tshape, nd_parts = _advanced(arr, key, "setitem")
     if _is_scalar(value):
-        src_data, src_var, keep = value, None, None
+        src_data, src_chunk, keep = value, None, None
     else:
-        src_data, src_var, keep = _value_source(arr, value, tshape)
+        src_data, src_chunk, keep = _value_source(arr, value, tshape)
     dst = arr._data
     table = backend.of(ctx)
     xp = table.xp
@@ -222,8 +222,8 @@ def setitem(arr: NDArray, key, value) -> None:
             v = xp.asarray(v)
         dst[_runtime_key(parts, xp)] = v
     read = [p._chunk.var for p in nd_parts if p._chunk is not arr._chunk]
-    if src_var is not None and src_var is not arr._chunk.var:
-        read.append(src_var)
+    if src_chunk is not None and src_chunk is not arr._chunk:
+        read.append(src_chunk.var)
     engine.push(table.run_on(scatter, ctx.device_id), read=read, write=(arr._chunk.var,), device=ctx,
                 name="advanced_setitem")
     del keep
@@ -253,7 +253,7 @@ def _record_whole_assign(arr: NDArray, value: NDArray) -> None:
 
 
 def _value_source(arr: NDArray, value, tshape):
-    """(data, var, owner) of the value to assign, checked to broadcast to `tshape`.
+    """(data, chunk or None, owner) of the value to assign, checked to broadcast to `tshape`.
 
     The caller keeps `owner` alive until its push: a source dropped earlier could have its
     storage released (and reused) before the assignment reads it.
@@ -265,7 +265,7 @@ def _value_source(arr: NDArray, value, tshape):
         if value._chunk is arr._chunk:  # overlapping source: snapshot it first
             value = copy_to_new(value, value.context, value._data.dtype)
         _check_broadcast(value.shape, tshape)
-        return value._data, value._chunk.var, value
+        return value._data, value._chunk, value
     if isinstance(value, (np.ndarray, list, tuple, numbers.Number, np.generic)):
         values = np.array(value, dtype=arr._data.dtype)  # a copy: later changes by the caller don't leak in
         _check_broadcast(values.shape, tshape)

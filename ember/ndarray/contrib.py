@@ -15,7 +15,7 @@ from .legacy_helpers import (boolean_mask, isfinite, isinf, isnan,  # noqa: F401
 from .contrib_optimizer import (adamw_update, mp_adamw_update, multi_adamw_update,  # noqa: F401
                                 multi_lamb_update, multi_mp_adamw_update, multi_mp_lamb_update)
 
-_op_getattr, _op_dir = resolver("contrib", ("_contrib_",))
+_op_getattr, _op_dir = resolver("contrib", ("_contrib_",), globals())
 
 
 def __getattr__(name: str):

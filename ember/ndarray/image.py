@@ -3,4 +3,4 @@ from __future__ import annotations
 
 from ._prefixed import resolver
 
-__getattr__, __dir__ = resolver("image", ("_image_",))
+__getattr__, __dir__ = resolver("image", ("_image_",), globals())

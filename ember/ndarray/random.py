@@ -106,4 +106,4 @@ def shuffle(data: NDArray, out=None, **kwargs) -> NDArray:
 # The other `_random_*` / `_sample_*` registry ops under MXNet's short names (normal_like, pdf_normal, ...).
 from ._prefixed import resolver as _resolver  # noqa: E402
 
-__getattr__, __dir__ = _resolver("random", ("_random_", "_sample_"))
+__getattr__, __dir__ = _resolver("random", ("_random_", "_sample_"), globals())

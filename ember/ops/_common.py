@@ -57,6 +57,10 @@ def broadcast_shape(op: str, a: Optional[Shape], b: Optional[Shape]) -> Optional
 
 def unify(op: str, shapes: Sequence[Optional[Shape]], names: Sequence[str] = ()) -> Optional[Shape]:
     """The one shape all of `shapes` must have (None entries are unknown); ShapeError on conflict."""
+    if shapes and type(shapes[0]) is tuple and None not in shapes[0]:
+        first = shapes[0]  # the usual case, every shape known and equal: one comparison each
+        if all(s == first for s in shapes):
+            return first
     result = None
     first = None
     for i, s in enumerate(shapes):

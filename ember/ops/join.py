@@ -114,8 +114,21 @@ register(OpDef(name="Concat", aliases=["concat"], attrs=_CONCAT_ATTRS, inputs=_a
 _STACK_ATTRS = {"num_args": Attr("int"), "axis": Attr("int", 0)}
 
 
+class _ArgNames:
+    """arg0, arg1, ...: the names of a variadic op's `n` inputs, made only for an error message."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> str:
+        return f"arg{i}"
+
+
 def _stack_infer(attrs, in_shapes):
-    s = unify("stack", in_shapes, [f"arg{i}" for i in range(len(in_shapes))])
+    s = unify("stack", in_shapes, _ArgNames(len(in_shapes)))
     if s is None:
         return in_shapes, [None]
     ax = norm_axis("stack", attrs["axis"], len(s) + 1)

@@ -279,13 +279,32 @@ class _Segment(NamedTuple):
             def run(is_train, rng):
                 for call in by_train[is_train]:
                     call()
-        else:
+        else:  # some steps draw: they take the generator, the others are called without arguments
+            mixed = tuple((st.run, None) if st.calls is None else (None, st.calls) for st in steps)
+
             def run(is_train, rng):
-                for r in runs:
-                    r(is_train, rng)
+                for r, calls in mixed:
+                    if calls is None:
+                        r(is_train, rng)
+                    else:
+                        calls[is_train]()
         name = steps[0].name if len(steps) == 1 else f"{steps[0].name}..{steps[-1].name}"
         return cls(run, partial(_given, (reads, writes, ())), name, sum(st.size for st in steps),
                    any(st.needs_rng for st in steps))
+
+
+_runtime: tuple = ()
+
+
+def _imperative_runtime() -> tuple:
+    """(imperative.resources, invoke.execute), imported on first use (the imperative package imports
+    this module) and kept here: segments are pushed on every forward."""
+    global _runtime
+    if not _runtime:
+        from ..imperative import resources
+        from ..imperative.invoke import execute
+        _runtime = (resources, execute)
+    return _runtime
 
 
 def _given(value):
@@ -500,8 +519,7 @@ class Executor:
     def _push_segments(self, segments: Sequence["_Segment"], is_train: bool) -> None:
         """Run each segment as one engine op, in order, through `invoke.execute` (in this thread
         when it is small and the engine lets it start now, else pushed after what it depends on)."""
-        from ..imperative import resources
-        from ..imperative.invoke import execute
+        resources, execute = _imperative_runtime()
         ctx = self._ctx
         host = ctx.device_type == "cpu"
         for seg in segments:

@@ -293,6 +293,30 @@ def test_changed_input_structure_is_an_error():
     np.testing.assert_allclose(blk(nd.ones((2,))).asnumpy(), [1, 1])
 
 
+def test_one_input_calls_after_hybridizing_check_like_the_general_path():
+    # a block traced with one array takes the short path per call: contexts, np arrays, a second
+    # input, list outputs and hooks behave as on the general one
+    class Pair(gluon.HybridBlock):
+        def hybrid_forward(self, F, x, y=None):
+            return [x * 2, x + 1] if y is None else x + y
+    blk = Pair()
+    blk.hybridize()
+    seen = []
+    blk.register_forward_hook(lambda b, args, out: seen.append(len(args)))
+    out = blk(nd.array([1.0, 2.0]))
+    assert isinstance(out, list) and len(out) == 2
+    np.testing.assert_allclose(out[0].asnumpy(), [2, 4])
+    np.testing.assert_allclose(out[1].asnumpy(), [2, 3])
+    with pytest.raises(ValueError, match="does not match the cached"):
+        blk(nd.ones((2,)), nd.ones((2,)))
+    with mx.cpu(1):
+        x1 = nd.array([3.0], ctx=mx.cpu(1))
+    out1 = blk(x1)
+    assert out1[0].context == mx.cpu(1)
+    np.testing.assert_allclose(out1[0].asnumpy(), [6])
+    assert seen == [1, 1]
+
+
 def test_trace_failure_names_the_block():
     class Branchy(gluon.HybridBlock):
         def hybrid_forward(self, F, x):

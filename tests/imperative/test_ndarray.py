@@ -192,3 +192,21 @@ def test_setitem_copies_a_value_from_another_context():
     x[1, 1:] = mx.nd.array([5.0, 6.0], ctx=mx.cpu(0))
     np.testing.assert_array_equal(x.asnumpy(), [[1, 1, 1], [1, 5, 6]])
     assert x.context == mx.cpu(1)
+
+
+def test_copies_make_an_engine_var_only_when_the_engine_needs_one():
+    import threading
+    x = mx.nd.arange(6).reshape((2, 3))
+    y = x.copy()
+    z = x[:, 1:]  # a strided slice: copied into a fresh array
+    assert y._chunk._var is None and z._chunk._var is None  # ran at once: no var, no release op later
+    np.testing.assert_array_equal(y.asnumpy(), x.asnumpy())
+    np.testing.assert_array_equal(z.asnumpy(), x.asnumpy()[:, 1:])
+    gate = threading.Event()
+    engine.push(lambda: (gate.wait(10), x._data.fill(7)), write=[x._chunk.var], name="held write")
+    try:
+        w = x.copy()  # must wait for the held write: it is pushed, and its fresh output gets a var
+        assert w._chunk._var is not None
+    finally:
+        gate.set()
+    np.testing.assert_array_equal(w.asnumpy(), np.full((2, 3), 7.0))
