@@ -2,6 +2,10 @@
 ones run in the caller when the engine lets them start now)."""
 from __future__ import annotations
 
+from typing import Optional, Sequence
+
+import numpy as np
+
 from .. import backend
 from ..base import ShapeError
 from ..context import Context
@@ -17,15 +21,18 @@ def push_assign(dst_data, dst_ctx: Context, dst_chunk, src_data, src_chunk, name
     `dst_chunk` / `src_chunk` (None: a source outside the engine) guard the two storages; their
     vars are looked up only if the engine needs them.  `fresh`: `dst_chunk` was made for this
     copy, so no other op can reach it yet: it needs a var only if the copy must wait."""
+    def deps():
+        read = () if src_chunk is None or src_chunk is dst_chunk else (src_chunk.var,)
+        return (read, (), FreshVars((dst_chunk,))) if fresh else (read, (dst_chunk.var,), ())
+    if dst_ctx.device_type == "cpu" and type(src_data) is np.ndarray:
+        # host to host: numpy's copy itself is the op (as `dst[...] = src`: broadcasting, any cast)
+        execute(np.copyto, (dst_data, src_data, "unsafe"), name, dst_data.size, deps, dst_ctx)
+        return
     table = backend.of(dst_ctx)
     asarray = table.asarray
 
     def assign():
         dst_data[...] = asarray(src_data)  # a host <-> device transfer when the devices differ
-
-    def deps():
-        read = () if src_chunk is None or src_chunk is dst_chunk else (src_chunk.var,)
-        return (read, (), FreshVars((dst_chunk,))) if fresh else (read, (dst_chunk.var,), ())
     execute(table.run_on(assign, dst_ctx.device_id), (), name, dst_data.size, deps, dst_ctx)
 
 
@@ -34,6 +41,30 @@ def copy_to_new(src: NDArray, ctx: Context, dtype) -> NDArray:
     src._chunk.check()
     data, chunk = storage.alloc(src._data.shape, dtype, ctx)
     push_assign(data, ctx, chunk, src._data, src._chunk, "copyto", fresh=True)
+    return NDArray(data, chunk)
+
+
+def stack_settled(arrays: Sequence[NDArray]) -> Optional[NDArray]:
+    """`nd.stack(*arrays)` made at once in this thread, or None where it must go through the op.
+
+    It can when every array is a plain dense CPU NDArray outside autograd, of one shape and dtype,
+    whose chunk has no engine var: no op was ever pushed on such storage (a var is made for the
+    first push), so nothing can be pending on it, and reading it now needs no engine op, no var
+    per input and no release op per input afterwards (a DataLoader's per-sample results)."""
+    first = arrays[0] if arrays else None
+    if type(first) is not NDArray:
+        return None
+    shape, dtype, ctx = first._data.shape, first._data.dtype, first._chunk.ctx
+    if ctx.device_type != "cpu":
+        return None
+    for x in arrays:
+        if type(x) is not NDArray or x._ag is not None:
+            return None
+        c, d = x._chunk, x._data
+        if c._var is not None or c.freed or c.ctx != ctx or d.shape != shape or d.dtype != dtype:
+            return None
+    data, chunk = storage.alloc((len(arrays),) + shape, dtype, ctx)
+    np.stack([x._data for x in arrays], out=data)
     return NDArray(data, chunk)
 
 

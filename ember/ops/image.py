@@ -62,7 +62,11 @@ _FLOAT32_255 = np.float32(255.0)
 def _to_tensor(ctx, attrs, inputs, outputs, aux):
     x = inputs[0]
     axes = (2, 0, 1) if x.ndim == 3 else (0, 3, 1, 2)
-    ctx.xp.divide(x.transpose(axes), _FLOAT32_255, out=outputs[0], casting="unsafe")
+    out = outputs[0]
+    # the transposing cast, then the division in place: the same values as one mixed-type divide,
+    # which numpy runs through casting buffers at a higher cost
+    out[...] = x.transpose(axes)
+    ctx.xp.divide(out, _FLOAT32_255, out=out)
 
 
 register(OpDef(name="_image_to_tensor", inputs=["data"], outputs=["output"], infer_shape=_to_tensor_shape,

@@ -354,9 +354,16 @@ def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context, xp) -> Tu
     except EmberError:  # no kernel for this device: the lookup raises again when the node runs
         kernel = None
 
+    drawing = [None, None, None]  # the generator last given, and its two OpContexts (made once per generator)
+
     def run(is_train, rng):
-        (kernel or opdef.kernel(dev))(opctx[is_train] if rng is None else OpContext(xp, is_train, ctx, rng),
-                                      attrs, ins, outs, aux)
+        if rng is None:
+            opc = opctx[is_train]
+        else:
+            if rng is not drawing[0]:
+                drawing[:] = [rng, OpContext(xp, False, ctx, rng), OpContext(xp, True, ctx, rng)]
+            opc = drawing[1 + is_train]
+        (kernel or opdef.kernel(dev))(opc, attrs, ins, outs, aux)
     if kernel is None or "rng" in tuple(opdef.resources):
         return run, None
     return run, (partial(kernel, opctx[0], attrs, ins, outs, aux), partial(kernel, opctx[1], attrs, ins, outs, aux))

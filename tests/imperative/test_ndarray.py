@@ -210,3 +210,24 @@ def test_copies_make_an_engine_var_only_when_the_engine_needs_one():
     finally:
         gate.set()
     np.testing.assert_array_equal(w.asnumpy(), np.full((2, 3), 7.0))
+
+
+def test_stack_settled_stacks_now_only_what_nothing_can_be_pending_on():
+    import threading
+    from ember.imperative.copying import stack_settled
+    parts = [mx.nd.array(np.full((2, 3), i, np.float32)) for i in range(4)]
+    got = stack_settled(parts)
+    assert got is not None and got.shape == (4, 2, 3) and got._chunk._var is None
+    np.testing.assert_array_equal(got.asnumpy(), np.stack([p.asnumpy() for p in parts]))
+    # a part with an engine var may have a write pending: the op's ordered path must take it
+    gate = threading.Event()
+    engine.push(lambda: (gate.wait(10), parts[1]._data.fill(9)), write=[parts[1]._chunk.var], name="held")
+    try:
+        assert stack_settled(parts) is None
+        pending = mx.nd.stack(*parts)
+    finally:
+        gate.set()
+    assert pending.asnumpy()[1].tolist() == [[9, 9, 9], [9, 9, 9]]
+    assert stack_settled([parts[0], mx.nd.zeros((3, 2))]) is None          # shapes differ: the op's error
+    assert stack_settled([parts[0], parts[2].astype("float64")]) is None   # dtypes differ
+    assert stack_settled([]) is None and stack_settled([np.zeros(2)]) is None

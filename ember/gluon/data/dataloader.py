@@ -30,6 +30,7 @@ from typing import Any, Callable, List, Optional
 import numpy as np
 
 from ... import context
+from ...imperative.copying import stack_settled
 from ...imperative.ndarray import NDArray
 from ...util import is_np_array, is_np_shape, set_np
 from . import _shm
@@ -45,7 +46,9 @@ def default_batchify_fn(data: List[Any]):
     from ... import ndarray as nd
     first = data[0]
     if isinstance(first, NDArray):
-        out = nd.stack(*data)
+        out = stack_settled(data)  # samples made in this thread, nothing pending on them: stacked now
+        if out is None:
+            out = nd.stack(*data)
         return out.as_np_ndarray() if type(first).__name__ == "ndarray" or is_np_array() else out
     if isinstance(first, tuple):
         return [default_batchify_fn(list(items)) for items in zip(*data)]
