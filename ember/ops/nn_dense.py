@@ -46,7 +46,8 @@ def _infer_shape(attrs, in_shapes):
     _, k, oshape = _split(attrs, tuple(dshape))
     ins[1] = merge("FullyConnected", "weight", ins[1], (nh, k))
     if not attrs["no_bias"]:
-        ins[2] = merge("FullyConnected", "bias", ins[2], (nh,))
+        if not (known(ins[2]) and tuple(ins[2]) == (nh, 1)):  # MXNet also takes a (num_hidden, 1) bias
+            ins[2] = merge("FullyConnected", "bias", ins[2], (nh,))
     return ins, [oshape]
 
 
@@ -88,7 +89,7 @@ def _forward(ctx, attrs, inputs, outputs, aux):
     o2 = out.reshape(rows, attrs["num_hidden"]) if out.flags.c_contiguous else out
     matmul_into(xp, x2, w.T, o2)
     if not attrs["no_bias"]:
-        o2 += inputs[2]
+        o2 += inputs[2].reshape(-1)  # a (num_hidden, 1) bias too
 
 
 @float32_on_cpu
@@ -125,7 +126,10 @@ def _gradient(F, attrs, inputs, outputs, out_grads, needed=None):
     skip = needed is not None and not needed[0]
     res = call_op(F, "_backward_FullyConnected", [out_grads[0], inputs[0], inputs[1]],
                   dict(attrs, no_data_grad=skip), 2 if attrs["no_bias"] else 3)
-    return [None if skip else res[0]] + list(res[1:])
+    res = [None if skip else res[0]] + list(res[1:])
+    if not attrs["no_bias"] and len(getattr(inputs[2], "shape", ())) == 2:
+        res[2] = res[2].reshape(inputs[2].shape)  # the gradient of a (num_hidden, 1) bias has its shape
+    return res
 
 
 def _writable(dest, arr) -> bool:
@@ -143,7 +147,9 @@ def _gradient_into(F, attrs, inputs, outputs, out_grads, dests, needed=None):
     from ..imperative.autograd_tape import WRITTEN  # imported here: the tape imports the ops
     skip = needed is not None and not needed[0]
     x = inputs[0]
-    outs = [F.empty(x.shape, ctx=x.context, dtype=x.dtype)] + [d.grad for d in targets]
+    # (a (num_hidden, 1) bias's buffer is written through its (num_hidden,) view)
+    outs = [F.empty(x.shape, ctx=x.context, dtype=x.dtype)] + [d.grad.reshape((-1,)) if d.grad.ndim == 2 and i == 1
+                                                                else d.grad for i, d in enumerate(targets)]
     F._backward_FullyConnected(out_grads[0], inputs[0], inputs[1], out=outs, **dict(attrs, no_data_grad=skip))
     return [None if skip else outs[0]] + [WRITTEN] * len(targets)
 

@@ -417,6 +417,12 @@ class Executor:
             if n.op is None and n.name in shapes and g.shapes[(id(n), 0)] != shapes[n.name]:
                 raise ShapeError(f"bind: array for '{n.name}' has shape {shapes[n.name]}, "
                                  f"the graph needs {g.shapes[(id(n), 0)]}")
+        for name, e in g.grad_entries.items():
+            if e is not None and reqs.get(name, "null") != "null" and e[0].op is not None \
+                    and g.shapes.get((id(e[0]), e[1]), shapes[name]) != shapes[name]:
+                raise ShapeError(f"bind: the gradient the graph computes for '{name}' has shape "
+                                 f"{g.shapes[(id(e[0]), e[1])]}, the argument has {shapes[name]} (its operator's "
+                                 "symbolic gradient does not support that argument shape)")
         self._storage = _Storage(g, self._ctx, shared_pool)
         self._group2ctx = dict(group2ctx) if group2ctx else None
         nd = _nd()

@@ -58,3 +58,31 @@ def test_bad_attributes():
         op.shapes(op.parse_attrs({"num_hidden": 0}), [(2, 3), None, None])
     with pytest.raises(OperatorError, match="mix dtypes"):
         op.dtypes(op.parse_attrs({"num_hidden": 2}), [np.dtype("float32"), np.dtype("float64"), None])
+
+
+def test_column_bias_as_mxnet_takes_it():
+    # MXNet's FullyConnected also takes a (num_hidden, 1) bias; its gradient keeps that shape
+    x, w, b = rng.standard_normal((4, 6)), rng.standard_normal((5, 6)), rng.standard_normal((5, 1))
+    out = run_op("FullyConnected", [x, w, b], {"num_hidden": 5})[0]
+    np.testing.assert_allclose(out, x @ w.T + b.ravel(), rtol=1e-12)
+    check_grad("FullyConnected", [x, w, b], {"num_hidden": 5})
+    import ember as mx
+    xs, ws, bs = (mx.nd.array(a) for a in (x, w, b))
+    for a in (ws, bs):
+        a.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.FullyConnected(xs, ws, bs, num_hidden=5)
+    gw, gb = mx.autograd.grad(y, [ws, bs], head_grads=mx.nd.ones((4, 5)))  # handed out, not written
+    assert gb.shape == (5, 1)
+    np.testing.assert_allclose(gb.asnumpy(), np.full((5, 1), 4.0))
+    op = ops.get("FullyConnected")
+    with pytest.raises(ShapeError, match="bias"):
+        op.shapes(op.parse_attrs({"num_hidden": 5}), [(4, 6), None, (5, 2)])
+    sym = mx.sym.FullyConnected(mx.sym.var("data"), mx.sym.var("w"), mx.sym.var("b"), num_hidden=5)
+    ex = sym.simple_bind(mx.cpu(), data=(4, 6), b=(5, 1), grad_req="null")
+    ex.arg_dict["data"][:] = x
+    ex.arg_dict["w"][:] = w
+    ex.arg_dict["b"][:] = b
+    np.testing.assert_allclose(ex.forward()[0].asnumpy(), out, rtol=1e-5)
+    with pytest.raises(ShapeError, match="gradient the graph computes for 'b'"):  # not silently wrong
+        sym.simple_bind(mx.cpu(), data=(4, 6), b=(5, 1))
