@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._nn_util import positive, spatial
+from ._nn_util import merge, positive, spatial
 from .registry import Attr, OpDef, register
 
 _ATTRS = {
@@ -64,8 +64,7 @@ def _infer_shape(attrs, in_shapes):
         raise ShapeError(f"{_OP}: kernel larger than the padded input {tuple(d)}")
     want = [tuple(d), (n, dg * 2 * kh * kw, ho, wo), (f, c // ng, kh, kw)] + ([] if attrs["no_bias"] else [(f,)])
     for given, shape, name in zip(in_shapes[1:], want[1:], _inputs(attrs)[1:]):
-        if given is not None and tuple(given) != shape:
-            raise ShapeError(f"{_OP}: {name} must have shape {shape}, got {tuple(given)}")
+        merge(_OP, name, given, shape)  # a given shape may leave dimensions unknown (a deferred weight)
     return want, [(n, f, ho, wo)]
 
 

@@ -1,4 +1,6 @@
-"""`mx.gluon.contrib`: experimental Gluon layers and samplers (MXNet 1.9.1's `gluon.contrib.nn`, `.rnn`, `.data`)."""
+"""`mx.gluon.contrib`: experimental Gluon layers and samplers (MXNet 1.9.1's `gluon.contrib.nn`, `.cnn`, `.rnn`,
+`.data`)."""
+from . import cnn  # noqa: F401
 from . import data  # noqa: F401
 from . import nn  # noqa: F401
 from . import rnn  # noqa: F401
