@@ -1,12 +1,12 @@
-"""gluon.contrib.cnn.DeformableConvolution: MXNet's parameters and repr, a plain convolution while its
-offsets are zero, the offset convolution's composition otherwise, hybridized = imperative (values and
-gradients)."""
+"""gluon.contrib.cnn.DeformableConvolution and ModulatedDeformableConvolution: MXNet's parameters and repr,
+a plain convolution while the offsets are zero, the offset convolution's composition otherwise,
+hybridized = imperative (values and gradients)."""
 import numpy as np
 
 import ember as mx
 from ember import autograd, nd
 from ember.gluon import nn
-from ember.gluon.contrib.cnn import DeformableConvolution
+from ember.gluon.contrib.cnn import DeformableConvolution, ModulatedDeformableConvolution
 
 
 def _data(shape, seed=0):
@@ -71,3 +71,38 @@ def test_learnt_offsets_hybridized_equal_imperative_with_gradients():
     want = nd.contrib.DeformableConvolution(x, offset, w["deformable_conv_weight"], w["deformable_conv_bias"],
                                             kernel=(3, 3), pad=(1, 1), num_filter=6, num_deformable_group=2)
     np.testing.assert_allclose(y0, want.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_modulated_layer_parameters_and_composition():
+    layer = ModulatedDeformableConvolution(6, kernel_size=3, padding=1, num_deformable_group=2,
+                                           offset_weight_initializer=mx.init.Uniform(0.2))
+    assert list(layer.collect_params().keys()) == [
+        "modulated_deformable_conv0_deformable_conv_weight", "modulated_deformable_conv0_deformable_conv_bias",
+        "modulated_deformable_conv0_offset_weight", "modulated_deformable_conv0_offset_bias"]
+    assert layer.offset_weight.shape == (54, 0, 3, 3)
+    layer.initialize(mx.init.Uniform(0.5))
+    x = _data((2, 4, 7, 6), seed=4)
+    with autograd.record():
+        y = layer(x)
+    y.backward(nd.ones_like(y))
+    p = {k[len(layer.prefix):]: v for k, v in layer.collect_params().items()}
+    both = nd.Convolution(x, p["offset_weight"].data(), p["offset_bias"].data(), kernel=(3, 3), pad=(1, 1),
+                          num_filter=54)
+    want = nd.contrib.ModulatedDeformableConvolution(
+        x, both[:, :36], nd.sigmoid(both[:, 36:]) * 2, p["deformable_conv_weight"].data(),
+        p["deformable_conv_bias"].data(), kernel=(3, 3), pad=(1, 1), num_filter=6, num_deformable_group=2)
+    np.testing.assert_allclose(y.asnumpy(), want.asnumpy(), rtol=1e-5, atol=1e-6)
+    assert np.abs(p["offset_weight"].grad().asnumpy()).sum() > 0
+    layer.hybridize()
+    np.testing.assert_allclose(layer(x).asnumpy(), y.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_mxnet_saved_layers_load_and_give_mxnet_outputs():
+    import os
+    where = os.path.join(os.path.dirname(__file__), "..", "data", "deformable", "layers")
+    fx = np.load(os.path.join(where, "outputs.npz"))
+    x = nd.array(fx["x"])
+    for cls in (DeformableConvolution, ModulatedDeformableConvolution):
+        layer = cls(6, kernel_size=3, padding=1, num_deformable_group=2)
+        layer.load_parameters(os.path.join(where, f"{cls.__name__}.params"))
+        np.testing.assert_allclose(layer(x).asnumpy(), fx[cls.__name__], rtol=1e-4, atol=1e-5)

@@ -1,4 +1,4 @@
 """`mx.gluon.contrib.cnn`: MXNet 1.9.1's contributed convolution layers."""
-from .conv_layers import DeformableConvolution  # noqa: F401
+from .conv_layers import DeformableConvolution, ModulatedDeformableConvolution  # noqa: F401
 
-__all__ = ["DeformableConvolution"]
+__all__ = ["DeformableConvolution", "ModulatedDeformableConvolution"]

@@ -1,13 +1,14 @@
-"""Deformable convolution v1 as a Gluon layer (MXNet 1.9.1's `gluon.contrib.cnn.DeformableConvolution`):
-a Convolution computes the per-tap offsets from the input, and `contrib.DeformableConvolution` samples
-the input at the shifted taps.  Parameter names, shapes, defaults and repr are MXNet's."""
+"""Deformable convolutions as Gluon layers (MXNet 1.9.1's `gluon.contrib.cnn`): a Convolution computes
+the per-tap offsets (and, for v2, the taps' masks) from the input, and `contrib.DeformableConvolution` /
+`contrib.ModulatedDeformableConvolution` sample the input at the shifted taps.  Parameter names and
+their order, shapes, defaults and reprs are MXNet's."""
 from __future__ import annotations
 
 from ...block import HybridBlock
 from ...nn.activations import Activation
 from ...nn.conv_layers import _per_axis, _weight_shape
 
-__all__ = ["DeformableConvolution"]
+__all__ = ["DeformableConvolution", "ModulatedDeformableConvolution"]
 
 
 class DeformableConvolution(HybridBlock):
@@ -83,3 +84,63 @@ class DeformableConvolution(HybridBlock):
             parts.append(f"{self.act}")
         shape = self.deformable_conv_weight.shape
         return f"{type(self).__name__}({shape[1] if shape[1] else None} -> {shape[0]}, {', '.join(parts)})"
+
+
+class ModulatedDeformableConvolution(HybridBlock):
+    """2-D deformable convolution v2 (Zhu et al., 2019) over NCHW data: one offset convolution gives
+    each tap's offsets (2 * kh * kw * num_deformable_group channels) and its mask (the next kh * kw *
+    num_deformable_group channels, as 2 * sigmoid: 1 at the zero initialisation).
+
+    Parameters `deformable_conv_weight` / `deformable_conv_bias`, then `offset_weight` /
+    `offset_bias` (MXNet's order); the input channels are learnt at the first call.
+    """
+
+    def __init__(self, channels: int, kernel_size=(1, 1), strides=(1, 1), padding=(0, 0), dilation=(1, 1),
+                 groups: int = 1, num_deformable_group: int = 1, layout: str = "NCHW", use_bias: bool = True,
+                 in_channels: int = 0, activation=None, weight_initializer=None, bias_initializer="zeros",
+                 offset_weight_initializer="zeros", offset_bias_initializer="zeros", offset_use_bias: bool = True,
+                 op_name: str = "ModulatedDeformableConvolution", adj=None, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        with self.name_scope():
+            self._channels = channels
+            self._in_channels = in_channels
+            assert layout in ("NCHW", "NHWC"), "Only supports 'NCHW' and 'NHWC' layout for now"
+            kernel_size = _per_axis(kernel_size, 2)
+            strides, padding, dilation = (_per_axis(v, len(kernel_size)) for v in (strides, padding, dilation))
+            self._op_name = op_name
+            taps = num_deformable_group * kernel_size[0] * kernel_size[1]
+            self.offset_split_index = 2 * taps
+            common = {"kernel": kernel_size, "stride": strides, "dilate": dilation, "pad": padding,
+                      "num_group": groups, "layout": layout}
+            self._kwargs_offset = dict(common, num_filter=3 * taps, no_bias=not offset_use_bias)
+            self._kwargs_deformable_conv = dict(common, num_filter=channels, no_bias=not use_bias,
+                                                num_deformable_group=num_deformable_group)
+            if adj:
+                self._kwargs_offset["adj"] = adj
+                self._kwargs_deformable_conv["adj"] = adj
+            self.deformable_conv_weight = self.params.get(
+                "deformable_conv_weight", shape=(channels, 0) + tuple(kernel_size), init=weight_initializer,
+                allow_deferred_init=True)
+            self.deformable_conv_bias = (self.params.get("deformable_conv_bias", shape=(channels,),
+                                                         init=bias_initializer, allow_deferred_init=True)
+                                         if use_bias else None)
+            self.offset_weight = self.params.get(
+                "offset_weight", init=offset_weight_initializer, allow_deferred_init=True,
+                shape=_weight_shape("Convolution", 3 * taps, in_channels, groups, kernel_size, layout))
+            self.offset_bias = (self.params.get("offset_bias", shape=(3 * taps,), init=offset_bias_initializer,
+                                                allow_deferred_init=True) if offset_use_bias else None)
+            self.act = Activation(activation, prefix=activation + "_") if activation else None
+
+    def hybrid_forward(self, F, x, offset_weight, deformable_conv_weight, offset_bias=None,
+                       deformable_conv_bias=None):
+        conv_in = (x, offset_weight) if offset_bias is None else (x, offset_weight, offset_bias)
+        both = F.Convolution(*conv_in, cudnn_off=True, **self._kwargs_offset)
+        offset = F.slice_axis(both, axis=1, begin=0, end=self.offset_split_index)
+        mask = F.sigmoid(F.slice_axis(both, axis=1, begin=self.offset_split_index, end=None)) * 2
+        extra = {} if deformable_conv_bias is None else {"bias": deformable_conv_bias}
+        out = F.contrib.ModulatedDeformableConvolution(data=x, offset=offset, mask=mask, weight=deformable_conv_weight,
+                                                       name="fwd", **extra, **self._kwargs_deformable_conv)
+        return self.act(out) if self.act else out
+
+    def _alias(self) -> str:
+        return "modulated_deformable_conv"
