@@ -107,24 +107,30 @@ def _normalize_arrays(attrs, x_shape):
     return mean.reshape(shape), std.reshape(shape)
 
 
+def _constants(table: dict, key, make, limit: int):
+    """The read-only arrays `make()` gives for `key`, made once and kept in `table` (at most `limit` keys)."""
+    found = table.get(key)
+    if found is None:
+        found = make()
+        for arr in found:
+            arr.flags.writeable = False
+        if len(table) >= limit:
+            table.clear()
+        table[key] = found
+    return found
+
+
 # (mean, std, channels, dtype) -> the (C, 1, 1) host arrays in that dtype: a DataLoader normalizes
 # every sample with the same attributes, so they are made once rather than per call
 _NORMALIZE_CONSTANTS: dict = {}
 
 
 def _normalize_constants(attrs, x_shape, dtype):
-    c = x_shape[0] if len(x_shape) == 3 else x_shape[1]
-    key = (attrs["mean"], attrs["std"], c, dtype)
-    found = _NORMALIZE_CONSTANTS.get(key)
-    if found is None:
+    def make():
         mean, std = _normalize_arrays(attrs, x_shape)
-        found = (mean.astype(dtype), std.astype(dtype))
-        for arr in found:
-            arr.flags.writeable = False
-        if len(_NORMALIZE_CONSTANTS) >= 64:
-            _NORMALIZE_CONSTANTS.clear()
-        _NORMALIZE_CONSTANTS[key] = found
-    return found
+        return mean.astype(dtype), std.astype(dtype)
+    c = x_shape[0] if len(x_shape) == 3 else x_shape[1]
+    return _constants(_NORMALIZE_CONSTANTS, (attrs["mean"], attrs["std"], c, dtype), make, 64)
 
 
 # the constants spread over a whole small tensor (CHW, one sample): numpy's loops over full arrays
@@ -134,16 +140,9 @@ _FULL_CONSTANTS: dict = {}
 
 
 def _full_normalize_constants(attrs, shape, dtype):
-    key = (attrs["mean"], attrs["std"], shape, dtype)
-    found = _FULL_CONSTANTS.get(key)
-    if found is None:
-        found = tuple(np.broadcast_to(c, shape).copy() for c in _normalize_constants(attrs, shape, dtype))
-        for arr in found:
-            arr.flags.writeable = False
-        if len(_FULL_CONSTANTS) >= 16:
-            _FULL_CONSTANTS.clear()
-        _FULL_CONSTANTS[key] = found
-    return found
+    def make():
+        return tuple(np.broadcast_to(c, shape).copy() for c in _normalize_constants(attrs, shape, dtype))
+    return _constants(_FULL_CONSTANTS, (attrs["mean"], attrs["std"], shape, dtype), make, 16)
 
 
 def _normalize(ctx, attrs, inputs, outputs, aux):

@@ -75,26 +75,31 @@ class _Conv(HybridBlock):
         return "conv"
 
     def __repr__(self) -> str:
-        k = self._kwargs
-        n = len(k["kernel"])
-        parts = [f"kernel_size={k['kernel']}", f"stride={k['stride']}"]
-        if k["pad"] != (0,) * n:
-            parts.append(f"padding={k['pad']}")
-        if k["dilate"] != (1,) * n:
-            parts.append(f"dilation={k['dilate']}")
-        # MXNet 1.9.1 reads `out_pad` here while the transposed layers store `outpad`, so
-        # output_padding never shows; kept for identical reprs
-        if hasattr(self, "out_pad") and self.out_pad != (0,) * n:
-            parts.append(f"output_padding={self.out_pad}")
-        if k["num_group"] != 1:
-            parts.append(f"groups={k['num_group']}")
-        if self.bias is None:
-            parts.append("bias=False")
-        if self.act:
-            parts.append(f"{self.act}")
-        shape = self.weight.shape
-        mapping = f"{shape[1] if shape[1] else None} -> {shape[0]}"
-        return f"{type(self).__name__}({mapping}, {', '.join(parts)})"
+        return conv_repr(self, self._kwargs, self.weight, self.bias)
+
+
+def conv_repr(block, kwargs: dict, weight, bias) -> str:
+    """MXNet's repr of a convolution layer: `Name(in -> out, kernel_size=..., stride=...)` plus the
+    options that differ from their defaults, the missing bias and the activation."""
+    n = len(kwargs["kernel"])
+    parts = [f"kernel_size={kwargs['kernel']}", f"stride={kwargs['stride']}"]
+    if kwargs["pad"] != (0,) * n:
+        parts.append(f"padding={kwargs['pad']}")
+    if kwargs["dilate"] != (1,) * n:
+        parts.append(f"dilation={kwargs['dilate']}")
+    # MXNet 1.9.1 reads `out_pad` here while the transposed layers store `outpad`, so
+    # output_padding never shows; kept for identical reprs
+    if hasattr(block, "out_pad") and block.out_pad != (0,) * n:
+        parts.append(f"output_padding={block.out_pad}")
+    if kwargs["num_group"] != 1:
+        parts.append(f"groups={kwargs['num_group']}")
+    if bias is None:
+        parts.append("bias=False")
+    if block.act:
+        parts.append(f"{block.act}")
+    shape = weight.shape
+    mapping = f"{shape[1] if shape[1] else None} -> {shape[0]}"
+    return f"{type(block).__name__}({mapping}, {', '.join(parts)})"
 
 
 def _kernel_tuple(kernel_size, n: int):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...block import HybridBlock
 from ...nn.activations import Activation
-from ...nn.conv_layers import _per_axis, _weight_shape
+from ...nn.conv_layers import _per_axis, _weight_shape, conv_repr
 
 __all__ = ["DeformableConvolution", "ModulatedDeformableConvolution"]
 
@@ -98,21 +98,7 @@ class DeformableConvolution(_Deformable):
         return "deformable_conv"
 
     def __repr__(self) -> str:
-        k = self._kwargs_deformable_conv
-        n = len(k["kernel"])
-        parts = [f"kernel_size={k['kernel']}", f"stride={k['stride']}"]
-        if k["pad"] != (0,) * n:
-            parts.append(f"padding={k['pad']}")
-        if k["dilate"] != (1,) * n:
-            parts.append(f"dilation={k['dilate']}")
-        if k["num_group"] != 1:
-            parts.append(f"groups={k['num_group']}")
-        if self.deformable_conv_bias is None:
-            parts.append("bias=False")
-        if self.act:
-            parts.append(f"{self.act}")
-        shape = self.deformable_conv_weight.shape
-        return f"{type(self).__name__}({shape[1] if shape[1] else None} -> {shape[0]}, {', '.join(parts)})"
+        return conv_repr(self, self._kwargs_deformable_conv, self.deformable_conv_weight, self.deformable_conv_bias)
 
 
 class ModulatedDeformableConvolution(_Deformable):
