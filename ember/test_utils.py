@@ -6,10 +6,8 @@ shapes and arrays, finite-difference and expected-value checks of symbols
 (`check_consistency`), a hybridized block against its imperative self
 (`check_gluon_hybridize_consistency`), the default test context and an environment-variable
 context manager, and mx.util's `use_np`.  Written for ember: symbols are bound with ember's
-executors, arrays compared in numpy.
-
-Deliberate difference from MXNet: executors here bind dense gradient arrays only (a sparse
-`grad_stype_dict`/`grad_stypes` is refused).
+executors, arrays compared in numpy (a sparse `grad_stype_dict`/`grad_stypes` binds sparse gradient
+arrays, which the executor fills from its dense gradients).
 """
 from __future__ import annotations
 
@@ -716,6 +714,11 @@ def _compare_grad(name, req, expected, actual, original, rtol, atol, names, equa
         raise ValueError(f"invalid grad_req {req!r} for argument '{name}'")
 
 
+def _with_stype(arr: NDArray, stype: Optional[str]) -> NDArray:
+    """`arr` in storage type `stype` (None or 'default': as it is), as MXNet's helpers make gradient arrays."""
+    return arr if stype in (None, "default") else arr.tostype(stype)
+
+
 def check_numeric_gradient(sym: Symbol, location, aux_states=None, numeric_eps: _Tol = None, rtol: _Tol = None,
                            atol: _Tol = None, grad_nodes=None, use_forward_train: bool = True,
                            ctx: Optional[Context] = None, grad_stype_dict=None, dtype=default_dtype()) -> None:
@@ -726,11 +729,6 @@ def check_numeric_gradient(sym: Symbol, location, aux_states=None, numeric_eps: 
     (all by default), a list, or a dict name -> grad_req ('write', 'add', 'null').
     """
     _check_dtype_arg(dtype, allow_asnumpy=False)
-    if grad_stype_dict:
-        bad = {k: v for k, v in grad_stype_dict.items() if v != "default"}
-        if bad:
-            raise MXNetError(f"check_numeric_gradient: sparse gradient arrays {bad} are not supported by ember's "
-                             "executors")
     ctx = ctx or default_context()
     location = _parse_location(sym, location, ctx, dtype)
     location_np = {k: v.asnumpy() for k, v in location.items()}
@@ -747,7 +745,8 @@ def check_numeric_gradient(sym: Symbol, location, aux_states=None, numeric_eps: 
     args = dict(location)
     args[proj_name] = mx.nd.array(np.random.rand(*out_shapes[0]) + 0.1, ctx=ctx, dtype=dtype)
     grads_np = {k: np.random.normal(0, 0.01, size=location[k].shape) for k in grad_nodes}
-    args_grad = {k: mx.nd.array(v, ctx=ctx, dtype=dtype) for k, v in grads_np.items()}
+    args_grad = {k: _with_stype(mx.nd.array(v, ctx=ctx, dtype=dtype), (grad_stype_dict or {}).get(k))
+                 for k, v in grads_np.items()}
     executor = loss.bind(ctx, args=args, args_grad=args_grad, grad_req=grad_req, aux_states=aux_states)
     if len(executor.outputs) != 1:
         raise ValueError(f"check_numeric_gradient: the symbol must have one output, it has {len(executor.outputs)}")
@@ -794,11 +793,6 @@ def check_symbolic_backward(sym: Symbol, location, out_grads, expected, rtol: _T
     output name, or None for a loss) and compare each argument's gradient with `expected` (a list
     in list_arguments() order or a dict). Gradient buffers start with random values, so 'add' and
     'null' are checked against them; returns the gradient arrays."""
-    if grad_stypes:
-        bad = {k: v for k, v in grad_stypes.items() if v not in (None, "default")}
-        if bad:
-            raise MXNetError(f"check_symbolic_backward: sparse gradient arrays {bad} are not supported by ember's "
-                             "executors")
     ctx = ctx or default_context()
     location = _parse_location(sym, location, ctx, dtype)
     aux_states = _parse_aux_states(sym, aux_states, ctx, dtype)
@@ -808,7 +802,8 @@ def check_symbolic_backward(sym: Symbol, location, out_grads, expected, rtol: _T
     expected = {k: _as_numpy(v) for k, v in expected.items()}
     # dirty the gradient buffers, in a fixed order so that a seed reproduces them
     grads_np = {k: np.random.normal(size=np.shape(v)) for k, v in sorted(expected.items())}
-    args_grad = {k: mx.nd.array(v, ctx=ctx, dtype=np.asarray(expected[k]).dtype if isinstance(dtype, str) else dtype)
+    args_grad = {k: _with_stype(mx.nd.array(v, ctx=ctx, dtype=np.asarray(expected[k]).dtype if isinstance(dtype, str)
+                                            else dtype), (grad_stypes or {}).get(k))
                  for k, v in grads_np.items()}
     if isinstance(grad_req, str):
         grad_req = {k: grad_req for k in arg_names}

@@ -399,6 +399,24 @@ class Executor:
         self._xp = backend.of(self._ctx).xp
         self.arg_arrays = [args_d[n] for n in self._arg_names]
         self.grad_arrays = [grads_d.get(n) for n in self._arg_names]
+        # The graph computes on dense arrays: a sparse argument (csr / row_sparse) is read through a
+        # dense buffer of the executor, refreshed at each forward; a sparse gradient array (MXNet's
+        # grad_stype) is computed into such a buffer and cast into the array after each backward.
+        self._sparse_args: List[Tuple[NDArray, NDArray]] = []
+        for n, a in list(args_d.items()):
+            if a.stype != "default":
+                dense = _nd().zeros(a.shape, ctx=self._ctx, dtype=a.dtype)
+                self._sparse_args.append((a, dense))
+                args_d[n] = dense
+        self._sparse_grads: Dict[str, Tuple[NDArray, NDArray]] = {}
+        for n, gr in list(grads_d.items()):
+            if gr is not None and reqs[n] != "null" and gr.stype != "default":
+                if reqs[n] != "write":
+                    raise ArgumentError(f"bind: gradient array of '{n}' is {gr.stype}: sparse gradient arrays "
+                                        f"take grad_req 'write', not '{reqs[n]}'")
+                dense = _nd().zeros(gr.shape, ctx=self._ctx, dtype=gr.dtype)
+                self._sparse_grads[n] = (dense, gr)
+                grads_d[n] = dense
         self.aux_arrays = [aux_d[n] for n in self._aux_names]
         self._grad_req = reqs
         shapes = {n: tuple(a.shape) for n, a in list(args_d.items()) + list(aux_d.items())}
@@ -558,6 +576,8 @@ class Executor:
                                  f"{tuple(dst.shape)} (use reshape)")
             dst[...] = v
         self._is_train = bool(is_train)
+        for given, dense in self._sparse_args:
+            given.copyto(dense)  # the sparse argument's values now, densely
         self._storage.pool.claim(self._storage, self._ctx)
         if self._monitor is not None:
             self._run_monitored(0, self._graph.num_forward, self._is_train)
@@ -620,9 +640,10 @@ class Executor:
 
     def _push_gradient_results(self) -> None:
         g, st = self._graph, self._storage
+        sparse = self._sparse_grads
         for name, entry in g.grad_entries.items():
             req = self._grad_req[name]
-            dst = self.grad_dict.get(name)
+            dst = sparse[name][0] if name in sparse else self.grad_dict.get(name)
             if dst is None or req == "null":
                 continue
             if entry is None:
@@ -650,6 +671,8 @@ class Executor:
                     dst._data[...] = s
             reads = [v for v in reads if v is not dst._chunk.var]
             engine.push(fn, read=reads, write=[dst._chunk.var], device=self._ctx, name=f"grad:{name}:{req}")
+        for dense, target in sparse.values():
+            dense.copyto(target)  # cast into the sparse array's storage, after the gradient was written
 
     # -- dictionaries --------------------------------------------------------------------
     @property
