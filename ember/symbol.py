@@ -12,6 +12,7 @@ from .symbolic.json_io import load, load_json  # noqa: F401
 from .symbolic.naming import AttrScope, NameManager, Prefix  # noqa: F401
 from .symbolic.symbol import Group, Symbol, Variable, make_op_function, var  # noqa: F401
 from .symbolic import legacy_helpers as _legacy
+from .symbolic import control_flow as _control_flow
 from .symbolic import random_helpers as _random_helpers
 from .symbolic.legacy_helpers import eye, histogram, linspace, split_v2  # noqa: F401
 
@@ -49,6 +50,7 @@ for _name in _random_helpers.__all__:  # MXNet's symbol/random.py functions (num
     setattr(random, _name, getattr(_random_helpers, _name))
 contrib = _PrefixedNamespace("contrib", ("_contrib_",), short_names=True)
 contrib.rand_zipfian = _legacy.rand_zipfian  # MXNet's Python-level helper in symbol/contrib.py
+contrib.foreach = _control_flow.foreach
 linalg = _PrefixedNamespace("linalg", ("_linalg_",), short_names=True)
 image = _PrefixedNamespace("image", ("_image_",), short_names=True)
 # MXNet's mx.sym.sparse: the operators with sparse kernels.  ember's executors compute on dense

@@ -12,7 +12,7 @@ import json
 from typing import List
 
 from .. import ops as _ops
-from ..base import FormatError, OperatorError
+from ..base import FormatError, MXNetError, OperatorError
 from .graph import Node, node_index, topo_order
 from .symbol import Symbol, format_attr_value
 
@@ -26,6 +26,9 @@ def to_json(sym: Symbol) -> str:
     nodes, arg_nodes, row_ptr = [], [], [0]
     for i, n in enumerate(order):
         rec = {"op": "null" if n.op is None else n.op.name, "name": n.name}
+        if n.op is not None and n.op.name == "_foreach":
+            raise MXNetError(f"tojson: node '{n.name}' is a contrib.foreach loop, whose body graph ember cannot "
+                             "write into symbol JSON yet (MXNet's 'subgraphs' field)")
         attrs = {}
         if n.op is not None:
             attrs.update({k: format_attr_value(n.op, k, v) for k, v in n.attrs.items()})

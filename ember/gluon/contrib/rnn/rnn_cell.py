@@ -1,14 +1,16 @@
-"""Contrib recurrent cells: VariationalDropoutCell (one dropout mask for every step) and LSTMPCell."""
+"""Contrib recurrent cells: VariationalDropoutCell (one dropout mask for every step), LSTMPCell, and
+`dynamic_unroll` (a cell run over time by one `contrib.foreach` loop)."""
 from __future__ import annotations
 
 from typing import List, Optional
 
+from ....base import _as_list
 from ...parameter import tensor_types
 from ...rnn.rnn_cell import (BidirectionalCell, HybridRecurrentCell, ModifierCell, RecurrentCell,
                              SequentialRNNCell, _format_sequence, _get_begin_state,
                              _mask_sequence_variable_length)
 
-__all__ = ["VariationalDropoutCell", "LSTMPCell"]
+__all__ = ["VariationalDropoutCell", "LSTMPCell", "dynamic_unroll"]
 
 
 class VariationalDropoutCell(ModifierCell):
@@ -135,3 +137,44 @@ class LSTMPCell(HybridRecurrentCell):
         next_r = F.FullyConnected(data=hidden, num_hidden=self._projection_size, weight=h2r_weight, no_bias=True,
                                   name=prefix + "out")
         return next_r, [next_r, next_c]
+
+
+def dynamic_unroll(cell, inputs, begin_state, drop_inputs: float = 0, drop_outputs: float = 0,
+                   layout: str = "TNC", valid_length=None):
+    """Run `cell` over the time axis of `inputs` with `F.contrib.foreach` (MXNet's `dynamic_unroll`):
+    one loop in the graph, whatever the sequence length, instead of one copy of the cell per step.
+
+    Returns (outputs in `layout`, final states).  `valid_length` (N,) stops each sequence's states at
+    its length and zeroes its outputs past it; `drop_inputs` / `drop_outputs` apply one dropout mask
+    over time to the inputs / outputs.
+    """
+    inputs, axis, F, _ = _format_sequence(0, inputs, layout, True)
+    axes = None
+    if axis != 0:  # foreach loops over axis 0
+        axes = list(range(len(layout)))
+        axes[0], axes[axis] = axes[axis], axes[0]
+        inputs = F.transpose(inputs, axes=axes)
+    states = begin_state
+    if drop_inputs:
+        inputs = F.Dropout(inputs, p=drop_inputs, axes=(axis,))
+    if valid_length is None:
+        def loop_body(step_input, step_states):
+            return cell(step_input, step_states)
+    else:
+        states = list(_as_list(states)) + [F.zeros((1,))]  # the step counter rides along as a last state
+
+        def loop_body(step_input, step_states):
+            cell_states, step = step_states[:-1], step_states[-1]
+            out, new_states = cell(step_input, cell_states)
+            running = F.broadcast_greater(valid_length, step)  # sequences still inside their length
+            new_states = [F.where(running, new, old) for new, old in zip(new_states, cell_states)]
+            return out, new_states + [step + 1]
+    outputs, states = F.contrib.foreach(loop_body, inputs, states)
+    if drop_outputs:
+        outputs = F.Dropout(outputs, p=drop_outputs, axes=(axis,))
+    if valid_length is not None:
+        outputs = F.SequenceMask(outputs, sequence_length=valid_length, use_sequence_length=True, axis=0)
+        states = states[:-1]
+    if axes is not None:
+        outputs = F.transpose(outputs, axes=axes)
+    return outputs, states

@@ -1,0 +1,265 @@
+"""Symbolic loops: `mx.sym.contrib.foreach` (MXNet's `_foreach` operator).
+
+`foreach(body, data, init_states)` traces `body(data[i], states) -> (outputs, new_states)` once, on
+variables standing for one step's slices and states, into a graph of its own (`ForeachBody`); what
+the body reads from outside the loop (parameters, other outer entries) becomes further inputs of the
+one `_foreach` node.  The node infers shapes and dtypes through its body, so a graph holding it
+infers, and Gluon's deferred parameters learn their shapes through it.  An executor unrolls it
+before its passes run (`expand_loops`, once the sequence length is known from the bound shapes):
+the steps become ordinary nodes reading `SliceChannel` slices and `stack`ed into the outputs, so
+the gradient pass, the memory planner and the engine treat a loop like any other graph.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from .. import ops as _ops
+from ..base import DTypeError, MXNetError, ShapeError
+from ..ops.registry import Attr, OpDef, register
+from .graph import Entry, Node, topo_order
+from .infer import infer_dtypes, infer_shapes
+from .naming import NameManager
+from .symbol import Symbol
+
+
+class ForeachBody:
+    """The loop body as its own graph: `heads` (the step's outputs, then its new states) computed from
+    `data_vars` (one step's slices), `state_vars` and `free_vars` (the outer entries it reads)."""
+
+    __slots__ = ("heads", "data_vars", "state_vars", "free_vars", "num_out_data", "order")
+
+    def __init__(self, heads: List[Entry], data_vars: List[Node], state_vars: List[Node], free_vars: List[Node],
+                 num_out_data: int):
+        self.heads = heads
+        self.data_vars = data_vars
+        self.state_vars = state_vars
+        self.free_vars = free_vars
+        self.num_out_data = num_out_data
+        self.order = topo_order(heads)
+
+    def __repr__(self) -> str:
+        return f"<foreach body: {sum(n.op is not None for n in self.order)} operators>"
+
+
+def _flatten(value, what: str) -> Tuple[List[Symbol], object]:
+    """(flat list of one-output Symbols, format to rebuild the nesting)."""
+    if isinstance(value, Symbol):
+        return [value[i] for i in range(len(value.list_outputs()))] if len(value.list_outputs()) > 1 \
+            else [value], 0 if len(value.list_outputs()) == 1 else len(value.list_outputs())
+    if isinstance(value, (list, tuple)):
+        flat, fmt = [], []
+        for v in value:
+            f, sub = _flatten(v, what)
+            flat.extend(f)
+            fmt.append(sub)
+        return flat, fmt
+    raise TypeError(f"foreach: {what} must be Symbols or (nested) lists of Symbols, got {type(value).__name__}")
+
+
+def _regroup(flat: List[Symbol], fmt):
+    if fmt == 0:
+        return flat[0], flat[1:]
+    if isinstance(fmt, int):  # a grouped symbol given whole
+        return Symbol([s._outputs[0] for s in flat[:fmt]]), flat[fmt:]
+    out = []
+    for sub in fmt:
+        item, flat = _regroup(flat, sub)
+        out.append(item)
+    return out, flat
+
+
+def foreach(body: Callable, data, init_states, name: str = "foreach"):
+    """Run `body(data_slice, states) -> (outputs, new_states)` over axis 0 of `data` (a Symbol or a
+    list of Symbols sliced together), in the graph: returns (outputs stacked along a new axis 0,
+    final states), with the nesting `body` gives them (MXNet's `mx.sym.contrib.foreach`)."""
+    flat_data, data_fmt = _flatten(data, "data")
+    if not flat_data:
+        raise ValueError("foreach: data must hold at least one Symbol")
+    flat_states, state_fmt = _flatten(init_states, "init_states")
+    node_name = NameManager.current.get(None if name == "foreach" else name, "foreach")
+    data_vars = [Node(None, f"{node_name}_data{i}") for i in range(len(flat_data))]
+    state_vars = [Node(None, f"{node_name}_state{i}") for i in range(len(flat_states))]
+    outs, new_states = body(_regroup([Symbol([(v, 0)]) for v in data_vars], data_fmt)[0],
+                            _regroup([Symbol([(v, 0)]) for v in state_vars], state_fmt)[0] if flat_states else [])
+    flat_out, out_fmt = _flatten(outs, "the body's outputs")
+    flat_new, _ = _flatten(new_states, "the body's new states")
+    if len(flat_new) != len(flat_states):
+        raise ValueError(f"foreach: the body returns {len(flat_new)} states for {len(flat_states)} initial states")
+    heads, free_entries, free_vars = _cut(node_name, [s._outputs[0] for s in flat_out + flat_new],
+                                          data_vars + state_vars)
+    loop_body = ForeachBody(heads, data_vars, state_vars, free_vars, len(flat_out))
+    node = Node(_FOREACH, node_name,
+                {"num_data": len(flat_data), "num_states": len(flat_states), "num_out_data": len(flat_out),
+                 "num_free": len(free_vars), "body": loop_body},
+                [s._outputs[0] for s in flat_data + flat_states] + free_entries)
+    results = [Symbol([(node, i)]) for i in range(len(flat_out) + len(flat_states))]
+    outputs = _regroup(results[:len(flat_out)], out_fmt)[0]
+    states = _regroup(results[len(flat_out):], state_fmt)[0] if flat_states else []
+    return outputs, states
+
+
+def _cut(name: str, heads: List[Entry], placeholders: List[Node]) -> Tuple[List[Entry], List[Entry], List[Node]]:
+    """The body graph as its own: (its heads, the outer entries it reads, the variables standing for
+    them).  A node belongs to the body when it depends on a placeholder; what it reads from any
+    other node is an outer entry, read through a variable (an outer variable's own name)."""
+    order = topo_order(heads)
+    inside = {id(p) for p in placeholders}
+    for n in order:
+        if n.op is not None and any(id(c) in inside for c, _ in n.inputs):
+            inside.add(id(n))
+    free_entries: List[Entry] = []
+    free_vars: List[Node] = []
+    mapped: Dict[Tuple[int, int], Entry] = {}
+
+    def outer(entry: Entry) -> Entry:
+        key = (id(entry[0]), entry[1])
+        if key not in mapped:
+            src = entry[0]
+            var = Node(None, src.name if src.op is None else f"{name}_free{len(free_vars)}")
+            free_entries.append(entry)
+            free_vars.append(var)
+            mapped[key] = (var, 0)
+        return mapped[key]
+
+    clones: Dict[int, Node] = {id(p): p for p in placeholders}
+    for n in order:
+        if id(n) not in inside or n.op is None:
+            continue
+        ins = [(clones[id(c)], i) if id(c) in inside else outer((c, i)) for c, i in n.inputs]
+        clone = Node(n.op, n.name, n.attrs, ins, n.user_attrs)
+        clones[id(n)] = clone
+    body_heads = [(clones[id(c)], i) if id(c) in inside else outer((c, i)) for c, i in heads]
+    return body_heads, free_entries, free_vars
+
+
+# -- the operator --------------------------------------------------------------------------------
+def _counts(attrs) -> Tuple[int, int, int, int]:
+    return attrs["num_data"], attrs["num_states"], attrs["num_out_data"], attrs["num_free"]
+
+
+def _inputs(attrs) -> List[str]:
+    nd, ns, _, nf = _counts(attrs)
+    return [f"data{i}" for i in range(nd)] + [f"state{i}" for i in range(ns)] + [f"free{i}" for i in range(nf)]
+
+
+def _outputs(attrs) -> List[str]:
+    _, ns, no, _ = _counts(attrs)
+    return [f"output{i}" for i in range(no)] + [f"state_output{i}" for i in range(ns)]
+
+
+def _through_body(attrs, given: Sequence, kind: str):
+    """Run `kind` inference ('shape' or 'dtype') through the body: (inputs, outputs) as the outer
+    node sees them, a sequence's length added to the sliced data and the stacked outputs."""
+    body: ForeachBody = attrs["body"]
+    nd, ns, no, nf = _counts(attrs)
+    data, states, free = given[:nd], given[nd:nd + ns], given[nd + ns:]
+    is_shape = kind == "shape"
+    steps = None
+    if is_shape:
+        lengths = {d[0] for d in data if d is not None and len(d) and d[0] is not None}
+        if len(lengths) > 1:
+            raise ShapeError(f"_foreach: every data input needs the same length on axis 0, got {sorted(lengths)}")
+        steps = lengths.pop() if lengths else None
+        data = [None if d is None else tuple(d[1:]) for d in data]
+    known = {(id(v), 0): x for v, x in zip(body.data_vars + body.state_vars + body.free_vars,
+                                          list(data) + list(states) + list(free)) if x is not None}
+    values = (infer_shapes if is_shape else infer_dtypes)(body.order, known)
+    got = [values.get((id(c), i)) for c, i in body.heads]
+    out_data, out_states = got[:no], got[no:]
+    if is_shape:
+        out_data = [None if s is None or steps is None else (steps,) + tuple(s) for s in out_data]
+    var_values = [values.get((id(v), 0)) for v in body.data_vars + body.state_vars + body.free_vars]
+    ins_data = var_values[:nd]
+    if is_shape:
+        ins_data = [None if s is None or steps is None else (steps,) + tuple(s) for s in ins_data]
+    for i, (a, b) in enumerate(zip(var_values[nd:nd + ns], out_states)):
+        if a is not None and b is not None and (tuple(a) if is_shape else a) != (tuple(b) if is_shape else b):
+            raise (ShapeError if is_shape else DTypeError)(
+                f"_foreach: state {i} enters the body as {a} and leaves it as {b}; a loop state keeps its {kind}")
+    ins_states = [a if a is not None else b for a, b in zip(var_values[nd:nd + ns], out_states)]
+    return ins_data + ins_states + var_values[nd + ns:], out_data + ins_states
+
+
+class _BodyAttr(Attr):
+    def parse(self, value, op, name):
+        if not isinstance(value, ForeachBody):
+            raise MXNetError(f"{op}: '{name}' must be the loop body foreach traced, got {type(value).__name__} "
+                             "(a foreach graph is made by mx.sym.contrib.foreach, not from its JSON)")
+        return value
+
+
+_FOREACH = register(OpDef(
+    name="_foreach",
+    attrs={"num_data": Attr("int"), "num_states": Attr("int"), "num_out_data": Attr("int"),
+           "num_free": Attr("int"), "body": _BodyAttr("any")},
+    inputs=_inputs, outputs=_outputs,
+    infer_shape=lambda a, s: _through_body(a, s, "shape"),
+    infer_type=lambda a, d: _through_body(a, d, "dtype"),
+    kernels={}, probe_partial_shapes=False,
+    doc="A loop over axis 0 of its data inputs (mx.sym.contrib.foreach); executors unroll it before "
+        "their passes (ember/symbolic/control_flow.py)."))
+
+
+# -- unrolling -----------------------------------------------------------------------------------
+def has_loops(heads: Sequence[Entry]) -> bool:
+    return any(n.op is _FOREACH for n in topo_order(heads))
+
+
+def expand_loops(heads: Sequence[Entry], arg_shapes: Dict[str, tuple]) -> List[Entry]:
+    """`heads` with every `_foreach` node unrolled (loops in loop bodies too), the sequence lengths
+    inferred from the variables' shapes `arg_shapes` (by name).  Other nodes are copied; variables
+    are kept."""
+    heads = list(heads)
+    while True:
+        order = topo_order(heads)
+        if not any(n.op is _FOREACH for n in order):
+            return heads
+        known = {(id(n), 0): tuple(arg_shapes[n.name]) for n in order if n.op is None and n.name in arg_shapes}
+        shapes = infer_shapes(order, known)
+        new: Dict[int, List[Entry]] = {}
+        for n in order:
+            if n.op is None:
+                new[id(n)] = [(n, 0)]
+                continue
+            ins = [new[id(c)][i] for c, i in n.inputs]
+            if n.op is _FOREACH:
+                new[id(n)] = _unroll(n, ins, shapes.get((id(n.inputs[0][0]), n.inputs[0][1])))
+            else:
+                copy = Node(n.op, n.name, n.attrs, ins, n.user_attrs)
+                new[id(n)] = [(copy, i) for i in range(n.num_outputs())]
+        heads = [new[id(c)][i] for c, i in heads]
+
+
+def _unroll(node: Node, ins: List[Entry], data_shape: Optional[tuple]) -> List[Entry]:
+    attrs = node.parsed_attrs
+    body: ForeachBody = attrs["body"]
+    nd, ns, no, _ = _counts(attrs)
+    if data_shape is None or not data_shape or data_shape[0] is None:
+        raise ShapeError(f"foreach '{node.name}': the length of its data (axis 0) is not known from the bound "
+                         f"shapes (data shape {data_shape})")
+    steps = data_shape[0]
+    if steps == 0:
+        raise ShapeError(f"foreach '{node.name}': its data has no steps (shape {data_shape})")
+    slicer, stacker = _ops.get("SliceChannel"), _ops.get("stack")
+    slices = [Node(slicer, f"{node.name}_slice{i}", {"num_outputs": steps, "axis": 0, "squeeze_axis": True}, [e])
+              for i, e in enumerate(ins[:nd])]
+    states = list(ins[nd:nd + ns])
+    free = ins[nd + ns:]
+    per_step = []
+    for t in range(steps):
+        given = {id(v): e for v, e in zip(body.data_vars + body.state_vars + body.free_vars,
+                                          [(s, t) for s in slices] + states + free)}
+        clones: Dict[int, Node] = {}
+
+        def entry(c: Node, i: int) -> Entry:
+            return given[id(c)] if id(c) in given else (clones[id(c)], i)
+        for n in body.order:
+            if n.op is not None:
+                clones[id(n)] = Node(n.op, f"{node.name}_t{t}_{n.name}", n.attrs,
+                                     [entry(c, i) for c, i in n.inputs], n.user_attrs)
+        got = [entry(c, i) for c, i in body.heads]
+        per_step.append(got[:no])
+        states = got[no:]
+    stacked = [(Node(stacker, f"{node.name}_output{k}", {"num_args": steps, "axis": 0},
+                     [step[k] for step in per_step]), 0) for k in range(no)]
+    return stacked + states
