@@ -7,7 +7,8 @@ one `_foreach` node.  The node infers shapes and dtypes through its body, so a g
 infers, and Gluon's deferred parameters learn their shapes through it.  An executor unrolls it
 before its passes run (`expand_loops`, once the sequence length is known from the bound shapes):
 the steps become ordinary nodes reading `SliceChannel` slices and `stack`ed into the outputs, so
-the gradient pass, the memory planner and the engine treat a loop like any other graph.
+the gradient pass, the memory planner and the engine treat a loop like any other graph.  In symbol
+JSON the node is MXNet's `_foreach` (`to_mxnet` / `from_mxnet`: the body in 'subgraphs').
 """
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ def foreach(body: Callable, data, init_states, name: str = "foreach"):
     if not flat_data:
         raise ValueError("foreach: data must hold at least one Symbol")
     flat_states, state_fmt = _flatten(init_states, "init_states")
-    node_name = NameManager.current.get(None if name == "foreach" else name, "foreach")
+    node_name = NameManager.current.get(None if name == "foreach" else name, "_foreach")
     data_vars = [Node(None, f"{node_name}_data{i}") for i in range(len(flat_data))]
     state_vars = [Node(None, f"{node_name}_state{i}") for i in range(len(flat_states))]
     outs, new_states = body(_regroup([Symbol([(v, 0)]) for v in data_vars], data_fmt)[0],
@@ -180,11 +181,52 @@ def _through_body(attrs, given: Sequence, kind: str):
     return ins_data + ins_states + var_values[nd + ns:], out_data + ins_states
 
 
+# -- MXNet's JSON form --------------------------------------------------------------------------
+def to_mxnet(node: Node) -> Tuple[Dict[str, str], List[Entry]]:
+    """(MXNet's attributes of a `_foreach` node, the body's heads to write as its subgraph): the body's
+    inputs in graph order, located by `in_data_locs`, `in_state_locs` and `remain_locs`."""
+    attrs = node.parsed_attrs
+    body: ForeachBody = attrs["body"]
+    nd, ns, no, nf = _counts(attrs)
+    inputs = [n for n in body.order if n.op is None]
+    where = {id(n): i for i, n in enumerate(inputs)}
+    unused = [v.name for v in body.data_vars + body.state_vars if id(v) not in where]
+    if unused:
+        raise MXNetError(f"tojson: loop '{node.name}' does not use {unused} in its body; MXNet's format needs every "
+                         "data and state input used (as its foreach requires)")
+    locs = [[where[id(v)] for v in vs] for vs in (body.data_vars, body.state_vars, body.free_vars)]
+    return ({"num_args": str(1 + nd + ns + nf), "num_outputs": str(no + ns), "num_out_data": str(no),
+             "in_data_locs": str(locs[0]), "in_state_locs": str(locs[1]), "remain_locs": str(locs[2])},
+            body.heads)
+
+
+def from_mxnet(params: Dict[str, str], body_heads: List[Entry], num_inputs: int) -> dict:
+    """ember's attributes of a `_foreach` node read from MXNet's (`params`) and its subgraph's heads."""
+    import ast
+    try:
+        data_locs, state_locs, remain_locs = (list(ast.literal_eval(params[k]))
+                                              for k in ("in_data_locs", "in_state_locs", "remain_locs"))
+        out_data = int(params["num_out_data"])
+    except (KeyError, ValueError, SyntaxError, TypeError) as e:
+        raise ValueError(f"bad or missing loop attributes ({type(e).__name__}: {e})") from None
+    inputs = [n for n in topo_order(body_heads) if n.op is None]
+    locs = data_locs + state_locs + remain_locs
+    if sorted(locs) != list(range(len(inputs))) or len(locs) != num_inputs:
+        raise ValueError(f"the locations {locs} do not match the body's {len(inputs)} inputs and the node's "
+                         f"{num_inputs}")
+    if not 0 <= out_data <= len(body_heads) - len(state_locs):
+        raise ValueError(f"num_out_data {out_data} for a body with {len(body_heads)} outputs")
+    pick = lambda ls: [inputs[i] for i in ls]  # noqa: E731
+    body = ForeachBody(body_heads, pick(data_locs), pick(state_locs), pick(remain_locs), out_data)
+    return {"num_data": len(data_locs), "num_states": len(state_locs), "num_out_data": out_data,
+            "num_free": len(remain_locs), "body": body}
+
+
 class _BodyAttr(Attr):
     def parse(self, value, op, name):
         if not isinstance(value, ForeachBody):
-            raise MXNetError(f"{op}: '{name}' must be the loop body foreach traced, got {type(value).__name__} "
-                             "(a foreach graph is made by mx.sym.contrib.foreach, not from its JSON)")
+            raise MXNetError(f"{op}: '{name}' must be the loop body foreach traced or load_json read, got "
+                             f"{type(value).__name__}")
         return value
 
 

@@ -12,25 +12,27 @@ import json
 from typing import List
 
 from .. import ops as _ops
-from ..base import FormatError, MXNetError, OperatorError
-from .graph import Node, node_index, topo_order
+from ..base import FormatError, OperatorError
+from . import control_flow as _control_flow
+from .graph import Entry, Node, node_index, topo_order
 from .symbol import Symbol, format_attr_value
 
 MXNET_VERSION = 10901
 
 
-def to_json(sym: Symbol) -> str:
-    """The MXNet JSON text of `sym` (nodes in DFS post-order, like MXNet)."""
-    order = topo_order(sym._outputs)
+def _graph_doc(outputs) -> dict:
+    """nodes, arg_nodes, node_row_ptr and heads of the graph ending in `outputs` (a loop node carries
+    its body as a graph of its own in 'subgraphs', as MXNet writes it)."""
+    order = topo_order(outputs)
     index = node_index(order)
     nodes, arg_nodes, row_ptr = [], [], [0]
     for i, n in enumerate(order):
         rec = {"op": "null" if n.op is None else n.op.name, "name": n.name}
-        if n.op is not None and n.op.name == "_foreach":
-            raise MXNetError(f"tojson: node '{n.name}' is a contrib.foreach loop, whose body graph ember cannot "
-                             "write into symbol JSON yet (MXNet's 'subgraphs' field)")
         attrs = {}
-        if n.op is not None:
+        if n.op is not None and n.op.name == "_foreach":
+            attrs, body_heads = _control_flow.to_mxnet(n)
+            rec["subgraphs"] = [_graph_doc(body_heads)]
+        elif n.op is not None:
             attrs.update({k: format_attr_value(n.op, k, v) for k, v in n.attrs.items()})
         attrs.update(n.user_attrs)
         if attrs:
@@ -38,18 +40,26 @@ def to_json(sym: Symbol) -> str:
         k = n.num_inputs()
         rec["inputs"] = [[index[id(c)], j, 1 if (pos >= k and c.op is None) else 0]
                          for pos, (c, j) in enumerate(n.inputs)]
+        if "subgraphs" in rec:  # MXNet's key order: the body after the inputs
+            rec["subgraphs"] = rec.pop("subgraphs")
         nodes.append(rec)
         if n.op is None:
             arg_nodes.append(i)
         row_ptr.append(row_ptr[-1] + n.num_outputs())
+    return {"nodes": nodes, "arg_nodes": arg_nodes, "node_row_ptr": row_ptr,
+            "heads": [[index[id(n)], j, 0] for n, j in outputs]}
+
+
+def to_json(sym: Symbol) -> str:
+    """The MXNet JSON text of `sym` (nodes in DFS post-order, like MXNet)."""
+    doc = _graph_doc(sym._outputs)
     graph_attrs = {"mxnet_version": ["int", MXNET_VERSION]}
     from ..util import is_np_shape
     if is_np_shape():  # as MXNet 1.6+: the file's 0 dimensions are zero-size, -1 unknown
         graph_attrs = {"is_np_shape": ["int", 1], **graph_attrs}
-    doc = {"nodes": nodes, "arg_nodes": arg_nodes, "node_row_ptr": row_ptr,
-           "heads": [[index[id(n)], j, 0] for n, j in sym._outputs], "attrs": graph_attrs}
+    doc["attrs"] = graph_attrs
     # One node per line keeps files small and diffable (MXNet's reader accepts any layout).
-    parts = ['{\n  "nodes": [\n', ",\n".join("    " + json.dumps(n) for n in nodes), "\n  ],\n"]
+    parts = ['{\n  "nodes": [\n', ",\n".join("    " + json.dumps(n) for n in doc["nodes"]), "\n  ],\n"]
     for key in ("arg_nodes", "node_row_ptr", "heads", "attrs"):
         parts.append(f'  "{key}": {json.dumps(doc[key])}' + (",\n" if key != "attrs" else "\n"))
     parts.append("}")
@@ -75,12 +85,17 @@ def from_json(text: str) -> Symbol:
         _fail(f"not valid JSON ({e})")
     except RecursionError:
         _fail("nested too deeply")
+    return Symbol(_build(doc))
+
+
+def _build(doc, where: str = "") -> List[Entry]:
+    """The heads of the graph a JSON document (or a loop node's 'subgraphs' entry) describes."""
     if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list) or not isinstance(doc.get("heads"), list):
-        _fail("expected an object with 'nodes' and 'heads' lists")
+        _fail(f"expected an object with 'nodes' and 'heads' lists{where}")
     built: List[Node] = []
     for i, rec in enumerate(doc["nodes"]):
         if not isinstance(rec, dict) or not isinstance(rec.get("op"), str) or not isinstance(rec.get("name"), str):
-            _fail(f"node {i} needs 'op' and 'name' (strings)")
+            _fail(f"node {i}{where} needs 'op' and 'name' (strings)")
         op_name = rec["op"]
         raw = {}
         for key in ("param", "attr", "attrs"):
@@ -110,6 +125,15 @@ def from_json(text: str) -> Symbol:
             raise OperatorError(f"load_json: node '{rec['name']}' uses unknown operator '{op_name}'") from None
         user = {k: v for k, v in raw.items() if k.startswith("__") and k.endswith("__")}
         params = {k: v for k, v in raw.items() if k not in user}
+        if op_name == "_foreach":
+            subs = rec.get("subgraphs")
+            if not isinstance(subs, list) or len(subs) != 1:
+                _fail(f"node {i} ('{rec['name']}', _foreach) needs its loop body in 'subgraphs'")
+            body_heads = _build(subs[0], f" in the body of '{rec['name']}'")
+            try:
+                params = _control_flow.from_mxnet(params, body_heads, len(inputs))
+            except ValueError as e:
+                _fail(f"node {i} ('{rec['name']}', _foreach): {e}")
         node = Node(opdef, rec["name"], params, inputs, user)
         _ = node.parsed_attrs  # attribute errors surface now, naming the node
         expected = node.num_inputs() + node.num_aux()
@@ -119,13 +143,13 @@ def from_json(text: str) -> Symbol:
     heads = []
     for h in doc["heads"]:
         if not isinstance(h, list) or len(h) < 2 or not 0 <= h[0] < len(built):
-            _fail(f"bad head entry {h!r}")
+            _fail(f"bad head entry {h!r}{where}")
         if h[1] >= built[h[0]].num_outputs():
             _fail(f"head {h!r} refers to a missing output of '{built[h[0]].name}'")
         heads.append((built[h[0]], h[1]))
     if not heads:
-        _fail("no heads")
-    return Symbol(heads)
+        _fail(f"no heads{where}")
+    return heads
 
 
 def load_json(json_str: str) -> Symbol:

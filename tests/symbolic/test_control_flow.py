@@ -1,6 +1,11 @@
 """mx.sym.contrib.foreach: shapes and dtypes through the body, values and gradients of the unrolled loop
 against numpy and the imperative foreach, outer entries read by the body, nested loops, errors; Gluon's
-dynamic_unroll hybridized against the cell's own unroll."""
+dynamic_unroll hybridized against the cell's own unroll; MXNet's JSON form both ways (a loop model MXNet
+1.9.1 exported, tests/data/make_loop_fixtures.py, and MXNet running one ember exported)."""
+import json
+import os
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -88,8 +93,9 @@ def test_bad_loops_are_refused_clearly():
     out, _ = mx.sym.contrib.foreach(lambda d, s: (d[0] + d[1], []), [x, y], [])
     with pytest.raises(ShapeError, match="same length on axis 0"):
         out.infer_shape(x=(3, 2), y=(4, 2))
-    with pytest.raises(MXNetError, match="contrib.foreach"):
-        out.tojson()
+    unused, _ = mx.sym.contrib.foreach(lambda d, s: (d[0] * 2, []), [x, y], [])
+    with pytest.raises(MXNetError, match="does not use"):
+        unused.tojson()
     grows, _ = mx.sym.contrib.foreach(lambda d, s: (d, [mx.sym.concat(s[0], s[0], dim=0)]), x, [y])
     with pytest.raises(ShapeError, match="keeps its shape"):
         grows.infer_shape(x=(3, 2), y=(2, 2))
@@ -135,3 +141,72 @@ def test_dynamic_unroll_hybridized_equals_the_cells_unroll(layout):
         out2.sum().backward()
     for k, p in params.items():
         np.testing.assert_allclose(hybrid_grads[k], p.grad().asnumpy(), rtol=1e-4, atol=1e-6, err_msg=k)
+
+
+# -- MXNet's JSON form: 'subgraphs' and the in_data/in_state/remain locations ---------------------------
+LOOPS = os.path.join(os.path.dirname(__file__), "..", "data", "loops")
+MXNET_PYTHON = os.path.expanduser("~/.cache/ember-anchors/mxnet/bin/python")
+
+
+class _LoopLSTM(gluon.HybridBlock):
+    """The block tests/data/make_loop_fixtures.py exports from MXNet."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        with self.name_scope():
+            self.cell = gluon.rnn.LSTMCell(6, input_size=4, prefix="rnn_")
+
+    def hybrid_forward(self, F, x, h, c, valid_length):
+        out, states = gluon.contrib.rnn.dynamic_unroll(self.cell, x, [h, c], layout="NTC", valid_length=valid_length)
+        return out, states[0], states[1]
+
+
+def test_json_round_trip_in_mxnet_form():
+    x, h0, W, U = (mx.sym.var(n) for n in ("x", "h0", "W", "U"))
+    outs, states = mx.sym.contrib.foreach(_rnn_body(W, U), x, [h0])
+    loop = mx.sym.Group([outs, states[0]])
+    doc = json.loads(loop.tojson())
+    node = doc["nodes"][-1]
+    assert node["op"] == "_foreach" and node["name"].startswith("_foreach")
+    assert node["attrs"] == {"in_data_locs": "[0]", "in_state_locs": "[2]", "num_args": "5", "num_out_data": "1",
+                             "num_outputs": "2", "remain_locs": "[1, 3]"}  # what MXNet 1.9.1 writes for it
+    again = mx.sym.load_json(loop.tojson())
+    values = {"x": rng.rand(4, 2, 3), "h0": rng.rand(2, 5), "W": rng.rand(3, 5), "U": rng.rand(5, 5)}
+    first = [o.asnumpy() for o in _bind(loop, values, grad=False)[0].forward()]
+    second = [o.asnumpy() for o in _bind(again, values, grad=False)[0].forward()]
+    for a, b in zip(first, second):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_mxnet_exported_loop_loads_and_gives_mxnet_outputs():
+    io = np.load(os.path.join(LOOPS, "io.npz"))
+    block = gluon.SymbolBlock.imports(os.path.join(LOOPS, "lstm_loop-symbol.json"), [f"data{i}" for i in range(4)],
+                                      os.path.join(LOOPS, "lstm_loop-0000.params"))
+    outs = block(*[mx.nd.array(io[f"data{i}"]) for i in range(4)])
+    for i, o in enumerate(outs):
+        np.testing.assert_allclose(o.asnumpy(), io[f"out{i}"], rtol=1e-5, atol=1e-6)
+    net = _LoopLSTM(prefix="looplstm_")  # the same weights in ember's own block, imperative and hybridized
+    net.collect_params().load(os.path.join(LOOPS, "lstm_loop-0000.params"))  # export's full names
+    for hybrid in (False, True):
+        net.hybridize(hybrid)
+        for i, o in enumerate(net(*[mx.nd.array(io[f"data{i}"]) for i in range(4)])):
+            np.testing.assert_allclose(o.asnumpy(), io[f"out{i}"], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(not os.path.exists(MXNET_PYTHON), reason="MXNet 1.9.1 venv not installed")
+def test_mxnet_runs_an_ember_exported_loop(tmp_path):
+    io = np.load(os.path.join(LOOPS, "io.npz"))
+    net = _LoopLSTM(prefix="looplstm_")
+    net.initialize(mx.init.Uniform(0.4))
+    net.hybridize()
+    want = [o.asnumpy() for o in net(*[mx.nd.array(io[f"data{i}"]) for i in range(4)])]
+    net.export(str(tmp_path / "e"))
+    code = ("import mxnet as mx, numpy as np, sys; d=sys.argv[1]; io=np.load(sys.argv[2]); "
+            "b=mx.gluon.SymbolBlock.imports(d+'/e-symbol.json',['data0','data1','data2','data3'],d+'/e-0000.params'); "
+            "np.savez(d+'/out.npz', *[o.asnumpy() for o in b(*[mx.nd.array(io['data%d' % i]) for i in range(4)])])")
+    res = subprocess.run([MXNET_PYTHON, "-c", code, str(tmp_path), os.path.join(LOOPS, "io.npz")],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = np.load(tmp_path / "out.npz")
+    for i, w in enumerate(want):
+        np.testing.assert_allclose(got[f"arr_{i}"], w, rtol=1e-5, atol=1e-6)
