@@ -74,9 +74,11 @@ def get_symbol(x: NDArray):
     Every array the computation read that was not itself computed while recording (variables
     from attach_grad and constants alike) becomes a variable named var0, var1, ... in the order
     met; bind the symbol to re-run the computation. Raises when `x` was not computed while
-    recording, or when the graph holds a step no Symbol can express (an autograd.Function).
+    recording, or when the graph holds a step no Symbol can express (an autograd.Function).  A
+    hybridized block's call is one `_CachedOp` node running the block's graph (MXNet's form).
     """
     from . import ops as _ops
+    from .symbolic import control_flow
     from .symbolic.symbol import Symbol, make_op_function, var
 
     if not isinstance(x, NDArray):
@@ -95,16 +97,18 @@ def get_symbol(x: NDArray):
 
     def build(node) -> Symbol:
         opdef = node.opdef
+        if opdef.subgraph is not None:  # a hybridized block's call: one _CachedOp node, as MXNet shows it
+            graph, names = opdef.subgraph
+            return control_flow.call(graph, names, [input_symbol(arr) for arr in node.inputs])
         if not _ops.exists(opdef.name) or _ops.get(opdef.name) is not opdef:
             raise AutogradError(f"get_symbol: the recorded step '{opdef.name}' is not a registered operator "
                                 "and cannot be expressed as a Symbol")
-        args = []
-        for arr in node.inputs:
-            if isinstance(arr._ag, _state.Entry):
-                args.append(built[id(arr._ag.node)][arr._ag.index])
-            else:
-                args.append(variable_for(arr))
-        return make_op_function(opdef.name)(*args, **node.attrs)
+        return make_op_function(opdef.name)(*[input_symbol(arr) for arr in node.inputs], **node.attrs)
+
+    def input_symbol(arr) -> Symbol:
+        if isinstance(arr._ag, _state.Entry):
+            return built[id(arr._ag.node)][arr._ag.index]
+        return variable_for(arr)
 
     # post-order without recursion (recorded graphs can be thousands of ops deep)
     stack = [(x._ag.node, False)]

@@ -20,6 +20,7 @@ from .. import initializer
 from .. import ndarray as nd_mod
 from .. import symbol as sym_mod
 from ..base import EmberError
+from ..imperative import autograd_state as _ag
 from ..imperative.ndarray import NDArray
 from ..symbolic import np_symbol
 from ..symbolic.naming import NameManager, Prefix
@@ -476,6 +477,7 @@ class HybridBlock(Block):
         super().__init__(prefix=prefix, params=params)
         self._cached_graph: tuple = ()
         self._cached_op: Optional[CachedGraph] = None
+        self._inline = False  # record the cached graph's few operators one by one (see _build_cache)
         self._out_format = None
         self._in_format = None
         self._active = False
@@ -536,6 +538,7 @@ class HybridBlock(Block):
     def _clear_cached_op(self) -> None:
         self._cached_graph = ()
         self._cached_op = None
+        self._inline = False
 
     # -- tracing ------------------------------------------------------------------------------
     def _get_graph(self, *args):
@@ -634,6 +637,11 @@ class HybridBlock(Block):
                     params[n]._finish_deferred_init()
         self._cached_op = CachedGraph(out, data_names, {n: params[n] for n in graph_inputs if n in params},
                                       block_name=self.name)
+        # MXNet's inlining: a graph of at most `inline_limit` operators (static_alloc off) is recorded op by
+        # op under autograd, as if not hybridized, instead of as one cached-op step
+        flags = dict(self._flags)
+        self._inline = not flags.get("static_alloc", False) and \
+            sum(1 for n in out._nodes() if n.op is not None) <= flags.get("inline_limit", 2)
 
     def _call_cached_op(self, *args):
         if self._cached_op is None:
@@ -643,6 +651,9 @@ class HybridBlock(Block):
             raise HybridizeError(f"The argument structure of HybridBlock '{self.name}' does not match the cached "
                                  f"version: it was hybridized with input format {self._in_format}, called with "
                                  f"{fmt}. Call hybridize() again to trace it anew.")
+        if self._inline and _ag.is_recording():
+            return self._forward_imperative(args[0].context if isinstance(args[0], NDArray) else
+                                            next(a for a in flat if a is not None).context, *args)
         inputs = [a for a in flat if a is not None]
         self._cached_op.set_op_hook(self._callback, self._monitor_all)
         out = self._cached_op(inputs)
@@ -651,7 +662,7 @@ class HybridBlock(Block):
     def forward(self, x, *args):
         """Run `hybrid_forward` on NDArrays (op by op, or as the cached graph once hybridized) or Symbols."""
         if not args and self._active and type(x) is NDArray and self._cached_op is not None \
-                and self._in_format == _ONE_INPUT:
+                and self._in_format == _ONE_INPUT and not (self._inline and _ag.is_recording()):
             # the common hybridized call, one array in (a DataLoader's transforms run it per sample):
             # what the general path below checks and regroups holds trivially
             with x.context:
@@ -672,22 +683,26 @@ class HybridBlock(Block):
                                          "a hybridized block takes its inputs on one context")
                 with first_ctx:
                     return self._call_cached_op(x, *args)
-            with first_ctx:
-                try:
-                    params = {k: v.data(first_ctx) for k, v in self._reg_params.items()}
-                except DeferredInitializationError:
-                    self._deferred_infer_shape(x, *args)
-                    for v in self.params.values():
-                        v._finish_deferred_init()
-                    params = {k: v.data(first_ctx) for k, v in self._reg_params.items()}
-                if is_np_array():
-                    params = np_semantics.convert(params, np_semantics.current_is_legacy())
-                return self.hybrid_forward(nd_mod, x, *args, **params)
+            return self._forward_imperative(first_ctx, x, *args)
         params = {k: v.var() for k, v in self._reg_params.items()}
         if is_np_array():
             params = np_semantics.convert(params, np_semantics.current_is_legacy())
         with self.name_scope():
             return self.hybrid_forward(sym_mod, x, *args, **params)
+
+    def _forward_imperative(self, ctx, x, *args):
+        """`hybrid_forward` with F = mx.nd, op by op on `ctx`."""
+        with ctx:
+            try:
+                params = {k: v.data(ctx) for k, v in self._reg_params.items()}
+            except DeferredInitializationError:
+                self._deferred_infer_shape(x, *args)
+                for v in self.params.values():
+                    v._finish_deferred_init()
+                params = {k: v.data(ctx) for k, v in self._reg_params.items()}
+            if is_np_array():
+                params = np_semantics.convert(params, np_semantics.current_is_legacy())
+            return self.hybrid_forward(nd_mod, x, *args, **params)
 
     def register_op_hook(self, callback: Callable, monitor_all: bool = False) -> None:
         """Call `callback(node_name, op_name, array)` for every operator output (with monitor_all, every

@@ -263,7 +263,7 @@ class CachedGraph:
 
         opdef = OpDef(name=f"_CachedOp:{self._block_name}", inputs=names,
                       outputs=[f"out{i}" for i in range(num_outputs)], gradient=gradient,
-                      gradient_into=gradient_into)
+                      gradient_into=gradient_into, subgraph=(self.symbol, names))
         return opdef
 
     def memory_plan(self, training: Optional[bool] = None) -> Optional[str]:

@@ -255,6 +255,9 @@ class OpDef:
     probe_partial_shapes: bool = True
     # The ufunc call the CPU kernel registered here is exactly; see `cpu_ufunc`.
     ufunc_form: Optional[UfuncForm] = None
+    # A step that runs a whole graph (a hybridized block's taped call): (its Symbol, the names of its
+    # inputs in the step's input order), so `autograd.get_symbol` can show it as one `_CachedOp` node.
+    subgraph: Optional[tuple] = None
     doc: str = ""
 
     def __post_init__(self):

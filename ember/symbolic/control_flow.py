@@ -200,6 +200,32 @@ def to_mxnet(node: Node) -> Tuple[Dict[str, str], List[Entry]]:
             body.heads)
 
 
+def call_to_json(node: Node) -> Tuple[Dict[str, str], List[Entry]]:
+    """(attributes of a `_CachedOp` node, its graph's heads to write as its subgraph): `input_locs` places
+    each input among the graph's variables (MXNet writes no graph for this node: ember's files can
+    be read back, MXNet's cannot)."""
+    body: CallBody = node.parsed_attrs["body"]
+    where = {id(n): i for i, n in enumerate(n for n in body.order if n.op is None)}
+    return {"input_locs": str([where[id(v)] for v in body.inputs])}, body.heads
+
+
+def call_from_json(params: Dict[str, str], body_heads: Optional[List[Entry]], num_inputs: int) -> dict:
+    """ember's attributes of a `_CachedOp` node read from JSON."""
+    import ast
+    if body_heads is None:
+        raise ValueError("the node carries no graph ('subgraphs'), as MXNet writes autograd.get_symbol's "
+                         "_CachedOp nodes: it cannot be rebuilt")
+    inputs = [n for n in topo_order(body_heads) if n.op is None]
+    try:
+        locs = list(ast.literal_eval(params.get("input_locs", str(list(range(len(inputs)))))))
+    except (ValueError, SyntaxError) as e:
+        raise ValueError(f"bad input_locs ({e})") from None
+    if len(locs) != num_inputs or not all(isinstance(i, int) and 0 <= i < len(inputs) for i in locs):
+        raise ValueError(f"input_locs {locs} do not match the node's {num_inputs} inputs and the graph's "
+                         f"{len(inputs)} variables")
+    return {"body": CallBody(body_heads, [inputs[i] for i in locs])}
+
+
 def from_mxnet(params: Dict[str, str], body_heads: List[Entry], num_inputs: int) -> dict:
     """ember's attributes of a `_foreach` node read from MXNet's (`params`) and its subgraph's heads."""
     import ast
@@ -224,9 +250,9 @@ def from_mxnet(params: Dict[str, str], body_heads: List[Entry], num_inputs: int)
 
 class _BodyAttr(Attr):
     def parse(self, value, op, name):
-        if not isinstance(value, ForeachBody):
-            raise MXNetError(f"{op}: '{name}' must be the loop body foreach traced or load_json read, got "
-                             f"{type(value).__name__}")
+        if not isinstance(value, (ForeachBody, CallBody)):
+            raise MXNetError(f"{op}: '{name}' must be the graph foreach / autograd.get_symbol traced or "
+                             f"load_json read, got {type(value).__name__}")
         return value
 
 
@@ -242,9 +268,55 @@ _FOREACH = register(OpDef(
         "their passes (ember/symbolic/control_flow.py)."))
 
 
+# -- a call of a whole graph (a hybridized block's step, as autograd.get_symbol shows it) ----------
+class CallBody:
+    """A graph called as one node: its `heads`, and the variables `inputs` the node's inputs feed."""
+
+    __slots__ = ("heads", "inputs", "order")
+
+    def __init__(self, heads: List[Entry], inputs: List[Node]):
+        self.heads = heads
+        self.inputs = inputs
+        self.order = topo_order(heads)
+
+    def __repr__(self) -> str:
+        return f"<cached graph: {sum(n.op is not None for n in self.order)} operators>"
+
+
+def call(graph: Symbol, input_names: Sequence[str], args: Sequence[Symbol]) -> Symbol:
+    """One `_CachedOp` node running `graph` on `args` (fed to its variables `input_names`, in order)."""
+    by_name = {n.name: n for n in topo_order(graph._outputs) if n.op is None}
+    missing = [n for n in input_names if n not in by_name]
+    if missing:
+        raise MXNetError(f"_CachedOp: the graph has no inputs {missing}")
+    body = CallBody(list(graph._outputs), [by_name[n] for n in input_names])
+    node = Node(_CACHED_OP, NameManager.current.get(None, "_cachedop"), {"body": body},
+                [a._outputs[0] for a in args])
+    return Symbol([(node, i) for i in range(len(body.heads))])
+
+
+def _call_infer(attrs, given: Sequence, kind: str):
+    body: CallBody = attrs["body"]
+    known = {(id(v), 0): x for v, x in zip(body.inputs, given) if x is not None}
+    values = (infer_shapes if kind == "shape" else infer_dtypes)(body.order, known)
+    return [values.get((id(v), 0)) for v in body.inputs], [values.get((id(c), i)) for c, i in body.heads]
+
+
+_CACHED_OP = register(OpDef(
+    name="_CachedOp",
+    attrs={"body": _BodyAttr("any", doc="the graph called")},
+    inputs=lambda a: [f"arg{i}" for i in range(len(a["body"].inputs))],
+    outputs=lambda a: [f"output{i}" for i in range(len(a["body"].heads))],
+    infer_shape=lambda a, s: _call_infer(a, s, "shape"), infer_type=lambda a, d: _call_infer(a, d, "dtype"),
+    kernels={}, probe_partial_shapes=False,
+    doc="A graph run as one step (a hybridized block's call, as autograd.get_symbol shows it); executors "
+        "inline it before their passes (ember/symbolic/control_flow.py)."))
+
+
 # -- unrolling -----------------------------------------------------------------------------------
 def has_loops(heads: Sequence[Entry]) -> bool:
-    return any(n.op is _FOREACH for n in topo_order(heads))
+    """Whether the graph holds a `_foreach` or `_CachedOp` node (which executors expand)."""
+    return any(n.op is _FOREACH or n.op is _CACHED_OP for n in topo_order(heads))
 
 
 def expand_loops(heads: Sequence[Entry], arg_shapes: Dict[str, tuple]) -> List[Entry]:
@@ -254,7 +326,7 @@ def expand_loops(heads: Sequence[Entry], arg_shapes: Dict[str, tuple]) -> List[E
     heads = list(heads)
     while True:
         order = topo_order(heads)
-        if not any(n.op is _FOREACH for n in order):
+        if not any(n.op is _FOREACH or n.op is _CACHED_OP for n in order):
             return heads
         known = {(id(n), 0): tuple(arg_shapes[n.name]) for n in order if n.op is None and n.name in arg_shapes}
         shapes = infer_shapes(order, known)
@@ -266,6 +338,8 @@ def expand_loops(heads: Sequence[Entry], arg_shapes: Dict[str, tuple]) -> List[E
             ins = [new[id(c)][i] for c, i in n.inputs]
             if n.op is _FOREACH:
                 new[id(n)] = _unroll(n, ins, shapes.get((id(n.inputs[0][0]), n.inputs[0][1])))
+            elif n.op is _CACHED_OP:
+                new[id(n)] = _inline(n, ins)
             else:
                 copy = Node(n.op, n.name, n.attrs, ins, n.user_attrs)
                 new[id(n)] = [(copy, i) for i in range(n.num_outputs())]
@@ -305,3 +379,21 @@ def _unroll(node: Node, ins: List[Entry], data_shape: Optional[tuple]) -> List[E
     stacked = [(Node(stacker, f"{node.name}_output{k}", {"num_args": steps, "axis": 0},
                      [step[k] for step in per_step]), 0) for k in range(no)]
     return stacked + states
+
+
+def _inline(node: Node, ins: List[Entry]) -> List[Entry]:
+    body: CallBody = node.parsed_attrs["body"]
+    given = {id(v): e for v, e in zip(body.inputs, ins)}
+    clones: Dict[int, Node] = {}
+
+    def entry(c: Node, i: int) -> Entry:
+        if id(c) in given:
+            return given[id(c)]
+        if c.op is None:
+            raise MXNetError(f"_CachedOp '{node.name}': its graph reads '{c.name}', which none of its inputs feeds")
+        return clones[id(c)], i
+    for n in body.order:
+        if n.op is not None:
+            clones[id(n)] = Node(n.op, f"{node.name}_{n.name}", n.attrs, [entry(c, i) for c, i in n.inputs],
+                                 n.user_attrs)
+    return [entry(c, i) for c, i in body.heads]

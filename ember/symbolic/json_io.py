@@ -29,8 +29,8 @@ def _graph_doc(outputs) -> dict:
     for i, n in enumerate(order):
         rec = {"op": "null" if n.op is None else n.op.name, "name": n.name}
         attrs = {}
-        if n.op is not None and n.op.name == "_foreach":
-            attrs, body_heads = _control_flow.to_mxnet(n)
+        if n.op is not None and n.op.name in ("_foreach", "_CachedOp"):
+            attrs, body_heads = (_control_flow.to_mxnet if n.op.name == "_foreach" else _control_flow.call_to_json)(n)
             rec["subgraphs"] = [_graph_doc(body_heads)]
         elif n.op is not None:
             attrs.update({k: format_attr_value(n.op, k, v) for k, v in n.attrs.items()})
@@ -125,15 +125,18 @@ def _build(doc, where: str = "") -> List[Entry]:
             raise OperatorError(f"load_json: node '{rec['name']}' uses unknown operator '{op_name}'") from None
         user = {k: v for k, v in raw.items() if k.startswith("__") and k.endswith("__")}
         params = {k: v for k, v in raw.items() if k not in user}
-        if op_name == "_foreach":
+        if op_name in ("_foreach", "_CachedOp"):
             subs = rec.get("subgraphs")
-            if not isinstance(subs, list) or len(subs) != 1:
+            if subs is not None and (not isinstance(subs, list) or len(subs) != 1):
+                _fail(f"node {i} ('{rec['name']}', {op_name}): 'subgraphs' must hold one graph")
+            if subs is None and op_name == "_foreach":
                 _fail(f"node {i} ('{rec['name']}', _foreach) needs its loop body in 'subgraphs'")
-            body_heads = _build(subs[0], f" in the body of '{rec['name']}'")
+            body_heads = _build(subs[0], f" in the graph of '{rec['name']}'") if subs else None
             try:
-                params = _control_flow.from_mxnet(params, body_heads, len(inputs))
+                params = (_control_flow.from_mxnet if op_name == "_foreach" else _control_flow.call_from_json)(
+                    params, body_heads, len(inputs))
             except ValueError as e:
-                _fail(f"node {i} ('{rec['name']}', _foreach): {e}")
+                _fail(f"node {i} ('{rec['name']}', {op_name}): {e}")
         node = Node(opdef, rec["name"], params, inputs, user)
         _ = node.parsed_attrs  # attribute errors surface now, naming the node
         expected = node.num_inputs() + node.num_aux()

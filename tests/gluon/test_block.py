@@ -480,3 +480,39 @@ def test_optimize_for_builds_the_graph_without_running():
     np.testing.assert_allclose(dense(nd.ones((1, 3))).asnumpy(), [[3, 3]])
     with pytest.raises(ValueError, match="no graph backend 'MKLDNN'"):
         dense.optimize_for(nd.ones((1, 3)), backend="MKLDNN")
+
+
+def test_small_graphs_are_recorded_op_by_op_as_mxnet_inlines_them():
+    # MXNet 1.9.1's test_inline: a hybridized graph of at most inline_limit operators (static_alloc off)
+    # is taped operator by operator; a larger one is one _CachedOp step, as autograd.get_symbol shows
+    import json
+    net = gluon.nn.HybridSequential()
+    with net.name_scope():
+        for _ in range(3):
+            net.add(gluon.nn.Dense(10))
+    net.initialize()
+    x = nd.array(np.random.RandomState(0).rand(2, 10))
+    counts = {}
+    for limit in (3, 0):
+        net.hybridize(inline_limit=limit)
+        with mx.autograd.record():
+            y = net(x)
+        sym = mx.autograd.get_symbol(y)
+        counts[limit] = [n["op"] for n in json.loads(sym.tojson())["nodes"]]
+        y.backward()
+        grads = [p.grad().asnumpy().copy() for p in net.collect_params().values()]
+        # the symbol re-runs the computation: bind it to the same values
+        values = [x] + [p.data() for p in net.collect_params().values()]
+        ex = sym.bind(mx.cpu(), dict(zip(sym.list_arguments(), values)))
+        np.testing.assert_allclose(ex.forward()[0].asnumpy(), y.asnumpy(), rtol=1e-5)
+        counts[limit, "grads"] = grads
+    assert counts[3].count("FullyConnected") == 3 and "_CachedOp" not in counts[3] and len(counts[3]) == 10
+    assert counts[0] == ["null"] * 7 + ["_CachedOp"]
+    for a, b in zip(counts[3, "grads"], counts[0, "grads"]):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+    net.hybridize(inline_limit=3, static_alloc=True)  # static_alloc never inlines (MXNet)
+    with mx.autograd.record():
+        y = net(x)
+    assert "_CachedOp" in mx.autograd.get_symbol(y).tojson()
+    again = mx.sym.load_json(mx.autograd.get_symbol(y).tojson())  # ember writes the called graph too
+    assert again.list_arguments() == [f"var{i}" for i in range(7)]

@@ -29,7 +29,7 @@ def _slot(net):
 
 def test_gradient_is_written_into_the_parameter_buffer():
     net, x = _dense(), _x()
-    net.hybridize()
+    net.hybridize(inline_limit=0)  # a one-operator graph: not inlined, so the cached graph runs
     grad_buffer = net.weight.grad()
     for _ in range(2):
         with autograd.record():
@@ -47,7 +47,7 @@ def test_gradient_is_written_into_the_parameter_buffer():
 
 def test_autograd_grad_leaves_the_buffer_untouched():
     net, x = _dense(), _x()
-    net.hybridize()
+    net.hybridize(inline_limit=0)  # a one-operator graph: not inlined, so the cached graph runs
     with autograd.record():
         net(x).sum().backward()  # binds the training executor to the buffers
     net.weight.grad()[:] = 7.0
@@ -64,7 +64,7 @@ def test_parameter_also_used_outside_the_block(req):
     def grads(hybrid):
         net, x = _dense(), _x()
         net.weight.grad_req = req
-        net.hybridize(active=hybrid)
+        net.hybridize(active=hybrid, inline_limit=0)
         for _ in range(2):
             with autograd.record():
                 loss = net(x).sum() + (net.weight.data() * net.weight.data()).sum()
@@ -80,7 +80,7 @@ def test_parameter_also_used_outside_the_block(req):
 
 def test_grad_req_add_accumulates_and_switching_rebinds():
     net, x = _dense(), _x()
-    net.hybridize()
+    net.hybridize(inline_limit=0)  # a one-operator graph: not inlined, so the cached graph runs
     step = np.tile(x.asnumpy().sum(0), (3, 1))
     with autograd.record():
         net(x).sum().backward()
@@ -100,7 +100,7 @@ def test_grad_req_add_accumulates_and_switching_rebinds():
 def test_retain_graph_backward_twice(req):
     net, x = _dense(), _x()
     net.weight.grad_req = req
-    net.hybridize()
+    net.hybridize(inline_limit=0)  # a one-operator graph: not inlined, so the cached graph runs
     with autograd.record():
         loss = net(x).sum()
     loss.backward(retain_graph=True)
@@ -112,7 +112,7 @@ def test_retain_graph_backward_twice(req):
 def test_input_gradient_and_block_applied_twice_match_imperative():
     def grads(hybrid):
         inner, outer = _dense(4, 4, seed=2), _dense(2, 4, seed=3)
-        inner.hybridize(active=hybrid)
+        inner.hybridize(active=hybrid, inline_limit=0)
         x = _x()
         x.attach_grad()
         with autograd.record():
@@ -133,7 +133,7 @@ def test_trainer_steps_equal_imperative_training():
         net.initialize(mx.init.Xavier())
         for i, p in enumerate(net.collect_params().values()):
             p.set_data(nd.array(np.random.RandomState(i).randn(*p.shape) * 0.3))
-        net.hybridize(active=hybrid)
+        net.hybridize(active=hybrid, inline_limit=0)
         trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9})
         lossf = gluon.loss.SoftmaxCrossEntropyLoss()
         x, y = _x(6, 4), nd.array([0, 1, 2, 0, 1, 2])

@@ -28,7 +28,7 @@ def test_batchnorm_updates_running_stats_only_when_training(hybridize):
     bn = _fresh(lambda: nn.BatchNorm(momentum=0.7))
     bn.initialize()
     if hybridize:
-        bn.hybridize()
+        bn.hybridize(inline_limit=0)
     x = nd.array(rng.standard_normal((6, 3, 2)) * 2 + 1)
     bn(x)  # predict mode: the running statistics stay at their initial values
     np.testing.assert_array_equal(bn.running_mean.data().asnumpy(), np.zeros(3))
@@ -108,7 +108,7 @@ def test_batchnorm_relu_is_relu_of_batchnorm():
 def test_dropout_only_in_training(hybridize):
     drop = nn.Dropout(0.4)
     if hybridize:
-        drop.hybridize()
+        drop.hybridize(inline_limit=0)
     x = nd.ones((200, 50))
     np.testing.assert_array_equal(drop(x).asnumpy(), x.asnumpy())     # predict mode: identity
     with autograd.record():
@@ -151,7 +151,7 @@ def test_sequential_hybridize_warns_when_all_children_hybrid():
     net = nn.Sequential()
     net.add(nn.Dense(2), nn.Dense(3))
     with pytest.warns(UserWarning, match="Consider using HybridSequential"):
-        net.hybridize()
+        net.hybridize(inline_limit=0)
 
 
 def test_hybrid_sequential_rejects_plain_blocks():
@@ -172,7 +172,7 @@ def test_concurrent_concatenates_children():
     y = net(x)
     assert y.shape == (2, 9)
     np.testing.assert_allclose(y.asnumpy()[:, 3:7], x.asnumpy())
-    net.hybridize()
+    net.hybridize(inline_limit=0)
     np.testing.assert_allclose(net(x).asnumpy(), y.asnumpy(), rtol=1e-6)
     assert isinstance(net[0:2], cnn.HybridConcurrent)
 
@@ -283,7 +283,7 @@ def test_channel_last_conv_layers(hybridize):
     for layer in (first, last):
         layer.initialize()
         if hybridize:
-            layer.hybridize()
+            layer.hybridize(inline_limit=0)
     last.weight.set_data(first.weight.data().transpose((0, 2, 3, 1)))
     np.testing.assert_allclose(last(nd.array(x.transpose(0, 2, 3, 1))).asnumpy(),
                                first(nd.array(x)).asnumpy().transpose(0, 2, 3, 1), rtol=1e-5, atol=1e-6)
@@ -301,7 +301,7 @@ def test_lambda_wraps_functions():
     assert repr(lam) == "Lambda(<lambda>)"
     np.testing.assert_allclose(lam(nd.array([2.0]), nd.array([3.0])).asnumpy(), [6.0])
     hyb = nn.HybridLambda(lambda F, a, b: F.broadcast_add(a, b))
-    hyb.hybridize()
+    hyb.hybridize(inline_limit=0)
     np.testing.assert_allclose(hyb(nd.array([2.0]), nd.array([3.0])).asnumpy(), [5.0])
     assert isinstance(hyb, HybridBlock)
 
@@ -317,7 +317,7 @@ def test_hybridized_container_is_one_graph():
     net.initialize(mx.init.Xavier())
     x = nd.array(rng.standard_normal((2, 2, 5, 5)))
     ref = net(x).asnumpy()
-    net.hybridize()
+    net.hybridize(inline_limit=0)
     np.testing.assert_allclose(net(x).asnumpy(), ref, rtol=1e-5, atol=1e-6)
     with pytest.raises(HybridizeError):
         net(x, x)
