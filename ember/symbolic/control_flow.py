@@ -19,7 +19,7 @@ from ..base import DTypeError, MXNetError, ShapeError
 from ..ops.registry import Attr, OpDef, register
 from .graph import Entry, Node, topo_order
 from .infer import infer_dtypes, infer_shapes
-from .naming import NameManager
+from .naming import AttrScope, NameManager
 from .symbol import Symbol
 
 
@@ -45,8 +45,8 @@ class ForeachBody:
 def _flatten(value, what: str) -> Tuple[List[Symbol], object]:
     """(flat list of one-output Symbols, format to rebuild the nesting)."""
     if isinstance(value, Symbol):
-        return [value[i] for i in range(len(value.list_outputs()))] if len(value.list_outputs()) > 1 \
-            else [value], 0 if len(value.list_outputs()) == 1 else len(value.list_outputs())
+        n = len(value.list_outputs())
+        return ([value], 0) if n == 1 else ([value[i] for i in range(n)], n)
     if isinstance(value, (list, tuple)):
         flat, fmt = [], []
         for v in value:
@@ -80,8 +80,9 @@ def foreach(body: Callable, data, init_states, name: str = "foreach"):
     node_name = NameManager.current.get(None if name == "foreach" else name, "_foreach")
     data_vars = [Node(None, f"{node_name}_data{i}") for i in range(len(flat_data))]
     state_vars = [Node(None, f"{node_name}_state{i}") for i in range(len(flat_states))]
-    outs, new_states = body(_regroup([Symbol([(v, 0)]) for v in data_vars], data_fmt)[0],
-                            _regroup([Symbol([(v, 0)]) for v in state_vars], state_fmt)[0] if flat_states else [])
+    with AttrScope(__subgraph_name__=node_name):  # marks what the body makes (MXNet's mark, as in its JSON)
+        outs, new_states = body(_regroup([Symbol([(v, 0)]) for v in data_vars], data_fmt)[0],
+                                _regroup([Symbol([(v, 0)]) for v in state_vars], state_fmt)[0] if flat_states else [])
     flat_out, out_fmt = _flatten(outs, "the body's outputs")
     flat_new, _ = _flatten(new_states, "the body's new states")
     if len(flat_new) != len(flat_states):
@@ -92,7 +93,8 @@ def foreach(body: Callable, data, init_states, name: str = "foreach"):
     node = Node(_FOREACH, node_name,
                 {"num_data": len(flat_data), "num_states": len(flat_states), "num_out_data": len(flat_out),
                  "num_free": len(free_vars), "body": loop_body},
-                [s._outputs[0] for s in flat_data + flat_states] + free_entries)
+                [s._outputs[0] for s in flat_data + flat_states] + free_entries,
+                AttrScope.current.get(None))  # (a loop inside a loop's body is part of that body)
     results = [Symbol([(node, i)]) for i in range(len(flat_out) + len(flat_states))]
     outputs = _regroup(results[:len(flat_out)], out_fmt)[0]
     states = _regroup(results[len(flat_out):], state_fmt)[0] if flat_states else []
@@ -101,12 +103,15 @@ def foreach(body: Callable, data, init_states, name: str = "foreach"):
 
 def _cut(name: str, heads: List[Entry], placeholders: List[Node]) -> Tuple[List[Entry], List[Entry], List[Node]]:
     """The body graph as its own: (its heads, the outer entries it reads, the variables standing for
-    them).  A node belongs to the body when it depends on a placeholder; what it reads from any
-    other node is an outer entry, read through a variable (an outer variable's own name)."""
+    them).  An operator belongs to the body when the body made it (it carries the loop's
+    `__subgraph_name__`: it runs at every step, a random draw too) or it depends on a placeholder;
+    what it reads from any other node is an outer entry, read through a variable (an outer
+    variable's own name)."""
     order = topo_order(heads)
     inside = {id(p) for p in placeholders}
     for n in order:
-        if n.op is not None and any(id(c) in inside for c, _ in n.inputs):
+        if n.op is not None and (n.user_attrs.get("__subgraph_name__") == name
+                                 or any(id(c) in inside for c, _ in n.inputs)):
             inside.add(id(n))
     free_entries: List[Entry] = []
     free_vars: List[Node] = []

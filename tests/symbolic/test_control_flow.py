@@ -210,3 +210,17 @@ def test_mxnet_runs_an_ember_exported_loop(tmp_path):
     got = np.load(tmp_path / "out.npz")
     for i, w in enumerate(want):
         np.testing.assert_allclose(got[f"arr_{i}"], w, rtol=1e-5, atol=1e-6)
+
+
+def test_what_the_body_makes_runs_at_every_step():
+    # an operator the body makes without reading the step (a random draw) runs per step, as in MXNet;
+    # one made outside the loop is computed once and read by every step
+    x = mx.sym.var("x")
+    outside = mx.sym.random.uniform(shape=(2,))
+    per_step, _ = mx.sym.contrib.foreach(lambda d, s: (d * 0 + mx.sym.random.uniform(shape=(2,)), []), x, [])
+    once, _ = mx.sym.contrib.foreach(lambda d, s: (d * 0 + outside, []), x, [])
+    ex = mx.sym.Group([per_step, once]).bind(mx.cpu(), {"x": mx.nd.zeros((4, 2))})
+    steps, same = (o.asnumpy() for o in ex.forward())
+    assert len({tuple(r) for r in steps}) == 4  # a fresh draw per step
+    assert len({tuple(r) for r in same}) == 1
+    assert '"__subgraph_name__"' in per_step.tojson()  # MXNet's mark on what the body made
