@@ -90,6 +90,10 @@ def _runtime_key(parts, xp):
 def getitem(arr: NDArray, key) -> NDArray:
     """arr[key] (MXNet 1.x: an integer index on a 1-D array gives shape (1,))."""
     arr._chunk.check()
+    if type(key) is int and type(arr) is NDArray and arr._ag is None and arr._data.ndim > 1 \
+            and arr._data.flags.c_contiguous:
+        # one row of a batch (a dataset's sample): numpy's row view, sharing storage and var with arr
+        return NDArray(arr._data[key], arr._chunk)
     key = _as_tuple(key)
     if _is_basic(key):
         if autograd_state.needs_record(arr):
