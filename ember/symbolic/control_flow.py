@@ -12,6 +12,7 @@ JSON the node is MXNet's `_foreach` (`to_mxnet` / `from_mxnet`: the body in 'sub
 """
 from __future__ import annotations
 
+import ast
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import ops as _ops
@@ -216,7 +217,6 @@ def call_to_json(node: Node) -> Tuple[Dict[str, str], List[Entry]]:
 
 def call_from_json(params: Dict[str, str], body_heads: Optional[List[Entry]], num_inputs: int) -> dict:
     """ember's attributes of a `_CachedOp` node read from JSON."""
-    import ast
     if body_heads is None:
         raise ValueError("the node carries no graph ('subgraphs'), as MXNet writes autograd.get_symbol's "
                          "_CachedOp nodes: it cannot be rebuilt")
@@ -233,7 +233,6 @@ def call_from_json(params: Dict[str, str], body_heads: Optional[List[Entry]], nu
 
 def from_mxnet(params: Dict[str, str], body_heads: List[Entry], num_inputs: int) -> dict:
     """ember's attributes of a `_foreach` node read from MXNet's (`params`) and its subgraph's heads."""
-    import ast
     try:
         data_locs, state_locs, remain_locs = (list(ast.literal_eval(params[k]))
                                               for k in ("in_data_locs", "in_state_locs", "remain_locs"))
