@@ -51,6 +51,7 @@ for _name in _random_helpers.__all__:  # MXNet's symbol/random.py functions (num
 contrib = _PrefixedNamespace("contrib", ("_contrib_",), short_names=True)
 contrib.rand_zipfian = _legacy.rand_zipfian  # MXNet's Python-level helper in symbol/contrib.py
 contrib.foreach = _control_flow.foreach
+contrib.while_loop = _control_flow.while_loop
 linalg = _PrefixedNamespace("linalg", ("_linalg_",), short_names=True)
 image = _PrefixedNamespace("image", ("_image_",), short_names=True)
 # MXNet's mx.sym.sparse: the operators with sparse kernels.  ember's executors compute on dense

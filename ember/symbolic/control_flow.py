@@ -1,4 +1,5 @@
-"""Symbolic loops: `mx.sym.contrib.foreach` (MXNet's `_foreach` operator).
+"""Symbolic loops: `mx.sym.contrib.foreach` and `while_loop` (MXNet's `_foreach` / `_while_loop`), and the
+`_CachedOp` node `autograd.get_symbol` makes of a hybridized block's call.
 
 `foreach(body, data, init_states)` traces `body(data[i], states) -> (outputs, new_states)` once, on
 variables standing for one step's slices and states, into a graph of its own (`ForeachBody`); what
@@ -7,8 +8,9 @@ one `_foreach` node.  The node infers shapes and dtypes through its body, so a g
 infers, and Gluon's deferred parameters learn their shapes through it.  An executor unrolls it
 before its passes run (`expand_loops`, once the sequence length is known from the bound shapes):
 the steps become ordinary nodes reading `SliceChannel` slices and `stack`ed into the outputs, so
-the gradient pass, the memory planner and the engine treat a loop like any other graph.  In symbol
-JSON the node is MXNet's `_foreach` (`to_mxnet` / `from_mxnet`: the body in 'subgraphs').
+the gradient pass, the memory planner and the engine treat a loop like any other graph.  A while loop
+is unrolled to `max_iterations` masked steps.  In symbol JSON the nodes are MXNet's (the graphs in
+'subgraphs').
 """
 from __future__ import annotations
 
@@ -139,6 +141,84 @@ def _cut(name: str, heads: List[Entry], placeholders: List[Node]) -> Tuple[List[
     return body_heads, free_entries, free_vars
 
 
+class WhileBody:
+    """A while loop's two graphs: `cond_heads` (one scalar) and `func_heads` (the step's outputs, then
+    the new loop variables), each reading the variables `cond_inputs` / `func_inputs`, which the node's
+    inputs at `cond_locs` / `func_locs` feed; `var_locs[j]`: where loop variable j is among
+    `func_inputs` (so its start is node input `func_locs[var_locs[j]]`, MXNet's encoding)."""
+
+    __slots__ = ("cond_heads", "func_heads", "cond_inputs", "func_inputs", "cond_locs", "func_locs", "var_locs",
+                 "var_inputs", "num_out_data", "cond_order", "func_order")
+
+    def __init__(self, cond_heads, func_heads, cond_inputs, func_inputs, cond_locs, func_locs, var_locs,
+                 num_out_data: int):
+        self.cond_heads, self.func_heads = cond_heads, func_heads
+        self.cond_inputs, self.func_inputs = cond_inputs, func_inputs
+        self.cond_locs, self.func_locs, self.var_locs = cond_locs, func_locs, var_locs
+        self.var_inputs = [func_locs[i] for i in var_locs]  # the node input holding loop variable j's start
+        self.num_out_data = num_out_data
+        self.cond_order, self.func_order = topo_order(cond_heads), topo_order(func_heads)
+
+    def __repr__(self) -> str:
+        return f"<while_loop body: {sum(n.op is not None for n in self.func_order)} operators>"
+
+
+def while_loop(cond: Callable, func: Callable, loop_vars, max_iterations: Optional[int] = None,
+               name: str = "while_loop"):
+    """Run `func(*loop_vars) -> (step_outputs, new_loop_vars)` while `cond(*loop_vars)` (a scalar) is
+    true, at most `max_iterations` times, in the graph (MXNet's `mx.sym.contrib.while_loop`): returns
+    (step outputs stacked along a new axis 0 of length max_iterations, zero past the last step; the
+    final loop variables).  Executors unroll it to max_iterations masked steps."""
+    if max_iterations is None:
+        raise ValueError("while_loop: max_iterations should be specified")
+    max_iterations = int(max_iterations)
+    if max_iterations < 1:
+        raise ValueError(f"while_loop: max_iterations must be >= 1, got {max_iterations}")
+    flat_vars, var_fmt = _flatten(loop_vars, "loop_vars")
+    if not flat_vars:
+        raise ValueError("while_loop: loop_vars must hold at least one Symbol")
+    node_name = NameManager.current.get(None if name == "while_loop" else name, "_while_loop")
+    placeholders = [Node(None, f"{node_name}_var{i}") for i in range(len(flat_vars))]
+    given = _regroup([Symbol([(v, 0)]) for v in placeholders], var_fmt)[0]
+    args = given if isinstance(given, list) else [given]
+    with AttrScope(__subgraph_name__=node_name):
+        pred, _ = _flatten(cond(*args), "the value of cond")
+        step_output, new_vars = func(*args)
+    if len(pred) != 1:
+        raise ValueError(f"while_loop: cond must return one scalar Symbol, got {len(pred)}")
+    flat_out, out_fmt = _flatten(step_output, "func's step outputs")
+    flat_new, _ = _flatten(new_vars, "func's new loop variables")
+    if len(flat_new) != len(flat_vars):
+        raise ValueError(f"while_loop: func returned {len(flat_new)} loop variables, expected {len(flat_vars)}")
+    cond_heads, cond_free, cond_fvars = _cut(node_name, [pred[0]._outputs[0]], placeholders)
+    func_heads, func_free, func_fvars = _cut(node_name, [s._outputs[0] for s in flat_out + flat_new], placeholders)
+    node_inputs = [s._outputs[0] for s in flat_vars]
+    where: Dict[Tuple[int, int], int] = {}
+    for e in cond_free + func_free:  # the outer entries both graphs read, each once
+        if (id(e[0]), e[1]) not in where:
+            where[(id(e[0]), e[1])] = len(node_inputs)
+            node_inputs.append(e)
+
+    def locate(heads, free, fvars):
+        inputs = [n for n in topo_order(heads) if n.op is None]
+        slot = {id(p): j for j, p in enumerate(placeholders)}
+        slot.update({id(v): where[(id(e[0]), e[1])] for e, v in zip(free, fvars)})
+        return inputs, [slot[id(v)] for v in inputs]
+    cond_inputs, cond_locs = locate(cond_heads, cond_free, cond_fvars)
+    func_inputs, func_locs = locate(func_heads, func_free, func_fvars)
+    missing = [p.name for p in placeholders if p not in func_inputs]
+    if missing:
+        raise ValueError(f"while_loop: func must use every loop variable (as MXNet's), {missing} unused")
+    body = WhileBody(cond_heads, func_heads, cond_inputs, func_inputs, cond_locs, func_locs,
+                     [func_inputs.index(p) for p in placeholders], len(flat_out))
+    node = Node(_WHILE, node_name, {"num_vars": len(flat_vars), "num_out_data": len(flat_out),
+                                    "num_inputs": len(node_inputs), "max_iterations": max_iterations, "body": body},
+                node_inputs, AttrScope.current.get(None))
+    results = [Symbol([(node, i)]) for i in range(len(flat_out) + len(flat_vars))]
+    outputs = _regroup(results[:len(flat_out)], out_fmt)[0] if flat_out else []
+    return outputs, _regroup(results[len(flat_out):], var_fmt)[0]
+
+
 # -- the operator --------------------------------------------------------------------------------
 def _counts(attrs) -> Tuple[int, int, int, int]:
     return attrs["num_data"], attrs["num_states"], attrs["num_out_data"], attrs["num_free"]
@@ -254,7 +334,7 @@ def from_mxnet(params: Dict[str, str], body_heads: List[Entry], num_inputs: int)
 
 class _BodyAttr(Attr):
     def parse(self, value, op, name):
-        if not isinstance(value, (ForeachBody, CallBody)):
+        if not isinstance(value, (ForeachBody, CallBody, WhileBody)):
             raise MXNetError(f"{op}: '{name}' must be the graph foreach / autograd.get_symbol traced or "
                              f"load_json read, got {type(value).__name__}")
         return value
@@ -270,6 +350,82 @@ _FOREACH = register(OpDef(
     kernels={}, probe_partial_shapes=False,
     doc="A loop over axis 0 of its data inputs (mx.sym.contrib.foreach); executors unroll it before "
         "their passes (ember/symbolic/control_flow.py)."))
+
+
+def _through_while(attrs, given: Sequence, kind: str):
+    """`kind` inference through a while loop's graphs: (inputs, outputs) as the node sees them."""
+    body: WhileBody = attrs["body"]
+    no, steps = attrs["num_out_data"], attrs["max_iterations"]
+    is_shape = kind == "shape"
+    run = infer_shapes if is_shape else infer_dtypes
+    ins = list(given)
+    for inputs, locs, order in ((body.func_inputs, body.func_locs, body.func_order),
+                                (body.cond_inputs, body.cond_locs, body.cond_order)):
+        values = run(order, {(id(v), 0): ins[loc] for v, loc in zip(inputs, locs) if ins[loc] is not None})
+        for v, loc in zip(inputs, locs):
+            if ins[loc] is None:
+                ins[loc] = values.get((id(v), 0))
+        if order is body.func_order:
+            got = [values.get((id(c), i)) for c, i in body.func_heads]
+    outs, new_vars = got[:no], got[no:]
+    for j, (loc, b) in enumerate(zip(body.var_inputs, new_vars)):
+        a = ins[loc]
+        if a is not None and b is not None and (tuple(a) if is_shape else a) != (tuple(b) if is_shape else b):
+            raise (ShapeError if is_shape else DTypeError)(
+                f"_while_loop: loop variable {j} enters func as {a} and leaves it as {b}; it must keep its {kind}")
+        if a is None:
+            ins[loc] = b
+    if is_shape:
+        outs = [None if o is None else (steps,) + tuple(o) for o in outs]
+    return ins, outs + [ins[loc] for loc in body.var_inputs]
+
+
+_WHILE = register(OpDef(
+    name="_while_loop",
+    attrs={"num_vars": Attr("int"), "num_out_data": Attr("int"), "num_inputs": Attr("int"),
+           "max_iterations": Attr("int"), "body": _BodyAttr("any")},
+    inputs=lambda a: [f"arg{i}" for i in range(a["num_inputs"])],
+    outputs=lambda a: [f"output{i}" for i in range(a["num_out_data"])] + [f"var_output{i}" for i in
+                                                                           range(a["num_vars"])],
+    infer_shape=lambda a, s: _through_while(a, s, "shape"), infer_type=lambda a, d: _through_while(a, d, "dtype"),
+    kernels={}, probe_partial_shapes=False,
+    doc="A while loop of at most max_iterations steps (mx.sym.contrib.while_loop); executors unroll it "
+        "into masked steps (ember/symbolic/control_flow.py)."))
+
+
+def while_to_mxnet(node: Node) -> Tuple[Dict[str, str], List[List[Entry]]]:
+    """(MXNet's attributes of a `_while_loop` node, the heads of its cond and func graphs)."""
+    a = node.parsed_attrs
+    body: WhileBody = a["body"]
+    return ({"num_args": str(2 + a["num_inputs"]), "num_outputs": str(a["num_out_data"] + a["num_vars"]),
+             "num_out_data": str(a["num_out_data"]), "max_iterations": str(a["max_iterations"]),
+             "cond_input_locs": str(body.cond_locs), "func_input_locs": str(body.func_locs),
+             "func_var_locs": str(body.var_locs)}, [body.cond_heads, body.func_heads])
+
+
+def while_from_mxnet(params: Dict[str, str], graphs: List[List[Entry]], num_inputs: int) -> dict:
+    """ember's attributes of a `_while_loop` node read from MXNet's and its two graphs' heads."""
+    try:
+        cond_locs, func_locs, var_locs = (list(ast.literal_eval(params[k]))
+                                          for k in ("cond_input_locs", "func_input_locs", "func_var_locs"))
+        out_data, steps = int(params["num_out_data"]), int(params["max_iterations"])
+    except (KeyError, ValueError, SyntaxError, TypeError) as e:
+        raise ValueError(f"bad or missing loop attributes ({type(e).__name__}: {e})") from None
+    if len(graphs) != 2:
+        raise ValueError(f"a while loop has two graphs (cond, func), got {len(graphs)}")
+    cond_inputs = [n for n in topo_order(graphs[0]) if n.op is None]
+    func_inputs = [n for n in topo_order(graphs[1]) if n.op is None]
+    nv = len(var_locs)
+    if len(cond_locs) != len(cond_inputs) or len(func_locs) != len(func_inputs) or \
+            not all(isinstance(i, int) and 0 <= i < num_inputs for i in cond_locs + func_locs) or \
+            not all(isinstance(i, int) and 0 <= i < len(func_inputs) for i in var_locs):
+        raise ValueError(f"the locations (cond {cond_locs}, func {func_locs}, vars {var_locs}) do not match the "
+                         f"graphs' inputs and the node's {num_inputs}")
+    if len(graphs[1]) != out_data + nv:
+        raise ValueError(f"func has {len(graphs[1])} outputs for {out_data} step outputs and {nv} loop variables")
+    body = WhileBody(graphs[0], graphs[1], cond_inputs, func_inputs, cond_locs, func_locs, var_locs, out_data)
+    return {"num_vars": nv, "num_out_data": out_data, "num_inputs": num_inputs, "max_iterations": steps,
+            "body": body}
 
 
 # -- a call of a whole graph (a hybridized block's step, as autograd.get_symbol shows it) ----------
@@ -318,9 +474,10 @@ _CACHED_OP = register(OpDef(
 
 
 # -- unrolling -----------------------------------------------------------------------------------
+_EXPANDED = (_FOREACH, _WHILE, _CACHED_OP)
 def has_loops(heads: Sequence[Entry]) -> bool:
-    """Whether the graph holds a `_foreach` or `_CachedOp` node (which executors expand)."""
-    return any(n.op is _FOREACH or n.op is _CACHED_OP for n in topo_order(heads))
+    """Whether the graph holds a `_foreach`, `_while_loop` or `_CachedOp` node (which executors expand)."""
+    return any(n.op in _EXPANDED for n in topo_order(heads))
 
 
 def expand_loops(heads: Sequence[Entry], arg_shapes: Dict[str, tuple]) -> List[Entry]:
@@ -330,7 +487,7 @@ def expand_loops(heads: Sequence[Entry], arg_shapes: Dict[str, tuple]) -> List[E
     heads = list(heads)
     while True:
         order = topo_order(heads)
-        if not any(n.op is _FOREACH or n.op is _CACHED_OP for n in order):
+        if not any(n.op in _EXPANDED for n in order):
             return heads
         known = {(id(n), 0): tuple(arg_shapes[n.name]) for n in order if n.op is None and n.name in arg_shapes}
         shapes = infer_shapes(order, known)
@@ -344,6 +501,8 @@ def expand_loops(heads: Sequence[Entry], arg_shapes: Dict[str, tuple]) -> List[E
                 new[id(n)] = _unroll(n, ins, shapes.get((id(n.inputs[0][0]), n.inputs[0][1])))
             elif n.op is _CACHED_OP:
                 new[id(n)] = _inline(n, ins)
+            elif n.op is _WHILE:
+                new[id(n)] = _unroll_while(n, ins, shapes)
             else:
                 copy = Node(n.op, n.name, n.attrs, ins, n.user_attrs)
                 new[id(n)] = [(copy, i) for i in range(n.num_outputs())]
@@ -401,3 +560,57 @@ def _inline(node: Node, ins: List[Entry]) -> List[Entry]:
             clones[id(n)] = Node(n.op, f"{node.name}_{n.name}", n.attrs, [entry(c, i) for c, i in n.inputs],
                                  n.user_attrs)
     return [entry(c, i) for c, i in body.heads]
+
+
+def _clone(order: Sequence[Node], heads: Sequence[Entry], given: Dict[int, Entry], prefix: str) -> List[Entry]:
+    """Copies of the operators of `order` reading `given` (id(variable) -> entry); the copies of `heads`."""
+    clones: Dict[int, Node] = {}
+
+    def entry(c: Node, i: int) -> Entry:
+        return given[id(c)] if id(c) in given else (clones[id(c)], i)
+    for n in order:
+        if n.op is not None:
+            clones[id(n)] = Node(n.op, f"{prefix}{n.name}", n.attrs, [entry(c, i) for c, i in n.inputs], n.user_attrs)
+    return [entry(c, i) for c, i in heads]
+
+
+def _unroll_while(node: Node, ins: List[Entry], shapes: Dict) -> List[Entry]:
+    """max_iterations masked steps: each evaluates cond and func; a step after cond first failed keeps the
+    loop variables and outputs zeros (MXNet leaves those rows undefined)."""
+    a = node.parsed_attrs
+    body: WhileBody = a["body"]
+    no, steps = a["num_out_data"], a["max_iterations"]
+
+    def ndim(key) -> int:
+        shape = shapes.get(key)
+        if shape is None:
+            raise ShapeError(f"while_loop '{node.name}': the shapes of its loop are not known from the bound shapes")
+        return len(shape)
+
+    def op(name: str, label: str, inputs: List[Entry], **attrs) -> Entry:
+        return Node(_ops.get(name), f"{node.name}_{label}", attrs, inputs), 0
+
+    starts = [node.inputs[loc] for loc in body.var_inputs]
+    var_dims = [ndim((id(e[0]), e[1])) for e in starts]
+    out_dims = [ndim((id(node), k)) - 1 for k in range(no)]
+
+    def masked(running: Entry, x: Entry, otherwise: Entry, dims: int, label: str) -> Entry:
+        flag = op("broadcast_like", f"{label}_flag", [op("Reshape", f"{label}_r", [running], shape=(1,) * dims), x])
+        return op("where", label, [flag, x, otherwise])
+    loop_vars = [ins[loc] for loc in body.var_inputs]
+    var_of = {loc: j for j, loc in enumerate(body.var_inputs)}  # node input -> the loop variable it starts
+    running = None
+    per_step = []
+    for t in range(steps):
+        def feed(inputs, locs):
+            return {id(v): (loop_vars[var_of[loc]] if loc in var_of else ins[loc]) for v, loc in zip(inputs, locs)}
+        (pred,) = _clone(body.cond_order, body.cond_heads, feed(body.cond_inputs, body.cond_locs), f"{node.name}_t{t}_")
+        holds = op("_not_equal_scalar", f"t{t}_holds", [pred], scalar=0.0)
+        running = holds if running is None else op("elemwise_mul", f"t{t}_running", [running, holds])
+        got = _clone(body.func_order, body.func_heads, feed(body.func_inputs, body.func_locs), f"{node.name}_t{t}_")
+        per_step.append([masked(running, o, op("zeros_like", f"t{t}_zero{k}", [o]), out_dims[k], f"t{t}_out{k}")
+                         for k, o in enumerate(got[:no])])
+        loop_vars = [masked(running, new, old, var_dims[j], f"t{t}_var{j}")
+                     for j, (new, old) in enumerate(zip(got[no:], loop_vars))]
+    stacked = [op("stack", f"output{k}", [step[k] for step in per_step], num_args=steps, axis=0) for k in range(no)]
+    return stacked + loop_vars

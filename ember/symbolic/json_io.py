@@ -32,6 +32,9 @@ def _graph_doc(outputs) -> dict:
         if n.op is not None and n.op.name in ("_foreach", "_CachedOp"):
             attrs, body_heads = (_control_flow.to_mxnet if n.op.name == "_foreach" else _control_flow.call_to_json)(n)
             rec["subgraphs"] = [_graph_doc(body_heads)]
+        elif n.op is not None and n.op.name == "_while_loop":
+            attrs, graphs = _control_flow.while_to_mxnet(n)
+            rec["subgraphs"] = [_graph_doc(heads) for heads in graphs]
         elif n.op is not None:
             attrs.update({k: format_attr_value(n.op, k, v) for k, v in n.attrs.items()})
         attrs.update(n.user_attrs)
@@ -125,7 +128,16 @@ def _build(doc, where: str = "") -> List[Entry]:
             raise OperatorError(f"load_json: node '{rec['name']}' uses unknown operator '{op_name}'") from None
         user = {k: v for k, v in raw.items() if k.startswith("__") and k.endswith("__")}
         params = {k: v for k, v in raw.items() if k not in user}
-        if op_name in ("_foreach", "_CachedOp"):
+        if op_name == "_while_loop":
+            subs = rec.get("subgraphs")
+            if not isinstance(subs, list) or len(subs) != 2:
+                _fail(f"node {i} ('{rec['name']}', _while_loop) needs its cond and func graphs in 'subgraphs'")
+            graphs = [_build(sub, f" in a graph of '{rec['name']}'") for sub in subs]
+            try:
+                params = _control_flow.while_from_mxnet(params, graphs, len(inputs))
+            except ValueError as e:
+                _fail(f"node {i} ('{rec['name']}', _while_loop): {e}")
+        elif op_name in ("_foreach", "_CachedOp"):
             subs = rec.get("subgraphs")
             if subs is not None and (not isinstance(subs, list) or len(subs) != 1):
                 _fail(f"node {i} ('{rec['name']}', {op_name}): 'subgraphs' must hold one graph")

@@ -6,7 +6,10 @@ Run with the MXNet venv:
 
 Writes tests/data/loops/: `lstm_loop-symbol.json` and `lstm_loop-0000.params` (MXNet's `export`: the
 `_foreach` node with its body in 'subgraphs') and `io.npz` (the inputs 'data0'..'data3' and MXNet's
-outputs 'out0' (sequence) 'out1', 'out2' (final states)); replayed by tests/symbolic/test_control_flow.py.
+outputs 'out0' (sequence) 'out1', 'out2' (final states)); and `while-symbol.json` with `while_io.npz`: a
+`contrib.while_loop` reading an outer weight (`_while_loop` with its cond and func graphs in 'subgraphs'), its
+inputs and MXNet's outputs (the rows past the last step, undefined in MXNet, are not recorded: 'steps' says
+how many are valid).  Replayed by tests/symbolic/test_control_flow.py.
 """
 import os
 
@@ -44,6 +47,29 @@ def main():
     data.update({f"out{i}": o.asnumpy() for i, o in enumerate(outs)})
     np.savez_compressed(os.path.join(HERE, "io.npz"), **data)
     print("recorded", sorted(data))
+    record_while(rs)
+
+
+def record_while(rs):
+    x, acc, w = mx.sym.var("x"), mx.sym.var("acc"), mx.sym.var("w")
+
+    def cond(x, acc):
+        return mx.sym.sum(acc) < 20
+
+    def func(x, acc):
+        new = acc + mx.sym.tanh(x * w)
+        return [new * 2], [x + 1, new]
+    outs, states = mx.sym.contrib.while_loop(cond, func, [x, acc], max_iterations=8)
+    loop = mx.sym.Group(outs + states)
+    loop.save(os.path.join(HERE, "while-symbol.json"))
+    values = {"x": rs.uniform(0, 1, (2, 3)).astype(np.float32), "acc": np.zeros((2, 3), np.float32),
+              "w": rs.uniform(0.5, 1.5, (2, 3)).astype(np.float32)}
+    res = loop.bind(mx.cpu(), {k: mx.nd.array(v) for k, v in values.items()}).forward()
+    out, x_end, acc_end = (r.asnumpy() for r in res)
+    steps = int(x_end[0, 0] - values["x"][0, 0] + 0.5)
+    np.savez_compressed(os.path.join(HERE, "while_io.npz"), out=out[:steps], x_end=x_end, acc_end=acc_end,
+                        steps=np.array(steps), **values)
+    print("recorded while_loop,", steps, "steps")
 
 
 if __name__ == "__main__":

@@ -224,3 +224,88 @@ def test_what_the_body_makes_runs_at_every_step():
     assert len({tuple(r) for r in steps}) == 4  # a fresh draw per step
     assert len({tuple(r) for r in same}) == 1
     assert '"__subgraph_name__"' in per_step.tojson()  # MXNet's mark on what the body made
+
+
+# -- while_loop --------------------------------------------------------------------------------------
+def _while_parts(w):
+    def cond(x, acc):
+        return mx.sym.sum(acc) < 20
+
+    def func(x, acc):
+        new = acc + mx.sym.tanh(x * w)
+        return [new * 2], [x + 1, new]
+    return cond, func
+
+
+def test_while_loop_values_and_gradients_match_the_imperative_loop():
+    x, acc, w = mx.sym.var("x"), mx.sym.var("acc"), mx.sym.var("w")
+    cond, func = _while_parts(w)
+    outs, states = mx.sym.contrib.while_loop(cond, func, [x, acc], max_iterations=8)
+    loop = mx.sym.Group(outs + states)
+    _, out_shapes, _ = loop.infer_shape(x=(2, 3), acc=(2, 3), w=(2, 3))
+    assert out_shapes == [(8, 2, 3), (2, 3), (2, 3)]
+    values = {"x": rng.uniform(0, 1, (2, 3)), "acc": np.zeros((2, 3)), "w": rng.uniform(0.5, 1.5, (2, 3))}
+    ex, args, grads = _bind(loop, values)
+    res = [o.asnumpy() for o in ex.forward(is_train=True)]
+    heads = [rng.rand(8, 2, 3), rng.rand(2, 3), rng.rand(2, 3)]
+    ex.backward([mx.nd.array(h) for h in heads])
+    for a in args.values():
+        a.attach_grad()
+    with autograd.record():
+        def icond(x, acc):
+            return (acc.sum() < 20)
+
+        def ifunc(x, acc):
+            new = acc + mx.nd.tanh(x * args["w"])
+            return [new * 2], [x + 1, new]
+        o, s = mx.nd.contrib.while_loop(icond, ifunc, [args["x"], args["acc"]], max_iterations=8)
+        want = [o[0], s[0], s[1]]
+        loss = sum((v * mx.nd.array(h)).sum() for v, h in zip(want, heads))
+    loss.backward()
+    steps = int(round(res[1][0, 0] - values["x"][0, 0]))
+    assert 1 <= steps < 8  # the loop ended before max_iterations: the masked steps are exercised
+    for got, ref in zip(res, want):
+        np.testing.assert_allclose(got, ref.asnumpy(), rtol=1e-5, atol=1e-6)  # zero rows past the end, as ember's nd
+    for k in values:
+        np.testing.assert_allclose(grads[k].asnumpy(), args[k].grad.asnumpy(), rtol=1e-4, atol=1e-6, err_msg=k)
+
+
+def test_while_loop_in_mxnet_json_both_ways(tmp_path):
+    io = np.load(os.path.join(LOOPS, "while_io.npz"))
+    steps = int(io["steps"])
+    loop = mx.sym.load(os.path.join(LOOPS, "while-symbol.json"))  # MXNet 1.9.1 wrote it (inputs not in var order)
+    res = loop.bind(mx.cpu(), {k: mx.nd.array(io[k]) for k in ("x", "acc", "w")}).forward()
+    np.testing.assert_allclose(res[0].asnumpy()[:steps], io["out"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(res[1].asnumpy(), io["x_end"], rtol=1e-6)
+    np.testing.assert_allclose(res[2].asnumpy(), io["acc_end"], rtol=1e-5, atol=1e-6)
+    x, acc, w = mx.sym.var("x"), mx.sym.var("acc"), mx.sym.var("w")
+    outs, states = mx.sym.contrib.while_loop(*_while_parts(w), [x, acc], max_iterations=8)
+    node = json.loads(mx.sym.Group(outs + states).tojson())["nodes"][-1]
+    assert node["op"] == "_while_loop" and len(node["subgraphs"]) == 2
+    assert {k: node["attrs"][k] for k in ("max_iterations", "num_out_data", "num_outputs")} == \
+        {"max_iterations": "8", "num_out_data": "1", "num_outputs": "3"}
+    again = mx.sym.load_json(mx.sym.Group(outs + states).tojson())
+    res2 = again.bind(mx.cpu(), {k: mx.nd.array(io[k]) for k in ("x", "acc", "w")}).forward()
+    np.testing.assert_allclose(res2[2].asnumpy(), io["acc_end"], rtol=1e-5, atol=1e-6)
+    if not os.path.exists(MXNET_PYTHON):
+        return
+    mx.sym.Group(outs + states).save(str(tmp_path / "w.json"))
+    code = ("import mxnet as mx, numpy as np, sys; io=np.load(sys.argv[2]); g=mx.sym.load(sys.argv[1]); "
+            "r=g.bind(mx.cpu(), {k: mx.nd.array(io[k]) for k in ('x','acc','w')}).forward(); "
+            "np.save(sys.argv[3], r[2].asnumpy())")
+    done = subprocess.run([MXNET_PYTHON, "-c", code, str(tmp_path / "w.json"), os.path.join(LOOPS, "while_io.npz"),
+                           str(tmp_path / "acc.npy")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    np.testing.assert_allclose(np.load(tmp_path / "acc.npy"), io["acc_end"], rtol=1e-5, atol=1e-6)
+
+
+def test_while_loop_errors():
+    x = mx.sym.var("x")
+    with pytest.raises(ValueError, match="max_iterations"):
+        mx.sym.contrib.while_loop(lambda v: v < 3, lambda v: ([v], [v + 1]), [x])
+    with pytest.raises(ValueError, match="loop variables"):
+        mx.sym.contrib.while_loop(lambda v: v < 3, lambda v: ([v], [v + 1, v]), [x], max_iterations=3)
+    grows, _ = mx.sym.contrib.while_loop(lambda v: mx.sym.sum(v) < 3, lambda v: ([v], [mx.sym.concat(v, v, dim=0)]),
+                                         [x], max_iterations=3)
+    with pytest.raises(ShapeError, match="must keep its shape"):
+        grows[0].infer_shape(x=(2,))
