@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Tuple
 
+from .. import nested as _nested
 from ..imperative.ndarray import NDArray
 from ._prefixed import resolver
 from .legacy_helpers import (boolean_mask, isfinite, isinf, isnan,  # noqa: F401  (MXNet's Python-level
@@ -28,32 +29,19 @@ def __dir__():
 
 
 # -- nested structures of NDArrays (MXNet's _flatten / _regroup) -------------------------------------
-def _flatten(value, what: str) -> Tuple[List[NDArray], Any]:
-    """(flat list of NDArrays, format to rebuild the nesting); None stays None."""
+def _array_leaf(value):
     if value is None:
         return [], None
-    if isinstance(value, NDArray):
-        return [value], 0
-    if isinstance(value, (list, tuple)):
-        flat, fmt = [], []
-        for v in value:
-            f, sub = _flatten(v, what)
-            flat.extend(f)
-            fmt.append(sub)
-        return flat, fmt
-    raise TypeError(f"{what} must be NDArrays or (nested) lists of NDArrays, got {type(value).__name__}")
+    return ([value], 0) if isinstance(value, NDArray) else None
+
+
+def _flatten(value, what: str) -> Tuple[List[NDArray], Any]:
+    """(flat list of NDArrays, format to rebuild the nesting); None stays None."""
+    return _nested.flatten(value, _array_leaf, what, "NDArrays")
 
 
 def _regroup(flat: List[NDArray], fmt):
-    if fmt is None:
-        return None, flat
-    if fmt == 0:
-        return flat[0], flat[1:]
-    out = []
-    for sub in fmt:
-        item, flat = _regroup(flat, sub)
-        out.append(item)
-    return out, flat
+    return _nested.regroup(flat, fmt)
 
 
 def _truth(value, what: str) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from .. import nested
 from .. import ops as _ops
 from ..base import DTypeError, MXNetError, ShapeError
 from ..ops.registry import Attr, OpDef, register
@@ -45,49 +46,38 @@ class ForeachBody:
         return f"<foreach body: {sum(n.op is not None for n in self.order)} operators>"
 
 
+def _symbol_leaf(value):
+    if not isinstance(value, Symbol):
+        return None
+    n = len(value.list_outputs())
+    return ([value], 0) if n == 1 else ([value[i] for i in range(n)], n)
+
+
 def _flatten(value, what: str) -> Tuple[List[Symbol], object]:
-    """(flat list of one-output Symbols, format to rebuild the nesting)."""
-    if isinstance(value, Symbol):
-        n = len(value.list_outputs())
-        return ([value], 0) if n == 1 else ([value[i] for i in range(n)], n)
-    if isinstance(value, (list, tuple)):
-        flat, fmt = [], []
-        for v in value:
-            f, sub = _flatten(v, what)
-            flat.extend(f)
-            fmt.append(sub)
-        return flat, fmt
-    raise TypeError(f"foreach: {what} must be Symbols or (nested) lists of Symbols, got {type(value).__name__}")
+    """(flat list of one-output Symbols, format to rebuild the nesting; a grouped Symbol counts its outputs)."""
+    return nested.flatten(value, _symbol_leaf, what, "Symbols")
 
 
 def _regroup(flat: List[Symbol], fmt):
-    if fmt == 0:
-        return flat[0], flat[1:]
-    if isinstance(fmt, int):  # a grouped symbol given whole
-        return Symbol([s._outputs[0] for s in flat[:fmt]]), flat[fmt:]
-    out = []
-    for sub in fmt:
-        item, flat = _regroup(flat, sub)
-        out.append(item)
-    return out, flat
+    return nested.regroup(flat, fmt, lambda items: Symbol([s._outputs[0] for s in items]))
 
 
 def foreach(body: Callable, data, init_states, name: str = "foreach"):
     """Run `body(data_slice, states) -> (outputs, new_states)` over axis 0 of `data` (a Symbol or a
     list of Symbols sliced together), in the graph: returns (outputs stacked along a new axis 0,
     final states), with the nesting `body` gives them (MXNet's `mx.sym.contrib.foreach`)."""
-    flat_data, data_fmt = _flatten(data, "data")
+    flat_data, data_fmt = _flatten(data, "foreach: data")
     if not flat_data:
         raise ValueError("foreach: data must hold at least one Symbol")
-    flat_states, state_fmt = _flatten(init_states, "init_states")
+    flat_states, state_fmt = _flatten(init_states, "foreach: init_states")
     node_name = NameManager.current.get(None if name == "foreach" else name, "_foreach")
     data_vars = [Node(None, f"{node_name}_data{i}") for i in range(len(flat_data))]
     state_vars = [Node(None, f"{node_name}_state{i}") for i in range(len(flat_states))]
     with AttrScope(__subgraph_name__=node_name):  # marks what the body makes (MXNet's mark, as in its JSON)
         outs, new_states = body(_regroup([Symbol([(v, 0)]) for v in data_vars], data_fmt)[0],
                                 _regroup([Symbol([(v, 0)]) for v in state_vars], state_fmt)[0] if flat_states else [])
-    flat_out, out_fmt = _flatten(outs, "the body's outputs")
-    flat_new, _ = _flatten(new_states, "the body's new states")
+    flat_out, out_fmt = _flatten(outs, "foreach: the body's outputs")
+    flat_new, _ = _flatten(new_states, "foreach: the body's new states")
     if len(flat_new) != len(flat_states):
         raise ValueError(f"foreach: the body returns {len(flat_new)} states for {len(flat_states)} initial states")
     heads, free_entries, free_vars = _cut(node_name, [s._outputs[0] for s in flat_out + flat_new],
@@ -174,7 +164,7 @@ def while_loop(cond: Callable, func: Callable, loop_vars, max_iterations: Option
     max_iterations = int(max_iterations)
     if max_iterations < 1:
         raise ValueError(f"while_loop: max_iterations must be >= 1, got {max_iterations}")
-    flat_vars, var_fmt = _flatten(loop_vars, "loop_vars")
+    flat_vars, var_fmt = _flatten(loop_vars, "while_loop: loop_vars")
     if not flat_vars:
         raise ValueError("while_loop: loop_vars must hold at least one Symbol")
     node_name = NameManager.current.get(None if name == "while_loop" else name, "_while_loop")
@@ -182,12 +172,12 @@ def while_loop(cond: Callable, func: Callable, loop_vars, max_iterations: Option
     given = _regroup([Symbol([(v, 0)]) for v in placeholders], var_fmt)[0]
     args = given if isinstance(given, list) else [given]
     with AttrScope(__subgraph_name__=node_name):
-        pred, _ = _flatten(cond(*args), "the value of cond")
+        pred, _ = _flatten(cond(*args), "while_loop: the value of cond")
         step_output, new_vars = func(*args)
     if len(pred) != 1:
         raise ValueError(f"while_loop: cond must return one scalar Symbol, got {len(pred)}")
-    flat_out, out_fmt = _flatten(step_output, "func's step outputs")
-    flat_new, _ = _flatten(new_vars, "func's new loop variables")
+    flat_out, out_fmt = _flatten(step_output, "while_loop: func's step outputs")
+    flat_new, _ = _flatten(new_vars, "while_loop: func's new loop variables")
     if len(flat_new) != len(flat_vars):
         raise ValueError(f"while_loop: func returned {len(flat_new)} loop variables, expected {len(flat_vars)}")
     cond_heads, cond_free, cond_fvars = _cut(node_name, [pred[0]._outputs[0]], placeholders)
