@@ -8,17 +8,14 @@ one `_foreach` node.  The node infers shapes and dtypes through its body, so a g
 infers, and Gluon's deferred parameters learn their shapes through it.  An executor unrolls it
 before its passes run (`expand_loops`, once the sequence length is known from the bound shapes):
 the steps become ordinary nodes reading `SliceChannel` slices and `stack`ed into the outputs, so
-the gradient pass, the memory planner and the engine treat a loop like any other graph.  A while loop
-is unrolled to `max_iterations` masked steps.  In symbol JSON the nodes are MXNet's (the graphs in
-'subgraphs').
+the gradient pass, the memory planner and the engine treat a loop like any other graph (expand.py; a
+while loop becomes `max_iterations` masked steps).  In symbol JSON the nodes are MXNet's (subgraph_json.py).
 """
 from __future__ import annotations
 
-import ast
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import nested
-from .. import ops as _ops
 from ..base import DTypeError, MXNetError, ShapeError
 from ..ops.registry import Attr, OpDef, register
 from .graph import Entry, Node, topo_order
@@ -257,71 +254,6 @@ def _through_body(attrs, given: Sequence, kind: str):
     return ins_data + ins_states + var_values[nd + ns:], out_data + ins_states
 
 
-# -- MXNet's JSON form --------------------------------------------------------------------------
-def to_mxnet(node: Node) -> Tuple[Dict[str, str], List[Entry]]:
-    """(MXNet's attributes of a `_foreach` node, the body's heads to write as its subgraph): the body's
-    inputs in graph order, located by `in_data_locs`, `in_state_locs` and `remain_locs`."""
-    attrs = node.parsed_attrs
-    body: ForeachBody = attrs["body"]
-    nd, ns, no, nf = _counts(attrs)
-    inputs = [n for n in body.order if n.op is None]
-    where = {id(n): i for i, n in enumerate(inputs)}
-    unused = [v.name for v in body.data_vars + body.state_vars if id(v) not in where]
-    if unused:
-        raise MXNetError(f"tojson: loop '{node.name}' does not use {unused} in its body; MXNet's format needs every "
-                         "data and state input used (as its foreach requires)")
-    locs = [[where[id(v)] for v in vs] for vs in (body.data_vars, body.state_vars, body.free_vars)]
-    return ({"num_args": str(1 + nd + ns + nf), "num_outputs": str(no + ns), "num_out_data": str(no),
-             "in_data_locs": str(locs[0]), "in_state_locs": str(locs[1]), "remain_locs": str(locs[2])},
-            body.heads)
-
-
-def call_to_json(node: Node) -> Tuple[Dict[str, str], List[Entry]]:
-    """(attributes of a `_CachedOp` node, its graph's heads to write as its subgraph): `input_locs` places
-    each input among the graph's variables (MXNet writes no graph for this node: ember's files can
-    be read back, MXNet's cannot)."""
-    body: CallBody = node.parsed_attrs["body"]
-    where = {id(n): i for i, n in enumerate(n for n in body.order if n.op is None)}
-    return {"input_locs": str([where[id(v)] for v in body.inputs])}, body.heads
-
-
-def call_from_json(params: Dict[str, str], body_heads: Optional[List[Entry]], num_inputs: int) -> dict:
-    """ember's attributes of a `_CachedOp` node read from JSON."""
-    if body_heads is None:
-        raise ValueError("the node carries no graph ('subgraphs'), as MXNet writes autograd.get_symbol's "
-                         "_CachedOp nodes: it cannot be rebuilt")
-    inputs = [n for n in topo_order(body_heads) if n.op is None]
-    try:
-        locs = list(ast.literal_eval(params.get("input_locs", str(list(range(len(inputs)))))))
-    except (ValueError, SyntaxError) as e:
-        raise ValueError(f"bad input_locs ({e})") from None
-    if len(locs) != num_inputs or not all(isinstance(i, int) and 0 <= i < len(inputs) for i in locs):
-        raise ValueError(f"input_locs {locs} do not match the node's {num_inputs} inputs and the graph's "
-                         f"{len(inputs)} variables")
-    return {"body": CallBody(body_heads, [inputs[i] for i in locs])}
-
-
-def from_mxnet(params: Dict[str, str], body_heads: List[Entry], num_inputs: int) -> dict:
-    """ember's attributes of a `_foreach` node read from MXNet's (`params`) and its subgraph's heads."""
-    try:
-        data_locs, state_locs, remain_locs = (list(ast.literal_eval(params[k]))
-                                              for k in ("in_data_locs", "in_state_locs", "remain_locs"))
-        out_data = int(params["num_out_data"])
-    except (KeyError, ValueError, SyntaxError, TypeError) as e:
-        raise ValueError(f"bad or missing loop attributes ({type(e).__name__}: {e})") from None
-    inputs = [n for n in topo_order(body_heads) if n.op is None]
-    locs = data_locs + state_locs + remain_locs
-    if sorted(locs) != list(range(len(inputs))) or len(locs) != num_inputs:
-        raise ValueError(f"the locations {locs} do not match the body's {len(inputs)} inputs and the node's "
-                         f"{num_inputs}")
-    if not 0 <= out_data <= len(body_heads) - len(state_locs):
-        raise ValueError(f"num_out_data {out_data} for a body with {len(body_heads)} outputs")
-    pick = lambda ls: [inputs[i] for i in ls]  # noqa: E731
-    body = ForeachBody(body_heads, pick(data_locs), pick(state_locs), pick(remain_locs), out_data)
-    return {"num_data": len(data_locs), "num_states": len(state_locs), "num_out_data": out_data,
-            "num_free": len(remain_locs), "body": body}
-
-
 class _BodyAttr(Attr):
     def parse(self, value, op, name):
         if not isinstance(value, (ForeachBody, CallBody, WhileBody)):
@@ -383,41 +315,6 @@ _WHILE = register(OpDef(
         "into masked steps (ember/symbolic/control_flow.py)."))
 
 
-def while_to_mxnet(node: Node) -> Tuple[Dict[str, str], List[List[Entry]]]:
-    """(MXNet's attributes of a `_while_loop` node, the heads of its cond and func graphs)."""
-    a = node.parsed_attrs
-    body: WhileBody = a["body"]
-    return ({"num_args": str(2 + a["num_inputs"]), "num_outputs": str(a["num_out_data"] + a["num_vars"]),
-             "num_out_data": str(a["num_out_data"]), "max_iterations": str(a["max_iterations"]),
-             "cond_input_locs": str(body.cond_locs), "func_input_locs": str(body.func_locs),
-             "func_var_locs": str(body.var_locs)}, [body.cond_heads, body.func_heads])
-
-
-def while_from_mxnet(params: Dict[str, str], graphs: List[List[Entry]], num_inputs: int) -> dict:
-    """ember's attributes of a `_while_loop` node read from MXNet's and its two graphs' heads."""
-    try:
-        cond_locs, func_locs, var_locs = (list(ast.literal_eval(params[k]))
-                                          for k in ("cond_input_locs", "func_input_locs", "func_var_locs"))
-        out_data, steps = int(params["num_out_data"]), int(params["max_iterations"])
-    except (KeyError, ValueError, SyntaxError, TypeError) as e:
-        raise ValueError(f"bad or missing loop attributes ({type(e).__name__}: {e})") from None
-    if len(graphs) != 2:
-        raise ValueError(f"a while loop has two graphs (cond, func), got {len(graphs)}")
-    cond_inputs = [n for n in topo_order(graphs[0]) if n.op is None]
-    func_inputs = [n for n in topo_order(graphs[1]) if n.op is None]
-    nv = len(var_locs)
-    if len(cond_locs) != len(cond_inputs) or len(func_locs) != len(func_inputs) or \
-            not all(isinstance(i, int) and 0 <= i < num_inputs for i in cond_locs + func_locs) or \
-            not all(isinstance(i, int) and 0 <= i < len(func_inputs) for i in var_locs):
-        raise ValueError(f"the locations (cond {cond_locs}, func {func_locs}, vars {var_locs}) do not match the "
-                         f"graphs' inputs and the node's {num_inputs}")
-    if len(graphs[1]) != out_data + nv:
-        raise ValueError(f"func has {len(graphs[1])} outputs for {out_data} step outputs and {nv} loop variables")
-    body = WhileBody(graphs[0], graphs[1], cond_inputs, func_inputs, cond_locs, func_locs, var_locs, out_data)
-    return {"num_vars": nv, "num_out_data": out_data, "num_inputs": num_inputs, "max_iterations": steps,
-            "body": body}
-
-
 # -- a call of a whole graph (a hybridized block's step, as autograd.get_symbol shows it) ----------
 class CallBody:
     """A graph called as one node: its `heads`, and the variables `inputs` the node's inputs feed."""
@@ -461,146 +358,3 @@ _CACHED_OP = register(OpDef(
     kernels={}, probe_partial_shapes=False,
     doc="A graph run as one step (a hybridized block's call, as autograd.get_symbol shows it); executors "
         "inline it before their passes (ember/symbolic/control_flow.py)."))
-
-
-# -- unrolling -----------------------------------------------------------------------------------
-_EXPANDED = (_FOREACH, _WHILE, _CACHED_OP)
-def has_loops(heads: Sequence[Entry]) -> bool:
-    """Whether the graph holds a `_foreach`, `_while_loop` or `_CachedOp` node (which executors expand)."""
-    return any(n.op in _EXPANDED for n in topo_order(heads))
-
-
-def expand_loops(heads: Sequence[Entry], arg_shapes: Dict[str, tuple]) -> List[Entry]:
-    """`heads` with every `_foreach` node unrolled (loops in loop bodies too), the sequence lengths
-    inferred from the variables' shapes `arg_shapes` (by name).  Other nodes are copied; variables
-    are kept."""
-    heads = list(heads)
-    while True:
-        order = topo_order(heads)
-        if not any(n.op in _EXPANDED for n in order):
-            return heads
-        known = {(id(n), 0): tuple(arg_shapes[n.name]) for n in order if n.op is None and n.name in arg_shapes}
-        shapes = infer_shapes(order, known)
-        new: Dict[int, List[Entry]] = {}
-        for n in order:
-            if n.op is None:
-                new[id(n)] = [(n, 0)]
-                continue
-            ins = [new[id(c)][i] for c, i in n.inputs]
-            if n.op is _FOREACH:
-                new[id(n)] = _unroll(n, ins, shapes.get((id(n.inputs[0][0]), n.inputs[0][1])))
-            elif n.op is _CACHED_OP:
-                new[id(n)] = _inline(n, ins)
-            elif n.op is _WHILE:
-                new[id(n)] = _unroll_while(n, ins, shapes)
-            else:
-                copy = Node(n.op, n.name, n.attrs, ins, n.user_attrs)
-                new[id(n)] = [(copy, i) for i in range(n.num_outputs())]
-        heads = [new[id(c)][i] for c, i in heads]
-
-
-def _unroll(node: Node, ins: List[Entry], data_shape: Optional[tuple]) -> List[Entry]:
-    attrs = node.parsed_attrs
-    body: ForeachBody = attrs["body"]
-    nd, ns, no, _ = _counts(attrs)
-    if data_shape is None or not data_shape or data_shape[0] is None:
-        raise ShapeError(f"foreach '{node.name}': the length of its data (axis 0) is not known from the bound "
-                         f"shapes (data shape {data_shape})")
-    steps = data_shape[0]
-    if steps == 0:
-        raise ShapeError(f"foreach '{node.name}': its data has no steps (shape {data_shape})")
-    slicer, stacker = _ops.get("SliceChannel"), _ops.get("stack")
-    slices = [Node(slicer, f"{node.name}_slice{i}", {"num_outputs": steps, "axis": 0, "squeeze_axis": True}, [e])
-              for i, e in enumerate(ins[:nd])]
-    states = list(ins[nd:nd + ns])
-    free = ins[nd + ns:]
-    per_step = []
-    for t in range(steps):
-        given = {id(v): e for v, e in zip(body.data_vars + body.state_vars + body.free_vars,
-                                          [(s, t) for s in slices] + states + free)}
-        clones: Dict[int, Node] = {}
-
-        def entry(c: Node, i: int) -> Entry:
-            return given[id(c)] if id(c) in given else (clones[id(c)], i)
-        for n in body.order:
-            if n.op is not None:
-                clones[id(n)] = Node(n.op, f"{node.name}_t{t}_{n.name}", n.attrs,
-                                     [entry(c, i) for c, i in n.inputs], n.user_attrs)
-        got = [entry(c, i) for c, i in body.heads]
-        per_step.append(got[:no])
-        states = got[no:]
-    stacked = [(Node(stacker, f"{node.name}_output{k}", {"num_args": steps, "axis": 0},
-                     [step[k] for step in per_step]), 0) for k in range(no)]
-    return stacked + states
-
-
-def _inline(node: Node, ins: List[Entry]) -> List[Entry]:
-    body: CallBody = node.parsed_attrs["body"]
-    given = {id(v): e for v, e in zip(body.inputs, ins)}
-    clones: Dict[int, Node] = {}
-
-    def entry(c: Node, i: int) -> Entry:
-        if id(c) in given:
-            return given[id(c)]
-        if c.op is None:
-            raise MXNetError(f"_CachedOp '{node.name}': its graph reads '{c.name}', which none of its inputs feeds")
-        return clones[id(c)], i
-    for n in body.order:
-        if n.op is not None:
-            clones[id(n)] = Node(n.op, f"{node.name}_{n.name}", n.attrs, [entry(c, i) for c, i in n.inputs],
-                                 n.user_attrs)
-    return [entry(c, i) for c, i in body.heads]
-
-
-def _clone(order: Sequence[Node], heads: Sequence[Entry], given: Dict[int, Entry], prefix: str) -> List[Entry]:
-    """Copies of the operators of `order` reading `given` (id(variable) -> entry); the copies of `heads`."""
-    clones: Dict[int, Node] = {}
-
-    def entry(c: Node, i: int) -> Entry:
-        return given[id(c)] if id(c) in given else (clones[id(c)], i)
-    for n in order:
-        if n.op is not None:
-            clones[id(n)] = Node(n.op, f"{prefix}{n.name}", n.attrs, [entry(c, i) for c, i in n.inputs], n.user_attrs)
-    return [entry(c, i) for c, i in heads]
-
-
-def _unroll_while(node: Node, ins: List[Entry], shapes: Dict) -> List[Entry]:
-    """max_iterations masked steps: each evaluates cond and func; a step after cond first failed keeps the
-    loop variables and outputs zeros (MXNet leaves those rows undefined)."""
-    a = node.parsed_attrs
-    body: WhileBody = a["body"]
-    no, steps = a["num_out_data"], a["max_iterations"]
-
-    def ndim(key) -> int:
-        shape = shapes.get(key)
-        if shape is None:
-            raise ShapeError(f"while_loop '{node.name}': the shapes of its loop are not known from the bound shapes")
-        return len(shape)
-
-    def op(name: str, label: str, inputs: List[Entry], **attrs) -> Entry:
-        return Node(_ops.get(name), f"{node.name}_{label}", attrs, inputs), 0
-
-    starts = [node.inputs[loc] for loc in body.var_inputs]
-    var_dims = [ndim((id(e[0]), e[1])) for e in starts]
-    out_dims = [ndim((id(node), k)) - 1 for k in range(no)]
-
-    def masked(running: Entry, x: Entry, otherwise: Entry, dims: int, label: str) -> Entry:
-        flag = op("broadcast_like", f"{label}_flag", [op("Reshape", f"{label}_r", [running], shape=(1,) * dims), x])
-        return op("where", label, [flag, x, otherwise])
-    loop_vars = [ins[loc] for loc in body.var_inputs]
-    var_of = {loc: j for j, loc in enumerate(body.var_inputs)}  # node input -> the loop variable it starts
-    running = None
-    per_step = []
-    for t in range(steps):
-        def feed(inputs, locs):
-            return {id(v): (loop_vars[var_of[loc]] if loc in var_of else ins[loc]) for v, loc in zip(inputs, locs)}
-        (pred,) = _clone(body.cond_order, body.cond_heads, feed(body.cond_inputs, body.cond_locs), f"{node.name}_t{t}_")
-        holds = op("_not_equal_scalar", f"t{t}_holds", [pred], scalar=0.0)
-        running = holds if running is None else op("elemwise_mul", f"t{t}_running", [running, holds])
-        got = _clone(body.func_order, body.func_heads, feed(body.func_inputs, body.func_locs), f"{node.name}_t{t}_")
-        per_step.append([masked(running, o, op("zeros_like", f"t{t}_zero{k}", [o]), out_dims[k], f"t{t}_out{k}")
-                         for k, o in enumerate(got[:no])])
-        loop_vars = [masked(running, new, old, var_dims[j], f"t{t}_var{j}")
-                     for j, (new, old) in enumerate(zip(got[no:], loop_vars))]
-    stacked = [op("stack", f"output{k}", [step[k] for step in per_step], num_args=steps, axis=0) for k in range(no)]
-    return stacked + loop_vars

@@ -20,7 +20,7 @@ from ..base import ArgumentError, ContextError, EmberError, ShapeError, brief_na
 from ..context import Context, current_context
 from ..ops import registry
 from ..ops.registry import OpContext
-from .control_flow import expand_loops, has_loops
+from .expand import expand_loops, has_loops
 from .cse import optimized_heads
 from .passes import GraphState, compile_graph, mirror_enabled
 

@@ -13,7 +13,7 @@ from typing import List
 
 from .. import ops as _ops
 from ..base import FormatError, OperatorError
-from . import control_flow as _control_flow
+from . import subgraph_json as _subgraph_json
 from .graph import Entry, Node, node_index, topo_order
 from .symbol import Symbol, format_attr_value
 
@@ -30,10 +30,11 @@ def _graph_doc(outputs) -> dict:
         rec = {"op": "null" if n.op is None else n.op.name, "name": n.name}
         attrs = {}
         if n.op is not None and n.op.name in ("_foreach", "_CachedOp"):
-            attrs, body_heads = (_control_flow.to_mxnet if n.op.name == "_foreach" else _control_flow.call_to_json)(n)
+            write = _subgraph_json.foreach_to_json if n.op.name == "_foreach" else _subgraph_json.call_to_json
+            attrs, body_heads = write(n)
             rec["subgraphs"] = [_graph_doc(body_heads)]
         elif n.op is not None and n.op.name == "_while_loop":
-            attrs, graphs = _control_flow.while_to_mxnet(n)
+            attrs, graphs = _subgraph_json.while_to_json(n)
             rec["subgraphs"] = [_graph_doc(heads) for heads in graphs]
         elif n.op is not None:
             attrs.update({k: format_attr_value(n.op, k, v) for k, v in n.attrs.items()})
@@ -134,7 +135,7 @@ def _build(doc, where: str = "") -> List[Entry]:
                 _fail(f"node {i} ('{rec['name']}', _while_loop) needs its cond and func graphs in 'subgraphs'")
             graphs = [_build(sub, f" in a graph of '{rec['name']}'") for sub in subs]
             try:
-                params = _control_flow.while_from_mxnet(params, graphs, len(inputs))
+                params = _subgraph_json.while_from_json(params, graphs, len(inputs))
             except ValueError as e:
                 _fail(f"node {i} ('{rec['name']}', _while_loop): {e}")
         elif op_name in ("_foreach", "_CachedOp"):
@@ -145,8 +146,8 @@ def _build(doc, where: str = "") -> List[Entry]:
                 _fail(f"node {i} ('{rec['name']}', _foreach) needs its loop body in 'subgraphs'")
             body_heads = _build(subs[0], f" in the graph of '{rec['name']}'") if subs else None
             try:
-                params = (_control_flow.from_mxnet if op_name == "_foreach" else _control_flow.call_from_json)(
-                    params, body_heads, len(inputs))
+                read = _subgraph_json.foreach_from_json if op_name == "_foreach" else _subgraph_json.call_from_json
+                params = read(params, body_heads, len(inputs))
             except ValueError as e:
                 _fail(f"node {i} ('{rec['name']}', {op_name}): {e}")
         node = Node(opdef, rec["name"], params, inputs, user)
