@@ -651,10 +651,9 @@ class HybridBlock(Block):
             raise HybridizeError(f"The argument structure of HybridBlock '{self.name}' does not match the cached "
                                  f"version: it was hybridized with input format {self._in_format}, called with "
                                  f"{fmt}. Call hybridize() again to trace it anew.")
-        if self._inline and _ag.is_recording():
-            return self._forward_imperative(args[0].context if isinstance(args[0], NDArray) else
-                                            next(a for a in flat if a is not None).context, *args)
         inputs = [a for a in flat if a is not None]
+        if self._inline and _ag.is_recording():
+            return self._forward_imperative(inputs[0].context, *args)
         self._cached_op.set_op_hook(self._callback, self._monitor_all)
         out = self._cached_op(inputs)
         return _regroup(out, self._out_format)

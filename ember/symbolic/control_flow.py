@@ -221,6 +221,15 @@ def _outputs(attrs) -> List[str]:
     return [f"output{i}" for i in range(no)] + [f"state_output{i}" for i in range(ns)]
 
 
+def _infer_through(order: Sequence[Node], inputs: Sequence[Node], given: Sequence, heads: Sequence[Entry],
+                   kind: str) -> Tuple[list, list]:
+    """`kind` inference ('shape' or 'dtype') over a graph whose variables `inputs` have the values `given`
+    (None: unknown): (the variables' values, the heads' values) it learns."""
+    values = (infer_shapes if kind == "shape" else infer_dtypes)(
+        order, {(id(v), 0): x for v, x in zip(inputs, given) if x is not None})
+    return [values.get((id(v), 0)) for v in inputs], [values.get((id(c), i)) for c, i in heads]
+
+
 def _through_body(attrs, given: Sequence, kind: str):
     """Run `kind` inference ('shape' or 'dtype') through the body: (inputs, outputs) as the outer
     node sees them, a sequence's length added to the sliced data and the stacked outputs."""
@@ -235,14 +244,11 @@ def _through_body(attrs, given: Sequence, kind: str):
             raise ShapeError(f"_foreach: every data input needs the same length on axis 0, got {sorted(lengths)}")
         steps = lengths.pop() if lengths else None
         data = [None if d is None else tuple(d[1:]) for d in data]
-    known = {(id(v), 0): x for v, x in zip(body.data_vars + body.state_vars + body.free_vars,
-                                          list(data) + list(states) + list(free)) if x is not None}
-    values = (infer_shapes if is_shape else infer_dtypes)(body.order, known)
-    got = [values.get((id(c), i)) for c, i in body.heads]
+    var_values, got = _infer_through(body.order, body.data_vars + body.state_vars + body.free_vars,
+                                     list(data) + list(states) + list(free), body.heads, kind)
     out_data, out_states = got[:no], got[no:]
     if is_shape:
         out_data = [None if s is None or steps is None else (steps,) + tuple(s) for s in out_data]
-    var_values = [values.get((id(v), 0)) for v in body.data_vars + body.state_vars + body.free_vars]
     ins_data = var_values[:nd]
     if is_shape:
         ins_data = [None if s is None or steps is None else (steps,) + tuple(s) for s in ins_data]
@@ -279,16 +285,15 @@ def _through_while(attrs, given: Sequence, kind: str):
     body: WhileBody = attrs["body"]
     no, steps = attrs["num_out_data"], attrs["max_iterations"]
     is_shape = kind == "shape"
-    run = infer_shapes if is_shape else infer_dtypes
     ins = list(given)
-    for inputs, locs, order in ((body.func_inputs, body.func_locs, body.func_order),
-                                (body.cond_inputs, body.cond_locs, body.cond_order)):
-        values = run(order, {(id(v), 0): ins[loc] for v, loc in zip(inputs, locs) if ins[loc] is not None})
-        for v, loc in zip(inputs, locs):
+    got = None
+    for inputs, locs, order, heads in ((body.func_inputs, body.func_locs, body.func_order, body.func_heads),
+                                       (body.cond_inputs, body.cond_locs, body.cond_order, body.cond_heads)):
+        learnt, outs = _infer_through(order, inputs, [ins[loc] for loc in locs], heads, kind)
+        for value, loc in zip(learnt, locs):
             if ins[loc] is None:
-                ins[loc] = values.get((id(v), 0))
-        if order is body.func_order:
-            got = [values.get((id(c), i)) for c, i in body.func_heads]
+                ins[loc] = value
+        got = outs if got is None else got  # func's: the step outputs and new loop variables
     outs, new_vars = got[:no], got[no:]
     for j, (loc, b) in enumerate(zip(body.var_inputs, new_vars)):
         a = ins[loc]
@@ -344,9 +349,7 @@ def call(graph: Symbol, input_names: Sequence[str], args: Sequence[Symbol]) -> S
 
 def _call_infer(attrs, given: Sequence, kind: str):
     body: CallBody = attrs["body"]
-    known = {(id(v), 0): x for v, x in zip(body.inputs, given) if x is not None}
-    values = (infer_shapes if kind == "shape" else infer_dtypes)(body.order, known)
-    return [values.get((id(v), 0)) for v in body.inputs], [values.get((id(c), i)) for c, i in body.heads]
+    return _infer_through(body.order, body.inputs, given, body.heads, kind)
 
 
 _CACHED_OP = register(OpDef(

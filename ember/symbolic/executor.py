@@ -20,7 +20,7 @@ from ..base import ArgumentError, ContextError, EmberError, ShapeError, brief_na
 from ..context import Context, current_context
 from ..ops import registry
 from ..ops.registry import OpContext
-from .expand import expand_loops, has_loops
+from .expand import expand_loops
 from .cse import optimized_heads
 from .passes import GraphState, compile_graph, mirror_enabled
 
@@ -427,10 +427,8 @@ class Executor:
             if gr is not None and reqs[n] != "null" and tuple(gr.shape) != shapes[n]:
                 raise ShapeError(f"bind: gradient array of '{n}' has shape {tuple(gr.shape)}, "
                                  f"the argument has {shapes[n]}")
-        outputs = symbol._outputs
-        if has_loops(outputs):  # contrib.foreach: unrolled now that the bound shapes give its length
-            outputs = expand_loops(outputs, shapes)
-        heads, _ = optimized_heads(outputs)  # common subexpressions once (MXNet's default)
+        # loops and cached-op calls become ordinary nodes, now that the bound shapes give their lengths
+        heads, _ = optimized_heads(expand_loops(symbol._outputs, shapes))  # common subexpressions once (MXNet's)
         self._run_heads = heads
         g = GraphState(heads=heads, grad_req=reqs, known_shapes=shapes, known_dtypes=dtypes,
                        mirror=mirror_enabled(), plan_method=plan_method)

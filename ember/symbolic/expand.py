@@ -14,16 +14,12 @@ from .infer import infer_shapes
 
 
 _EXPANDED = (_FOREACH, _WHILE, _CACHED_OP)
-def has_loops(heads: Sequence[Entry]) -> bool:
-    """Whether the graph holds a `_foreach`, `_while_loop` or `_CachedOp` node (which executors expand)."""
-    return any(n.op in _EXPANDED for n in topo_order(heads))
 
 
-def expand_loops(heads: Sequence[Entry], arg_shapes: Dict[str, tuple]) -> List[Entry]:
-    """`heads` with every `_foreach` node unrolled (loops in loop bodies too), the sequence lengths
-    inferred from the variables' shapes `arg_shapes` (by name).  Other nodes are copied; variables
-    are kept."""
-    heads = list(heads)
+def expand_loops(heads: Sequence[Entry], arg_shapes: Dict[str, tuple]) -> Sequence[Entry]:
+    """`heads` with every `_foreach`, `_while_loop` and `_CachedOp` node expanded (those inside their
+    graphs too), lengths inferred from the variables' shapes `arg_shapes` (by name): `heads` itself
+    when there is none, else new heads over copies of the other nodes (variables are kept)."""
     while True:
         order = topo_order(heads)
         if not any(n.op in _EXPANDED for n in order):
@@ -67,15 +63,7 @@ def _unroll(node: Node, ins: List[Entry], data_shape: Optional[tuple]) -> List[E
     for t in range(steps):
         given = {id(v): e for v, e in zip(body.data_vars + body.state_vars + body.free_vars,
                                           [(s, t) for s in slices] + states + free)}
-        clones: Dict[int, Node] = {}
-
-        def entry(c: Node, i: int) -> Entry:
-            return given[id(c)] if id(c) in given else (clones[id(c)], i)
-        for n in body.order:
-            if n.op is not None:
-                clones[id(n)] = Node(n.op, f"{node.name}_t{t}_{n.name}", n.attrs,
-                                     [entry(c, i) for c, i in n.inputs], n.user_attrs)
-        got = [entry(c, i) for c, i in body.heads]
+        got = _clone(node, body.order, body.heads, given, f"{node.name}_t{t}_")
         per_step.append(got[:no])
         states = got[no:]
     stacked = [(Node(stacker, f"{node.name}_output{k}", {"num_args": steps, "axis": 0},
@@ -85,28 +73,22 @@ def _unroll(node: Node, ins: List[Entry], data_shape: Optional[tuple]) -> List[E
 
 def _inline(node: Node, ins: List[Entry]) -> List[Entry]:
     body: CallBody = node.parsed_attrs["body"]
-    given = {id(v): e for v, e in zip(body.inputs, ins)}
+    return _clone(node, body.order, body.heads, {id(v): e for v, e in zip(body.inputs, ins)}, f"{node.name}_")
+
+
+def _clone(node: Node, order: Sequence[Node], heads: Sequence[Entry], given: Dict[int, Entry],
+           prefix: str) -> List[Entry]:
+    """Copies of the operators of `order` (one of `node`'s graphs) reading `given` (id(variable) -> entry);
+    the copies of `heads`."""
     clones: Dict[int, Node] = {}
 
     def entry(c: Node, i: int) -> Entry:
         if id(c) in given:
             return given[id(c)]
         if c.op is None:
-            raise MXNetError(f"_CachedOp '{node.name}': its graph reads '{c.name}', which none of its inputs feeds")
+            raise MXNetError(f"{node.op.name} '{node.name}': its graph reads '{c.name}', which none of its "
+                             "inputs feeds")
         return clones[id(c)], i
-    for n in body.order:
-        if n.op is not None:
-            clones[id(n)] = Node(n.op, f"{node.name}_{n.name}", n.attrs, [entry(c, i) for c, i in n.inputs],
-                                 n.user_attrs)
-    return [entry(c, i) for c, i in body.heads]
-
-
-def _clone(order: Sequence[Node], heads: Sequence[Entry], given: Dict[int, Entry], prefix: str) -> List[Entry]:
-    """Copies of the operators of `order` reading `given` (id(variable) -> entry); the copies of `heads`."""
-    clones: Dict[int, Node] = {}
-
-    def entry(c: Node, i: int) -> Entry:
-        return given[id(c)] if id(c) in given else (clones[id(c)], i)
     for n in order:
         if n.op is not None:
             clones[id(n)] = Node(n.op, f"{prefix}{n.name}", n.attrs, [entry(c, i) for c, i in n.inputs], n.user_attrs)
@@ -143,10 +125,12 @@ def _unroll_while(node: Node, ins: List[Entry], shapes: Dict) -> List[Entry]:
     for t in range(steps):
         def feed(inputs, locs):
             return {id(v): (loop_vars[var_of[loc]] if loc in var_of else ins[loc]) for v, loc in zip(inputs, locs)}
-        (pred,) = _clone(body.cond_order, body.cond_heads, feed(body.cond_inputs, body.cond_locs), f"{node.name}_t{t}_")
+        (pred,) = _clone(node, body.cond_order, body.cond_heads, feed(body.cond_inputs, body.cond_locs),
+                         f"{node.name}_t{t}_")
         holds = op("_not_equal_scalar", f"t{t}_holds", [pred], scalar=0.0)
         running = holds if running is None else op("elemwise_mul", f"t{t}_running", [running, holds])
-        got = _clone(body.func_order, body.func_heads, feed(body.func_inputs, body.func_locs), f"{node.name}_t{t}_")
+        got = _clone(node, body.func_order, body.func_heads, feed(body.func_inputs, body.func_locs),
+                     f"{node.name}_t{t}_")
         per_step.append([masked(running, o, op("zeros_like", f"t{t}_zero{k}", [o]), out_dims[k], f"t{t}_out{k}")
                          for k, o in enumerate(got[:no])])
         loop_vars = [masked(running, new, old, var_dims[j], f"t{t}_var{j}")
