@@ -7,6 +7,7 @@ engine ops uses engine.h only, like any other C client of the engine:
 - engine:      the dependency engine (engine.h);
 - collectives: the collective queue the distributed kvstore runs on (collectives.h);
 - host_copy:   host copies as engine ops, for kvstore pulls (host_copy.h);
+- ufunc_loops: numpy ufunc inner loops run back to back, for executors (ufunc_loops.h);
 - engine_bench: benchmark-only helpers (an empty op, a C-side push loop: engine_bench.h).
 
 Python code reaches the components through `ember.engine.native`, not through this module.
@@ -17,7 +18,7 @@ import re
 from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-COMPONENTS = ("engine", "collectives", "host_copy", "engine_bench")
+COMPONENTS = ("engine", "collectives", "host_copy", "ufunc_loops", "engine_bench")
 
 
 def cdef_from_header(path: str) -> str:

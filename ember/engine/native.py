@@ -3,17 +3,20 @@
 The native module (`ember.engine._native`, built from native/: docs/engine.md, "The native
 module") holds the engine and the C components built with it: the collective queue the
 distributed kvstore runs on (native/collectives.h) and host copies as engine ops
-(native/host_copy.h).  Python code outside ember/engine reaches them only through this module.
+(native/host_copy.h) and numpy inner loops run back to back (native/ufunc_loops.h).  Python code
+outside ember/engine reaches them only through this module.
 
     engine()                        the C engine (`ember_engine *`)
     op_name(name)                   an interned C string for an op name
     register_error(exc, name)       an error id that wait()/wait_all() raise as `exc`
     flush_bulk()                    push this thread's bulk group first (C pushes bypass it)
     push_host_copy(...), host_copies_done()
+    ufunc_loops(loops)              one call running numpy inner loops back to back
     CollectiveQueue                 the in-order allreduce queue (collectives.h)
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Sequence
 
 from . import core
@@ -39,6 +42,24 @@ def push_host_copy(src, dst, src_var: core.Var, dst_var: core.Var, priority: int
 def host_copies_done() -> int:
     """How many pushed host copies have run (or were dropped as failed) in this process."""
     return lib.ember_host_copies_done()
+
+
+_LOOP_FN = "void (*)(char **, const intptr_t *, const intptr_t *, void *)"
+
+
+def ufunc_loops(loops: Sequence[tuple]) -> Callable[[], None]:
+    """A call without arguments that runs numpy inner loops in order (native/ufunc_loops.h), each
+    given as (function address, data address, operand addresses (inputs, then the output), elements,
+    strides in bytes).  The caller keeps the operands alive while the call may run."""
+    arr = ffi.new("ember_ufunc_loop[]", len(loops))
+    for c, (fn, data, addresses, n, steps) in zip(arr, loops):
+        c.fn = ffi.cast(_LOOP_FN, fn)
+        c.data = ffi.cast("void *", data)
+        for i, (address, step) in enumerate(zip(addresses, steps)):
+            c.args[i] = ffi.cast("char *", address)
+            c.steps[i] = step
+        c.n = n
+    return partial(lib.ember_run_ufunc_loops, arr, len(loops))
 
 
 # Why a collective queue asks its check callback (native/collectives.h).

@@ -191,7 +191,8 @@ def _operator_plan(plans: dict, key: tuple, name: str, inputs, in_place: bool):
     plan = False
     opdef = registry.get(name)
     form = opdef.cpu_ufunc()
-    if form is not None and (form.form == "binary") == (len(inputs) == 2):
+    if form is not None and form.form in _OPERATOR_FORMS and form.constant is None and \
+            (form.form == "binary") == (len(inputs) == 2):
         out = _infer(opdef, opdef.parse_attrs({}), inputs)
         if out is not None and out[1].kind in form.kinds and \
                 (not in_place or (out[0] == inputs[0]._data.shape and out[1] == inputs[0]._data.dtype)):
@@ -202,6 +203,9 @@ def _operator_plan(plans: dict, key: tuple, name: str, inputs, in_place: bool):
             returns = (not in_place or out[2] == 1) and _returns(call, inputs, cast, out[0], out[1])
             plan = _OperatorPlan(call, out[0], out[1], cast, sig_of(out[0], out[1]), returns)
     return _remember(plans, key, plan)
+
+
+_OPERATOR_FORMS = ("binary", "scalar", "rscalar")  # the forms an operator's operands (a + b, a * 2) are
 
 
 def _swapped(call, a, b, *out):

@@ -322,8 +322,8 @@ for _name in ("add", "sub", "mul", "div"):
     register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"],
                    infer_shape=same_shape(_op, names=_BIN_INPUTS),
                    infer_type=same_type(_op, names=_BIN_INPUTS),
-                   kernels={"any": _same_kernel_as(get(f"broadcast_{_name}"))}, elementwise=True,
-                   gradient=_same_shape_grad(_name),
+                   kernels={"any": _same_kernel_as(get(f"broadcast_{_name}"))}, kernel_of=f"broadcast_{_name}",
+                   elementwise=True, gradient=_same_shape_grad(_name),
                    inplace=[(0, 0), (1, 0)],
                    aliases=["_add", "_plus", "_Plus", "_grad_add"] if _name == "add" else
                    ["_sub", "_minus", "_Minus"] if _name == "sub" else
@@ -335,8 +335,8 @@ for _name in ("maximum", "minimum", "mod", "power", "hypot"):
     _op = f"_{_name}"
     register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"], aliases=[f"_{_name.capitalize()}"],
                    infer_shape=same_shape(_op, names=_BIN_INPUTS), infer_type=same_type(_op, names=_BIN_INPUTS),
-                   kernels={"any": _same_kernel_as(get(f"broadcast_{_name}"))}, elementwise=True,
-                   gradient=_binary_grad(f"_backward_broadcast_{_name}"), inplace=[(0, 0), (1, 0)],
+                   kernels={"any": _same_kernel_as(get(f"broadcast_{_name}"))}, kernel_of=f"broadcast_{_name}",
+                   elementwise=True, gradient=_binary_grad(f"_backward_broadcast_{_name}"), inplace=[(0, 0), (1, 0)],
                    doc=f"Elementwise {_name} of two arrays of the same shape."))
 
 for _name, _ufunc in _COMPARE.items():

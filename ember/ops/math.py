@@ -13,7 +13,7 @@ import numpy as np
 from ..base import OperatorError
 from ._common import no_gradient
 from ._unary import expr_kernel, register_unary, ufunc_kernel
-from .registry import Attr
+from .registry import Attr, UfuncForm
 
 try:  # scipy gives exact erf/gamma; without it, the math module (per element) is the fallback
     from scipy import special as _special  # type: ignore
@@ -70,6 +70,10 @@ def _relu_kernel(ctx, attrs, inputs, outputs, aux):
     ctx.xp.maximum(inputs[0], 0, out=outputs[0])
 
 
+# the one ufunc call a kernel above is (registered as the op's `ufunc_form`)
+_KERNEL_FORMS = {"relu": UfuncForm("scalar", np.maximum, "iuf", constant=0.0)}
+
+
 def _sigmoid(xp, x, a):
     with np.errstate(over="ignore"):
         return 1.0 / (1.0 + xp.exp(-x))
@@ -119,53 +123,54 @@ def _exp_kernel(ctx, attrs, inputs, outputs, aux):
         ctx.xp.exp(x, out=outputs[0], casting="unsafe")
 
 
-# name: (kernel, derivative(xp, x, y, attrs) or None for zero gradient, what it reads, second derivative)
+# name: (kernel, or the name of the numpy ufunc it is, derivative(xp, x, y, attrs) or None for zero gradient,
+#        what it reads, second derivative)
 # The derivative reads the output where the maths allows (exp' = y, tanh' = 1 - y^2), so the
 # forward op can run in place and its input need not stay alive for backward.
 _OPS = {
     "exp": (_exp_kernel, lambda xp, x, y, a: y, "out", _const(1.0)),
-    "expm1": (ufunc_kernel("expm1"), lambda xp, x, y, a: y + 1, "out", _const(1.0)),
-    "log": (ufunc_kernel("log"), _quiet(lambda xp, x, y, a: 1.0 / x), "in",
+    "expm1": ("expm1", lambda xp, x, y, a: y + 1, "out", _const(1.0)),
+    "log": ("log", _quiet(lambda xp, x, y, a: 1.0 / x), "in",
             _scaled(lambda F, v: F.reciprocal(F.square(v)), -1.0)),
-    "log2": (ufunc_kernel("log2"), _quiet(lambda xp, x, y, a: 1.0 / (x * math.log(2.0))), "in",
+    "log2": ("log2", _quiet(lambda xp, x, y, a: 1.0 / (x * math.log(2.0))), "in",
              _scaled(lambda F, v: F.reciprocal(F.square(v)), -1.0 / math.log(2.0))),
-    "log10": (ufunc_kernel("log10"), _quiet(lambda xp, x, y, a: 1.0 / (x * math.log(10.0))), "in",
+    "log10": ("log10", _quiet(lambda xp, x, y, a: 1.0 / (x * math.log(10.0))), "in",
               _scaled(lambda F, v: F.reciprocal(F.square(v)), -1.0 / math.log(10.0))),
-    "log1p": (ufunc_kernel("log1p"), _quiet(lambda xp, x, y, a: 1.0 / (1.0 + x)), "in",
+    "log1p": ("log1p", _quiet(lambda xp, x, y, a: 1.0 / (1.0 + x)), "in",
               _scaled(lambda F, v: F.reciprocal(F.square(F._plus_scalar(v, scalar=1.0))), -1.0)),
-    "sqrt": (ufunc_kernel("sqrt"), _quiet(lambda xp, x, y, a: 0.5 / y), "out",
+    "sqrt": ("sqrt", _quiet(lambda xp, x, y, a: 0.5 / y), "out",
              _scaled(lambda F, v: F.reciprocal(F.square(v)), -0.5)),
     # rsqrt' = -x^-3/2 / 2 = -y^3 / 2
     "rsqrt": (expr_kernel(lambda xp, x, a: 1.0 / xp.sqrt(x)), _quiet(lambda xp, x, y, a: -0.5 * y * y * y), "out",
               _scaled(lambda F, v: F.square(v), -1.5)),
-    "cbrt": (ufunc_kernel("cbrt"), _quiet(lambda xp, x, y, a: 1.0 / (3.0 * y * y)), "out",
+    "cbrt": ("cbrt", _quiet(lambda xp, x, y, a: 1.0 / (3.0 * y * y)), "out",
              _scaled(lambda F, v: F._power_scalar(v, scalar=-3.0), -2.0 / 3.0)),
     # rcbrt' = -x^-4/3 / 3 = -y^4 / 3
     "rcbrt": (expr_kernel(lambda xp, x, a: 1.0 / xp.cbrt(x)), _quiet(lambda xp, x, y, a: -(y ** 4) / 3.0), "out",
               _scaled(lambda F, v: F._power_scalar(v, scalar=3.0), -4.0 / 3.0)),
-    "square": (ufunc_kernel("square"), lambda xp, x, y, a: 2 * x, "in", _const(2.0)),
-    "reciprocal": (ufunc_kernel("reciprocal"), _quiet(lambda xp, x, y, a: -y * y), "out",
+    "square": ("square", lambda xp, x, y, a: 2 * x, "in", _const(2.0)),
+    "reciprocal": ("reciprocal", _quiet(lambda xp, x, y, a: -y * y), "out",
                    _scaled(lambda F, v: v, -2.0)),
-    "abs": (ufunc_kernel("absolute"), lambda xp, x, y, a: xp.sign(x), "in", _zero),
-    "sin": (ufunc_kernel("sin"), lambda xp, x, y, a: xp.cos(x), "in", lambda F, v, a: F.negative(F.sin(v))),
-    "cos": (ufunc_kernel("cos"), lambda xp, x, y, a: -xp.sin(x), "in", lambda F, v, a: F.negative(F.cos(v))),
-    "tan": (ufunc_kernel("tan"), lambda xp, x, y, a: 1 + y * y, "out", _scaled(lambda F, v: v, 2.0)),
-    "arcsin": (ufunc_kernel("arcsin"), _quiet(lambda xp, x, y, a: 1.0 / xp.sqrt(1 - x * x)), "in",
+    "abs": ("absolute", lambda xp, x, y, a: xp.sign(x), "in", _zero),
+    "sin": ("sin", lambda xp, x, y, a: xp.cos(x), "in", lambda F, v, a: F.negative(F.sin(v))),
+    "cos": ("cos", lambda xp, x, y, a: -xp.sin(x), "in", lambda F, v, a: F.negative(F.cos(v))),
+    "tan": ("tan", lambda xp, x, y, a: 1 + y * y, "out", _scaled(lambda F, v: v, 2.0)),
+    "arcsin": ("arcsin", _quiet(lambda xp, x, y, a: 1.0 / xp.sqrt(1 - x * x)), "in",
                _x_times_pow(1.0, -1.0, -1.5)),
-    "arccos": (ufunc_kernel("arccos"), _quiet(lambda xp, x, y, a: -1.0 / xp.sqrt(1 - x * x)), "in",
+    "arccos": ("arccos", _quiet(lambda xp, x, y, a: -1.0 / xp.sqrt(1 - x * x)), "in",
                _x_times_pow(-1.0, -1.0, -1.5)),
-    "arctan": (ufunc_kernel("arctan"), lambda xp, x, y, a: 1.0 / (1 + x * x), "in", _x_times_pow(-2.0, 1.0, -2.0)),
-    "sinh": (ufunc_kernel("sinh"), lambda xp, x, y, a: xp.cosh(x), "in", lambda F, v, a: F.sinh(v)),
-    "cosh": (ufunc_kernel("cosh"), lambda xp, x, y, a: xp.sinh(x), "in", lambda F, v, a: F.cosh(v)),
-    "tanh": (ufunc_kernel("tanh"), lambda xp, x, y, a: 1 - y * y, "out", _scaled(lambda F, v: v, -2.0)),
-    "arcsinh": (ufunc_kernel("arcsinh"), lambda xp, x, y, a: 1.0 / xp.sqrt(x * x + 1), "in",
+    "arctan": ("arctan", lambda xp, x, y, a: 1.0 / (1 + x * x), "in", _x_times_pow(-2.0, 1.0, -2.0)),
+    "sinh": ("sinh", lambda xp, x, y, a: xp.cosh(x), "in", lambda F, v, a: F.sinh(v)),
+    "cosh": ("cosh", lambda xp, x, y, a: xp.sinh(x), "in", lambda F, v, a: F.cosh(v)),
+    "tanh": ("tanh", lambda xp, x, y, a: 1 - y * y, "out", _scaled(lambda F, v: v, -2.0)),
+    "arcsinh": ("arcsinh", lambda xp, x, y, a: 1.0 / xp.sqrt(x * x + 1), "in",
                 _x_times_pow(-1.0, 1.0, -1.5)),
-    "arccosh": (ufunc_kernel("arccosh"), _quiet(lambda xp, x, y, a: 1.0 / xp.sqrt(x * x - 1)), "in",
+    "arccosh": ("arccosh", _quiet(lambda xp, x, y, a: 1.0 / xp.sqrt(x * x - 1)), "in",
                 _x_times_pow(-1.0, -1.0, -1.5, minus_one=True)),
-    "arctanh": (ufunc_kernel("arctanh"), _quiet(lambda xp, x, y, a: 1.0 / (1 - x * x)), "in",
+    "arctanh": ("arctanh", _quiet(lambda xp, x, y, a: 1.0 / (1 - x * x)), "in",
                 _x_times_pow(2.0, -1.0, -2.0)),
-    "degrees": (ufunc_kernel("degrees"), lambda xp, x, y, a: xp.full_like(x, 180.0 / math.pi), "in", _zero),
-    "radians": (ufunc_kernel("radians"), lambda xp, x, y, a: xp.full_like(x, math.pi / 180.0), "in", _zero),
+    "degrees": ("degrees", lambda xp, x, y, a: xp.full_like(x, 180.0 / math.pi), "in", _zero),
+    "radians": ("radians", lambda xp, x, y, a: xp.full_like(x, math.pi / 180.0), "in", _zero),
     "sigmoid": (expr_kernel(_sigmoid), lambda xp, x, y, a: y * (1 - y), "out",
                 lambda F, v, a: F._rminus_scalar(F._mul_scalar(v, scalar=2.0), scalar=1.0)),
     # relu' is 1 above 0, else 0, and NaN at NaN (MXNet's relu_grad passes NaN through)
@@ -184,13 +189,13 @@ _OPS = {
     "gammaln": (expr_kernel(lambda xp, x, a: _special_fn(xp, "gammaln", x)),
                 lambda xp, x, y, a: _digamma(xp, x), "in", None),
     # piecewise constant: zero gradient
-    "sign": (ufunc_kernel("sign"), None, None, None),
-    "floor": (ufunc_kernel("floor"), None, None, None),
-    "ceil": (ufunc_kernel("ceil"), None, None, None),
+    "sign": ("sign", None, None, None),
+    "floor": ("floor", None, None, None),
+    "ceil": ("ceil", None, None, None),
     # MXNet's rint rounds halves down (floor(x) when x - floor(x) <= 0.5): rint(-2.5) = -3, rint(2.5) = 2
     "rint": (expr_kernel(_mxnet_rint), None, None, None),
-    "fix": (ufunc_kernel("trunc"), None, None, None),
-    "trunc": (ufunc_kernel("trunc"), None, None, None),
+    "fix": ("trunc", None, None, None),
+    "trunc": ("trunc", None, None, None),
     # MXNet's round rounds half away from zero (C round), unlike numpy's half-to-even
     "round": (expr_kernel(lambda xp, x, a: xp.sign(x) * xp.floor(xp.abs(x) + 0.5) if x.dtype.kind == "f" else x),
               None, None, None),
@@ -200,13 +205,18 @@ _FLOAT_ONLY_DOC = {"sign": "sign of x (-1, 0, 1)", "fix": "round towards zero",
                    "rint": "nearest integer, halves rounded down (MXNet's rint)"}
 
 for _name, (_kernel, _deriv, _uses, _second) in _OPS.items():
+    _fields = {"ufunc_form": _KERNEL_FORMS[_name]} if _name in _KERNEL_FORMS else {}
+    if isinstance(_kernel, str):  # numpy's ufunc of that name, called straight into the output
+        _fields["ufunc_form"] = UfuncForm("unary", getattr(np, _kernel))
+        _kernel = ufunc_kernel(_kernel)
     _kernel = _quiet_kernel(_kernel) if _name in ("log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal",
                                                    "arcsin", "arccos", "arccosh", "arctanh", "rcbrt", "gamma",
                                                    "gammaln") else _kernel
     if _deriv is None:
-        register_unary(_name, _kernel, None, gradient=no_gradient(1), doc=_FLOAT_ONLY_DOC.get(_name, f"{_name}(x)"))
+        register_unary(_name, _kernel, None, gradient=no_gradient(1), doc=_FLOAT_ONLY_DOC.get(_name, f"{_name}(x)"),
+                       **_fields)
     else:
-        register_unary(_name, _kernel, _deriv, doc=f"{_name}(x), elementwise", uses=_uses, second=_second)
+        register_unary(_name, _kernel, _deriv, doc=f"{_name}(x), elementwise", uses=_uses, second=_second, **_fields)
 
 
 # -- clip ------------------------------------------------------------------------------------

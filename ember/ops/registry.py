@@ -185,22 +185,27 @@ def _per_call(spec, attrs: dict) -> list:
     return list(spec(attrs)) if callable(spec) else list(spec)
 
 
-UFUNC_FORMS = ("binary", "scalar", "rscalar")
+UFUNC_FORMS = ("binary", "scalar", "rscalar", "unary")
 
 
 class UfuncForm(NamedTuple):
     """The one numpy ufunc call an op's CPU kernel is, on outputs whose dtype kind is in `kinds`.
 
     binary:  ufunc(lhs, rhs, out=out)                       (numpy's default casting, "same_kind")
-    scalar:  ufunc(data, s, out=out, casting="unsafe")   s: attrs["scalar"], cast to data's dtype
+    scalar:  ufunc(data, s, out=out, casting="unsafe")   s: attrs["scalar"] (or `constant`), cast to
+                                                         data's dtype
     rscalar: ufunc(s, data, out=out, casting="unsafe")   unless data is floating point (as MXNet's DType(s))
+    unary:   ufunc(data, out=out, casting="unsafe")
 
-    The imperative tiny-op path (ember/imperative/fastpath.py) then calls the ufunc directly.
+    The imperative tiny-op path (ember/imperative/fastpath.py) then calls the ufunc directly (the
+    operator forms: binary, and scalar ones taking attrs["scalar"]); executors call it, or run
+    numpy's inner loop for it natively (ember/ops/ufunc_loops.py).
     """
 
     form: str
     ufunc: Callable
     kinds: str = "biuf"
+    constant: Optional[float] = None  # scalar forms: the scalar operand, fixed (relu: maximum(data, 0))
 
 
 @dataclass
@@ -255,6 +260,9 @@ class OpDef:
     probe_partial_shapes: bool = True
     # The ufunc call the CPU kernel registered here is exactly; see `cpu_ufunc`.
     ufunc_form: Optional[UfuncForm] = None
+    # The op whose current kernel the kernel registered here runs (elemwise_add runs broadcast_add's,
+    # so overriding one changes both): that op's ufunc form is this one's too.
+    kernel_of: Optional[str] = None
     # A step that runs a whole graph (a hybridized block's taped call): (its Symbol, the names of its
     # inputs in the step's input order), so `autograd.get_symbol` can show it as one `_CachedOp` node.
     subgraph: Optional[tuple] = None
@@ -382,9 +390,12 @@ class OpDef:
         return fn
 
     def cpu_ufunc(self) -> Optional[UfuncForm]:
-        """`ufunc_form` while the CPU kernel is still the one it describes (None once `override` replaced it)."""
-        if self.ufunc_form is None or (self.kernels.get("cpu") or self.kernels.get("any")) is not self._ufunc_kernel:
+        """`ufunc_form` while the CPU kernel is still the one it describes (None once `override` replaced it);
+        for an op running another op's kernel (`kernel_of`), that op's, while this one's kernel is unchanged."""
+        if (self.kernels.get("cpu") or self.kernels.get("any")) is not self._ufunc_kernel:
             return None
+        if self.kernel_of is not None:
+            return get(self.kernel_of).cpu_ufunc()
         return self.ufunc_form
 
 

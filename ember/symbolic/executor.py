@@ -18,8 +18,10 @@ import numpy as np
 from .. import backend, engine
 from ..base import ArgumentError, ContextError, EmberError, ShapeError, brief_names
 from ..context import Context, current_context
-from ..ops import registry
-from ..ops.registry import OpContext
+from ..engine import native
+from ..ops import registry, ufunc_loops
+from ..ops.registry import OpContext, UfuncForm
+from ..ops.ufunc_loops import Loop
 from .expand import expand_loops
 from .cse import optimized_heads
 from .passes import GraphState, compile_graph, mirror_enabled
@@ -249,6 +251,7 @@ class _Step(NamedTuple):
     size: int                   # elements of its outputs
     calls: Optional[tuple]      # run(False, None) and run(True, None) as calls without arguments (no
                                 # Python frame of ours around the kernel); None if it needs the RNG
+    loop: Optional[Loop]        # numpy's inner loop for it, when the kernel is one (ember/ops/ufunc_loops.py)
 
 
 class _Segment(NamedTuple):
@@ -271,20 +274,20 @@ class _Segment(NamedTuple):
         writes = list(dict.fromkeys(writes))
         wid = set(map(id, writes))
         reads = [v for v in dict.fromkeys(reads) if id(v) not in wid]
-        runs = tuple(st.run for st in steps)
-        if len(runs) == 1:
-            run = runs[0]
-        elif all(st.calls is not None for st in steps):
-            by_train = (tuple(st.calls[0] for st in steps), tuple(st.calls[1] for st in steps))
+        parts = _merged_loops(steps)
+        if len(steps) == 1:
+            run = steps[0].run
+        elif all(calls is not None for _, calls in parts):
+            by_train = (tuple(calls[0] for _, calls in parts), tuple(calls[1] for _, calls in parts))
 
-            def run(is_train, rng):
+            def run(is_train, rng, _keep=steps):  # the steps keep the arrays their loops point at
                 for call in by_train[is_train]:
                     call()
         else:  # some steps draw: they take the generator, the others are called without arguments
-            mixed = tuple((st.run, None) if st.calls is None else (None, st.calls) for st in steps)
+            parts = tuple(parts)
 
-            def run(is_train, rng):
-                for r, calls in mixed:
+            def run(is_train, rng, _keep=steps):
+                for r, calls in parts:
                     if calls is None:
                         r(is_train, rng)
                     else:
@@ -292,6 +295,23 @@ class _Segment(NamedTuple):
         name = steps[0].name if len(steps) == 1 else f"{steps[0].name}..{steps[-1].name}"
         return cls(run, partial(_given, (reads, writes, ())), name, sum(st.size for st in steps),
                    any(st.needs_rng for st in steps))
+
+
+def _merged_loops(steps: Sequence[_Step]) -> List[tuple]:
+    """The steps as (run, None) for one that draws, else (None, its calls), where each run of
+    consecutive steps with inner loops becomes one native call running them all."""
+    parts, loops = [], []
+    for st in list(steps) + [None]:
+        if st is not None and st.loop is not None:
+            loops.append(st.loop.spec)
+            continue
+        if loops:
+            call = native.ufunc_loops(loops)
+            parts.append((None, (call, call)))
+            loops = []
+        if st is not None:
+            parts.append((st.run, None) if st.calls is None else (None, st.calls))
+    return parts
 
 
 _runtime: tuple = ()
@@ -328,27 +348,46 @@ def _kernels_changed() -> None:
 registry.on_change(_kernels_changed)
 
 
-def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context, xp) -> Tuple[Callable, Optional[tuple]]:
-    """(run(is_train, rng), its calls without arguments or None) of one node on fixed arrays: the
-    ufunc its CPU kernel is, called directly when the op declares one (`OpDef.cpu_ufunc`, as the
-    imperative tiny-op path does), else its kernel.  Both are the registry's of now: executors
-    rebuild their steps when it changes."""
+def _form_operands(form: UfuncForm, attrs: dict, ins: list) -> Optional[tuple]:
+    """The ufunc's operands for a node of that form on inputs `ins` (None: they do not fit it); a
+    scalar as a 0-d array of the input's dtype (MXNet's DType(scalar)), which numpy takes faster
+    than a Python or numpy scalar."""
+    if len(ins) != (2 if form.form == "binary" else 1):
+        return None
+    if form.form in ("binary", "unary"):
+        return tuple(ins)
+    s = np.array(float(attrs["scalar"] if form.constant is None else form.constant), ins[0].dtype)
+    return (ins[0], s) if form.form == "scalar" else (s, ins[0])
+
+
+def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context,
+                 xp) -> Tuple[Callable, Optional[tuple], Optional[Loop]]:
+    """(run(is_train, rng), its calls without arguments or None, numpy's inner loop or None) of one
+    node on fixed arrays.  When the op's CPU kernel is one ufunc call (`OpDef.cpu_ufunc`): numpy's
+    inner loop for it where there is one for these arrays, else the ufunc called directly (as the
+    imperative tiny-op path does; the operator forms); otherwise its kernel.  All are the
+    registry's of now: executors rebuild their steps when it changes."""
     opdef, attrs, dev = node.op, node.parsed_attrs, ctx.device_type
     form = opdef.cpu_ufunc() if dev == "cpu" and not aux and len(outs) == 1 else None
-    if form is not None and outs[0].dtype.kind in form.kinds and len(ins) == (2 if form.form == "binary" else 1):
-        from ..imperative.fastpath import ufunc_call
-        call, _ = ufunc_call(form, ins[0].dtype)
+    operands = _form_operands(form, attrs, ins) if form is not None and outs[0].dtype.kind in form.kinds else None
+    if operands is not None:
         out = outs[0]
-        if form.form == "binary":
-            a, b = ins
-        else:  # the scalar as a 0-d array of the input's dtype (MXNet's DType(scalar)): numpy takes it
-            s = np.array(float(attrs["scalar"]), ins[0].dtype)  # faster than a Python or numpy scalar
-            a, b = (ins[0], s) if form.form == "scalar" else (s, ins[0])
+        loop = ufunc_loops.loop_of(form.ufunc, operands, out)
+        if loop is not None:
+            native_call = native.ufunc_loops([loop.spec])
 
-        def run_ufunc(is_train, rng):
-            call(a, b, out)
-        direct = partial(call, a, b, out)
-        return run_ufunc, (direct, direct)
+            def run_loop(is_train, rng, _loop=loop):  # the default keeps the loop's arrays alive
+                native_call()
+            return run_loop, (native_call, native_call), loop
+        if form.form != "unary" and form.constant is None:
+            from ..imperative.fastpath import ufunc_call
+            call, _ = ufunc_call(form, ins[0].dtype)
+            a, b = operands
+
+            def run_ufunc(is_train, rng):
+                call(a, b, out)
+            direct = partial(call, a, b, out)
+            return run_ufunc, (direct, direct), None
     opctx = (OpContext(xp, False, ctx), OpContext(xp, True, ctx))
     try:
         kernel = opdef.kernel(dev)
@@ -366,8 +405,9 @@ def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context, xp) -> Tu
             opc = drawing[1 + is_train]
         (kernel or opdef.kernel(dev))(opc, attrs, ins, outs, aux)
     if kernel is None or "rng" in tuple(opdef.resources):
-        return run, None
-    return run, (partial(kernel, opctx[0], attrs, ins, outs, aux), partial(kernel, opctx[1], attrs, ins, outs, aux))
+        return run, None, None
+    return run, (partial(kernel, opctx[0], attrs, ins, outs, aux), partial(kernel, opctx[1], attrs, ins, outs, aux)), \
+        None
 
 
 class Executor:
@@ -516,9 +556,9 @@ class Executor:
         outs = [x._data if isinstance(x, NDArray) else x for x in out_get]
         writes_set = set(map(id, writes))
         reads = [v for v in dict.fromkeys(reads) if id(v) not in writes_set]
-        run, calls = _node_runner(node, ins[:k], outs, ins[k:], self._ctx, self._xp)
+        run, calls, loop = _node_runner(node, ins[:k], outs, ins[k:], self._ctx, self._xp)
         return _Step(run, reads, list(dict.fromkeys(writes)), var_reads, var_writes,
-                     "rng" in tuple(node.op.resources), node.name, sum(int(o.size) for o in outs), calls)
+                     "rng" in tuple(node.op.resources), node.name, sum(int(o.size) for o in outs), calls, loop)
 
     def _segments(self, lo: int, hi: int) -> List["_Segment"]:
         size = bulk_size()

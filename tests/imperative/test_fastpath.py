@@ -72,7 +72,7 @@ def test_every_ufunc_form_equals_its_kernel():
     rng = np.random.default_rng(1)
     checked = 0
     for name, kernel in _forms():
-        form, ufunc, kinds = ops.get(name).ufunc_form
+        form, ufunc, kinds, constant = ops.get(name).cpu_ufunc()
         for dtype in ("float32", "int32"):
             if np.dtype(dtype).kind not in kinds:
                 continue
@@ -81,11 +81,14 @@ def test_every_ufunc_form_equals_its_kernel():
             attrs = {"scalar": 1.7}
             ins = [x, y] if form == "binary" else [x]
             by_kernel, by_form = np.empty(5, dtype), np.empty(5, dtype)
-            s = 1.7 if x.dtype.kind == "f" else x.dtype.type(1.7)
+            scalar = 1.7 if constant is None else constant
+            s = scalar if x.dtype.kind == "f" else x.dtype.type(scalar)
 
             def run_form():
                 if form == "binary":
                     ufunc(x, y, out=by_form)
+                elif form == "unary":
+                    ufunc(x, out=by_form, casting="unsafe")
                 elif form == "scalar":
                     ufunc(x, s, out=by_form, casting="unsafe")
                 else:
@@ -116,7 +119,7 @@ def test_override_applies_at_once_and_restores():
         ops.get("broadcast_add").kernels.pop("cpu")
         registry._changed()
     assert old is ops.get("broadcast_add").kernels["any"]
-    assert ops.get("broadcast_add").cpu_ufunc() == ("binary", np.add, "biuf")
+    assert ops.get("broadcast_add").cpu_ufunc() == ("binary", np.add, "biuf", None)
     np.testing.assert_array_equal((a + b).asnumpy(), [2, 2, 2])
 
 
