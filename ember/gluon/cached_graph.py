@@ -48,12 +48,14 @@ class _Slot:
     `bound_grads`: name -> (`.grad` buffer, grad_req) of the parameters whose gradient output is
     bound to their own buffer; the slot serves only while those are still the parameters' ones."""
 
-    __slots__ = ("executor", "input_targets", "param_arrays", "bound_grads", "node_ref", "hook", "opdef")
+    __slots__ = ("executor", "input_targets", "used_targets", "param_arrays", "bound_grads", "node_ref", "hook",
+                 "opdef")
 
     def __init__(self, executor, input_targets: List[Optional[NDArray]], param_arrays: List[NDArray],
                  bound_grads: Dict[str, Tuple[NDArray, str]]):
         self.executor = executor
         self.input_targets = input_targets  # per block input: the executor's argument it is copied into
+        self.used_targets = [t for t in input_targets if t is not None]  # of the inputs the graph reads
         self.param_arrays = param_arrays
         self.bound_grads = bound_grads
         self.node_ref = None
@@ -166,11 +168,19 @@ class CachedGraph:
     @staticmethod
     def _run(slot: "_Slot", inputs: Sequence[NDArray]) -> List[NDArray]:
         """Copy the inputs into the slot's executor, run its forward; copies of the outputs (the
-        executor's own arrays are overwritten by the next call)."""
+        executor's own arrays are overwritten by the next call).  One engine op for all of it
+        where the executor can (dense inputs on a CPU executor: `Executor.forward_copied`)."""
+        is_train = _ag.is_training()
+        if all(x.stype == "default" for x in inputs):
+            used = inputs if len(slot.used_targets) == len(inputs) else \
+                [x for x, t in zip(inputs, slot.input_targets) if t is not None]
+            outs = slot.executor.forward_copied(used, slot.used_targets, is_train)
+            if outs is not None:
+                return outs
         for x, target in zip(inputs, slot.input_targets):
             if target is not None:  # the executor computes on dense arrays: a sparse input is given densely
                 (x if x.stype == "default" else x.tostype("default")).copyto(target)
-        return [o.copy() for o in slot.executor.forward(is_train=_ag.is_training())]
+        return [o.copy() for o in slot.executor.forward(is_train=is_train)]
 
     def _take_slot(self, key, ctx, inputs, param_arrays, grad_names) -> _Slot:
         slots = self._slots.setdefault(key, [])

@@ -314,7 +314,72 @@ def _merged_loops(steps: Sequence[_Step]) -> List[tuple]:
     return parts
 
 
+class _CopiedForward:
+    """The fixed part of `Executor.forward_copied` for one set of argument targets: the forward
+    segments' runs and engine variables, the outputs' arrays (made again after a registry change)."""
+
+    __slots__ = ("targets", "version", "runs", "needs_rng", "target_data", "out_data", "out_types", "reads",
+                 "writes", "size", "name")
+
+    def __init__(self, ex: "Executor", targets: Sequence):
+        segments, outs = ex._fwd_segments, ex.outputs
+        self.targets = tuple(map(id, targets))
+        self.version = ex._kernels_version
+        self.runs = tuple(seg.run for seg in segments)
+        # named as its steps (profiler, traces): first..last
+        self.name = "copyto" if not segments else segments[0].name if len(segments) == 1 else \
+            f"{segments[0].name.split('..')[0]}..{segments[-1].name.split('..')[-1]}"
+        self.needs_rng = any(seg.needs_rng for seg in segments)
+        self.target_data = [t._data for t in targets]
+        self.out_data = [o._data for o in outs]
+        self.out_types = [(o._data.shape, o._data.dtype) for o in outs]
+        reads = [o._chunk.var for o in outs]
+        writes = [t._chunk.var for t in targets]
+        for seg in segments:
+            r, w, _ = seg.deps()
+            reads.extend(r)
+            writes.extend(w)
+        self.writes = list(dict.fromkeys(writes))
+        wid = set(map(id, self.writes))
+        self.reads = [v for v in dict.fromkeys(reads) if id(v) not in wid]
+        self.size = sum(t._data.size for t in targets) + sum(seg.size for seg in segments) + \
+            sum(o._data.size for o in outs)
+
+
+def _run_copied(runs, sources, targets, is_train, rng, made, outs) -> None:
+    for dst, src in zip(targets, sources):
+        np.copyto(dst, src, "unsafe")
+    for run in runs:
+        run(is_train, rng)
+    for dst, src in zip(made, outs):
+        np.copyto(dst, src)
+
+
+def _copied_deps(plan: _CopiedForward, sources, rng_var, made) -> tuple:
+    """forward_copied's op variables: its sources' too, the generator's if it draws; the new outputs fresh."""
+    from ..imperative.invoke import FreshVars
+    reads = [s._chunk.var for s in sources] + plan.reads
+    writes = plan.writes if rng_var is None else plan.writes + [rng_var]
+    if rng_var is not None:
+        reads.append(rng_var)
+    return reads, writes, FreshVars([c for _, c in made])
+
+
 _runtime: tuple = ()
+_late: list = []
+
+
+def _storage_alloc():
+    """imperative.storage.alloc and NDArray (the imperative package imports this module)."""
+    if not _late:
+        from ..imperative import storage
+        from ..imperative.ndarray import NDArray
+        _late.extend((storage.alloc, NDArray))
+    return _late[0]
+
+
+def _ndarray():
+    return _late[1]
 
 
 def _imperative_runtime() -> tuple:
@@ -499,6 +564,7 @@ class Executor:
             self._var_arrays[id(v)] = arr
         self._grad_target = {key: grads_d[name] for key, name in g.external.items()}
         self.outputs = self._make_outputs()
+        self._copied: Optional[_CopiedForward] = None  # forward_copied's plan
         self._fwd_segments = self._bwd_segments = None
         self._rebuild_steps()
         self._is_train = False
@@ -626,6 +692,40 @@ class Executor:
         else:
             self._run_segments(False, self._is_train)
         return self.outputs
+
+    def forward_copied(self, sources: Sequence, targets: Sequence, is_train: bool) -> Optional[list]:
+        """Copy each of `sources` into its argument NDArray in `targets`, run the forward and return
+        copies of the outputs, all as one engine op: what `copyto`, `forward` and `copy` of each
+        output do, with one op where those push one per copy and per segment (a hybridized block's
+        call).  None (nothing done) where the general path must run it: a device executor, a
+        monitor, sparse arguments, a source that is not a host array of its target's shape or
+        shares its storage."""
+        ctx = self._ctx
+        if ctx.device_type != "cpu" or self._monitor is not None or self._sparse_args:
+            return None
+        for src, dst in zip(sources, targets):
+            chunk = src._chunk
+            chunk.check()
+            if chunk is dst._chunk or type(src._data) is not np.ndarray or src._data.shape != dst._data.shape:
+                return None
+        if self._kernels_version != _kernels_version[0]:
+            self._rebuild_steps()
+        plan = self._copied
+        if plan is None or plan.version != self._kernels_version or plan.targets != tuple(map(id, targets)):
+            plan = self._copied = _CopiedForward(self, targets)
+        self._is_train = is_train = bool(is_train)
+        self._storage.pool.claim(self._storage, ctx)
+        resources, execute = _imperative_runtime()
+        rng = rvar = None
+        if plan.needs_rng:
+            rvar, rng = resources.rng(ctx)
+        alloc = _storage_alloc()
+        made = [alloc(shape, dtype, ctx) for shape, dtype in plan.out_types]
+        execute(_run_copied, (plan.runs, [s._data for s in sources], plan.target_data, is_train, rng,
+                              [d for d, _ in made], plan.out_data),
+                plan.name, plan.size, partial(_copied_deps, plan, sources, rvar, made), ctx)
+        wrap = _ndarray()
+        return [wrap(data, chunk) for data, chunk in made]
 
     def backward(self, out_grads=None, is_train: bool = True) -> None:
         """Push the backward nodes, then write or add each gradient into its grad array."""
