@@ -9,15 +9,6 @@ import ember.engine as engine
 from ember.gluon import nn
 
 
-def _slow_write(arr, value, delay=0.05):
-    data = arr._data
-
-    def op():
-        time.sleep(delay)
-        data[...] = value
-    engine.push(op, write=[arr.var], name="slow_write")
-
-
 def _bound(sym, **shapes):
     return sym.simple_bind(mx.cpu(), grad_req="null", **shapes)
 
@@ -59,7 +50,8 @@ def test_it_waits_for_a_pending_write_of_its_input():
     x = mx.sym.var("x")
     exe = _bound(x * 3.0, x=(4,))
     src = mx.nd.zeros((4,))
-    _slow_write(src, 2.0)
+    data = src._data
+    engine.push(lambda: (time.sleep(0.05), data.fill(2.0)), write=[src.var], name="slow_write")  # pending
     out = exe.forward_copied([src], [exe.arg_dict["x"]], False)
     np.testing.assert_array_equal(out[0].asnumpy(), [6, 6, 6, 6])
 
