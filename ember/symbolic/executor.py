@@ -382,6 +382,11 @@ def _ndarray():
     return _late[1]
 
 
+def _inline_max() -> int:
+    from ..imperative.invoke import INLINE_MAX_ELEMENTS
+    return INLINE_MAX_ELEMENTS
+
+
 def _imperative_runtime() -> tuple:
     """(imperative.resources, invoke.execute), imported on first use (the imperative package imports
     this module) and kept here: segments are pushed on every forward."""
@@ -699,7 +704,8 @@ class Executor:
         output do, with one op where those push one per copy and per segment (a hybridized block's
         call).  None (nothing done) where the general path must run it: a device executor, a
         monitor, sparse arguments, a source that is not a host array of its target's shape or
-        shares its storage."""
+        shares its storage, a call too large to run in the caller with several segments (pushed
+        one by one, independent branches may run in parallel)."""
         ctx = self._ctx
         if ctx.device_type != "cpu" or self._monitor is not None or self._sparse_args:
             return None
@@ -713,6 +719,8 @@ class Executor:
         plan = self._copied
         if plan is None or plan.version != self._kernels_version or plan.targets != tuple(map(id, targets)):
             plan = self._copied = _CopiedForward(self, targets)
+        if len(plan.runs) > 1 and plan.size > _inline_max():
+            return None  # pushed as one op its segments would run in turn: keep them apart (parallel branches)
         self._is_train = is_train = bool(is_train)
         self._storage.pool.claim(self._storage, ctx)
         resources, execute = _imperative_runtime()

@@ -101,3 +101,14 @@ def test_a_kernel_error_surfaces_at_the_next_read_and_keeps_earlier_results():
     assert old is not None
     np.testing.assert_array_equal(good.asnumpy(), [1, 1, 1])
     np.testing.assert_array_equal(exe.forward_copied([src], [exe.arg_dict["x"]], False)[0].asnumpy(), [1, 1, 1])
+
+
+def test_a_large_call_of_several_segments_keeps_its_segments_apart(monkeypatch):
+    monkeypatch.setenv("MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN", "1")
+    x = mx.sym.var("x")
+    exe = _bound(mx.sym.exp(x) + mx.sym.sin(x), x=(200, 200))  # 40,000 elements a node: pushed
+    src = mx.nd.ones((200, 200))
+    assert exe.forward_copied([src], [exe.arg_dict["x"]], False) is None
+    small = _bound(mx.sym.exp(x) + mx.sym.sin(x), x=(4,))
+    got = small.forward_copied([mx.nd.ones((4,))], [small.arg_dict["x"]], False)[0].asnumpy()
+    np.testing.assert_allclose(got, np.full(4, np.exp(1) + np.sin(1)), rtol=1e-6)
