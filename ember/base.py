@@ -1,6 +1,7 @@
 """Errors and small helpers shared by every ember component."""
 from __future__ import annotations
 
+import ctypes
 import numpy as _np
 
 
@@ -98,6 +99,7 @@ def brief_names(names, limit: int = 10) -> str:
 
 
 # -- MXNet's small Python helpers that user code and MXNet's own tests import from mx.base ----
+NDArrayHandle = ctypes.c_void_p  # an NDArray's `handle`: `NDArray(handle)` is that array again
 integer_types = (int, _np.integer)
 numeric_types = (float, int, _np.generic)
 string_types = (str,)

@@ -1,11 +1,13 @@
 """`mx.operator`: operator introspection (and, in its own section, custom operators in Python)."""
 from __future__ import annotations
 
+import ctypes  # noqa: F401 - MXNet's module has it: `from mxnet.operator import *` code casts handles
 from collections import namedtuple
 from typing import List
 
 from . import ops as _ops
-from .base import OperatorError
+from .base import NDArrayHandle, OperatorError  # noqa: F401 - (NDArrayHandle: as ctypes above)
+from .imperative.ndarray import NDArray  # noqa: F401 - MXNet's module exports it too
 
 # -- introspection of the registry (MXNet's get_all_registered_operators / get_operator_arguments) --
 

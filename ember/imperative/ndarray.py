@@ -7,7 +7,9 @@ the var and re-raises errors of the ops that wrote it.
 """
 from __future__ import annotations
 
+import ctypes
 import numbers
+import weakref
 from typing import Optional, Tuple, Union
 
 import numpy as np
@@ -35,6 +37,25 @@ def _is_scalar(x) -> bool:
     return isinstance(x, _SCALAR_TYPES) and not isinstance(x, np.ndarray)
 
 
+_BY_HANDLE = object()  # NDArray(handle) rather than NDArray(data, chunk)
+_live_handles: "weakref.WeakValueDictionary[int, NDArray]" = weakref.WeakValueDictionary()
+
+
+def _by_handle(handle, writable: bool) -> tuple:
+    """(data, chunk) of the array `handle` names (`NDArray.handle`); read-only data unless writable."""
+    key = handle.value if isinstance(handle, ctypes.c_void_p) else handle if isinstance(handle, int) else None
+    arr = _live_handles.get(key) if key is not None else None
+    if arr is None:
+        from ..base import ArgumentError
+        raise ArgumentError(f"NDArray({handle!r}): not the handle of a live NDArray (NDArray(handle) takes "
+                            "an array's `handle`; arrays are made by mx.nd functions)")
+    data = arr._data
+    if not writable and isinstance(data, np.ndarray) and data.flags.writeable:
+        data = data.view()
+        data.flags.writeable = False
+    return data, arr._chunk
+
+
 class NDArray:
     """An n-dimensional array on one device (MXNet's `mx.nd.NDArray`)."""
 
@@ -45,7 +66,9 @@ class NDArray:
     # numpy must defer to our reflected operators (np.float32(2) * nd -> NDArray)
     __array_priority__ = 1000.0
 
-    def __init__(self, data, chunk: Optional[storage.Chunk]):
+    def __init__(self, data, chunk: Optional[storage.Chunk] = _BY_HANDLE, writable: bool = True):
+        if chunk is _BY_HANDLE:  # MXNet's NDArray(handle, writable): the array another one's handle names
+            data, chunk = _by_handle(data, writable)
         self._data = data
         self._c = chunk
         self._ag = None
@@ -104,8 +127,20 @@ class NDArray:
         return "default"
 
     @property
-    def handle(self):
-        return None
+    def handle(self) -> ctypes.c_void_p:
+        """MXNet's NDArrayHandle: an opaque pointer `NDArray(handle)` turns back into an array on
+        the same storage, while this one is alive (monitor callbacks cast it from the array)."""
+        _live_handles[id(self)] = self
+        return ctypes.c_void_p(id(self))
+
+    # ctypes takes an NDArray where a pointer is wanted as its handle: ctypes.cast(arr, NDArrayHandle)
+    _as_parameter_ = handle
+
+    @property
+    def writable(self) -> bool:
+        """False for an array made read-only (NDArray(handle, writable=False))."""
+        flags = getattr(self._data, "flags", None)
+        return flags is None or bool(flags.writeable)
 
     @property
     def T(self) -> "NDArray":
@@ -226,6 +261,8 @@ class NDArray:
         return indexing.getitem(self, key)
 
     def __setitem__(self, key, value):
+        if type(self._data) is np.ndarray and not self._data.flags.writeable:
+            raise ValueError("Cannot assign to readonly NDArray")  # MXNet's words (NDArray(handle, writable=False))
         indexing.setitem(self, key, value)
 
     # -- shape and copies ------------------------------------------------------------------
