@@ -75,8 +75,9 @@ def loop_of(ufunc: np.ufunc, operands: Sequence[np.ndarray], out: np.ndarray) ->
     Every operand has out's dtype (one of LOOP_DTYPES, native byte order) and is C-contiguous with
     out's shape or 0-d (a scalar); out is C-contiguous, writeable and not empty; an operand either
     is out itself (in place) or does not overlap it."""
-    if not isinstance(ufunc, np.ufunc) or type(out) is not np.ndarray or out.dtype.char not in LOOP_DTYPES or not out.dtype.isnative \
-            or not out.flags.c_contiguous or not out.flags.writeable or out.size == 0 or len(operands) != ufunc.nin:
+    if not isinstance(ufunc, np.ufunc) or type(out) is not np.ndarray or out.dtype.char not in LOOP_DTYPES \
+            or not out.dtype.isnative or not out.flags.c_contiguous or not out.flags.writeable or out.size == 0 \
+            or len(operands) != ufunc.nin:
         return None
     for x in operands:
         if type(x) is not np.ndarray or x.dtype != out.dtype \
@@ -103,9 +104,9 @@ def _probe_values(dtype: np.dtype) -> np.ndarray:
 
 
 def _agrees(ufunc: np.ufunc, char: str, found: Tuple[int, int]) -> bool:
-    """Whether the loop gives the ufunc's results, bit for bit, on the probe values (every pair
-    of them for a binary ufunc, a scalar operand too), in runs long and short (vector bodies and
-    tails)."""
+    """Whether the loop gives the ufunc's results, bit for bit, on the probe values (for a binary
+    ufunc each value against others, both ways, and against a scalar operand), in runs long and
+    short (vector bodies and tails)."""
     dtype = np.dtype(char)
     x = _probe_values(dtype)
     if ufunc.nin == 1:

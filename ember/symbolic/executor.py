@@ -366,35 +366,18 @@ def _copied_deps(plan: _CopiedForward, sources, rng_var, made) -> tuple:
 
 
 _runtime: tuple = ()
-_late: list = []
-
-
-def _storage_alloc():
-    """imperative.storage.alloc and NDArray (the imperative package imports this module)."""
-    if not _late:
-        from ..imperative import storage
-        from ..imperative.ndarray import NDArray
-        _late.extend((storage.alloc, NDArray))
-    return _late[0]
-
-
-def _ndarray():
-    return _late[1]
-
-
-def _inline_max() -> int:
-    from ..imperative.invoke import INLINE_MAX_ELEMENTS
-    return INLINE_MAX_ELEMENTS
 
 
 def _imperative_runtime() -> tuple:
-    """(imperative.resources, invoke.execute), imported on first use (the imperative package imports
-    this module) and kept here: segments are pushed on every forward."""
+    """(imperative.resources, invoke.execute, storage.alloc, NDArray, invoke.INLINE_MAX_ELEMENTS),
+    imported on first use (the imperative package imports this module) and kept here: segments are
+    pushed on every forward."""
     global _runtime
     if not _runtime:
-        from ..imperative import resources
-        from ..imperative.invoke import execute
-        _runtime = (resources, execute)
+        from ..imperative import resources, storage
+        from ..imperative.invoke import INLINE_MAX_ELEMENTS, execute
+        from ..imperative.ndarray import NDArray
+        _runtime = (resources, execute, storage.alloc, NDArray, INLINE_MAX_ELEMENTS)
     return _runtime
 
 
@@ -663,7 +646,7 @@ class Executor:
     def _push_segments(self, segments: Sequence["_Segment"], is_train: bool) -> None:
         """Run each segment as one engine op, in order, through `invoke.execute` (in this thread
         when it is small and the engine lets it start now, else pushed after what it depends on)."""
-        resources, execute = _imperative_runtime()
+        resources, execute = _imperative_runtime()[:2]
         ctx = self._ctx
         host = ctx.device_type == "cpu"
         for seg in segments:
@@ -719,21 +702,19 @@ class Executor:
         plan = self._copied
         if plan is None or plan.version != self._kernels_version or plan.targets != tuple(map(id, targets)):
             plan = self._copied = _CopiedForward(self, targets)
-        if len(plan.runs) > 1 and plan.size > _inline_max():
+        resources, execute, alloc, ndarray, inline_max = _imperative_runtime()
+        if len(plan.runs) > 1 and plan.size > inline_max:
             return None  # pushed as one op its segments would run in turn: keep them apart (parallel branches)
         self._is_train = is_train = bool(is_train)
         self._storage.pool.claim(self._storage, ctx)
-        resources, execute = _imperative_runtime()
         rng = rvar = None
         if plan.needs_rng:
             rvar, rng = resources.rng(ctx)
-        alloc = _storage_alloc()
         made = [alloc(shape, dtype, ctx) for shape, dtype in plan.out_types]
         execute(_run_copied, (plan.runs, [s._data for s in sources], plan.target_data, is_train, rng,
                               [d for d, _ in made], plan.out_data),
                 plan.name, plan.size, partial(_copied_deps, plan, sources, rvar, made), ctx)
-        wrap = _ndarray()
-        return [wrap(data, chunk) for data, chunk in made]
+        return [ndarray(data, chunk) for data, chunk in made]
 
     def backward(self, out_grads=None, is_train: bool = True) -> None:
         """Push the backward nodes, then write or add each gradient into its grad array."""
