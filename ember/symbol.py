@@ -13,6 +13,7 @@ from .symbolic.naming import AttrScope, NameManager, Prefix  # noqa: F401
 from .symbolic.symbol import Group, Symbol, Variable, make_op_function, var  # noqa: F401
 from .symbolic import legacy_helpers as _legacy
 from .symbolic import control_flow as _control_flow
+from .symbolic import cond as _cond
 from .symbolic import random_helpers as _random_helpers
 from .symbolic.legacy_helpers import eye, histogram, linspace, split_v2  # noqa: F401
 
@@ -52,6 +53,7 @@ contrib = _PrefixedNamespace("contrib", ("_contrib_",), short_names=True)
 contrib.rand_zipfian = _legacy.rand_zipfian  # MXNet's Python-level helper in symbol/contrib.py
 contrib.foreach = _control_flow.foreach
 contrib.while_loop = _control_flow.while_loop
+contrib.cond = _cond.cond
 linalg = _PrefixedNamespace("linalg", ("_linalg_",), short_names=True)
 image = _PrefixedNamespace("image", ("_image_",), short_names=True)
 # MXNet's mx.sym.sparse: the operators with sparse kernels.  ember's executors compute on dense

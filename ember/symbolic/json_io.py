@@ -33,8 +33,9 @@ def _graph_doc(outputs) -> dict:
             write = _subgraph_json.foreach_to_json if n.op.name == "_foreach" else _subgraph_json.call_to_json
             attrs, body_heads = write(n)
             rec["subgraphs"] = [_graph_doc(body_heads)]
-        elif n.op is not None and n.op.name == "_while_loop":
-            attrs, graphs = _subgraph_json.while_to_json(n)
+        elif n.op is not None and n.op.name in ("_while_loop", "_cond"):
+            write = _subgraph_json.while_to_json if n.op.name == "_while_loop" else _subgraph_json.cond_to_json
+            attrs, graphs = write(n)
             rec["subgraphs"] = [_graph_doc(heads) for heads in graphs]
         elif n.op is not None:
             attrs.update({k: format_attr_value(n.op, k, v) for k, v in n.attrs.items()})
@@ -129,15 +130,17 @@ def _build(doc, where: str = "") -> List[Entry]:
             raise OperatorError(f"load_json: node '{rec['name']}' uses unknown operator '{op_name}'") from None
         user = {k: v for k, v in raw.items() if k.startswith("__") and k.endswith("__")}
         params = {k: v for k, v in raw.items() if k not in user}
-        if op_name == "_while_loop":
+        if op_name in ("_while_loop", "_cond"):
             subs = rec.get("subgraphs")
-            if not isinstance(subs, list) or len(subs) != 2:
-                _fail(f"node {i} ('{rec['name']}', _while_loop) needs its cond and func graphs in 'subgraphs'")
+            count, what = (2, "cond and func graphs") if op_name == "_while_loop" else (3, "cond, then and else graphs")
+            if not isinstance(subs, list) or len(subs) != count:
+                _fail(f"node {i} ('{rec['name']}', {op_name}) needs its {what} in 'subgraphs'")
             graphs = [_build(sub, f" in a graph of '{rec['name']}'") for sub in subs]
             try:
-                params = _subgraph_json.while_from_json(params, graphs, len(inputs))
+                read = _subgraph_json.while_from_json if op_name == "_while_loop" else _subgraph_json.cond_from_json
+                params = read(params, graphs, len(inputs))
             except ValueError as e:
-                _fail(f"node {i} ('{rec['name']}', _while_loop): {e}")
+                _fail(f"node {i} ('{rec['name']}', {op_name}): {e}")
         elif op_name in ("_foreach", "_CachedOp"):
             subs = rec.get("subgraphs")
             if subs is not None and (not isinstance(subs, list) or len(subs) != 1):

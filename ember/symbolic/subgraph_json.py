@@ -1,12 +1,13 @@
-"""MXNet's JSON form of the nodes that carry graphs (ember/symbolic/control_flow.py): `_foreach` and
-`_while_loop` as MXNet 1.9.1 writes them (the graphs in the node's 'subgraphs', their inputs located by
-`*_locs` attributes), and ember's `_CachedOp` (MXNet writes that one without its graph)."""
+"""MXNet's JSON form of the nodes that carry graphs (ember/symbolic/control_flow.py, cond.py): `_foreach`,
+`_while_loop` and `_cond` as MXNet 1.9.1 writes them (the graphs in the node's 'subgraphs', their inputs
+located by `*_locs` attributes), and ember's `_CachedOp` (MXNet writes that one without its graph)."""
 from __future__ import annotations
 
 import ast
 from typing import Dict, List, Optional, Tuple
 
 from ..base import MXNetError
+from .cond import CondBody
 from .control_flow import CallBody, ForeachBody, WhileBody, _counts
 from .graph import Entry, Node, topo_order
 
@@ -108,3 +109,37 @@ def while_from_json(params: Dict[str, str], graphs: List[List[Entry]], num_input
     body = WhileBody(graphs[0], graphs[1], cond_inputs, func_inputs, cond_locs, func_locs, var_locs, out_data)
     return {"num_vars": nv, "num_out_data": out_data, "num_inputs": num_inputs, "max_iterations": steps,
             "body": body}
+
+
+_COND_LOCS = ("cond_input_locs", "then_input_locs", "else_input_locs")
+
+
+def cond_to_json(node: Node) -> Tuple[Dict[str, str], List[List[Entry]]]:
+    """(MXNet's attributes of a `_cond` node, the heads of its predicate, then and else graphs)."""
+    a = node.parsed_attrs
+    body: CondBody = a["body"]
+    attrs = {"num_args": str(3 + a["num_inputs"]), "num_outputs": str(a["num_outputs"])}
+    attrs.update({key: str(locs) for key, (_, _, locs) in zip(_COND_LOCS, body.graphs)})
+    return attrs, [heads for heads, _, _ in body.graphs]
+
+
+def cond_from_json(params: Dict[str, str], graphs: List[List[Entry]], num_inputs: int) -> dict:
+    """ember's attributes of a `_cond` node read from MXNet's and its three graphs' heads."""
+    try:
+        all_locs = [list(ast.literal_eval(params[k])) for k in _COND_LOCS]
+        num_outputs = int(params["num_outputs"])
+    except (KeyError, ValueError, SyntaxError, TypeError) as e:
+        raise ValueError(f"bad or missing cond attributes ({type(e).__name__}: {e})") from None
+    if len(graphs) != 3:
+        raise ValueError(f"a cond has three graphs (predicate, then, else), got {len(graphs)}")
+    parts = []
+    for heads, locs, what in zip(graphs, all_locs, ("predicate", "then", "else")):
+        variables = [n for n in topo_order(heads) if n.op is None]
+        if len(locs) != len(variables) or not all(isinstance(i, int) and 0 <= i < num_inputs for i in locs):
+            raise ValueError(f"the {what} graph's locations {locs} do not match its {len(variables)} inputs and "
+                             f"the node's {num_inputs}")
+        parts.append((heads, variables, locs))
+    if len(graphs[0]) != 1 or len(graphs[1]) != num_outputs or len(graphs[2]) != num_outputs:
+        raise ValueError(f"the graphs give {[len(g) for g in graphs]} outputs; the predicate gives one, each branch "
+                         f"num_outputs ({num_outputs})")
+    return {"num_inputs": num_inputs, "num_outputs": num_outputs, "body": CondBody(parts)}

@@ -9,7 +9,10 @@ Writes tests/data/loops/: `lstm_loop-symbol.json` and `lstm_loop-0000.params` (M
 outputs 'out0' (sequence) 'out1', 'out2' (final states)); and `while-symbol.json` with `while_io.npz`: a
 `contrib.while_loop` reading an outer weight (`_while_loop` with its cond and func graphs in 'subgraphs'), its
 inputs and MXNet's outputs (the rows past the last step, undefined in MXNet, are not recorded: 'steps' says
-how many are valid).  Replayed by tests/symbolic/test_control_flow.py.
+how many are valid); and `cond-symbol.json`, `cond-0000.params` with `cond_io.npz`: a hybridized block
+choosing between two branches with `contrib.cond` (a `_cond` node with its predicate, then and else graphs),
+exported, with its outputs and the gradients of its input and parameters (MXNet's imperative ones) for an
+input taking each branch (replayed by tests/symbolic/test_cond.py).  Replayed by tests/symbolic/test_control_flow.py.
 """
 import os
 
@@ -48,6 +51,7 @@ def main():
     np.savez_compressed(os.path.join(HERE, "io.npz"), **data)
     print("recorded", sorted(data))
     record_while(rs)
+    record_cond(rs)
 
 
 def record_while(rs):
@@ -70,6 +74,49 @@ def record_while(rs):
     np.savez_compressed(os.path.join(HERE, "while_io.npz"), out=out[:steps], x_end=x_end, acc_end=acc_end,
                         steps=np.array(steps), **values)
     print("recorded while_loop,", steps, "steps")
+
+
+class CondNet(gluon.HybridBlock):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        with self.name_scope():
+            self.dense = gluon.nn.Dense(4, in_units=3)
+
+    def hybrid_forward(self, F, x):
+        h = self.dense(x)
+        return F.contrib.cond(F.sum(h) > 0, lambda: F.broadcast_add(F.tanh(h) * 2, F.sum(x)),
+                              lambda: F.log(F.relu(h) + 1) - h)
+
+
+def record_cond(rs):
+    # The gradients are MXNet's imperative ones: its hybridized `_cond` backward (1.9.1) reads memory it
+    # never wrote (input gradients of 1e35 and more from one run to the next); the imperative cond and
+    # the exported graph's outputs are right.
+    net = CondNet(prefix="condnet_")
+    net.initialize(mx.init.Uniform(0.5))
+    w = net.dense.weight.data().asnumpy()
+    b = net.dense.bias.data().asnumpy()
+    data = {}
+    for tag, positive in (("then", True), ("else", False)):
+        for _ in range(1000):  # an input whose predicate picks this branch
+            x = rs.uniform(-1.0, 1.0, (2, 3)).astype(np.float32)
+            if (((x @ w.T) + b).sum() > 0) == positive:
+                break
+        xa = mx.nd.array(x)
+        xa.attach_grad()
+        with mx.autograd.record():
+            out = net(xa)
+        out.backward(mx.nd.ones_like(out))
+        data.update({f"x_{tag}": x, f"out_{tag}": out.asnumpy(), f"dx_{tag}": xa.grad.asnumpy(),
+                     f"dw_{tag}": net.dense.weight.grad().asnumpy(), f"db_{tag}": net.dense.bias.grad().asnumpy()})
+    net.hybridize()
+    for tag in ("then", "else"):
+        hybrid = net(mx.nd.array(data[f"x_{tag}"])).asnumpy()
+        if not np.allclose(hybrid, data[f"out_{tag}"], rtol=1e-6):
+            raise SystemExit(f"MXNet's hybridized cond gives other outputs than its imperative one ({tag})")
+    net.export(os.path.join(HERE, "cond"))
+    np.savez_compressed(os.path.join(HERE, "cond_io.npz"), **data)
+    print("recorded cond", sorted(data))
 
 
 if __name__ == "__main__":
