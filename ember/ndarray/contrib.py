@@ -101,6 +101,8 @@ def while_loop(cond: Callable, func: Callable, loop_vars, max_iterations: int = 
     steps, outputs, out_fmt = 0, [], None
     while steps < max_iterations and _truth(cond(*loop_vars), "while_loop: the value of cond"):
         step_output, new_vars = func(*loop_vars)
+        if step_output is None:  # no step outputs (MXNet's while_loop allows None)
+            step_output = []
         flat, fmt = _flatten(step_output, "while_loop step outputs")
         new_vars = [new_vars] if isinstance(new_vars, NDArray) else list(new_vars)
         if len(new_vars) != len(loop_vars):

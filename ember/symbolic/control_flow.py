@@ -171,6 +171,8 @@ def while_loop(cond: Callable, func: Callable, loop_vars, max_iterations: Option
     with AttrScope(__subgraph_name__=node_name):
         pred, _ = _flatten(cond(*args), "while_loop: the value of cond")
         step_output, new_vars = func(*args)
+        if step_output is None:  # no step outputs (MXNet's while_loop allows None)
+            step_output = []
     if len(pred) != 1:
         raise ValueError(f"while_loop: cond must return one scalar Symbol, got {len(pred)}")
     flat_out, out_fmt = _flatten(step_output, "while_loop: func's step outputs")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import warnings
 from functools import partial
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -54,10 +55,12 @@ def _as_list_or_dict(value, names: Sequence[str], what: str, required: bool) -> 
             raise ArgumentError(f"bind: {what} are missing (need {brief_names(names)})")
         return {}
     if isinstance(value, dict):
-        # a name the symbol lacks is most likely a typo: an error, unless it holds nothing (None)
+        # MXNet ignores names the symbol lacks (its own tests bind one dict to several symbols); one
+        # holding an array may be a typo: say so
         unknown = [k for k, v in value.items() if k not in names and v is not None]
         if unknown and what == "arguments":
-            raise ArgumentError(f"bind: unknown {what} {brief_names(unknown)} (expected {brief_names(names)})")
+            warnings.warn(f"bind: {brief_names(unknown)} are not arguments of the symbol {brief_names(names)}: "
+                          "ignored, as MXNet does", stacklevel=3)
         out = {k: v for k, v in value.items() if k in names}
     elif isinstance(value, (list, tuple)):
         if len(value) != len(names):

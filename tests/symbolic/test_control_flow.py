@@ -309,3 +309,16 @@ def test_while_loop_errors():
                                          [x], max_iterations=3)
     with pytest.raises(ShapeError, match="must keep its shape"):
         grows[0].infer_shape(x=(2,))
+
+
+def test_while_loop_func_may_return_no_step_outputs():
+    # MXNet's while_loop takes None for the step outputs: only the loop variables come out
+    x = mx.sym.var("x")
+    outs, final = mx.sym.contrib.while_loop(lambda v: mx.sym.sum(v) < 10, lambda v: (None, [v * 2]), [x],
+                                            max_iterations=6)
+    assert outs == []
+    ex = final[0].bind(mx.cpu(), {"x": mx.nd.ones((2,))})
+    np.testing.assert_array_equal(ex.forward()[0].asnumpy(), [8, 8])
+    outs, final = mx.nd.contrib.while_loop(lambda v: v.sum() < 10, lambda v: (None, [v * 2]), [mx.nd.ones((2,))],
+                                           max_iterations=6)
+    assert outs == [] and final[0].asnumpy().tolist() == [8, 8]
