@@ -24,6 +24,10 @@ from .naming import AttrScope, NameManager
 from .symbol import Symbol
 
 
+class UnusedLoopInput(MXNetError, AssertionError):
+    """A foreach body that leaves a data or state input unused (MXNet raises an AssertionError)."""
+
+
 class ForeachBody:
     """The loop body as its own graph: `heads` (the step's outputs, then its new states) computed from
     `data_vars` (one step's slices), `state_vars` and `free_vars` (the outer entries it reads)."""
@@ -79,6 +83,11 @@ def foreach(body: Callable, data, init_states, name: str = "foreach"):
         raise ValueError(f"foreach: the body returns {len(flat_new)} states for {len(flat_states)} initial states")
     heads, free_entries, free_vars = _cut(node_name, [s._outputs[0] for s in flat_out + flat_new],
                                           data_vars + state_vars)
+    used = {id(n) for n in topo_order(heads) if n.op is None}
+    unused = [v.name for v in data_vars + state_vars if id(v) not in used]
+    if unused:
+        raise UnusedLoopInput(f"foreach: the body does not use {unused}; every data and state input must be "
+                              "used in the loop body (as MXNet's foreach requires)")
     loop_body = ForeachBody(heads, data_vars, state_vars, free_vars, len(flat_out))
     node = Node(_FOREACH, node_name,
                 {"num_data": len(flat_data), "num_states": len(flat_states), "num_out_data": len(flat_out),
