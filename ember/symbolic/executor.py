@@ -731,8 +731,9 @@ class Executor:
             out_grads = [out_grads.get(n) for n in self._out_names]
         self._check_head_grads_given(out_grads)
         if out_grads is not None:
-            if len(out_grads) != len(self._head_grads):
+            if len(out_grads) < len(self._head_grads):
                 raise ValueError(f"backward: {len(out_grads)} head gradients for {len(self._head_grads)} outputs")
+            # more than the outputs: MXNet reads the first ones and ignores the rest
             used = self._heads_needing_grad  # set by _check_head_grads_given
             for i, (dst, src) in enumerate(zip(self._head_grads, out_grads)):
                 if src is None:

@@ -22,3 +22,14 @@ def test_an_extra_argument_holding_an_array_is_ignored_with_a_warning():
     with pytest.warns(UserWarning, match=r"\['typo'\] are not arguments of the symbol"):
         ex = (x * 3).bind(mx.cpu(), {"x": mx.nd.ones((2,)), "typo": mx.nd.ones((2,))})
     np.testing.assert_array_equal(ex.forward()[0].asnumpy(), [3, 3])
+
+
+def test_backward_reads_the_first_head_gradients_and_ignores_extra_ones():
+    x = mx.sym.var("x")
+    grad = mx.nd.zeros((2,))
+    ex = (x * 3).bind(mx.cpu(), {"x": mx.nd.ones((2,))}, args_grad={"x": grad})
+    ex.forward(is_train=True)
+    ex.backward([mx.nd.array([1, 2]), mx.nd.ones((5,))])  # MXNet ignores the second one
+    np.testing.assert_array_equal(grad.asnumpy(), [3, 6])
+    with pytest.raises(mx.base.MXNetError, match="head gradient is required"):
+        ex.backward([])  # fewer than the outputs: an error
