@@ -139,8 +139,8 @@ class NDArray:
     @property
     def writable(self) -> bool:
         """False for an array made read-only (NDArray(handle, writable=False))."""
-        flags = getattr(self._data, "flags", None)
-        return flags is None or bool(flags.writeable)
+        flags = getattr(self._data, "flags", None)  # (a device array's flags may not say)
+        return flags is None or bool(getattr(flags, "writeable", True))
 
     @property
     def T(self) -> "NDArray":

@@ -148,7 +148,8 @@ def test_json_round_trip_in_mxnet_form(tmp_path):
     sym.save(str(tmp_path / "c.json"))
     np.savez(tmp_path / "in.npz", **values)
     code = ("import mxnet as mx, numpy as np, sys; io=np.load(sys.argv[2]); g=mx.sym.load(sys.argv[1]); "
-            "r=g.bind(mx.cpu(), {k: mx.nd.array(io[k]) for k in ('x','y')}).forward(); np.save(sys.argv[3], r[0].asnumpy())")
+            "r=g.bind(mx.cpu(), {k: mx.nd.array(io[k]) for k in ('x','y')}).forward(); "
+            "np.save(sys.argv[3], r[0].asnumpy())")
     done = subprocess.run([MXNET_PYTHON, "-c", code, str(tmp_path / "c.json"), str(tmp_path / "in.npz"),
                            str(tmp_path / "out.npy")], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -220,3 +221,14 @@ def test_deferred_parameters_learn_their_shapes_through_both_branches():
     net.hybridize()
     net(mx.nd.ones((2, 7))).wait_to_read()  # the then branch runs; the else branch's layer is shaped too
     assert net.a.weight.shape == (5, 7) and net.b.weight.shape == (5, 7)
+
+
+def test_a_cond_node_without_its_graphs_is_refused_when_loaded():
+    doc = json.loads(_branchy().tojson())
+    node = [n for n in doc["nodes"] if n["op"] == "_cond"][0]
+    node["subgraphs"] = node["subgraphs"][:2]
+    with pytest.raises(MXNetError, match="needs its cond, then and else graphs"):
+        mx.sym.load_json(json.dumps(doc))
+    node["subgraphs"] = None
+    with pytest.raises(MXNetError, match="_cond"):
+        mx.sym.load_json(json.dumps(doc))
