@@ -122,20 +122,21 @@ def cond(pred: Symbol, then_func, else_func, name: str = "cond"):
     if not isinstance(pred, Symbol) or len(pred.list_outputs()) != 1:
         raise ValueError("cond: pred must be one Symbol with one output (a scalar)")
     node_name = NameManager.current.get(None if name == "cond" else name, "_cond")
+    # MXNet's marks for what each graph makes: '<name>_pred<n>', '_then<n>', '_else<n>' (counted per name)
+    marks = [AttrScope.unique_subgraph_name(name + suffix) for suffix in ("_pred", "_then", "_else")]
     branches = []
-    for suffix, fn in (("_then", then_func), ("_else", else_func)):
-        with AttrScope(__subgraph_name__=node_name + suffix):  # marks what the branch makes (MXNet's mark)
+    for mark, fn, what in ((marks[1], then_func, "then"), (marks[2], else_func, "else")):
+        with AttrScope(__subgraph_name__=mark):
             out = fn()
-        branches.append(_flatten(out, f"cond: {suffix[1:]}_func's outputs"))
+        branches.append(_flatten(out, f"cond: {what}_func's outputs"))
     (flat_then, fmt), (flat_else, _) = branches
     if len(flat_then) != len(flat_else):
         raise ValueError(f"cond: then_func gives {len(flat_then)} outputs, else_func {len(flat_else)}; they must "
                          "give the same number")
     if not flat_then:
         raise ValueError("cond: the branches give no output")
-    cuts = [_cut(node_name + "_pred", [pred._outputs[0]], []),
-            _cut(node_name + "_then", [s._outputs[0] for s in flat_then], []),
-            _cut(node_name + "_else", [s._outputs[0] for s in flat_else], [])]
+    cuts = [_cut(marks[0], [pred._outputs[0]], []), _cut(marks[1], [s._outputs[0] for s in flat_then], []),
+            _cut(marks[2], [s._outputs[0] for s in flat_else], [])]
     node_inputs: List[Entry] = []
     where: Dict[Tuple[int, int], int] = {}
     for _, free, _ in cuts:  # the outer entries the graphs read, each once

@@ -1,6 +1,7 @@
 """Automatic node names (`mx.name.NameManager`, `mx.name.Prefix`) and attribute scopes (`mx.AttrScope`)."""
 from __future__ import annotations
 
+import collections
 import threading
 from typing import Dict, Optional
 
@@ -66,6 +67,18 @@ class AttrScope(metaclass=_ThreadCurrent):
     """`with mx.AttrScope(ctx_group='dev1'):` adds string attributes to every symbol made inside."""
 
     _current = threading.local()
+    # how many graphs of each name control flow has traced (MXNet's counter: a graph's mark is the
+    # name and its count so far, prefixed by the enclosing graph's mark)
+    _subgraph_names: Dict[str, int] = collections.defaultdict(int)
+
+    @classmethod
+    def unique_subgraph_name(cls, name: str) -> str:
+        """MXNet's `_get_unique_subgraph_name`: `name` made unique among the graphs traced so far."""
+        outer = cls.current._attr.get("__subgraph_name__", "")
+        if outer:
+            name = f"{outer}${name}"
+        cls._subgraph_names[name] += 1
+        return f"{name}{cls._subgraph_names[name] - 1}"
 
     def __init__(self, **attrs):
         for k, v in attrs.items():
