@@ -15,7 +15,7 @@ from ..base import ShapeError
 from ._common import (as_scalar, broadcast_shape, known, no_gradient, ograds_or_zeros, same_shape, same_type, sum_to,
                       via)
 from ._unary import register_unary
-from .registry import Attr, OpDef, UfuncForm, get, register
+from .registry import Attr, OpDef, UfuncForm, register
 
 _BIN_INPUTS = ["lhs", "rhs"]
 
@@ -305,16 +305,6 @@ for _name, (_fields, _deriv) in _ARITH.items():
                    doc=f"Elementwise {_name} with numpy-style broadcasting."))
 
 
-def _same_kernel_as(target: OpDef) -> Callable:
-    """A kernel running `target`'s current kernel, so overriding broadcast_add changes every tensor add."""
-    kernels = target.kernels  # the dict override() edits, so lookups see replacements
-
-    def kernel(ctx, attrs, inputs, outputs, aux):
-        (kernels.get("cpu" if ctx.xp is np else "gpu") or kernels["any"])(ctx, attrs, inputs, outputs, aux)
-    kernel.__doc__ = f"Runs {target.name}'s kernel (looked up at each call)."
-    return kernel
-
-
 # elemwise_* : same shapes required (no broadcasting); they compute with the broadcast_* kernels
 # (mx.sym's `a + b` is elemwise_add, mx.nd's is broadcast_add) and reuse their backward ops
 for _name in ("add", "sub", "mul", "div"):
@@ -322,7 +312,7 @@ for _name in ("add", "sub", "mul", "div"):
     register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"],
                    infer_shape=same_shape(_op, names=_BIN_INPUTS),
                    infer_type=same_type(_op, names=_BIN_INPUTS),
-                   kernels={"any": _same_kernel_as(get(f"broadcast_{_name}"))}, kernel_of=f"broadcast_{_name}",
+                   kernel_of=f"broadcast_{_name}",
                    elementwise=True, gradient=_same_shape_grad(_name),
                    inplace=[(0, 0), (1, 0)],
                    aliases=["_add", "_plus", "_Plus", "_grad_add"] if _name == "add" else
@@ -335,7 +325,7 @@ for _name in ("maximum", "minimum", "mod", "power", "hypot"):
     _op = f"_{_name}"
     register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"], aliases=[f"_{_name.capitalize()}"],
                    infer_shape=same_shape(_op, names=_BIN_INPUTS), infer_type=same_type(_op, names=_BIN_INPUTS),
-                   kernels={"any": _same_kernel_as(get(f"broadcast_{_name}"))}, kernel_of=f"broadcast_{_name}",
+                   kernel_of=f"broadcast_{_name}",
                    elementwise=True, gradient=_binary_grad(f"_backward_broadcast_{_name}"), inplace=[(0, 0), (1, 0)],
                    doc=f"Elementwise {_name} of two arrays of the same shape."))
 

@@ -260,8 +260,9 @@ class OpDef:
     probe_partial_shapes: bool = True
     # The ufunc call the CPU kernel registered here is exactly; see `cpu_ufunc`.
     ufunc_form: Optional[UfuncForm] = None
-    # The op whose current kernel the kernel registered here runs (elemwise_add runs broadcast_add's,
-    # so overriding one changes both): that op's ufunc form is this one's too.
+    # The op whose current kernel this one runs (elemwise_add runs broadcast_add's, so overriding one
+    # changes both): without kernels of its own it gets one that looks that op's kernel up at each call,
+    # and that op's ufunc form is this one's too.
     kernel_of: Optional[str] = None
     # A step that runs a whole graph (a hybridized block's taped call): (its Symbol, the names of its
     # inputs in the step's input order), so `autograd.get_symbol` can show it as one `_CachedOp` node.
@@ -271,6 +272,8 @@ class OpDef:
     def __post_init__(self):
         if self.ufunc_form is not None and self.ufunc_form.form not in UFUNC_FORMS:
             raise ValueError(f"{self.name}: ufunc form must be one of {UFUNC_FORMS}, got {self.ufunc_form.form!r}")
+        if self.kernel_of is not None and not self.kernels:
+            self.kernels = {"any": _kernel_of(get(self.kernel_of))}
         self._ufunc_kernel = self.kernels.get("cpu") or self.kernels.get("any")
         if self.infer_shape_backward is None:
             self.infer_shape_backward = getattr(self.infer_shape, "backward", None)
@@ -397,6 +400,16 @@ class OpDef:
         if self.kernel_of is not None:
             return get(self.kernel_of).cpu_ufunc()
         return self.ufunc_form
+
+
+def _kernel_of(target: OpDef) -> Callable:
+    """A kernel running `target`'s current kernel (see `OpDef.kernel_of`)."""
+    kernels = target.kernels  # the dict override() edits, so lookups see replacements
+
+    def kernel(ctx, attrs, inputs, outputs, aux):
+        (kernels.get("cpu" if ctx.xp is np else "gpu") or kernels["any"])(ctx, attrs, inputs, outputs, aux)
+    kernel.__doc__ = f"Runs {target.name}'s kernel (looked up at each call)."
+    return kernel
 
 
 _OPS: Dict[str, OpDef] = {}

@@ -19,6 +19,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 
 from ..base import DTypeError, MXNetError, ShapeError
+from ..context import current_context
 from ..ops.registry import Attr, OpDef, register
 from .control_flow import _cut, _flatten, _infer_through, _regroup
 from .graph import Entry, Node, topo_order
@@ -103,9 +104,7 @@ class _GraphRun:
         if self.exe is None:
             return []
         exe = self.exe
-        from .executor import _kernels_version
-        if exe._kernels_version != _kernels_version[0]:
-            exe._rebuild_steps()
+        exe._refresh_steps()
         for seg in exe._fwd_segments:
             seg.run(is_train, rng)
         results = [o._data for o in exe.outputs]
@@ -199,7 +198,6 @@ def _taken(body: CondBody, ins, ctx, is_train: bool, rng) -> int:
 
 
 def _device(ctx):
-    from ..context import current_context
     return ctx.device if ctx.device is not None else current_context()
 
 

@@ -274,10 +274,8 @@ class _Segment(NamedTuple):
             writes.extend(st.writes)
             reads.extend(a._chunk.var for a in st.array_reads)
             writes.extend(a._chunk.var for a in st.array_writes)
-        writes = list(dict.fromkeys(writes))
-        wid = set(map(id, writes))
-        reads = [v for v in dict.fromkeys(reads) if id(v) not in wid]
-        parts = _merged_loops(steps)
+        reads, writes = _distinct_access(reads, writes)
+        parts = _merged_loops(steps) if len(steps) > 1 else []
         if len(steps) == 1:
             run = steps[0].run
         elif all(calls is not None for _, calls in parts):
@@ -298,6 +296,13 @@ class _Segment(NamedTuple):
         name = steps[0].name if len(steps) == 1 else f"{steps[0].name}..{steps[-1].name}"
         return cls(run, partial(_given, (reads, writes, ())), name, sum(st.size for st in steps),
                    any(st.needs_rng for st in steps))
+
+
+def _distinct_access(reads: list, writes: list) -> Tuple[list, list]:
+    """(reads, writes) each without repeats, a var both read and written counted as written."""
+    writes = list(dict.fromkeys(writes))
+    wid = set(map(id, writes))
+    return [v for v in dict.fromkeys(reads) if id(v) not in wid], writes
 
 
 def _merged_loops(steps: Sequence[_Step]) -> List[tuple]:
@@ -342,9 +347,7 @@ class _CopiedForward:
             r, w, _ = seg.deps()
             reads.extend(r)
             writes.extend(w)
-        self.writes = list(dict.fromkeys(writes))
-        wid = set(map(id, self.writes))
-        self.reads = [v for v in dict.fromkeys(reads) if id(v) not in wid]
+        self.reads, self.writes = _distinct_access(reads, writes)
         self.size = sum(t._data.size for t in targets) + sum(seg.size for seg in segments) + \
             sum(o._data.size for o in outs)
 
@@ -358,14 +361,10 @@ def _run_copied(runs, sources, targets, is_train, rng, made, outs) -> None:
         np.copyto(dst, src)
 
 
-def _copied_deps(plan: _CopiedForward, sources, rng_var, made) -> tuple:
-    """forward_copied's op variables: its sources' too, the generator's if it draws; the new outputs fresh."""
+def _copied_deps(plan: _CopiedForward, sources, made) -> tuple:
+    """forward_copied's op variables: its sources' too; the new outputs fresh."""
     from ..imperative.invoke import FreshVars
-    reads = [s._chunk.var for s in sources] + plan.reads
-    writes = plan.writes if rng_var is None else plan.writes + [rng_var]
-    if rng_var is not None:
-        reads.append(rng_var)
-    return reads, writes, FreshVars([c for _, c in made])
+    return [s._chunk.var for s in sources] + plan.reads, plan.writes, FreshVars([c for _, c in made])
 
 
 _runtime: tuple = ()
@@ -611,10 +610,9 @@ class Executor:
         # an NDArray's data never changes (writes go into it): the kernel's arrays are fixed now
         ins = [x._data if isinstance(x, NDArray) else x for x in in_get]
         outs = [x._data if isinstance(x, NDArray) else x for x in out_get]
-        writes_set = set(map(id, writes))
-        reads = [v for v in dict.fromkeys(reads) if id(v) not in writes_set]
+        reads, writes = _distinct_access(reads, writes)
         run, calls, loop = _node_runner(node, ins[:k], outs, ins[k:], self._ctx, self._xp)
-        return _Step(run, reads, list(dict.fromkeys(writes)), var_reads, var_writes,
+        return _Step(run, reads, writes, var_reads, var_writes,
                      "rng" in tuple(node.op.resources), node.name, sum(int(o.size) for o in outs), calls, loop)
 
     def _segments(self, lo: int, hi: int) -> List["_Segment"]:
@@ -641,9 +639,13 @@ class Executor:
         self._bwd_segments = self._segments(g.num_forward, len(g.nodes))
         self._kernels_version = _kernels_version[0]
 
-    def _run_segments(self, backward: bool, is_train: bool) -> None:
+    def _refresh_steps(self) -> None:
+        """Rebuild the steps if a kernel was registered or overridden since they were made."""
         if self._kernels_version != _kernels_version[0]:
             self._rebuild_steps()
+
+    def _run_segments(self, backward: bool, is_train: bool) -> None:
+        self._refresh_steps()
         self._push_segments(self._bwd_segments if backward else self._fwd_segments, is_train)
 
     def _push_segments(self, segments: Sequence["_Segment"], is_train: bool) -> None:
@@ -700,8 +702,7 @@ class Executor:
             chunk.check()
             if chunk is dst._chunk or type(src._data) is not np.ndarray or src._data.shape != dst._data.shape:
                 return None
-        if self._kernels_version != _kernels_version[0]:
-            self._rebuild_steps()
+        self._refresh_steps()
         plan = self._copied
         if plan is None or plan.version != self._kernels_version or plan.targets != tuple(map(id, targets)):
             plan = self._copied = _CopiedForward(self, targets)
@@ -710,13 +711,13 @@ class Executor:
             return None  # pushed as one op its segments would run in turn: keep them apart (parallel branches)
         self._is_train = is_train = bool(is_train)
         self._storage.pool.claim(self._storage, ctx)
-        rng = rvar = None
+        made = [alloc(shape, dtype, ctx) for shape, dtype in plan.out_types]
+        rng, deps = None, partial(_copied_deps, plan, sources, made)
         if plan.needs_rng:
             rvar, rng = resources.rng(ctx)
-        made = [alloc(shape, dtype, ctx) for shape, dtype in plan.out_types]
+            deps = partial(_with_rng, deps, rvar)
         execute(_run_copied, (plan.runs, [s._data for s in sources], plan.target_data, is_train, rng,
-                              [d for d, _ in made], plan.out_data),
-                plan.name, plan.size, partial(_copied_deps, plan, sources, rvar, made), ctx)
+                              [d for d, _ in made], plan.out_data), plan.name, plan.size, deps, ctx)
         return [ndarray(data, chunk) for data, chunk in made]
 
     def backward(self, out_grads=None, is_train: bool = True) -> None:
@@ -873,8 +874,7 @@ class Executor:
         (or overwrite in place) the same bytes, so the callback gets this node's values."""
         nd = _nd()
         g, st = self._graph, self._storage
-        if self._kernels_version != _kernels_version[0]:
-            self._rebuild_steps()
+        self._refresh_steps()
         for step in range(lo, hi):
             n = g.nodes[step]
             if n.op is None:
