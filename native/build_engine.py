@@ -8,6 +8,7 @@ engine ops uses engine.h only, like any other C client of the engine:
 - collectives: the collective queue the distributed kvstore runs on (collectives.h);
 - host_copy:   host copies as engine ops, for kvstore pulls (host_copy.h);
 - ufunc_loops: numpy ufunc inner loops run back to back, for executors (ufunc_loops.h);
+- image_kernels: the per-sample image kernels (flip, ToTensor) of the image ops on CPU (image_kernels.h);
 - engine_bench: benchmark-only helpers (an empty op, a C-side push loop: engine_bench.h).
 
 Python code reaches the components through `ember.engine.native`, not through this module.
@@ -18,7 +19,7 @@ import re
 from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-COMPONENTS = ("engine", "collectives", "host_copy", "ufunc_loops", "engine_bench")
+COMPONENTS = ("engine", "collectives", "host_copy", "ufunc_loops", "image_kernels", "engine_bench")
 
 
 def cdef_from_header(path: str) -> str:
@@ -64,6 +65,7 @@ int ember_py_install(ember_engine *e);
 """
 GLUE = r"""
 #include <pthread.h>
+#include <string.h>
 
 static int ember_py_run(intptr_t id, ember_opr *op);
 int ember_py_op(void *ctx, ember_opr *op) { return ember_py_run((intptr_t)ctx, op); }
@@ -326,7 +328,83 @@ static PyObject *pyfn_release_idle_ok(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* The image kernels (image_kernels.h) on numpy arrays, read through the buffer protocol: one call
+ * that checks and runs (a cffi call and its argument conversions cost as much as the kernel on one
+ * 32x32 image).  Each answers False, having done nothing, where the arrays do not fit the kernel
+ * (the caller's numpy code runs then): not C-contiguous, overlapping, other shapes or formats. */
+static int img_buffers(PyObject *src, PyObject *dst, Py_buffer *s, Py_buffer *d) {
+    if (PyObject_GetBuffer(src, s, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (PyObject_GetBuffer(dst, d, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(s);
+        return 0;
+    }
+    const char *sb = s->buf, *db = d->buf;
+    if (s->len == 0 || (sb < db + d->len && db < sb + s->len)) { /* empty, or overlapping */
+        PyBuffer_Release(s);
+        PyBuffer_Release(d);
+        return 0;
+    }
+    return 1;
+}
+
+static int img_format_is(const Py_buffer *b, char code) {
+    const char *f = b->format ? b->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') f++; /* native order: numpy's own arrays */
+    return f[0] == code && f[1] == 0;
+}
+
+/* reverse_axis(src, dst, axis) -> bool: dst = src reversed along axis (same shape and format) */
+static PyObject *img_reverse_axis(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *src, *dst;
+    int axis;
+    if (!PyArg_ParseTuple(args, "OOi:reverse_axis", &src, &dst, &axis)) return NULL;
+    Py_buffer s, d;
+    if (!img_buffers(src, dst, &s, &d)) Py_RETURN_FALSE;
+    int ok = s.ndim == d.ndim && axis >= 0 && axis < s.ndim && s.itemsize == d.itemsize && s.len == d.len &&
+             strcmp(s.format ? s.format : "B", d.format ? d.format : "B") == 0;
+    for (int i = 0; ok && i < s.ndim; i++) ok = s.shape[i] == d.shape[i];
+    if (ok) {
+        int64_t outer = 1, inner = s.itemsize;
+        for (int i = 0; i < axis; i++) outer *= s.shape[i];
+        for (int i = axis + 1; i < s.ndim; i++) inner *= s.shape[i];
+        ember_reverse_axis(s.buf, d.buf, outer, s.shape[axis], inner);
+    }
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&d);
+    return PyBool_FromLong(ok);
+}
+
+/* bytes_to_unit_chw(src, dst) -> bool: dst (C, H, W) / (N, C, H, W) float32 = src (H, W, C) /
+ * (N, H, W, C) uint8 / 255 */
+static PyObject *img_bytes_to_unit_chw(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *src, *dst;
+    if (!PyArg_ParseTuple(args, "OO:bytes_to_unit_chw", &src, &dst)) return NULL;
+    Py_buffer s, d;
+    if (!img_buffers(src, dst, &s, &d)) Py_RETURN_FALSE;
+    int nd = s.ndim, ok = (nd == 3 || nd == 4) && d.ndim == nd && img_format_is(&s, 'B') && img_format_is(&d, 'f');
+    if (ok) {
+        const Py_ssize_t *x = s.shape, *y = d.shape;
+        int b = nd - 3; /* the batch axis, if any */
+        ok = (b == 0 || x[0] == y[0]) && y[b] == x[b + 2] && y[b + 1] == x[b] && y[b + 2] == x[b + 1];
+    }
+    if (ok)
+        ember_u8_hwc_to_chw_unit(s.buf, d.buf, nd == 4 ? s.shape[0] : 1, s.shape[nd - 3] * s.shape[nd - 2],
+                                 s.shape[nd - 1]);
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&d);
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef pyfn_methods[] = {
+    {"reverse_axis", img_reverse_axis, METH_VARARGS, "ember_reverse_axis on buffers (False: they do not fit)"},
+    {"bytes_to_unit_chw", img_bytes_to_unit_chw, METH_VARARGS,
+     "ember_u8_hwc_to_chw_unit on buffers (False: they do not fit)"},
     {"claim_idle", pyfn_claim_idle, METH_NOARGS, "ember_claim_idle (GIL kept)"},
     {"claim", pyfn_claim, METH_VARARGS, "ember_claim on var handles (GIL kept)"},
     {"complete", pyfn_complete, METH_VARARGS, "ember_complete on a claimed op (GIL kept)"},
@@ -376,6 +454,10 @@ ffibuilder.set_source(
     include_dirs=[os.path.relpath(HERE)],
     extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra"],
     libraries=["pthread"],
+    # the full C API of the Python building it (the module is built where it runs): the image
+    # kernels' entry points read arrays through the buffer protocol, which the stable ABI lacks
+    # before 3.11 (and cffi's generated code needs headers its 3.11 form no longer includes)
+    py_limited_api=False,
 )
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 The native module (`ember.engine._native`, built from native/: docs/engine.md, "The native
 module") holds the engine and the C components built with it: the collective queue the
 distributed kvstore runs on (native/collectives.h) and host copies as engine ops
-(native/host_copy.h) and numpy inner loops run back to back (native/ufunc_loops.h).  Python code
-outside ember/engine reaches them only through this module.
+(native/host_copy.h), numpy inner loops run back to back (native/ufunc_loops.h) and the image
+ops' per-sample kernels (native/image_kernels.h).  Python code outside ember/engine reaches them
+only through this module.
 
     engine()                        the C engine (`ember_engine *`)
     op_name(name)                   an interned C string for an op name
@@ -12,6 +13,8 @@ outside ember/engine reaches them only through this module.
     flush_bulk()                    push this thread's bulk group first (C pushes bypass it)
     push_host_copy(...), host_copies_done()
     ufunc_loops(loops)              one call running numpy inner loops back to back
+    reverse_axis(src, dst, axis)    a flip copy of a C-contiguous array
+    bytes_to_unit_chw(src, dst)     ToTensor of uint8 HWC (NHWC) images
     CollectiveQueue                 the in-order allreduce queue (collectives.h)
 """
 from __future__ import annotations
@@ -20,6 +23,7 @@ from functools import partial
 from typing import Callable, Sequence
 
 from . import core
+from . import _native
 from ._native import ffi, lib
 
 engine = core.native_engine
@@ -60,6 +64,15 @@ def ufunc_loops(loops: Sequence[tuple]) -> Callable[[], None]:
             c.steps[i] = step
         c.n = n
     return partial(lib.ember_run_ufunc_loops, arr, len(loops))
+
+
+# The image kernels (native/image_kernels.h) on numpy arrays, each one call that checks and runs:
+# False (nothing done) unless both arrays are C-contiguous buffers that do not overlap, of the
+# shapes and formats said below.
+# reverse_axis(src, dst, axis): dst = src reversed along `axis` (one shape and format).
+reverse_axis: Callable[..., bool] = _native.reverse_axis
+# bytes_to_unit_chw(src, dst): dst (C, H, W) / (N, C, H, W) float32 = src (H, W, C) / (N, H, W, C) uint8 / 255.
+bytes_to_unit_chw: Callable[..., bool] = _native.bytes_to_unit_chw
 
 
 # Why a collective queue asks its check callback (native/collectives.h).

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..backend import to_host
 from ..base import OperatorError, ShapeError
+from ..engine import native
 from ._common import same_shape, same_type
 from .registry import Attr, OpDef, register
 
@@ -61,8 +62,10 @@ _FLOAT32_255 = np.float32(255.0)
 
 def _to_tensor(ctx, attrs, inputs, outputs, aux):
     x = inputs[0]
-    axes = (2, 0, 1) if x.ndim == 3 else (0, 3, 1, 2)
     out = outputs[0]
+    if type(x) is np.ndarray and native.bytes_to_unit_chw(x, out):
+        return  # one pass over a uint8 image (a lookup of v / 255 per pixel): the same bits
+    axes = (2, 0, 1) if x.ndim == 3 else (0, 3, 1, 2)
     # the transposing cast, then the division in place: the same values as one mixed-type divide,
     # which numpy runs through casting buffers at a higher cost
     out[...] = x.transpose(axes)
@@ -203,22 +206,30 @@ register(OpDef(name="_image_normalize",
 
 
 # -- flips ------------------------------------------------------------------------------------------
+_REVERSED = slice(None, None, -1)
+
+
+def _flip_into(x, out, axis: int) -> None:
+    # numpy copies an HWC image's 3-byte pixels one by one through its general iterator
+    if type(x) is not np.ndarray or not native.reverse_axis(x, out, axis):
+        # a reversed slice is the flipped view (xp.flip builds the same view at a higher per-call cost)
+        out[...] = x[(slice(None),) * axis + (_REVERSED,)]
+
+
 def _flip_kernel(axis_from_end):
     def kernel(ctx, attrs, inputs, outputs, aux):
         x = inputs[0]
-        outputs[0][...] = ctx.xp.flip(x, axis=x.ndim - axis_from_end)
+        _flip_into(x, outputs[0], x.ndim - axis_from_end)
     return kernel
-
-
-_REVERSED = slice(None, None, -1)
 
 
 def _random_flip_kernel(op, axis_from_end):
     def kernel(ctx, attrs, inputs, outputs, aux):
         x = inputs[0]
-        flip = _rng(op, ctx).random() < 0.5
-        # a reversed slice is the flipped view (xp.flip builds the same view at a higher per-call cost)
-        outputs[0][...] = x[(slice(None),) * (x.ndim - axis_from_end) + (_REVERSED,)] if flip else x
+        if _rng(op, ctx).random() < 0.5:
+            _flip_into(x, outputs[0], x.ndim - axis_from_end)
+        else:
+            outputs[0][...] = x
     return kernel
 
 
