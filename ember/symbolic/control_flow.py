@@ -8,20 +8,30 @@ one `_foreach` node.  The node infers shapes and dtypes through its body, so a g
 infers, and Gluon's deferred parameters learn their shapes through it.  An executor unrolls it
 before its passes run (`expand_loops`, once the sequence length is known from the bound shapes):
 the steps become ordinary nodes reading `SliceChannel` slices and `stack`ed into the outputs, so
-the gradient pass, the memory planner and the engine treat a loop like any other graph (expand.py; a
-while loop becomes `max_iterations` masked steps).  In symbol JSON the nodes are MXNet's (subgraph_json.py).
+the gradient pass, the memory planner and the engine treat a loop like any other graph (expand.py).
+A while loop's length is known only when it runs: executors keep the `_while_loop` node, whose
+kernel runs the cond and func graphs step by step inside the node's engine op (graph_run.py), and
+`_backward_while_loop` back-propagates through the steps taken.  In symbol JSON the nodes are
+MXNet's (subgraph_json.py).
 """
 from __future__ import annotations
 
+import copy
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from .. import nested
 from ..base import DTypeError, MXNetError, ShapeError
 from ..ops.registry import Attr, OpDef, register
 from .graph import Entry, Node, topo_order
+from .graph_run import BoundGraphs, GradFeed, kernel_device, scalar_truth
 from .infer import infer_dtypes, infer_shapes
 from .naming import AttrScope, NameManager
 from .symbol import Symbol
+
+
+COND, FUNC = 0, 1  # a while loop's graphs
 
 
 class UnusedLoopInput(MXNetError, AssertionError):
@@ -137,23 +147,34 @@ def _cut(name: str, heads: List[Entry], placeholders: List[Node]) -> Tuple[List[
     return body_heads, free_entries, free_vars
 
 
-class WhileBody:
+class WhileBody(BoundGraphs):
     """A while loop's two graphs: `cond_heads` (one scalar) and `func_heads` (the step's outputs, then
     the new loop variables), each reading the variables `cond_inputs` / `func_inputs`, which the node's
     inputs at `cond_locs` / `func_locs` feed; `var_locs[j]`: where loop variable j is among
-    `func_inputs` (so its start is node input `func_locs[var_locs[j]]`, MXNet's encoding)."""
+    `func_inputs` (so its start is node input `func_locs[var_locs[j]]`, MXNet's encoding).  The
+    node's kernels run the graphs as graph_run.BoundGraphs (COND, FUNC)."""
 
     __slots__ = ("cond_heads", "func_heads", "cond_inputs", "func_inputs", "cond_locs", "func_locs", "var_locs",
-                 "var_inputs", "num_out_data", "cond_order", "func_order")
+                 "var_inputs", "num_out_data")
 
     def __init__(self, cond_heads, func_heads, cond_inputs, func_inputs, cond_locs, func_locs, var_locs,
                  num_out_data: int):
+        super().__init__([(cond_heads, cond_inputs, cond_locs), (func_heads, func_inputs, func_locs)])
         self.cond_heads, self.func_heads = cond_heads, func_heads
         self.cond_inputs, self.func_inputs = cond_inputs, func_inputs
         self.cond_locs, self.func_locs, self.var_locs = cond_locs, func_locs, var_locs
         self.var_inputs = [func_locs[i] for i in var_locs]  # the node input holding loop variable j's start
+        if len(set(self.var_inputs)) != len(self.var_inputs):
+            raise ValueError(f"while_loop: two loop variables start from one node input ({self.var_inputs})")
         self.num_out_data = num_out_data
-        self.cond_order, self.func_order = topo_order(cond_heads), topo_order(func_heads)
+
+    @property
+    def cond_order(self) -> List[Node]:
+        return self.orders[COND]
+
+    @property
+    def func_order(self) -> List[Node]:
+        return self.orders[FUNC]
 
     def __repr__(self) -> str:
         return f"<while_loop body: {sum(n.op is not None for n in self.func_order)} operators>"
@@ -164,7 +185,7 @@ def while_loop(cond: Callable, func: Callable, loop_vars, max_iterations: Option
     """Run `func(*loop_vars) -> (step_outputs, new_loop_vars)` while `cond(*loop_vars)` (a scalar) is
     true, at most `max_iterations` times, in the graph (MXNet's `mx.sym.contrib.while_loop`): returns
     (step outputs stacked along a new axis 0 of length max_iterations, zero past the last step; the
-    final loop variables).  Executors unroll it to max_iterations masked steps."""
+    final loop variables).  Executors run it as a loop: only the steps cond allows."""
     if max_iterations is None:
         raise ValueError("while_loop: max_iterations should be specified")
     max_iterations = int(max_iterations)
@@ -258,11 +279,11 @@ def _through_body(attrs, given: Sequence, kind: str):
     var_values, got = _infer_through(body.order, body.data_vars + body.state_vars + body.free_vars,
                                      list(data) + list(states) + list(free), body.heads, kind)
     out_data, out_states = got[:no], got[no:]
-    if is_shape:
-        out_data = [None if s is None or steps is None else (steps,) + tuple(s) for s in out_data]
+    if is_shape:  # (an unknown length leaves the step shapes known: MXNet's partial shapes)
+        out_data = [None if s is None else (steps,) + tuple(s) for s in out_data]
     ins_data = var_values[:nd]
     if is_shape:
-        ins_data = [None if s is None or steps is None else (steps,) + tuple(s) for s in ins_data]
+        ins_data = [None if s is None else (steps,) + tuple(s) for s in ins_data]
     for i, (a, b) in enumerate(zip(var_values[nd:nd + ns], out_states)):
         if a is not None and b is not None and (tuple(a) if is_shape else a) != (tuple(b) if is_shape else b):
             raise (ShapeError if is_shape else DTypeError)(
@@ -318,6 +339,87 @@ def _through_while(attrs, given: Sequence, kind: str):
     return ins, outs + [ins[loc] for loc in body.var_inputs]
 
 
+def _run_loop(body: WhileBody, ins: Sequence, no: int, steps: int, dev, is_train: bool, rng, step_outs,
+              on_step=None) -> list:
+    """Run the loop on the node's inputs `ins`: step t's outputs into row t of `step_outs` (None: not
+    kept), `on_step(t, loop_vars)` before each step; the final loop variables."""
+    cur = list(ins)  # the node's inputs, the loop variables' places holding their current values
+    t = 0
+    while t < steps and scalar_truth(body.run(COND, cur, None, dev, is_train, rng)[0], "while_loop: cond"):
+        if on_step is not None:
+            on_step(t, [cur[loc] for loc in body.var_inputs])
+        got = body.run(FUNC, cur, None, dev, is_train, rng)
+        if step_outs is not None:
+            for k in range(no):
+                step_outs[k][t] = got[k]
+        for loc, new in zip(body.var_inputs, got[no:]):
+            cur[loc] = new.copy()  # (the run's own arrays: its next call overwrites them)
+        t += 1
+    if step_outs is not None:
+        for out in step_outs:
+            out[t:] = 0  # past the last step (MXNet leaves these rows undefined)
+    return [cur[loc] for loc in body.var_inputs]
+
+
+def _while_kernel(ctx, attrs, inputs, outputs, aux):
+    body: WhileBody = attrs["body"]
+    no = attrs["num_out_data"]
+    dev, rng = kernel_device(ctx), ctx.rng
+    body.save_rng(rng)  # for the backward's replay
+    final = _run_loop(body, inputs, no, attrs["max_iterations"], dev, ctx.is_train, rng, outputs[:no])
+    for dst, src in zip(outputs[no:], final):
+        dst[...] = src
+
+
+def _while_gradient(F, attrs, inputs, outputs, out_grads):
+    n = attrs["num_inputs"]
+    res = F._backward_while_loop(*out_grads, *inputs, body=attrs["body"], num_vars=attrs["num_vars"],
+                                 num_out_data=attrs["num_out_data"], num_inputs=n,
+                                 max_iterations=attrs["max_iterations"])
+    return [res[i] for i in range(n)] if n > 1 else [res]
+
+
+def _backward_while_kernel(ctx, attrs, inputs, outputs, aux):
+    """Back-propagation through the steps the forward took: the loop runs again (drawing what the
+    forward drew) keeping each step's loop variables and generator state, then each step's gradient
+    graph runs from the last step to the first, the loop variables' gradients carried back."""
+    body: WhileBody = attrs["body"]
+    no, nv = attrs["num_out_data"], attrs["num_vars"]
+    head_grads, ins = inputs[:no + nv], inputs[no + nv:]
+    dev, is_train = kernel_device(ctx), ctx.is_train
+    rng = body.replay_rng(ctx.rng)
+    draws = rng is not None and hasattr(rng, "bit_generator") and body.draws()
+    saved = []
+
+    def keep(t, loop_vars):
+        saved.append((loop_vars, copy.deepcopy(rng.bit_generator.state) if draws else None))
+    _run_loop(body, ins, no, attrs["max_iterations"], dev, is_train, rng, None, keep)
+    for o in outputs:
+        o[...] = 0
+    targets = body.grad_graph(FUNC)[3]
+    var_of = {loc: j for j, loc in enumerate(body.var_inputs)}
+    carried = list(head_grads[no:])  # the gradients of the loop variables after the step
+    for t in range(len(saved) - 1, -1, -1):
+        loop_vars, state = saved[t]
+        cur = list(ins)
+        for loc, value in zip(body.var_inputs, loop_vars):
+            cur[loc] = value
+        step_rng = rng
+        if state is not None:  # the generator as it was when the forward ran this step
+            step_rng = np.random.Generator(type(rng.bit_generator)())
+            step_rng.bit_generator.state = state
+        heads = [g[t] for g in head_grads[:no]] + carried
+        got = body.run(FUNC, GradFeed(cur, heads), None, dev, is_train, step_rng, grad=True)
+        carried = [np.zeros_like(c) if isinstance(c, np.ndarray) else c * 0 for c in carried]
+        for loc, g in zip(targets, got[len(got) - len(targets):]):  # (func's outputs come first)
+            if loc in var_of:
+                carried[var_of[loc]] = carried[var_of[loc]] + g
+            else:
+                outputs[loc][...] += g
+    for loc, g in zip(body.var_inputs, carried):
+        outputs[loc][...] += g
+
+
 _WHILE = register(OpDef(
     name="_while_loop",
     attrs={"num_vars": Attr("int"), "num_out_data": Attr("int"), "num_inputs": Attr("int"),
@@ -326,9 +428,21 @@ _WHILE = register(OpDef(
     outputs=lambda a: [f"output{i}" for i in range(a["num_out_data"])] + [f"var_output{i}" for i in
                                                                            range(a["num_vars"])],
     infer_shape=lambda a, s: _through_while(a, s, "shape"), infer_type=lambda a, d: _through_while(a, d, "dtype"),
-    kernels={}, probe_partial_shapes=False,
-    doc="A while loop of at most max_iterations steps (mx.sym.contrib.while_loop); executors unroll it "
-        "into masked steps (ember/symbolic/control_flow.py)."))
+    kernels={"any": _while_kernel}, resources=["rng"], gradient=_while_gradient, probe_partial_shapes=False,
+    doc="A while loop of at most max_iterations steps (mx.sym.contrib.while_loop): its kernel runs func "
+        "while cond holds (ember/symbolic/control_flow.py)."))
+
+register(OpDef(
+    name="_backward_while_loop",
+    attrs={"num_vars": Attr("int"), "num_out_data": Attr("int"), "num_inputs": Attr("int"),
+           "max_iterations": Attr("int"), "body": _BodyAttr("any")},
+    inputs=lambda a: [f"head_grad{i}" for i in range(a["num_out_data"] + a["num_vars"])] +
+    [f"arg{i}" for i in range(a["num_inputs"])],
+    outputs=lambda a: [f"arg{i}_grad" for i in range(a["num_inputs"])],
+    infer_shape=lambda a, s: (s, list(s[a["num_out_data"] + a["num_vars"]:])),
+    infer_type=lambda a, d: (d, list(d[a["num_out_data"] + a["num_vars"]:])),
+    kernels={"any": _backward_while_kernel}, resources=["rng"], probe_partial_shapes=False,
+    doc="Gradient of _while_loop: the steps' gradient graphs from the last step to the first."))
 
 
 # -- a call of a whole graph (a hybridized block's step, as autograd.get_symbol shows it) ----------

@@ -1,7 +1,9 @@
 """mx.sym.contrib.foreach: shapes and dtypes through the body, values and gradients of the unrolled loop
 against numpy and the imperative foreach, outer entries read by the body, nested loops, errors; Gluon's
 dynamic_unroll hybridized against the cell's own unroll; MXNet's JSON form both ways (a loop model MXNet
-1.9.1 exported, tests/data/make_loop_fixtures.py, and MXNet running one ember exported)."""
+1.9.1 exported, tests/data/make_loop_fixtures.py, and MXNet running one ember exported).
+mx.sym.contrib.while_loop: values and gradients against the imperative loop, only the steps cond allows
+run (forward and backward), random draws replayed by the backward, hybridized in a block, JSON."""
 import json
 import os
 import subprocess
@@ -62,6 +64,16 @@ def test_shapes_values_and_gradients_of_a_loop():
     loss.backward()
     for k in values:
         np.testing.assert_allclose(grads[k].asnumpy(), args[k].grad.asnumpy(), rtol=1e-4, atol=1e-7, err_msg=k)
+
+
+def test_an_unknown_length_leaves_the_step_shapes_known():
+    # MXNet's partial shapes: (0, 3, 32, 32) data gives (0, 3, 32, 32) outputs before the length is known
+    data = mx.sym.var("data", shape=(0, 3, 32, 32))
+    outs, states = mx.sym.contrib.foreach(lambda d, s: (d + s[0], [s[0] * 2]), data, [mx.sym.var("state")])
+    args, out_shapes, _ = mx.sym.Group([outs] + states).infer_shape_partial()
+    assert out_shapes == [(0, 3, 32, 32), (3, 32, 32)] and args == [(0, 3, 32, 32), (3, 32, 32)]
+    assert outs.infer_shape() == (None, None, None)
+    assert outs.simple_bind(mx.cpu(), data=(2, 3, 32, 32)).outputs[0].shape == (2, 3, 32, 32)
 
 
 def test_outer_entries_several_data_no_states_and_nesting():
@@ -264,11 +276,105 @@ def test_while_loop_values_and_gradients_match_the_imperative_loop():
         loss = sum((v * mx.nd.array(h)).sum() for v, h in zip(want, heads))
     loss.backward()
     steps = int(round(res[1][0, 0] - values["x"][0, 0]))
-    assert 1 <= steps < 8  # the loop ended before max_iterations: the masked steps are exercised
+    assert 1 <= steps < 8  # the loop ended before max_iterations: the rows past the end are exercised
     for got, ref in zip(res, want):
         np.testing.assert_allclose(got, ref.asnumpy(), rtol=1e-5, atol=1e-6)  # zero rows past the end, as ember's nd
     for k in values:
         np.testing.assert_allclose(grads[k].asnumpy(), args[k].grad.asnumpy(), rtol=1e-4, atol=1e-6, err_msg=k)
+
+
+def test_while_loop_runs_only_the_steps_cond_allows():
+    """The executor keeps one `_while_loop` node and runs func while cond holds: a huge max_iterations
+    costs nothing but its output rows, and the gradient flows through the steps taken only."""
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    outs, final = mx.sym.contrib.while_loop(lambda v: mx.sym.sum(v) < 50, lambda v: ([v * w], [v * 2]), [x],
+                                            max_iterations=100000)
+    loop = mx.sym.Group(outs + final)
+    values = {"x": np.array([1.0, 2.0]), "w": np.array([3.0, 0.5])}
+    ex, args, grads = _bind(loop, values)
+    assert [n.op.name for n in ex._graph.nodes if n.op is not None].count("_while_loop") == 1
+    assert len(ex._graph.nodes) < 20
+    res = [o.asnumpy() for o in ex.forward(is_train=True)]
+    # v: [1, 2] -> [2, 4] -> [4, 8] -> [8, 16] -> [16, 32] (sum 48) -> [32, 64] (sum 96: stop)
+    steps = 5
+    want_rows = np.array([[1.0, 2.0] * np.array([3.0, 0.5]) * 2 ** t for t in range(steps)])
+    assert res[0].shape == (100000, 2)
+    np.testing.assert_allclose(res[0][:steps], want_rows)
+    assert not res[0][steps:].any()
+    np.testing.assert_allclose(res[1], [32.0, 64.0])
+    head_out, head_final = rng.rand(100000, 2), rng.rand(2)
+    ex.backward([mx.nd.array(head_out), mx.nd.array(head_final)])
+    scale = 2.0 ** np.arange(steps)[:, None]  # d v_t / d x
+    np.testing.assert_allclose(grads["x"].asnumpy(), (head_out[:steps] * scale).sum(0) * values["w"] +
+                               head_final * 2 ** steps, rtol=1e-6)
+    np.testing.assert_allclose(grads["w"].asnumpy(), (head_out[:steps] * scale * values["x"]).sum(0), rtol=1e-6)
+
+
+def test_while_loop_that_never_runs_its_body():
+    x, y = mx.sym.var("x"), mx.sym.var("y")
+    outs, final = mx.sym.contrib.while_loop(lambda v: mx.sym.sum(v) > 100, lambda v: ([v * y], [v + 1]), [x],
+                                            max_iterations=4)
+    values = {"x": np.array([1.0, 2.0]), "y": np.array([3.0, 4.0])}
+    ex, args, grads = _bind(mx.sym.Group(outs + final), values)
+    res = ex.forward(is_train=True)
+    assert not res[0].asnumpy().any()
+    np.testing.assert_array_equal(res[1].asnumpy(), values["x"])
+    ex.backward([mx.nd.ones((4, 2)), mx.nd.array([5.0, 6.0])])
+    np.testing.assert_array_equal(grads["x"].asnumpy(), [5.0, 6.0])  # the final variables are the start
+    np.testing.assert_array_equal(grads["y"].asnumpy(), [0.0, 0.0])
+
+
+def test_while_loop_backward_replays_the_forward_dropout():
+    """func draws (Dropout): the backward runs each step's gradient with that step's mask."""
+    x = mx.sym.var("x")
+    outs, _ = mx.sym.contrib.while_loop(
+        lambda i, v: i < 4, lambda i, v: ([mx.sym.Dropout(v * 3, p=0.5)], [i + 1, v]),
+        [mx.sym.var("i"), x], max_iterations=6)
+    values = {"i": np.zeros(1), "x": rng.uniform(1, 2, (50,))}
+    ex, args, grads = _bind(outs[0], values)
+    out = ex.forward(is_train=True)[0].asnumpy()
+    assert 0 < (out[:4] == 0).sum() < out[:4].size and not out[4:].any()
+    assert len({tuple(r != 0) for r in out[:4]}) > 1  # a fresh mask per step
+    ex.backward([mx.nd.ones(out.shape)])
+    # out_t = 3 x m_t / (1 - p): d sum(out) / dx = sum_t out_t / x
+    np.testing.assert_allclose(grads["x"].asnumpy(), out[:4].sum(0) / values["x"], rtol=1e-5)
+
+
+def test_while_loop_in_a_hybridized_block_trains():
+    class Loop(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                self.dense = gluon.nn.Dense(3, in_units=3)
+
+        def hybrid_forward(self, F, x):
+            outs, (_, h) = F.contrib.while_loop(lambda i, h: i < 3, lambda i, h: ([h], [i + 1, self.dense(h)]),
+                                                [F.zeros((1,)), x], max_iterations=5)
+            return outs[0].sum(axis=0) + h
+
+    data = mx.nd.array(rng.rand(2, 3))
+    grads = {}
+    for hybrid in (False, True):
+        net = Loop()
+        net.initialize(mx.init.Constant(0.1))
+        if hybrid:
+            net.hybridize()
+        with autograd.record():
+            y = net(data)
+        y.backward()
+        grads[hybrid] = (y.asnumpy(), {k.split("_", 1)[1]: p.grad().asnumpy() for k, p in net.collect_params().items()})
+    np.testing.assert_allclose(grads[True][0], grads[False][0], rtol=1e-5)
+    for k, g in grads[False][1].items():
+        np.testing.assert_allclose(grads[True][1][k], g, rtol=1e-5, atol=1e-7, err_msg=k)
+
+
+def test_while_loop_cond_must_be_a_scalar():
+    x = mx.sym.var("x")
+    outs, _ = mx.sym.contrib.while_loop(lambda v: v < 3, lambda v: ([v], [v + 1]), [x], max_iterations=3)
+    ex = outs[0].bind(mx.cpu(), {"x": mx.nd.ones((2,))})
+    ex.forward()
+    with pytest.raises(MXNetError, match="cond must be a scalar"):
+        ex.outputs[0].asnumpy()
 
 
 def test_while_loop_in_mxnet_json_both_ways(tmp_path):

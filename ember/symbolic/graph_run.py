@@ -1,0 +1,143 @@
+"""Graphs an operator runs inside its own engine op: the branches of `_cond` (cond.py) and the
+two graphs of `_while_loop` (control_flow.py), whose kernels decide at run time what runs.
+
+`BoundGraphs` holds such a node's graphs, each as (heads, variables, locs): graph variable i is fed by
+the node's input `locs[i]`.  `run` binds a graph once per input signature and thread (`_GraphRun`) and
+calls its forward segments directly on arrays of its own; with `grad` it runs the graph's gradient
+graph instead (the graph's outputs first, then a gradient per variable that has one), fed by the
+node's inputs and head gradients (`GradFeed`).  `save_rng` / `replay_rng` let a backward kernel draw
+again what its forward drew (a Dropout inside a graph gets the forward's mask).
+"""
+from __future__ import annotations
+
+import copy
+import threading
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from ..context import current_context
+from .graph import Entry, Node, topo_order
+from .symbol import Symbol
+
+
+class BoundGraphs:
+    """A node's graphs (heads, variables, locs) and their bound runs, per input signature and thread."""
+
+    __slots__ = ("graphs", "orders", "_runs", "_grad_graphs", "forward_rng_state")
+
+    def __init__(self, graphs: Sequence[Tuple[List[Entry], List[Node], List[int]]]):
+        self.graphs = [(list(h), list(v), list(l)) for h, v, l in graphs]
+        self.orders = [topo_order(h) for h, _, _ in self.graphs]
+        self._runs: Dict[tuple, "_GraphRun"] = {}
+        self._grad_graphs: Dict[int, tuple] = {}
+        self.forward_rng_state = None  # the generator's state before the last forward, if the graphs draw
+
+    def run(self, which: int, ins, outs, ctx, is_train: bool, rng, grad: bool = False) -> list:
+        """Graph `which` (its gradient graph with `grad`: `ins` a GradFeed) on the node's arrays `ins`
+        (indexed by the graph's locs), written into `outs` (or returned when `outs` is None: the run's
+        own arrays, overwritten by its next call)."""
+        heads, variables, sources = self.grad_graph(which)[:3] if grad else self.graphs[which]
+        values = [ins[s] for s in sources]
+        key = (which, grad, ctx, threading.get_ident(), tuple((v.shape, v.dtype.str) for v in values))
+        run = self._runs.get(key)
+        if run is None:
+            run = self._runs[key] = _GraphRun(heads, variables, values, ctx)
+        return run(values, outs, is_train, rng)
+
+    def grad_graph(self, which: int) -> tuple:
+        """(heads, variables, where each variable reads: a node input or ("head", j), the node input each
+        gradient is for).  The heads are the graph's outputs, then a gradient per graph variable that
+        has one: the graph itself runs first, in its own order, so it draws the same random numbers as
+        the forward did from the same generator state."""
+        got = self._grad_graphs.get(which)
+        if got is None:
+            from .gradient import build_gradient
+            heads, variables, locs = self.graphs[which]
+            grads, head_vars = build_gradient(heads, variables, self.orders[which])
+            present = [(g, loc) for g, loc in zip(grads, locs) if g is not None]
+            all_heads = list(heads) + [g for g, _ in present]
+            source = {id(v): loc for v, loc in zip(variables, locs)}
+            source.update({id(h): ("head", j) for j, h in enumerate(head_vars)})
+            used = [n for n in topo_order(all_heads) if n.op is None]
+            got = self._grad_graphs[which] = (all_heads, used, [source[id(v)] for v in used],
+                                              [loc for _, loc in present])
+        return got
+
+    def draws(self) -> bool:
+        """Whether any of the graphs draws random numbers (an operator using the generator)."""
+        return any(n.op is not None and "rng" in tuple(n.op.resources) for order in self.orders for n in order)
+
+    def save_rng(self, rng) -> None:
+        """Keep the generator's state before a forward that draws, for the backward's replay."""
+        if rng is not None and hasattr(rng, "bit_generator") and self.draws():
+            self.forward_rng_state = copy.deepcopy(rng.bit_generator.state)
+
+    def replay_rng(self, rng):
+        """A generator in the state the last forward started from (the same draws again), or `rng`."""
+        state = self.forward_rng_state
+        if state is None or rng is None or not hasattr(rng, "bit_generator"):
+            return rng
+        replica = np.random.Generator(type(rng.bit_generator)())
+        replica.bit_generator.state = copy.deepcopy(state)
+        return replica
+
+
+class _GraphRun:
+    """One graph bound for fixed input shapes and dtypes, run inside the engine op of the node that owns
+    it: its inputs are copied into arrays of its own (made without engine ops) and its forward segments
+    called directly; the calling op holds the node's variables, and nothing else reaches these arrays."""
+
+    def __init__(self, heads: List[Entry], variables: List[Node], values: Sequence, ctx):
+        from ..imperative import storage
+        from ..imperative.ndarray import NDArray
+        from .executor import Executor
+        self.args = []
+        arrays = {}
+        for v, x in zip(variables, values):
+            data, chunk = storage.alloc(x.shape, x.dtype, ctx)
+            arrays[v.name] = NDArray(data, chunk)
+            self.args.append(data)
+        self.exe = Executor(Symbol(list(heads)), ctx, arrays, grad_req="null") if heads else None
+
+    def __call__(self, values: Sequence, outs, is_train: bool, rng) -> list:
+        for dst, src in zip(self.args, values):
+            dst[...] = src
+        if self.exe is None:
+            return []
+        exe = self.exe
+        exe._refresh_steps()
+        for seg in exe._fwd_segments:
+            seg.run(is_train, rng)
+        results = [o._data for o in exe.outputs]
+        if outs is None:
+            return results
+        for dst, src in zip(outs, results):
+            dst[...] = src
+        return outs
+
+
+class GradFeed:
+    """A gradient graph's sources by index: a node input (an int) or ("head", j), head gradient j."""
+
+    __slots__ = ("ins", "heads")
+
+    def __init__(self, ins, heads):
+        self.ins, self.heads = ins, heads
+
+    def __getitem__(self, source):
+        return self.heads[source[1]] if isinstance(source, tuple) else self.ins[source]
+
+
+def scalar_truth(value, what: str) -> bool:
+    """The truth of a graph's one-element result (a predicate); MXNetError if it has another size."""
+    from ..base import MXNetError
+    if value.size != 1:
+        raise MXNetError(f"{what} must be a scalar (one element), got shape {value.shape}")
+    host = value if isinstance(value, np.ndarray) else value.get()  # (a device array: its one element copied back)
+    return bool(host.reshape(-1)[0])
+
+
+def kernel_device(ctx):
+    """The device a kernel's graphs run on: its context's, else the current one."""
+    return ctx.device if ctx.device is not None else current_context()
