@@ -16,7 +16,6 @@ MXNet's (subgraph_json.py).
 """
 from __future__ import annotations
 
-import copy
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -25,7 +24,7 @@ from .. import nested
 from ..base import DTypeError, MXNetError, ShapeError
 from ..ops.registry import Attr, OpDef, register
 from .graph import Entry, Node, topo_order
-from .graph_run import BoundGraphs, GradFeed, kernel_device, scalar_truth
+from .graph_run import BoundGraphs, GradFeed, generator_in, kernel_device, rng_state, scalar_truth
 from .infer import infer_dtypes, infer_shapes
 from .naming import AttrScope, NameManager
 from .symbol import Symbol
@@ -388,11 +387,11 @@ def _backward_while_kernel(ctx, attrs, inputs, outputs, aux):
     head_grads, ins = inputs[:no + nv], inputs[no + nv:]
     dev, is_train = kernel_device(ctx), ctx.is_train
     rng = body.replay_rng(ctx.rng)
-    draws = rng is not None and hasattr(rng, "bit_generator") and body.draws()
+    draws = body.replayable(rng)
     saved = []
 
     def keep(t, loop_vars):
-        saved.append((loop_vars, copy.deepcopy(rng.bit_generator.state) if draws else None))
+        saved.append((loop_vars, rng_state(rng) if draws else None))
     _run_loop(body, ins, no, attrs["max_iterations"], dev, is_train, rng, None, keep)
     for o in outputs:
         o[...] = 0
@@ -404,10 +403,7 @@ def _backward_while_kernel(ctx, attrs, inputs, outputs, aux):
         cur = list(ins)
         for loc, value in zip(body.var_inputs, loop_vars):
             cur[loc] = value
-        step_rng = rng
-        if state is not None:  # the generator as it was when the forward ran this step
-            step_rng = np.random.Generator(type(rng.bit_generator)())
-            step_rng.bit_generator.state = state
+        step_rng = rng if state is None else generator_in(rng, state)  # as when the forward ran this step
         heads = [g[t] for g in head_grads[:no]] + carried
         got = body.run(FUNC, GradFeed(cur, heads), None, dev, is_train, step_rng, grad=True)
         carried = [np.zeros_like(c) if isinstance(c, np.ndarray) else c * 0 for c in carried]

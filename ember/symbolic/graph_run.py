@@ -68,19 +68,33 @@ class BoundGraphs:
         """Whether any of the graphs draws random numbers (an operator using the generator)."""
         return any(n.op is not None and "rng" in tuple(n.op.resources) for order in self.orders for n in order)
 
+    def replayable(self, rng) -> bool:
+        """Whether the graphs draw from `rng`, a generator whose state can be kept and restored."""
+        return rng is not None and hasattr(rng, "bit_generator") and self.draws()
+
     def save_rng(self, rng) -> None:
         """Keep the generator's state before a forward that draws, for the backward's replay."""
-        if rng is not None and hasattr(rng, "bit_generator") and self.draws():
-            self.forward_rng_state = copy.deepcopy(rng.bit_generator.state)
+        if self.replayable(rng):
+            self.forward_rng_state = rng_state(rng)
 
     def replay_rng(self, rng):
         """A generator in the state the last forward started from (the same draws again), or `rng`."""
         state = self.forward_rng_state
         if state is None or rng is None or not hasattr(rng, "bit_generator"):
             return rng
-        replica = np.random.Generator(type(rng.bit_generator)())
-        replica.bit_generator.state = copy.deepcopy(state)
-        return replica
+        return generator_in(rng, state)
+
+
+def rng_state(rng):
+    """A copy of the generator's state (for generator_in)."""
+    return copy.deepcopy(rng.bit_generator.state)
+
+
+def generator_in(rng, state):
+    """A new generator of `rng`'s kind in `state`: it draws again what `rng` drew from there."""
+    replica = np.random.Generator(type(rng.bit_generator)())
+    replica.bit_generator.state = copy.deepcopy(state)
+    return replica
 
 
 class _GraphRun:
