@@ -10,6 +10,7 @@ import numpy as np
 from .. import ndarray as nd
 from ..base import ArgumentError, FormatError, MissingFileError
 from .data import DataBatch, DataDesc, DataIter
+from .row_batches import RowBatches
 
 _DTYPES = {"float32": np.float32, "int32": np.int32, "int64": np.int64}
 
@@ -60,7 +61,7 @@ class CSVIter(DataIter):
     The files are read whole when the iterator is made (MXNet streams them).  With
     `round_batch` (the default) the last, incomplete batch is completed from the start of the
     data and `getpad()` says by how many rows; the next epoch then starts after those rows, as
-    MXNet's does.  Without it the padded rows keep the previous batch's values.  `dtype`
+    MXNet's does (row_batches.py).  Without it the padded rows keep the previous batch's values.  `dtype`
     ('float32', 'int32' or 'int64') is the dtype of data and label.
     """
 
@@ -84,39 +85,29 @@ class CSVIter(DataIter):
             self._label = _read_rows(label_csv, label_shape, self._dtype, "label_csv")
             if len(self._label) != len(self._data):
                 raise FormatError(f"CSVIter: data_csv has {len(self._data)} rows, label_csv {len(self._label)}")
-        self._round_batch = bool(round_batch)
         # a label of shape (1,) is given per batch as (batch_size,), as MXNet does
         batch_label_shape = () if label_shape == (1,) else label_shape
         self._data_buf = np.zeros((self.batch_size,) + data_shape, self._dtype)
         self._label_buf = np.zeros((self.batch_size,) + batch_label_shape, self._dtype)
         self.provide_data = [DataDesc("data", self._data_buf.shape, self._dtype)]
         self.provide_label = [DataDesc("softmax_label", self._label_buf.shape, self._dtype)]
-        self._start = 0        # the row the epoch starts at (after rows a rounded batch took)
-        self._cursor = 0       # the next row to read
-        self._overflow = 0     # rows the last rounded batch took from the start
+        self._rows = RowBatches(len(self._data), self.batch_size, round_batch)
         self._batch = None     # (data, label, pad, index) of the current batch
 
     def reset(self) -> None:
         """Back to the start of the data (after the rows a rounded last batch already used)."""
-        self._start = self._overflow if self._round_batch else 0
-        self._cursor, self._overflow, self._batch = self._start, 0, None
+        self._rows.reset()
+        self._batch = None
 
     def iter_next(self) -> bool:
         """Load the next batch; False at the end of the epoch."""
-        n, total = self.batch_size, len(self._data)
-        if self._cursor >= total:
+        got = self._rows.next()
+        if got is None:
             return False
-        take = min(n, total - self._cursor)
-        index = np.arange(self._cursor, self._cursor + take)
-        pad = n - take
-        if pad and self._round_batch:
-            wrap = np.arange(pad) % total
-            index = np.concatenate([index, wrap])
-            self._overflow = pad % total
+        index, pad = got
         self._data_buf[:len(index)] = self._data[index]
         self._label_buf[:len(index)] = self._label[index].reshape((len(index),) + self._label_buf.shape[1:])
-        self._cursor += take
-        if not self._round_batch:
+        if len(index) < self.batch_size:  # (not rounded: the padded rows keep the previous batch's values)
             index = np.concatenate([index, np.zeros(pad, np.int64)])
         self._batch = (nd.array(self._data_buf, dtype=self._dtype), nd.array(self._label_buf, dtype=self._dtype),
                        pad, index.astype(np.uint64))

@@ -1,4 +1,5 @@
-"""NDArrayIter: batches over in-memory arrays (`mx.io.NDArrayIter`)."""
+"""NDArrayIter: batches over in-memory arrays (`mx.io.NDArrayIter`), dense or CSR (a CSRNDArray or a
+scipy.sparse.csr_matrix, whose batches are CSRNDArrays: MXNet's sparse data path)."""
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -9,18 +10,23 @@ import numpy as np
 from .. import ndarray as nd
 from ..context import Context, cpu
 from ..imperative.ndarray import NDArray
+from ..imperative.sparse_ndarray import BaseSparseNDArray, CSRNDArray
 from .data import DataBatch, DataDesc, DataIter
 
 _LAST_BATCH_MODES = ("pad", "discard", "roll_over")
 
 
+def _is_scipy_csr(value) -> bool:
+    return type(value).__module__.startswith("scipy.sparse") and getattr(value, "format", None) == "csr"
+
+
 def _as_sources(data, allow_empty: bool, default_name: str) -> List[Tuple[str, np.ndarray, Context]]:
-    """[(name, numpy array, context)] sorted by name, as MXNet orders them."""
+    """[(name, numpy array or scipy CSR matrix, context)] sorted by name, as MXNet orders them."""
     if data is None:
         if not allow_empty:
             raise ValueError("NDArrayIter: data must not be None")
         data = []
-    if isinstance(data, (np.ndarray, NDArray)):
+    if isinstance(data, (np.ndarray, NDArray)) or _is_scipy_csr(data):
         data = [data]
     if isinstance(data, (list, tuple)):
         if not data and not allow_empty:
@@ -34,8 +40,17 @@ def _as_sources(data, allow_empty: bool, default_name: str) -> List[Tuple[str, n
                         f"of name -> array, got {type(data).__name__}")
     sources = []
     for name, value in sorted(data.items()):
+        if isinstance(value, CSRNDArray):
+            sources.append((name, value.asscipy(), value.context))
+            continue
+        if isinstance(value, BaseSparseNDArray):
+            raise TypeError(f"NDArrayIter: '{name}' has storage type {value.stype}; only dense and csr data "
+                            "are iterated")
         if isinstance(value, NDArray):
             sources.append((name, value.asnumpy(), value.context))
+            continue
+        if _is_scipy_csr(value):
+            sources.append((name, value, cpu()))
             continue
         try:
             arr = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=np.float32)
@@ -74,6 +89,13 @@ class NDArrayIter(DataIter):
         self._axis = layout.find("N")
         self.data = _as_sources(data, allow_empty=False, default_name=data_name)
         self.label = _as_sources(label, allow_empty=True, default_name=label_name)
+        if any(_is_scipy_csr(arr) for _, arr, _ in self.data + self.label):
+            if last_batch_handle != "discard":  # (MXNet's restriction: a padded CSR batch is not supported)
+                raise NotImplementedError("NDArrayIter only supports CSRNDArray (and scipy.sparse.csr_matrix) data "
+                                          f"with last_batch_handle='discard', got {last_batch_handle!r}")
+            if self._axis != 0:
+                raise ValueError(f"NDArrayIter: CSR data is batched along its rows; layout {layout!r} puts the "
+                                 "batch axis elsewhere")
         sizes = {name: arr.shape[self._axis] if arr.ndim > self._axis else None
                  for name, arr, _ in self.data + self.label}
         # as MXNet: the first data array sets the sample count; a longer array's extra samples are
@@ -100,7 +122,7 @@ class NDArrayIter(DataIter):
         for name, arr, _ in sources:
             shape = list(arr.shape)
             shape[self._axis] = self.batch_size
-            out.append(DataDesc(name, tuple(shape), arr.dtype.type, layout=self.layout))
+            out.append(DataDesc(name, tuple(shape), np.dtype(arr.dtype).type, layout=self.layout))
         return out
 
     @property
@@ -164,7 +186,8 @@ class NDArrayIter(DataIter):
     def _take(self, sources) -> List[NDArray]:
         if self._batch_idx is None:
             raise RuntimeError("NDArrayIter: call next() (or iter_next()) before reading a batch")
-        return [nd.array(np.take(arr, self._batch_idx, axis=self._axis), ctx=ctx, dtype=arr.dtype)
+        return [nd.sparse.csr_matrix(arr[self._batch_idx], ctx=ctx, dtype=arr.dtype) if _is_scipy_csr(arr) else
+                nd.array(np.take(arr, self._batch_idx, axis=self._axis), ctx=ctx, dtype=arr.dtype)
                 for _, arr, ctx in sources]
 
     def getdata(self) -> List[NDArray]:
