@@ -332,6 +332,10 @@ static PyObject *pyfn_release_idle_ok(PyObject *self, PyObject *unused) {
  * that checks and runs (a cffi call and its argument conversions cost as much as the kernel on one
  * 32x32 image).  Each answers False, having done nothing, where the arrays do not fit the kernel
  * (the caller's numpy code runs then): not C-contiguous, overlapping, other shapes or formats. */
+/* From this many source bytes on a kernel runs without the GIL (a batch of images: other Python
+ * threads go on; the buffers stay held): below it, releasing and taking the GIL costs more. */
+#define IMG_GIL_BYTES (1 << 16)
+
 static int img_buffers(PyObject *src, PyObject *dst, Py_buffer *s, Py_buffer *d) {
     if (PyObject_GetBuffer(src, s, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         PyErr_Clear();
@@ -372,7 +376,13 @@ static PyObject *img_reverse_axis(PyObject *self, PyObject *args) {
         int64_t outer = 1, inner = s.itemsize;
         for (int i = 0; i < axis; i++) outer *= s.shape[i];
         for (int i = axis + 1; i < s.ndim; i++) inner *= s.shape[i];
-        ember_reverse_axis(s.buf, d.buf, outer, s.shape[axis], inner);
+        if (s.len < IMG_GIL_BYTES) {
+            ember_reverse_axis(s.buf, d.buf, outer, s.shape[axis], inner);
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            ember_reverse_axis(s.buf, d.buf, outer, s.shape[axis], inner);
+            Py_END_ALLOW_THREADS
+        }
     }
     PyBuffer_Release(&s);
     PyBuffer_Release(&d);
@@ -393,9 +403,16 @@ static PyObject *img_bytes_to_unit_chw(PyObject *self, PyObject *args) {
         int b = nd - 3; /* the batch axis, if any */
         ok = (b == 0 || x[0] == y[0]) && y[b] == x[b + 2] && y[b + 1] == x[b] && y[b + 2] == x[b + 1];
     }
-    if (ok)
-        ember_u8_hwc_to_chw_unit(s.buf, d.buf, nd == 4 ? s.shape[0] : 1, s.shape[nd - 3] * s.shape[nd - 2],
-                                 s.shape[nd - 1]);
+    if (ok) {
+        int64_t batch = nd == 4 ? s.shape[0] : 1, pixels = s.shape[nd - 3] * s.shape[nd - 2];
+        if (s.len < IMG_GIL_BYTES) {
+            ember_u8_hwc_to_chw_unit(s.buf, d.buf, batch, pixels, s.shape[nd - 1]);
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            ember_u8_hwc_to_chw_unit(s.buf, d.buf, batch, pixels, s.shape[nd - 1]);
+            Py_END_ALLOW_THREADS
+        }
+    }
     PyBuffer_Release(&s);
     PyBuffer_Release(&d);
     return PyBool_FromLong(ok);

@@ -24,7 +24,8 @@ def _images(shape, dtype=np.uint8, seed=0):
 
 
 @pytest.mark.parametrize("shape,axis", [((32, 32, 3), 1), ((5, 7, 1), 1), ((6, 9, 4), 0), ((2, 8, 5, 3), 2),
-                                        ((3, 40, 6), 1), ((1, 1, 1), 0), ((4, 5), 1)])
+                                        ((3, 40, 6), 1), ((1, 1, 1), 0), ((4, 5), 1),
+                                        ((4, 96, 96, 3), 2)])  # (past 64 KiB: run without the GIL)
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.float64, np.int16])
 def test_reverse_axis_is_numpy_flip(shape, axis, dtype):
     x = _images(shape, dtype)
@@ -50,7 +51,8 @@ def test_reverse_axis_refuses_what_does_not_fit():
     assert native.reverse_axis(x, np.zeros_like(x)[:, ::-1], 1) is False  # a reversed view
 
 
-@pytest.mark.parametrize("shape", [(32, 32, 3), (7, 5, 1), (4, 6, 4), (3, 9, 2), (2, 8, 5, 3), (3, 4, 4, 1)])
+@pytest.mark.parametrize("shape", [(32, 32, 3), (7, 5, 1), (4, 6, 4), (3, 9, 2), (2, 8, 5, 3), (3, 4, 4, 1),
+                                   (4, 96, 96, 3)])
 def test_bytes_to_unit_chw_bit_for_bit(shape):
     x = _images(shape)
     axes = (2, 0, 1) if len(shape) == 3 else (0, 3, 1, 2)
