@@ -118,7 +118,7 @@ def _taken(body: CondBody, ins, ctx, is_train: bool, rng) -> int:
 def _cond_kernel(ctx, attrs, inputs, outputs, aux):
     body: CondBody = attrs["body"]
     dev, rng = kernel_device(ctx), ctx.rng
-    body.save_rng(rng)  # for the backward's replay
+    body.save_rng(rng, inputs)  # for the backward's replay
     body.run(_taken(body, inputs, dev, ctx.is_train, rng), inputs, outputs, dev, ctx.is_train, rng)
 
 
@@ -134,7 +134,7 @@ def _backward_cond_kernel(ctx, attrs, inputs, outputs, aux):
     k = attrs["num_outputs"]
     head_grads, ins = inputs[:k], inputs[k:]
     dev = kernel_device(ctx)
-    rng = body.replay_rng(ctx.rng)  # the predicate and the branch draw what the forward drew
+    rng = body.replay_rng(ctx.rng, ins)  # the predicate and the branch draw what the forward drew
     which = _taken(body, ins, dev, ctx.is_train, rng)
     targets = body.grad_graph(which)[3]
     got = body.run(which, GradFeed(ins, head_grads), None, dev, ctx.is_train, rng, grad=True)

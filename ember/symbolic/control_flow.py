@@ -364,7 +364,7 @@ def _while_kernel(ctx, attrs, inputs, outputs, aux):
     body: WhileBody = attrs["body"]
     no = attrs["num_out_data"]
     dev, rng = kernel_device(ctx), ctx.rng
-    body.save_rng(rng)  # for the backward's replay
+    body.save_rng(rng, inputs)  # for the backward's replay
     final = _run_loop(body, inputs, no, attrs["max_iterations"], dev, ctx.is_train, rng, outputs[:no])
     for dst, src in zip(outputs[no:], final):
         dst[...] = src
@@ -386,7 +386,7 @@ def _backward_while_kernel(ctx, attrs, inputs, outputs, aux):
     no, nv = attrs["num_out_data"], attrs["num_vars"]
     head_grads, ins = inputs[:no + nv], inputs[no + nv:]
     dev, is_train = kernel_device(ctx), ctx.is_train
-    rng = body.replay_rng(ctx.rng)
+    rng = body.replay_rng(ctx.rng, ins)
     draws = body.replayable(rng)
     saved = []
 

@@ -6,7 +6,7 @@ the node's input `locs[i]`.  `run` binds a graph once per input signature and th
 calls its forward segments directly on arrays of its own; with `grad` it runs the graph's gradient
 graph instead (the graph's outputs first, then a gradient per variable that has one), fed by the
 node's inputs and head gradients (`GradFeed`).  `save_rng` / `replay_rng` let a backward kernel draw
-again what its forward drew (a Dropout inside a graph gets the forward's mask).
+again what its own node's forward drew (a Dropout inside a graph gets the forward's mask).
 """
 from __future__ import annotations
 
@@ -24,14 +24,17 @@ from .symbol import Symbol
 class BoundGraphs:
     """A node's graphs (heads, variables, locs) and their bound runs, per input signature and thread."""
 
-    __slots__ = ("graphs", "orders", "_runs", "_grad_graphs", "forward_rng_state")
+    __slots__ = ("graphs", "orders", "_runs", "_grad_graphs", "_rng_states")
 
     def __init__(self, graphs: Sequence[Tuple[List[Entry], List[Node], List[int]]]):
         self.graphs = [(list(h), list(v), list(l)) for h, v, l in graphs]
         self.orders = [topo_order(h) for h, _, _ in self.graphs]
         self._runs: Dict[tuple, "_GraphRun"] = {}
         self._grad_graphs: Dict[int, tuple] = {}
-        self.forward_rng_state = None  # the generator's state before the last forward, if the graphs draw
+        # the generator's state before the last forward that drew, per place of the node's inputs: one
+        # graph object serves every node that holds it (two executors of a symbol, a loop's unrolled
+        # copies), and each backward must replay its own node's forward
+        self._rng_states: Dict[tuple, object] = {}
 
     def run(self, which: int, ins, outs, ctx, is_train: bool, rng, grad: bool = False) -> list:
         """Graph `which` (its gradient graph with `grad`: `ins` a GradFeed) on the node's arrays `ins`
@@ -72,17 +75,32 @@ class BoundGraphs:
         """Whether the graphs draw from `rng`, a generator whose state can be kept and restored."""
         return rng is not None and hasattr(rng, "bit_generator") and self.draws()
 
-    def save_rng(self, rng) -> None:
-        """Keep the generator's state before a forward that draws, for the backward's replay."""
+    def save_rng(self, rng, ins: Sequence) -> None:
+        """Keep the generator's state before a forward that draws on the node's inputs `ins`, for
+        the backward's replay."""
         if self.replayable(rng):
-            self.forward_rng_state = rng_state(rng)
+            states = self._rng_states
+            states[_places(ins)] = rng_state(rng)
+            if len(states) > _RNG_STATES_KEPT:
+                del states[next(iter(states))]  # the oldest: a node not run since
 
-    def replay_rng(self, rng):
-        """A generator in the state the last forward started from (the same draws again), or `rng`."""
-        state = self.forward_rng_state
-        if state is None or rng is None or not hasattr(rng, "bit_generator"):
+    def replay_rng(self, rng, ins: Sequence):
+        """A generator in the state the last forward on the node's inputs `ins` (the backward's, at
+        the same places) started from, drawing the same numbers again; `rng` when none drew."""
+        if rng is None or not hasattr(rng, "bit_generator") or not self._rng_states:
             return rng
-        return generator_in(rng, state)
+        state = self._rng_states.get(_places(ins))
+        return rng if state is None else generator_in(rng, state)
+
+
+_RNG_STATES_KEPT = 256
+
+
+def _places(arrays: Sequence) -> tuple:
+    """Where the arrays are (data address, shape): the same for a node's forward and its backward,
+    which read the node's inputs from the same storage."""
+    return tuple((x.data.ptr if hasattr(x.data, "ptr") else x.__array_interface__["data"][0], x.shape)
+                 for x in arrays)
 
 
 def rng_state(rng):

@@ -183,6 +183,22 @@ def test_gradients_through_a_branch_with_dropout_use_the_forward_mask():
     np.testing.assert_allclose(grads["x"], np.where(kept, 8 * values, 0.0), rtol=1e-5)
 
 
+def test_each_executor_replays_its_own_forward_draws():
+    """One symbol bound twice: each backward replays its own executor's forward, not the last one run."""
+    x = mx.sym.var("x")
+    sym = mx.sym.contrib.cond(mx.sym.sum(x) > 0, lambda: mx.sym.Dropout(x * 2.0, p=0.5) * x, lambda: x * 1.0)
+    values = rng.uniform(0.5, 1.0, (200,))
+    bound = []
+    for _ in range(2):
+        grads = {"x": mx.nd.zeros(200)}
+        bound.append((sym.bind(mx.cpu(), {"x": mx.nd.array(values)}, args_grad=grads), grads))
+    outs = [ex.forward(is_train=True)[0].asnumpy() for ex, _ in bound]
+    assert (outs[0] != outs[1]).any()
+    for (ex, grads), out in zip(bound, outs):  # the first executor's backward after the second's forward
+        ex.backward([mx.nd.ones(200)])
+        np.testing.assert_allclose(grads["x"].asnumpy(), np.where(out != 0, 8 * values, 0.0), rtol=1e-5)
+
+
 class _DenseInBranch(gluon.HybridBlock):
     def __init__(self, in_units=0, **kw):
         super().__init__(**kw)

@@ -340,6 +340,19 @@ def test_while_loop_backward_replays_the_forward_dropout():
     np.testing.assert_allclose(grads["x"].asnumpy(), out[:4].sum(0) / values["x"], rtol=1e-5)
 
 
+def test_while_loop_replays_each_executors_own_draws():
+    x = mx.sym.var("x")
+    outs, _ = mx.sym.contrib.while_loop(lambda i, v: i < 3, lambda i, v: ([mx.sym.Dropout(v * 3, p=0.5)], [i + 1, v]),
+                                        [mx.sym.var("i"), x], max_iterations=3)
+    values = rng.uniform(1, 2, (200,))
+    bound = [_bind(outs[0], {"i": np.zeros(1), "x": values}) for _ in range(2)]
+    res = [ex.forward(is_train=True)[0].asnumpy() for ex, _, _ in bound]
+    assert (res[0] != res[1]).any()
+    for (ex, _, grads), out in zip(bound, res):  # the first executor's backward after the second's forward
+        ex.backward([mx.nd.ones(out.shape)])
+        np.testing.assert_allclose(grads["x"].asnumpy(), out.sum(0) / values, rtol=1e-5)
+
+
 def test_while_loop_in_a_hybridized_block_trains():
     class Loop(gluon.HybridBlock):
         def __init__(self):
