@@ -9,8 +9,7 @@ import numpy as np
 
 from .. import ndarray as nd
 from ..base import ArgumentError, FormatError, MissingFileError
-from .data import DataBatch, DataDesc, DataIter
-from .row_batches import RowBatches
+from .row_batches import RowBatchIter
 
 _DTYPES = {"float32": np.float32, "int32": np.int32, "int64": np.int64}
 
@@ -53,7 +52,7 @@ def _read_rows(path: str, shape: tuple, dtype, what: str) -> np.ndarray:
     return np.stack(rows).reshape((len(rows),) + shape)
 
 
-class CSVIter(DataIter):
+class CSVIter(RowBatchIter):
     """Batches of `batch_size` rows of `data_csv` (each row reshaped to `data_shape`) and of
     `label_csv` (`label_shape`, default (1,); zeros when no label file is given), named 'data'
     and 'softmax_label' as MXNet's.
@@ -87,55 +86,12 @@ class CSVIter(DataIter):
                 raise FormatError(f"CSVIter: data_csv has {len(self._data)} rows, label_csv {len(self._label)}")
         # a label of shape (1,) is given per batch as (batch_size,), as MXNet does
         batch_label_shape = () if label_shape == (1,) else label_shape
+        self._batches(len(self._data), data_shape, batch_label_shape, self._dtype, round_batch)
         self._data_buf = np.zeros((self.batch_size,) + data_shape, self._dtype)
         self._label_buf = np.zeros((self.batch_size,) + batch_label_shape, self._dtype)
-        self.provide_data = [DataDesc("data", self._data_buf.shape, self._dtype)]
-        self.provide_label = [DataDesc("softmax_label", self._label_buf.shape, self._dtype)]
-        self._rows = RowBatches(len(self._data), self.batch_size, round_batch)
-        self._batch = None     # (data, label, pad, index) of the current batch
 
-    def reset(self) -> None:
-        """Back to the start of the data (after the rows a rounded last batch already used)."""
-        self._rows.reset()
-        self._batch = None
-
-    def iter_next(self) -> bool:
-        """Load the next batch; False at the end of the epoch."""
-        got = self._rows.next()
-        if got is None:
-            return False
-        index, pad = got
-        self._data_buf[:len(index)] = self._data[index]
-        self._label_buf[:len(index)] = self._label[index].reshape((len(index),) + self._label_buf.shape[1:])
-        if len(index) < self.batch_size:  # (not rounded: the padded rows keep the previous batch's values)
-            index = np.concatenate([index, np.zeros(pad, np.int64)])
-        self._batch = (nd.array(self._data_buf, dtype=self._dtype), nd.array(self._label_buf, dtype=self._dtype),
-                       pad, index.astype(np.uint64))
-        return True
-
-    def _current(self):
-        if self._batch is None:
-            raise StopIteration("CSVIter: no current batch; call iter_next() or next() first")
-        return self._batch
-
-    def next(self) -> DataBatch:
-        if not self.iter_next():
-            raise StopIteration
-        data, label, pad, index = self._batch
-        return DataBatch(data=[data], label=[label], pad=pad, index=index)
-
-    def getdata(self):
-        """The current batch's data (one NDArray)."""
-        return self._current()[0]
-
-    def getlabel(self):
-        """The current batch's label (one NDArray)."""
-        return self._current()[1]
-
-    def getpad(self) -> int:
-        """How many rows at the end of the current batch are padding."""
-        return self._current()[2]
-
-    def getindex(self):
-        """The row numbers of the current batch."""
-        return self._current()[3]
+    def _load(self, index: np.ndarray, pad: int) -> tuple:
+        rows = index[index >= 0]  # (not rounded: the padded rows keep the previous batch's values)
+        self._data_buf[:len(rows)] = self._data[rows]
+        self._label_buf[:len(rows)] = self._label[rows].reshape((len(rows),) + self._label_buf.shape[1:])
+        return nd.array(self._data_buf, dtype=self._dtype), nd.array(self._label_buf, dtype=self._dtype)

@@ -16,8 +16,7 @@ import numpy as np
 from .. import ndarray as nd
 from ..base import ArgumentError, FormatError, MissingFileError
 from .csv_iter import _shape
-from .data import DataBatch, DataDesc, DataIter
-from .row_batches import RowBatches
+from .row_batches import RowBatchIter
 
 
 def read_libsvm(path: str, width: int, what: str) -> Tuple[np.ndarray, object]:
@@ -63,7 +62,7 @@ def _part(n: int, num_parts: int, part_index: int) -> slice:
     return slice(n * part_index // num_parts, n * (part_index + 1) // num_parts)
 
 
-class LibSVMIter(DataIter):
+class LibSVMIter(RowBatchIter):
     """Batches of `batch_size` rows of the LIBSVM file `data_libsvm` (`data_shape` = (features,)) as
     CSRNDArrays, labelled by each line's label or by the rows of `label_libsvm` (`label_shape`), named
     'data' and 'softmax_label' as MXNet's.  `num_parts` / `part_index` iterate one contiguous part of
@@ -104,29 +103,11 @@ class LibSVMIter(DataIter):
         self._data, self._label = self._data[part], self._label[part]
         if self._data.shape[0] == 0:
             raise FormatError(f"LibSVMIter: part {part_index} of {num_parts} of '{data_libsvm}' has no rows")
-        n = self.batch_size
-        self.provide_data = [DataDesc("data", (n, data_shape[0]), np.float32)]
-        self.provide_label = [DataDesc("softmax_label", (n,) if self._label.ndim == 1 else (n, label_shape[0]),
-                                       np.float32)]
-        self._rows = RowBatches(self._data.shape[0], n, round_batch)
-        self._batch = None  # (data, label, pad, index) of the current batch
+        self._batches(self._data.shape[0], data_shape, () if self._label.ndim == 1 else label_shape, np.float32,
+                      round_batch)
 
-    def reset(self) -> None:
-        """Back to the start of the data (after the rows a rounded last batch already used)."""
-        self._rows.reset()
-        self._batch = None
-
-    def iter_next(self) -> bool:
-        """Load the next batch; False at the end of the epoch."""
-        got = self._rows.next()
-        if got is None:
-            return False
-        index, pad = got
-        if len(index) < self.batch_size:  # not rounded: empty rows complete the batch
-            index = np.concatenate([index, np.full(pad, -1)])
-        self._batch = (self._rows_of(self._data, index), self._rows_of(self._label, index), pad,
-                       np.where(index < 0, 0, index).astype(np.uint64))
-        return True
+    def _load(self, index: np.ndarray, pad: int) -> tuple:
+        return self._rows_of(self._data, index), self._rows_of(self._label, index)
 
     @staticmethod
     def _rows_of(source, index: np.ndarray):
@@ -141,30 +122,3 @@ class LibSVMIter(DataIter):
             rows = sparse.vstack([rows, sparse.csr_matrix((len(index) - len(kept), source.shape[1]),
                                                           dtype=np.float32)], format="csr")
         return nd.sparse.csr_matrix(rows, dtype=np.float32)
-
-    def _current(self):
-        if self._batch is None:
-            raise StopIteration("LibSVMIter: no current batch; call iter_next() or next() first")
-        return self._batch
-
-    def next(self) -> DataBatch:
-        if not self.iter_next():
-            raise StopIteration
-        data, label, pad, index = self._batch
-        return DataBatch(data=[data], label=[label], pad=pad, index=index)
-
-    def getdata(self):
-        """The current batch's data (one CSRNDArray)."""
-        return self._current()[0]
-
-    def getlabel(self):
-        """The current batch's label (one NDArray, or a CSRNDArray with label_libsvm)."""
-        return self._current()[1]
-
-    def getpad(self) -> int:
-        """How many rows at the end of the current batch are padding."""
-        return self._current()[2]
-
-    def getindex(self):
-        """The row numbers of the current batch."""
-        return self._current()[3]
