@@ -8,7 +8,6 @@ from ember.engine import native
 from ember.ops import image
 
 
-
 class _Ctx:
     xp = np
 
