@@ -18,7 +18,7 @@ from ..base import DTypeError, MXNetError, ShapeError
 from ..ops.registry import Attr, OpDef, register
 from .control_flow import _cut, _flatten, _infer_through, _regroup
 from .graph import Entry, Node, topo_order
-from .graph_run import BoundGraphs, GradFeed, kernel_device, scalar_truth
+from .graph_run import BoundGraphs, GradFeed, backward_opdef, gradient_by, kernel_device, scalar_truth
 from .naming import AttrScope, NameManager
 from .symbol import Symbol
 
@@ -122,13 +122,6 @@ def _cond_kernel(ctx, attrs, inputs, outputs, aux):
     body.run(_taken(body, inputs, dev, ctx.is_train, rng), inputs, outputs, dev, ctx.is_train, rng)
 
 
-def _cond_gradient(F, attrs, inputs, outputs, out_grads):
-    res = F._backward_cond(*out_grads, *inputs, body=attrs["body"], num_inputs=attrs["num_inputs"],
-                           num_outputs=attrs["num_outputs"])
-    n = attrs["num_inputs"]
-    return [res[i] for i in range(n)] if n > 1 else [res]
-
-
 def _backward_cond_kernel(ctx, attrs, inputs, outputs, aux):
     body: CondBody = attrs["body"]
     k = attrs["num_outputs"]
@@ -150,17 +143,12 @@ _COND = register(OpDef(
     inputs=lambda a: [f"arg{i}" for i in range(a["num_inputs"])],
     outputs=lambda a: [f"output{i}" for i in range(a["num_outputs"])],
     infer_shape=lambda a, s: _through_cond(a, s, "shape"), infer_type=lambda a, d: _through_cond(a, d, "dtype"),
-    kernels={"any": _cond_kernel}, resources=["rng"], gradient=_cond_gradient, probe_partial_shapes=False,
+    kernels={"any": _cond_kernel}, resources=["rng"], gradient=gradient_by("_backward_cond"),
+    probe_partial_shapes=False,
     doc="then or else, as the predicate says (mx.sym.contrib.cond): only the branch taken runs "
         "(ember/symbolic/cond.py)."))
 
-register(OpDef(
-    name="_backward_cond",
-    attrs={"num_inputs": Attr("int"), "num_outputs": Attr("int"), "body": _CondAttr("any")},
-    inputs=lambda a: [f"head_grad{i}" for i in range(a["num_outputs"])] + [f"arg{i}" for i in range(a["num_inputs"])],
-    outputs=lambda a: [f"arg{i}_grad" for i in range(a["num_inputs"])],
-    infer_shape=lambda a, s: (s, list(s[a["num_outputs"]:])),
-    infer_type=lambda a, d: (d, list(d[a["num_outputs"]:])),
-    kernels={"any": _backward_cond_kernel}, resources=["rng"], probe_partial_shapes=False,
-    doc="Gradient of _cond: the gradient graph of the branch the predicate picks; zero for inputs that "
-        "branch does not read."))
+register(backward_opdef(
+    "_backward_cond", _COND.attrs, lambda a: a["num_outputs"], _backward_cond_kernel,
+    "Gradient of _cond: the gradient graph of the branch the predicate picks; zero for inputs that "
+    "branch does not read."))

@@ -24,7 +24,8 @@ from .. import nested
 from ..base import DTypeError, MXNetError, ShapeError
 from ..ops.registry import Attr, OpDef, register
 from .graph import Entry, Node, topo_order
-from .graph_run import BoundGraphs, GradFeed, generator_in, kernel_device, rng_state, scalar_truth
+from .graph_run import (BoundGraphs, GradFeed, backward_opdef, generator_in, gradient_by, kernel_device, rng_state,
+                        scalar_truth)
 from .infer import infer_dtypes, infer_shapes
 from .naming import AttrScope, NameManager
 from .symbol import Symbol
@@ -370,14 +371,6 @@ def _while_kernel(ctx, attrs, inputs, outputs, aux):
         dst[...] = src
 
 
-def _while_gradient(F, attrs, inputs, outputs, out_grads):
-    n = attrs["num_inputs"]
-    res = F._backward_while_loop(*out_grads, *inputs, body=attrs["body"], num_vars=attrs["num_vars"],
-                                 num_out_data=attrs["num_out_data"], num_inputs=n,
-                                 max_iterations=attrs["max_iterations"])
-    return [res[i] for i in range(n)] if n > 1 else [res]
-
-
 def _backward_while_kernel(ctx, attrs, inputs, outputs, aux):
     """Back-propagation through the steps the forward took: the loop runs again (drawing what the
     forward drew) keeping each step's loop variables and generator state, then each step's gradient
@@ -424,21 +417,14 @@ _WHILE = register(OpDef(
     outputs=lambda a: [f"output{i}" for i in range(a["num_out_data"])] + [f"var_output{i}" for i in
                                                                            range(a["num_vars"])],
     infer_shape=lambda a, s: _through_while(a, s, "shape"), infer_type=lambda a, d: _through_while(a, d, "dtype"),
-    kernels={"any": _while_kernel}, resources=["rng"], gradient=_while_gradient, probe_partial_shapes=False,
+    kernels={"any": _while_kernel}, resources=["rng"], gradient=gradient_by("_backward_while_loop"),
+    probe_partial_shapes=False,
     doc="A while loop of at most max_iterations steps (mx.sym.contrib.while_loop): its kernel runs func "
         "while cond holds (ember/symbolic/control_flow.py)."))
 
-register(OpDef(
-    name="_backward_while_loop",
-    attrs={"num_vars": Attr("int"), "num_out_data": Attr("int"), "num_inputs": Attr("int"),
-           "max_iterations": Attr("int"), "body": _BodyAttr("any")},
-    inputs=lambda a: [f"head_grad{i}" for i in range(a["num_out_data"] + a["num_vars"])] +
-    [f"arg{i}" for i in range(a["num_inputs"])],
-    outputs=lambda a: [f"arg{i}_grad" for i in range(a["num_inputs"])],
-    infer_shape=lambda a, s: (s, list(s[a["num_out_data"] + a["num_vars"]:])),
-    infer_type=lambda a, d: (d, list(d[a["num_out_data"] + a["num_vars"]:])),
-    kernels={"any": _backward_while_kernel}, resources=["rng"], probe_partial_shapes=False,
-    doc="Gradient of _while_loop: the steps' gradient graphs from the last step to the first."))
+register(backward_opdef(
+    "_backward_while_loop", _WHILE.attrs, lambda a: a["num_out_data"] + a["num_vars"], _backward_while_kernel,
+    "Gradient of _while_loop: the steps' gradient graphs from the last step to the first."))
 
 
 # -- a call of a whole graph (a hybridized block's step, as autograd.get_symbol shows it) ----------

@@ -7,16 +7,18 @@ calls its forward segments directly on arrays of its own; with `grad` it runs th
 graph instead (the graph's outputs first, then a gradient per variable that has one), fed by the
 node's inputs and head gradients (`GradFeed`).  `save_rng` / `replay_rng` let a backward kernel draw
 again what its own node's forward drew (a Dropout inside a graph gets the forward's mask).
+`backward_opdef` / `gradient_by` give such a node its gradient op, the same shape for every kind.
 """
 from __future__ import annotations
 
 import copy
 import threading
-from typing import Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
 from ..context import current_context
+from ..ops.registry import Attr, OpDef
 from .graph import Entry, Node, topo_order
 from .symbol import Symbol
 
@@ -173,3 +175,26 @@ def scalar_truth(value, what: str) -> bool:
 def kernel_device(ctx):
     """The device a kernel's graphs run on: its context's, else the current one."""
     return ctx.device if ctx.device is not None else current_context()
+
+
+def gradient_by(backward_op: str) -> Callable:
+    """A graph-carrying node's `gradient`: its backward op on (head gradients, the node's inputs),
+    given the node's own attributes; a gradient per input."""
+    def gradient(F, attrs, inputs, outputs, out_grads):
+        n = attrs["num_inputs"]
+        res = getattr(F, backward_op)(*out_grads, *inputs, **attrs)
+        return [res[i] for i in range(n)] if n > 1 else [res]
+    return gradient
+
+
+def backward_opdef(name: str, attrs: Dict[str, Attr], heads: Callable[[dict], int], kernel: Callable,
+                   doc: str) -> OpDef:
+    """The gradient op of a graph-carrying node with attributes `attrs` (num_inputs among them): in,
+    `heads(attrs)` head gradients then the node's inputs; out, a gradient per node input (of its
+    shape and dtype)."""
+    return OpDef(
+        name=name, attrs=attrs,
+        inputs=lambda a: [f"head_grad{i}" for i in range(heads(a))] + [f"arg{i}" for i in range(a["num_inputs"])],
+        outputs=lambda a: [f"arg{i}_grad" for i in range(a["num_inputs"])],
+        infer_shape=lambda a, s: (s, list(s[heads(a):])), infer_type=lambda a, d: (d, list(d[heads(a):])),
+        kernels={"any": kernel}, resources=["rng"], probe_partial_shapes=False, doc=doc)
