@@ -216,6 +216,12 @@ static int pyfn_push(PyObject *fn, PyObject *a, PyObject *b, Py_ssize_t nread, P
         if (rc < 0) Py_DECREF(fn);
     }
     pyfn_vars_free(vs, stack);
+    if (rc == 0 && ember_run_ahead_over(pyfn_engine)) {
+        /* far ahead of the workers: wait, without the GIL (the ops ahead may need it) */
+        Py_BEGIN_ALLOW_THREADS
+        ember_run_ahead_wait(pyfn_engine);
+        Py_END_ALLOW_THREADS
+    }
     return rc;
 }
 

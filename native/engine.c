@@ -84,6 +84,7 @@ typedef struct equeue {
 #define MAX_QUEUES 64
 #define SPIN_YIELDS 64
 #define SESSION_SLICE_NS 200000 /* a session gives its context (the GIL) back after 0.2 ms */
+#define RUN_AHEAD_STALL_NS 50000000 /* a run-ahead wait gives up after 50 ms in which no op ended */
 
 struct ember_engine {
     int naive;
@@ -93,6 +94,9 @@ struct ember_engine {
     atomic_int_fast64_t mem_high;  /* memory-aware threshold on live_hint */
     atomic_uint_fast64_t seq;
     atomic_int_fast64_t pending;
+    atomic_int_fast64_t run_ahead; /* pushers wait above this many pending ops (0 = never) */
+    atomic_int throttled;          /* pushers waiting in ember_run_ahead_wait */
+    atomic_int stalled;            /* a wait saw no op end for RUN_AHEAD_STALL_NS: no waiting until pending falls */
     atomic_uint_fast64_t pushed, completed, failed, skipped, inline_runs;
     atomic_int cancelled;
     atomic_int inline_active; /* a caller holds the idle claim (ember_claim_idle) */
@@ -463,7 +467,9 @@ static void enqueue(ember_engine *e, ember_opr *op) {
 
 /* One op fewer in flight: wake waiters when none is left (and the naive pusher, if any). */
 static void pending_done(ember_engine *e, int *sync_done) {
-    if (atomic_fetch_sub(&e->pending, 1) == 1 || sync_done) {
+    int64_t left = atomic_fetch_sub(&e->pending, 1) - 1;
+    if (left == 0 || sync_done || (atomic_load_explicit(&e->throttled, memory_order_relaxed) &&
+                                   left <= atomic_load_explicit(&e->run_ahead, memory_order_relaxed) / 2)) {
         pthread_mutex_lock(&e->mu);
         if (sync_done) *sync_done = 1;
         pthread_cond_broadcast(&e->cv);
@@ -975,6 +981,54 @@ int ember_wait_all(ember_engine *e, int timeout_ms) {
 
 /* ------------------------------------------------------------- lifecycle */
 
+/* ------------------------------------------------------------- run-ahead */
+
+void ember_set_run_ahead(ember_engine *e, int64_t max_pending) {
+    atomic_store(&e->run_ahead, max_pending > 0 ? max_pending : 0);
+    atomic_store(&e->stalled, 0);
+}
+
+int64_t ember_get_run_ahead(ember_engine *e) { return atomic_load(&e->run_ahead); }
+
+int ember_run_ahead_over(ember_engine *e) {
+    int64_t limit = atomic_load_explicit(&e->run_ahead, memory_order_relaxed);
+    if (limit <= 0 || tl_worker >= 0 || tl_inline_owner) return 0; /* ops that push ops never wait */
+    int64_t pending = atomic_load_explicit(&e->pending, memory_order_relaxed);
+    if (atomic_load_explicit(&e->stalled, memory_order_relaxed)) {
+        if (pending > limit / 2) return 0;
+        atomic_store(&e->stalled, 0);
+    }
+    return pending > limit;
+}
+
+void ember_run_ahead_wait(ember_engine *e) {
+    if (!ember_run_ahead_over(e)) return;
+    int64_t low = atomic_load(&e->run_ahead) / 2;
+    pthread_mutex_lock(&e->mu);
+    atomic_fetch_add(&e->throttled, 1);
+    uint64_t seen = atomic_load(&e->completed); /* skipped ops count as completed too */
+    int64_t since = ember_now_ns();
+    while (atomic_load(&e->pending) > low) {
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_nsec += 10000000L; /* look for progress every 10 ms */
+        if (deadline.tv_nsec >= 1000000000L) { deadline.tv_sec++; deadline.tv_nsec -= 1000000000L; }
+        pthread_cond_timedwait(&e->cv, &e->mu, &deadline);
+        uint64_t now_seen = atomic_load(&e->completed);
+        if (now_seen != seen) {
+            seen = now_seen;
+            since = ember_now_ns();
+        } else if (ember_now_ns() - since >= RUN_AHEAD_STALL_NS) {
+            /* nothing ends (an async op waits for something this thread will do later): stop
+             * waiting until the backlog falls below the low mark on its own */
+            atomic_store(&e->stalled, 1);
+            break;
+        }
+    }
+    atomic_fetch_sub(&e->throttled, 1);
+    pthread_mutex_unlock(&e->mu);
+}
+
 ember_engine *ember_engine_create(int naive, int cpu_threads, int copy_threads) {
     ember_engine *e = calloc(1, sizeof *e);
     if (!e) abort();
@@ -982,6 +1036,9 @@ ember_engine *ember_engine_create(int naive, int cpu_threads, int copy_threads) 
     atomic_init(&e->policy, EMBER_POLICY_PRIORITY);
     atomic_init(&e->live_hint, 0);
     atomic_init(&e->mem_high, INT64_MIN);
+    atomic_init(&e->run_ahead, 0);
+    atomic_init(&e->throttled, 0);
+    atomic_init(&e->stalled, 0);
     atomic_init(&e->custom_key, NULL);
     pthread_mutex_init(&e->push_mu, NULL);
     pthread_mutex_init(&e->mu, NULL);

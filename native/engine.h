@@ -113,6 +113,17 @@ int ember_var_error(ember_var *v);
  * rethrown.  Variables keep it until their next write (err_vars still counts them). */
 void ember_clear_error(ember_engine *e, int id);
 
+/* Run-ahead: a thread that pushes ops far faster than they run (a Python training loop) would queue
+ * steps' worth of ops and the memory they write.  With a limit > 0, ember_run_ahead_wait blocks its
+ * caller while more than `max_pending` ops are pending, until at most half are, so buffers are reused
+ * while still in cache.  Workers and ops pushing ops never wait; a wait in which no op ends for 50 ms
+ * gives up (an async op may wait for the caller) and none waits again until the backlog falls below
+ * half the limit.  ember_run_ahead_over says whether a wait would block (cheap: call it first). */
+void ember_set_run_ahead(ember_engine *e, int64_t max_pending); /* 0 = no limit (the default) */
+int64_t ember_get_run_ahead(ember_engine *e);
+int ember_run_ahead_over(ember_engine *e);
+void ember_run_ahead_wait(ember_engine *e);
+
 /* Sessions: ops whose fn is `key` need a context their thread enters and leaves (Python ops: the
  * GIL).  A worker that pops one calls enter(), runs it and then, one by one, the ops of that kind
  * that come next (the op a completion of its made ready, or its queue's head), each as any op,

@@ -7,6 +7,7 @@
     wait(var), wait_all(timeout=None)
     set_policy(name_or_obj), get_policy()
     bulk(size) / set_bulk_size(n)
+    set_run_ahead(max_pending), get_run_ahead()   how far a pushing thread may run ahead of the workers
     set_engine_type('ThreadedEngine' | 'NaiveEngine'), engine_type()
     stats()
 
@@ -14,7 +15,8 @@ See docs/engine.md for the dependency rules, error propagation and policies; the
 protocol (`core.run_in_caller`, internal) and the API for native components
 (`ember.engine.native`) are described there too.
 """
-from .core import (Var, bulk, engine_type, get_policy, push, push_native,  # noqa: F401
-                   set_bulk_size, set_engine_type, set_policy, stats, wait, wait_all, wait_all_quiet)
+from .core import (Var, bulk, engine_type, get_policy, get_run_ahead, push, push_native,  # noqa: F401
+                   set_bulk_size, set_engine_type, set_policy, set_run_ahead, stats, wait, wait_all,
+                   wait_all_quiet)
 from .blas import set_blas_threads  # noqa: F401
 from .policy import PythonPolicy  # noqa: F401

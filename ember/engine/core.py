@@ -68,6 +68,9 @@ def _released_ids():
 
 CPU_WORKERS = _env_int(("EMBER_CPU_WORKER_NTHREADS", "MXNET_CPU_WORKER_NTHREADS"), os.cpu_count() or 1)
 _E = lib.ember_engine_create(1 if _engine_type_from_env() else 0, CPU_WORKERS, _env_int(("EMBER_COPY_NTHREADS",), 1))
+# ops a pushing thread may have pending before its pushes wait (set_run_ahead); 0 = no bound
+RUN_AHEAD = int(os.environ.get("EMBER_RUN_AHEAD", "256") or 0)
+lib.ember_set_run_ahead(_E, max(RUN_AHEAD, 0))
 _errors = ErrorTable(_released_ids, functools.partial(lib.ember_clear_error, _E))
 _naive = [_engine_type_from_env()]  # NaiveEngine: op errors raise at the call that ran the op
 _pyops: dict = {}
@@ -580,6 +583,23 @@ def bulk(size: int):
         yield
     finally:
         set_bulk_size(previous)
+
+
+def set_run_ahead(max_pending: int) -> int:
+    """Bound how far a pushing thread runs ahead of the workers: past `max_pending` pending ops a
+    push of a Python op waits (without the GIL) until half of them ended, so a training loop
+    reuses buffers while they are still in cache instead of queueing steps' worth of ops and
+    fresh memory.  0 turns the bound off.  Returns the previous bound."""
+    if not isinstance(max_pending, int) or isinstance(max_pending, bool) or max_pending < 0:
+        raise ValueError(f"run-ahead bound must be a non-negative int, got {max_pending!r}")
+    old = lib.ember_get_run_ahead(_E)
+    lib.ember_set_run_ahead(_E, max_pending)
+    return old
+
+
+def get_run_ahead() -> int:
+    """The run-ahead bound (see set_run_ahead); 0 = none."""
+    return lib.ember_get_run_ahead(_E)
 
 
 def set_bulk_size(size: int) -> int:
