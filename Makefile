@@ -8,7 +8,7 @@ CFLAGS_NATIVE := -std=c11 -O1 -g -Wall -Wextra -Werror -pthread -Inative
 .PHONY: install demo demo-module engine-demo test test-python memcheck bench clean
 
 $(STAMP): setup.cfg setup.py pyproject.toml native/engine.c native/engine.h native/collectives.c native/collectives.h \
-          native/host_copy.c native/host_copy.h native/ufunc_loops.c native/ufunc_loops.h native/image_kernels.c native/image_kernels.h native/engine_bench.c native/engine_bench.h native/build_engine.py
+          native/host_copy.c native/host_copy.h native/ufunc_loops.c native/ufunc_loops.h native/image_kernels.c native/image_kernels.h native/update_kernels.c native/update_kernels.h native/engine_bench.c native/engine_bench.h native/build_engine.py
 	$(PIP) install -q -e '.[test,dist,demo,image]'
 	@touch $(STAMP)
 

@@ -9,6 +9,7 @@ engine ops uses engine.h only, like any other C client of the engine:
 - host_copy:   host copies as engine ops, for kvstore pulls (host_copy.h);
 - ufunc_loops: numpy ufunc inner loops run back to back, for executors (ufunc_loops.h);
 - image_kernels: the per-sample image kernels (flip, ToTensor) of the image ops on CPU (image_kernels.h);
+- update_kernels: the one-pass SGD step of the optimizer update ops on CPU (update_kernels.h);
 - engine_bench: benchmark-only helpers (an empty op, a C-side push loop: engine_bench.h).
 
 Python code reaches the components through `ember.engine.native`, not through this module.
@@ -19,7 +20,7 @@ import re
 from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-COMPONENTS = ("engine", "collectives", "host_copy", "ufunc_loops", "image_kernels", "engine_bench")
+COMPONENTS = ("engine", "collectives", "host_copy", "ufunc_loops", "image_kernels", "update_kernels", "engine_bench")
 
 
 def cdef_from_header(path: str) -> str:
@@ -424,7 +425,51 @@ static PyObject *img_bytes_to_unit_chw(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+/* sgd_f32(w, g, out, a, b, clip, keep) -> bool: ember_sgd_f32 on three float32 buffers of one length,
+ * C-contiguous; out is w or overlaps neither input (False, nothing done, otherwise) */
+static PyObject *upd_sgd_f32(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *wo, *go, *oo;
+    float a, b, clip, keep;
+    if (!PyArg_ParseTuple(args, "OOOffff:sgd_f32", &wo, &go, &oo, &a, &b, &clip, &keep)) return NULL;
+    Py_buffer w, g, o;
+    if (PyObject_GetBuffer(wo, &w, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    if (PyObject_GetBuffer(go, &g, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&w);
+        Py_RETURN_FALSE;
+    }
+    if (PyObject_GetBuffer(oo, &o, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&w);
+        PyBuffer_Release(&g);
+        Py_RETURN_FALSE;
+    }
+    const char *wb = w.buf, *gb = g.buf, *ob = o.buf;
+    int ok = img_format_is(&w, 'f') && img_format_is(&g, 'f') && img_format_is(&o, 'f') && w.len == g.len &&
+             w.len == o.len && w.len > 0 && !(gb < ob + o.len && ob < gb + g.len) &&
+             (wb == ob || !(wb < ob + o.len && ob < wb + w.len));
+    if (ok) {
+        int64_t n = (int64_t)(w.len / (Py_ssize_t)sizeof(float));
+        if (w.len < IMG_GIL_BYTES) {
+            ember_sgd_f32(w.buf, g.buf, o.buf, n, a, b, clip, keep);
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            ember_sgd_f32(w.buf, g.buf, o.buf, n, a, b, clip, keep);
+            Py_END_ALLOW_THREADS
+        }
+    }
+    PyBuffer_Release(&w);
+    PyBuffer_Release(&g);
+    PyBuffer_Release(&o);
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef pyfn_methods[] = {
+    {"sgd_f32", upd_sgd_f32, METH_VARARGS, "ember_sgd_f32 on buffers (False: they do not fit)"},
     {"reverse_axis", img_reverse_axis, METH_VARARGS, "ember_reverse_axis on buffers (False: they do not fit)"},
     {"bytes_to_unit_chw", img_bytes_to_unit_chw, METH_VARARGS,
      "ember_u8_hwc_to_chw_unit on buffers (False: they do not fit)"},

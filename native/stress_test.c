@@ -480,6 +480,66 @@ static int check_host_copy(int naive) {
     return bad;
 }
 
+static ember_opr *gate_op;
+static atomic_int behind_gate_runs;
+
+static int count_run(void *ctx, ember_opr *op) {
+    (void)ctx;
+    (void)op;
+    atomic_fetch_add(&behind_gate_runs, 1);
+    return 0;
+}
+
+static int hold_gate(void *ctx, ember_opr *op) {
+    (void)ctx;
+    gate_op = op; /* completed by the pusher, after its pushes */
+    return EMBER_PENDING;
+}
+
+/* The run-ahead bound: a pusher calling ember_run_ahead_wait never leaves more than the bound
+ * pending, the chain's result is the serial one; and a backlog behind an op that only the pusher
+ * can end stops the waiting instead of hanging it. */
+static int check_run_ahead(void) {
+    enum { N = 3000, LIMIT = 16 };
+    ember_engine *e = ember_engine_create(0, 2, 1);
+    ember_set_run_ahead(e, LIMIT);
+    ember_var *v = ember_var_new(e);
+    static uint64_t vals[NVARS], want[NVARS];
+    memset(vals, 0, sizeof vals);
+    memset(want, 0, sizeof want);
+    static task ts[N];
+    int bad = ember_get_run_ahead(e) != LIMIT;
+    int64_t most = 0;
+    for (int i = 0; i < N; i++) {
+        ts[i] = (task){.id = i, .nr = 1, .r = {1}, .nw = 1, .w = {0}, .vals = vals};
+        apply(&ts[i], want);
+        push_task(e, run_task, &ts[i], NULL, 0, &v, 1, 0, 0, "chain");
+        ember_run_ahead_wait(e);
+        ember_stats st;
+        ember_get_stats(e, &st);
+        if (st.pending > most) most = st.pending;
+    }
+    ember_wait_all(e, -1);
+    bad |= most > LIMIT || vals[0] != want[0];
+    /* behind a gate only this thread opens: the waits give up (50 ms without progress), no hang */
+    gate_op = NULL;
+    push_task(e, hold_gate, NULL, NULL, 0, &v, 1, 0, EMBER_PROP_ASYNC, "gate");
+    for (int i = 0; i < 200; i++) {
+        push_task(e, count_run, NULL, &v, 1, NULL, 0, 0, 0, "behind_gate");
+        ember_run_ahead_wait(e);
+    }
+    if (!gate_op || atomic_load(&behind_gate_runs) != 0) bad = 1;
+    if (gate_op) ember_complete(gate_op, 0);
+    ember_wait_all(e, -1);
+    bad |= atomic_load(&behind_gate_runs) != 200;
+    ember_set_run_ahead(e, 0);
+    bad |= ember_run_ahead_over(e) != 0;
+    ember_var_delete(e, v);
+    ember_engine_destroy(e);
+    if (bad) fprintf(stderr, "run-ahead bound failed (most pending %lld)\n", (long long)most);
+    return bad;
+}
+
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 20000;
     int bad = 0;
@@ -498,6 +558,7 @@ int main(int argc, char **argv) {
     bad |= check_fork_after_stuck_stop();
     bad |= check_host_copy(0);
     bad |= check_host_copy(1);
+    bad |= check_run_ahead();
     printf("engine stress: %s (%d ops per DAG)\n", bad ? "FAILED" : "ok", n);
     return bad;
 }

@@ -3,8 +3,9 @@
 The native module (`ember.engine._native`, built from native/: docs/engine.md, "The native
 module") holds the engine and the C components built with it: the collective queue the
 distributed kvstore runs on (native/collectives.h) and host copies as engine ops
-(native/host_copy.h), numpy inner loops run back to back (native/ufunc_loops.h) and the image
-ops' per-sample kernels (native/image_kernels.h).  Python code outside ember/engine reaches them
+(native/host_copy.h), numpy inner loops run back to back (native/ufunc_loops.h), the image
+ops' per-sample kernels (native/image_kernels.h) and the one-pass SGD step of the update ops
+(native/update_kernels.h).  Python code outside ember/engine reaches them
 only through this module.
 
     engine()                        the C engine (`ember_engine *`)
@@ -15,6 +16,7 @@ only through this module.
     ufunc_loops(loops)              one call running numpy inner loops back to back
     reverse_axis(src, dst, axis)    a flip copy of a C-contiguous array
     bytes_to_unit_chw(src, dst)     ToTensor of uint8 HWC (NHWC) images
+    sgd_f32(w, g, out, a, b, clip, keep)   the SGD step in one pass
     CollectiveQueue                 the in-order allreduce queue (collectives.h)
 """
 from __future__ import annotations
@@ -73,6 +75,12 @@ def ufunc_loops(loops: Sequence[tuple]) -> Callable[[], None]:
 reverse_axis: Callable[..., bool] = _native.reverse_axis
 # bytes_to_unit_chw(src, dst): dst (C, H, W) / (N, C, H, W) float32 = src (H, W, C) / (N, H, W, C) uint8 / 255.
 bytes_to_unit_chw: Callable[..., bool] = _native.bytes_to_unit_chw
+
+# The SGD step (native/update_kernels.h) on numpy arrays: False (nothing done) unless w, g and out
+# are C-contiguous float32 buffers of one size, out being w or overlapping neither.
+# sgd_f32(w, g, out, a, b, clip, keep): out = w * keep - step(g), step(g) = g * a (b == 1, clip < 0)
+# or clip(g * a) * b, each operation rounded to float32 as numpy's.
+sgd_f32: Callable[..., bool] = _native.sgd_f32
 
 
 # Why a collective queue asks its check callback (native/collectives.h).

@@ -15,12 +15,21 @@ def _norm_axis(op, axis, ndim):
     return axis % ndim
 
 
-def _softmax(xp, x, axis, temperature=None, log=False):
-    """Numerically stable (log-)softmax along `axis`."""
+def _softmax(xp, x, axis, temperature=None, log=False, out=None):
+    """Numerically stable (log-)softmax along `axis`; into `out` (which may be x itself) when it
+    has the result's shape and dtype: the same operations in the same order, without three
+    full-size temporaries (each a fresh allocation the kernel writes once and frees)."""
     if temperature is not None and temperature != 1.0:
         x = x / x.dtype.type(temperature)
     m = x.max(axis=axis, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0)  # fully masked rows (use_length) stay finite
+    if out is not None and out.shape == x.shape and out.dtype == x.dtype:
+        xp.subtract(x, m, out=out)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if log:
+                return xp.subtract(out, xp.log(xp.exp(out).sum(axis=axis, keepdims=True)), out=out)
+            xp.exp(out, out=out)
+            return xp.divide(out, out.sum(axis=axis, keepdims=True), out=out)
     z = x - m
     with np.errstate(divide="ignore", invalid="ignore"):
         if log:
@@ -90,7 +99,9 @@ def _make_sm_kernel(log):
             res = _softmax(xp, work, ax, attrs["temperature"], log)
             res = xp.where(mask, res, 0)
         else:
-            res = _softmax(xp, work, ax, attrs["temperature"], log)
+            res = _softmax(xp, work, ax, attrs["temperature"], log, out=outputs[0])
+            if res is outputs[0]:
+                return
         outputs[0][...] = res
     return kernel
 
@@ -101,6 +112,16 @@ def _make_sm_backward(log):
         dy, y = inputs[0], inputs[1]
         ax = attrs["axis"] % y.ndim
         t = attrs["temperature"] if attrs["temperature"] is not None else 1.0
+        out = outputs[0]
+        if log and t == 1.0 and out.shape == y.shape and out.dtype == y.dtype == dy.dtype \
+                and not np.may_share_memory(out, y):
+            # the expression below, computed into `out` (unless out is dy's buffer: then exp(y)
+            # needs a buffer of its own) instead of three fresh temporaries and a copy
+            s = dy.sum(axis=ax, keepdims=True)
+            e = xp.exp(y) if np.may_share_memory(out, dy) else xp.exp(y, out=out)
+            xp.multiply(e, s, out=e)
+            xp.subtract(dy, e, out=out)
+            return
         if log:
             g = dy - xp.exp(y) * dy.sum(axis=ax, keepdims=True)
         else:

@@ -14,12 +14,14 @@ weight32 always is), MXNet computes the new momentum from the *updated* weight; 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 
 from ..base import DTypeError, ShapeError
+from ..engine import native
 from ._common import same_shape, unify
 from .registry import Attr, OpDef, register
 
@@ -196,7 +198,12 @@ def _exact_scale(g, rescale: float, lr: float):
     """rescale * lr as one float32 factor when `(g * rescale) * lr` == `g * factor` for every float32
     g: rescale a power of two (1/batch_size for the usual batch sizes), so g * rescale is exact
     (short of the subnormal range) and so is the product of the two factors; else None."""
-    if g.dtype != np.float32 or not 0 < rescale <= 1 or math.frexp(rescale)[0] != 0.5:
+    return _exact_factor(rescale, lr) if g.dtype == np.float32 else None
+
+
+@lru_cache(maxsize=256)  # a training loop asks for the same few (rescale, lr) pairs every step
+def _exact_factor(rescale: float, lr: float):
+    if not 0 < rescale <= 1 or math.frexp(rescale)[0] != 0.5:
         return None
     r32, lr32 = np.float32(rescale), np.float32(lr)
     if float(r32) != rescale:
@@ -221,12 +228,34 @@ def _sgd_step(xp, attrs, g, lr, out=None):
     return xp.multiply(g, lr, out=out)
 
 
+_F32 = np.dtype(np.float32)
+
+
+def _native_sgd(attrs, w, g, out, lr: float, wd: float) -> bool:
+    """The step by the native one-pass kernel (float32 numpy arrays that fit it), the numbers of
+    the numpy code below; False when it does not apply."""
+    rescale, clip = attrs["rescale_grad"], attrs["clip_gradient"]
+    if w.dtype != _F32 or g.dtype != _F32 or out.dtype != _F32 or clip == 0:
+        return False  # (clipping to 0: numpy's minimum picks between -0 and +0 its own way)
+    factor = _exact_scale(g, rescale, lr) if clip < 0 and rescale != 1 else None
+    if factor is not None:
+        a, b = factor, 1.0
+    elif rescale != 1 or clip >= 0:
+        a, b = rescale, lr
+    else:
+        a, b = lr, 1.0
+    keep = 1 - lr * wd if wd else 1.0
+    return native.sgd_f32(w, g, out, a, b, clip if clip >= 0 else -1.0, keep)
+
+
 def _sgd_kernel(ctx, attrs, inputs, outputs, aux):
     # the common case written with in-place ufuncs: fewer temporaries on the per-parameter hot path
     xp = ctx.xp
     w, g = inputs[0], inputs[1]
     out = outputs[0]
     lr, wd = attrs["lr"], attrs["wd"]
+    if xp is np and w.shape == g.shape == out.shape and _native_sgd(attrs, w, g, out, lr, wd):
+        return
 
     def apply(w, g, out, tmp=None):
         step = _sgd_step(xp, attrs, g, lr, tmp)

@@ -93,6 +93,29 @@ def test_pick(axis, keepdims):
         check_grad("pick", [x, idx], {"axis": axis}, wrt=[0])
 
 
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+@pytest.mark.parametrize("layout", ["last_axis", "strided", "middle_axis"])
+def test_pick_modes_and_layouts(mode, layout):
+    """Out-of-range, negative and fractional indices in both modes; the last axis of a contiguous
+    array (the flat-index path) and arrays that take the general path give MXNet's answer."""
+    x = rng.standard_normal((6, 5, 7)).astype(np.float32)
+    axis = 1 if layout == "middle_axis" else 2
+    if layout == "strided":
+        x = x[:, ::2]
+    n = x.shape[axis]
+    shape = x.shape[:axis] + x.shape[axis + 1:]
+    idx = rng.choice([-9, -1, -0.5, 0, 1.7, 3, n - 1, n, n + 4, 40], size=shape).astype(np.float32)
+    i = idx.astype(np.int64)
+    i = np.clip(i, 0, n - 1) if mode == "clip" else np.mod(i, n)
+    want = np.take_along_axis(x, np.expand_dims(i, axis), axis=axis).squeeze(axis)
+    np.testing.assert_array_equal(run("pick", [x, idx], {"axis": axis, "mode": mode}), want)
+    g = rng.standard_normal(shape).astype(np.float32)
+    want_grad = np.zeros_like(x)
+    np.put_along_axis(want_grad, np.expand_dims(i, axis), np.expand_dims(g, axis), axis=axis)
+    got = run("_backward_pick", [g, x, idx], {"axis": axis, "mode": mode})
+    np.testing.assert_array_equal(got, want_grad)
+
+
 def test_pick_index_shape_error():
     with pytest.raises(ShapeError, match=r"pick: index has shape \(5,\)"):
         infer("pick", {"axis": 1}, [(3, 4), (5,)])
