@@ -979,8 +979,6 @@ int ember_wait_all(ember_engine *e, int timeout_ms) {
     return id;
 }
 
-/* ------------------------------------------------------------- lifecycle */
-
 /* ------------------------------------------------------------- run-ahead */
 
 void ember_set_run_ahead(ember_engine *e, int64_t max_pending) {
@@ -1028,6 +1026,8 @@ void ember_run_ahead_wait(ember_engine *e) {
     atomic_fetch_sub(&e->throttled, 1);
     pthread_mutex_unlock(&e->mu);
 }
+
+/* ------------------------------------------------------------- lifecycle */
 
 ember_engine *ember_engine_create(int naive, int cpu_threads, int copy_threads) {
     ember_engine *e = calloc(1, sizeof *e);

@@ -57,6 +57,14 @@ def _engine_type_from_env() -> bool:
     return ENGINE_TYPES[key]
 
 
+def _run_ahead_from_env() -> int:
+    value = os.environ.get("EMBER_RUN_AHEAD", "").strip()
+    try:
+        return max(int(value), 0) if value else 1024
+    except ValueError:
+        raise EngineError(f"EMBER_RUN_AHEAD={value!r} is not an integer (ops; 0 = no bound)") from None
+
+
 def _released_ids():
     buf = ffi.new("int[256]")
     while True:
@@ -69,8 +77,8 @@ def _released_ids():
 CPU_WORKERS = _env_int(("EMBER_CPU_WORKER_NTHREADS", "MXNET_CPU_WORKER_NTHREADS"), os.cpu_count() or 1)
 _E = lib.ember_engine_create(1 if _engine_type_from_env() else 0, CPU_WORKERS, _env_int(("EMBER_COPY_NTHREADS",), 1))
 # ops a pushing thread may have pending before its pushes wait (set_run_ahead); 0 = no bound
-RUN_AHEAD = int(os.environ.get("EMBER_RUN_AHEAD", "1024") or 0)
-lib.ember_set_run_ahead(_E, max(RUN_AHEAD, 0))
+RUN_AHEAD = _run_ahead_from_env()
+lib.ember_set_run_ahead(_E, RUN_AHEAD)
 _errors = ErrorTable(_released_ids, functools.partial(lib.ember_clear_error, _E))
 _naive = [_engine_type_from_env()]  # NaiveEngine: op errors raise at the call that ran the op
 _pyops: dict = {}

@@ -114,11 +114,11 @@ def _make_sm_backward(log):
         t = attrs["temperature"] if attrs["temperature"] is not None else 1.0
         out = outputs[0]
         if log and t == 1.0 and out.shape == y.shape and out.dtype == y.dtype == dy.dtype \
-                and not np.may_share_memory(out, y):
+                and not xp.may_share_memory(out, y):
             # the expression below, computed into `out` (unless out is dy's buffer: then exp(y)
             # needs a buffer of its own) instead of three fresh temporaries and a copy
             s = dy.sum(axis=ax, keepdims=True)
-            e = xp.exp(y) if np.may_share_memory(out, dy) else xp.exp(y, out=out)
+            e = xp.exp(y) if xp.may_share_memory(out, dy) else xp.exp(y, out=out)
             xp.multiply(e, s, out=e)
             xp.subtract(dy, e, out=out)
             return

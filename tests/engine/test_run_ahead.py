@@ -89,3 +89,10 @@ def test_set_run_ahead_returns_the_previous_bound(bound):
     bound(40)
     assert engine.set_run_ahead(24) == 40
     assert engine.get_run_ahead() == 24
+
+
+def test_environment_sets_the_bound(run_python):
+    r = run_python("import ember.engine as e; print(e.get_run_ahead())", env={"EMBER_RUN_AHEAD": "48"})
+    assert r.stdout.strip() == "48", r.stderr
+    r = run_python("import ember.engine", env={"EMBER_RUN_AHEAD": "lots"})
+    assert r.returncode != 0 and "EMBER_RUN_AHEAD='lots' is not an integer" in r.stderr
