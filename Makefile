@@ -28,7 +28,7 @@ test: install memcheck test-python
 test-python: install
 	$(PY) -m pytest -q tests
 
-# The C core's stress tests (the engine; the collective queue over a fake MPI; the image kernels) under
+# The C core's stress tests (the engine; the collective queue over a fake MPI; the image and update kernels) under
 # AddressSanitizer + UndefinedBehaviorSanitizer (leaks included), then under valgrind memcheck
 # when valgrind is installed.
 ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer
@@ -42,6 +42,8 @@ memcheck:
 	ASAN_OPTIONS=detect_leaks=1 ./build/collectives_asan 3000
 	$(CC) $(CFLAGS_NATIVE) $(ASAN) native/image_kernels.c native/image_kernels_test.c -o build/image_kernels_asan
 	./build/image_kernels_asan
+	$(CC) $(CFLAGS_NATIVE) $(ASAN) native/update_kernels.c native/update_kernels_test.c -lm -o build/update_kernels_asan
+	./build/update_kernels_asan
 	$(CC) $(CFLAGS_NATIVE) native/engine.c native/host_copy.c native/stress_test.c -o build/stress_plain
 	$(CC) $(CFLAGS_NATIVE) native/engine.c native/collectives.c native/collectives_test.c -o build/collectives_plain
 	@if command -v valgrind >/dev/null; then \
