@@ -335,26 +335,45 @@ static PyObject *pyfn_release_idle_ok(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-/* The image kernels (image_kernels.h) on numpy arrays, read through the buffer protocol: one call
- * that checks and runs (a cffi call and its argument conversions cost as much as the kernel on one
- * 32x32 image).  Each answers False, having done nothing, where the arrays do not fit the kernel
- * (the caller's numpy code runs then): not C-contiguous, overlapping, other shapes or formats. */
-/* From this many source bytes on a kernel runs without the GIL (a batch of images: other Python
+/* The image kernels (image_kernels.h) and the SGD step (update_kernels.h) on numpy arrays, read
+ * through the buffer protocol: one call that checks and runs (a cffi call and its argument
+ * conversions cost as much as the kernel on one 32x32 image).  Each answers False, having done
+ * nothing, where the arrays do not fit the kernel (the caller's numpy code runs then): not
+ * C-contiguous, overlapping, other shapes or formats. */
+/* From this many bytes on a kernel runs without the GIL (a batch of images, a weight: other Python
  * threads go on; the buffers stay held): below it, releasing and taking the GIL costs more. */
-#define IMG_GIL_BYTES (1 << 16)
+#define KERNEL_GIL_BYTES (1 << 16)
+#define KERNEL_RUN(nbytes, call)          \
+    do {                                  \
+        if ((nbytes) < KERNEL_GIL_BYTES) { \
+            call;                         \
+        } else {                          \
+            Py_BEGIN_ALLOW_THREADS        \
+            call;                         \
+            Py_END_ALLOW_THREADS          \
+        }                                 \
+    } while (0)
+
+/* obj's C-contiguous buffer with its format (writable if asked); 0, the error cleared, if it has none */
+static int kernel_buffer(PyObject *obj, Py_buffer *view, int writable) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) == 0)
+        return 1;
+    PyErr_Clear();
+    return 0;
+}
+
+static int buffers_overlap(const Py_buffer *a, const Py_buffer *b) {
+    const char *x = a->buf, *y = b->buf;
+    return x < y + b->len && y < x + a->len;
+}
 
 static int img_buffers(PyObject *src, PyObject *dst, Py_buffer *s, Py_buffer *d) {
-    if (PyObject_GetBuffer(src, s, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyErr_Clear();
-        return 0;
-    }
-    if (PyObject_GetBuffer(dst, d, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
-        PyErr_Clear();
+    if (!kernel_buffer(src, s, 0)) return 0;
+    if (!kernel_buffer(dst, d, 1)) {
         PyBuffer_Release(s);
         return 0;
     }
-    const char *sb = s->buf, *db = d->buf;
-    if (s->len == 0 || (sb < db + d->len && db < sb + s->len)) { /* empty, or overlapping */
+    if (s->len == 0 || buffers_overlap(s, d)) {
         PyBuffer_Release(s);
         PyBuffer_Release(d);
         return 0;
@@ -362,7 +381,7 @@ static int img_buffers(PyObject *src, PyObject *dst, Py_buffer *s, Py_buffer *d)
     return 1;
 }
 
-static int img_format_is(const Py_buffer *b, char code) {
+static int format_is(const Py_buffer *b, char code) {
     const char *f = b->format ? b->format : "B";
     if (*f == '<' || *f == '=' || *f == '@') f++; /* native order: numpy's own arrays */
     return f[0] == code && f[1] == 0;
@@ -383,13 +402,7 @@ static PyObject *img_reverse_axis(PyObject *self, PyObject *args) {
         int64_t outer = 1, inner = s.itemsize;
         for (int i = 0; i < axis; i++) outer *= s.shape[i];
         for (int i = axis + 1; i < s.ndim; i++) inner *= s.shape[i];
-        if (s.len < IMG_GIL_BYTES) {
-            ember_reverse_axis(s.buf, d.buf, outer, s.shape[axis], inner);
-        } else {
-            Py_BEGIN_ALLOW_THREADS
-            ember_reverse_axis(s.buf, d.buf, outer, s.shape[axis], inner);
-            Py_END_ALLOW_THREADS
-        }
+        KERNEL_RUN(s.len, ember_reverse_axis(s.buf, d.buf, outer, s.shape[axis], inner));
     }
     PyBuffer_Release(&s);
     PyBuffer_Release(&d);
@@ -404,7 +417,7 @@ static PyObject *img_bytes_to_unit_chw(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OO:bytes_to_unit_chw", &src, &dst)) return NULL;
     Py_buffer s, d;
     if (!img_buffers(src, dst, &s, &d)) Py_RETURN_FALSE;
-    int nd = s.ndim, ok = (nd == 3 || nd == 4) && d.ndim == nd && img_format_is(&s, 'B') && img_format_is(&d, 'f');
+    int nd = s.ndim, ok = (nd == 3 || nd == 4) && d.ndim == nd && format_is(&s, 'B') && format_is(&d, 'f');
     if (ok) {
         const Py_ssize_t *x = s.shape, *y = d.shape;
         int b = nd - 3; /* the batch axis, if any */
@@ -412,13 +425,7 @@ static PyObject *img_bytes_to_unit_chw(PyObject *self, PyObject *args) {
     }
     if (ok) {
         int64_t batch = nd == 4 ? s.shape[0] : 1, pixels = s.shape[nd - 3] * s.shape[nd - 2];
-        if (s.len < IMG_GIL_BYTES) {
-            ember_u8_hwc_to_chw_unit(s.buf, d.buf, batch, pixels, s.shape[nd - 1]);
-        } else {
-            Py_BEGIN_ALLOW_THREADS
-            ember_u8_hwc_to_chw_unit(s.buf, d.buf, batch, pixels, s.shape[nd - 1]);
-            Py_END_ALLOW_THREADS
-        }
+        KERNEL_RUN(s.len, ember_u8_hwc_to_chw_unit(s.buf, d.buf, batch, pixels, s.shape[nd - 1]));
     }
     PyBuffer_Release(&s);
     PyBuffer_Release(&d);
@@ -433,35 +440,20 @@ static PyObject *upd_sgd_f32(PyObject *self, PyObject *args) {
     float a, b, clip, keep;
     if (!PyArg_ParseTuple(args, "OOOffff:sgd_f32", &wo, &go, &oo, &a, &b, &clip, &keep)) return NULL;
     Py_buffer w, g, o;
-    if (PyObject_GetBuffer(wo, &w, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyErr_Clear();
-        Py_RETURN_FALSE;
-    }
-    if (PyObject_GetBuffer(go, &g, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyErr_Clear();
+    if (!kernel_buffer(wo, &w, 0)) Py_RETURN_FALSE;
+    if (!kernel_buffer(go, &g, 0)) {
         PyBuffer_Release(&w);
         Py_RETURN_FALSE;
     }
-    if (PyObject_GetBuffer(oo, &o, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
-        PyErr_Clear();
+    if (!kernel_buffer(oo, &o, 1)) {
         PyBuffer_Release(&w);
         PyBuffer_Release(&g);
         Py_RETURN_FALSE;
     }
-    const char *wb = w.buf, *gb = g.buf, *ob = o.buf;
-    int ok = img_format_is(&w, 'f') && img_format_is(&g, 'f') && img_format_is(&o, 'f') && w.len == g.len &&
-             w.len == o.len && w.len > 0 && !(gb < ob + o.len && ob < gb + g.len) &&
-             (wb == ob || !(wb < ob + o.len && ob < wb + w.len));
-    if (ok) {
-        int64_t n = (int64_t)(w.len / (Py_ssize_t)sizeof(float));
-        if (w.len < IMG_GIL_BYTES) {
-            ember_sgd_f32(w.buf, g.buf, o.buf, n, a, b, clip, keep);
-        } else {
-            Py_BEGIN_ALLOW_THREADS
-            ember_sgd_f32(w.buf, g.buf, o.buf, n, a, b, clip, keep);
-            Py_END_ALLOW_THREADS
-        }
-    }
+    int ok = format_is(&w, 'f') && format_is(&g, 'f') && format_is(&o, 'f') && w.len == g.len && w.len == o.len &&
+             w.len > 0 && !buffers_overlap(&g, &o) && (w.buf == o.buf || !buffers_overlap(&w, &o));
+    if (ok) KERNEL_RUN(w.len, ember_sgd_f32(w.buf, g.buf, o.buf, (int64_t)(w.len / (Py_ssize_t)sizeof(float)), a, b,
+                                            clip, keep));
     PyBuffer_Release(&w);
     PyBuffer_Release(&g);
     PyBuffer_Release(&o);

@@ -13,6 +13,7 @@
 /* out[i] = (keep == 1 ? w[i] : w[i] * keep) - step(g[i]), where step(x) = x * a when b == 1 (a one
  * factor: lr * rescale_grad or lr) and clip(x * a) * b otherwise (a = rescale_grad, b = lr), clip(s)
  * = s limited to [-clip, clip] when clip >= 0 (NaN kept).  out may be w itself; g must not overlap out. */
-void ember_sgd_f32(const float *w, const float *g, float *out, int64_t n, float a, float b, float clip, float keep);
+void ember_sgd_f32(const float *w, const float *restrict g, float *out, int64_t n, float a, float b, float clip,
+                   float keep);
 
 #endif

@@ -214,18 +214,30 @@ def _exact_factor(rescale: float, lr: float):
     return factor
 
 
+def _step_factors(attrs, g, lr: float):
+    """(a, b) such that the step lr * clip(rescale_grad * g), rounded as `_grad(xp, attrs, g) * lr`,
+    is g * a when b is None (one factor: one pass instead of two, the same numbers) and
+    clip(g * a) * b otherwise."""
+    rescale, clip = attrs["rescale_grad"], attrs["clip_gradient"]
+    if clip < 0 and rescale != 1:
+        factor = _exact_scale(g, rescale, lr)
+        if factor is not None:
+            return factor, None
+    if rescale != 1 or clip >= 0:
+        return rescale, lr
+    return lr, None
+
+
 def _sgd_step(xp, attrs, g, lr, out=None):
     """lr * clip(rescale_grad * g), rounded as `_grad(xp, attrs, g) * lr`; into `out` if given."""
-    if attrs["clip_gradient"] < 0 and attrs["rescale_grad"] != 1:
-        factor = _exact_scale(g, attrs["rescale_grad"], lr)
-        if factor is not None:  # one pass instead of two, the same numbers
-            return xp.multiply(g, factor, out=out)
-    if attrs["rescale_grad"] != 1 or attrs["clip_gradient"] >= 0:
-        s = xp.multiply(g, attrs["rescale_grad"], out=out)
-        if attrs["clip_gradient"] >= 0:
-            xp.clip(s, -attrs["clip_gradient"], attrs["clip_gradient"], out=s)
-        return xp.multiply(s, lr, out=s)
-    return xp.multiply(g, lr, out=out)
+    a, b = _step_factors(attrs, g, lr)
+    s = xp.multiply(g, a, out=out)
+    if b is None:
+        return s
+    clip = attrs["clip_gradient"]
+    if clip >= 0:
+        xp.clip(s, -clip, clip, out=s)
+    return xp.multiply(s, b, out=s)
 
 
 _F32 = np.dtype(np.float32)
@@ -233,19 +245,13 @@ _F32 = np.dtype(np.float32)
 
 def _native_sgd(attrs, w, g, out, lr: float, wd: float) -> bool:
     """The step by the native one-pass kernel (float32 numpy arrays that fit it), the numbers of
-    the numpy code below; False when it does not apply."""
-    rescale, clip = attrs["rescale_grad"], attrs["clip_gradient"]
+    the numpy code above; False when it does not apply."""
+    clip = attrs["clip_gradient"]
     if w.dtype != _F32 or g.dtype != _F32 or out.dtype != _F32 or clip == 0:
         return False  # (clipping to 0: numpy's minimum picks between -0 and +0 its own way)
-    factor = _exact_scale(g, rescale, lr) if clip < 0 and rescale != 1 else None
-    if factor is not None:
-        a, b = factor, 1.0
-    elif rescale != 1 or clip >= 0:
-        a, b = rescale, lr
-    else:
-        a, b = lr, 1.0
+    a, b = _step_factors(attrs, g, lr)
     keep = 1 - lr * wd if wd else 1.0
-    return native.sgd_f32(w, g, out, a, b, clip if clip >= 0 else -1.0, keep)
+    return native.sgd_f32(w, g, out, a, 1.0 if b is None else b, clip if clip >= 0 else -1.0, keep)
 
 
 def _sgd_kernel(ctx, attrs, inputs, outputs, aux):
