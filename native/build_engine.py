@@ -10,6 +10,7 @@ engine ops uses engine.h only, like any other C client of the engine:
 - ufunc_loops: numpy ufunc inner loops run back to back, for executors (ufunc_loops.h);
 - image_kernels: the per-sample image kernels (flip, ToTensor) of the image ops on CPU (image_kernels.h);
 - update_kernels: the one-pass SGD step of the optimizer update ops on CPU (update_kernels.h);
+- pool_kernels: 2-D max pooling and its gradient on CPU (pool_kernels.h);
 - engine_bench: benchmark-only helpers (an empty op, a C-side push loop: engine_bench.h).
 
 Python code reaches the components through `ember.engine.native`, not through this module.
@@ -20,7 +21,8 @@ import re
 from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-COMPONENTS = ("engine", "collectives", "host_copy", "ufunc_loops", "image_kernels", "update_kernels", "engine_bench")
+COMPONENTS = ("engine", "collectives", "host_copy", "ufunc_loops", "image_kernels", "update_kernels", "pool_kernels",
+              "engine_bench")
 
 
 def cdef_from_header(path: str) -> str:
@@ -335,7 +337,8 @@ static PyObject *pyfn_release_idle_ok(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-/* The image kernels (image_kernels.h) and the SGD step (update_kernels.h) on numpy arrays, read
+/* The image kernels (image_kernels.h), the SGD step (update_kernels.h) and max pooling
+ * (pool_kernels.h) on numpy arrays, read
  * through the buffer protocol: one call that checks and runs (a cffi call and its argument
  * conversions cost as much as the kernel on one 32x32 image).  Each answers False, having done
  * nothing, where the arrays do not fit the kernel (the caller's numpy code runs then): not
@@ -460,7 +463,80 @@ static PyObject *upd_sgd_f32(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+/* The float32 4-D C-contiguous buffer of obj (writable if asked); 0, nothing held, otherwise */
+static int f32_maps(PyObject *obj, Py_buffer *view, int writable) {
+    if (!kernel_buffer(obj, view, writable)) return 0;
+    if (view->ndim == 4 && format_is(view, 'f')) return 1;
+    PyBuffer_Release(view);
+    return 0;
+}
+
+static void release_all(Py_buffer *views, int n) {
+    for (int i = 0; i < n; i++) PyBuffer_Release(&views[i]);
+}
+
+/* The pooling geometry of x (N, C, H, W) -> y (N, C, OH, OW) with the given window, or 0 if the
+ * shapes and numbers do not make one */
+static int pool_geometry(const Py_buffer *x, const Py_buffer *y, const int64_t win[6], ember_pool2d *g) {
+    if (x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1]) return 0;
+    for (int i = 0; i < 6; i++)
+        if (win[i] < (i < 4 ? 1 : 0)) return 0;
+    *g = (ember_pool2d){x->shape[0] * x->shape[1], x->shape[2], x->shape[3], y->shape[2], y->shape[3],
+                        win[0], win[1], win[2], win[3], win[4], win[5]};
+    return 1;
+}
+
+/* max_pool2d_f32(x, y, kh, kw, sh, sw, ph, pw) -> bool: y = ember_max_pool2d_f32(x); x (N, C, H, W) and
+ * y (N, C, OH, OW) float32, C-contiguous, not overlapping (False, nothing done, otherwise) */
+static PyObject *pool_max2d(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *xo, *yo;
+    int64_t win[6];
+    if (!PyArg_ParseTuple(args, "OOLLLLLL:max_pool2d_f32", &xo, &yo, &win[0], &win[1], &win[2], &win[3], &win[4],
+                          &win[5]))
+        return NULL;
+    Py_buffer v[2];
+    if (!f32_maps(xo, &v[0], 0)) Py_RETURN_FALSE;
+    if (!f32_maps(yo, &v[1], 1)) {
+        release_all(v, 1);
+        Py_RETURN_FALSE;
+    }
+    ember_pool2d g;
+    int ok = pool_geometry(&v[0], &v[1], win, &g) && !buffers_overlap(&v[0], &v[1]), rc = 0;
+    if (ok) KERNEL_RUN(v[0].len, rc = ember_max_pool2d_f32(&g, v[0].buf, v[1].buf));
+    release_all(v, 2);
+    if (rc) return PyErr_NoMemory();
+    return PyBool_FromLong(ok);
+}
+
+/* max_pool2d_backward_f32(x, y, dy, dx, kh, kw, sh, sw, ph, pw) -> bool: dx = the gradient of
+ * y = max_pool2d(x) given dy; dx as x, dy as y, float32, C-contiguous, dx overlapping none */
+static PyObject *pool_max2d_backward(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[4];
+    int64_t win[6];
+    if (!PyArg_ParseTuple(args, "OOOOLLLLLL:max_pool2d_backward_f32", &o[0], &o[1], &o[2], &o[3], &win[0], &win[1],
+                          &win[2], &win[3], &win[4], &win[5]))
+        return NULL;
+    Py_buffer v[4];
+    for (int i = 0; i < 4; i++)
+        if (!f32_maps(o[i], &v[i], i == 3)) {
+            release_all(v, i);
+            Py_RETURN_FALSE;
+        }
+    ember_pool2d g;
+    int ok = pool_geometry(&v[0], &v[1], win, &g);
+    for (int d = 0; ok && d < 4; d++) ok = v[2].shape[d] == v[1].shape[d] && v[3].shape[d] == v[0].shape[d];
+    for (int i = 0; ok && i < 3; i++) ok = !buffers_overlap(&v[i], &v[3]);
+    if (ok) KERNEL_RUN(v[0].len, ember_max_pool2d_backward_f32(&g, v[0].buf, v[1].buf, v[2].buf, v[3].buf));
+    release_all(v, 4);
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef pyfn_methods[] = {
+    {"max_pool2d_f32", pool_max2d, METH_VARARGS, "ember_max_pool2d_f32 on buffers (False: they do not fit)"},
+    {"max_pool2d_backward_f32", pool_max2d_backward, METH_VARARGS,
+     "ember_max_pool2d_backward_f32 on buffers (False: they do not fit)"},
     {"sgd_f32", upd_sgd_f32, METH_VARARGS, "ember_sgd_f32 on buffers (False: they do not fit)"},
     {"reverse_axis", img_reverse_axis, METH_VARARGS, "ember_reverse_axis on buffers (False: they do not fit)"},
     {"bytes_to_unit_chw", img_bytes_to_unit_chw, METH_VARARGS,

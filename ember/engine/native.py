@@ -4,8 +4,8 @@ The native module (`ember.engine._native`, built from native/: docs/engine.md, "
 module") holds the engine and the C components built with it: the collective queue the
 distributed kvstore runs on (native/collectives.h) and host copies as engine ops
 (native/host_copy.h), numpy inner loops run back to back (native/ufunc_loops.h), the image
-ops' per-sample kernels (native/image_kernels.h) and the one-pass SGD step of the update ops
-(native/update_kernels.h).  Python code outside ember/engine reaches them
+ops' per-sample kernels (native/image_kernels.h), the one-pass SGD step of the update ops
+(native/update_kernels.h) and 2-D max pooling (native/pool_kernels.h).  Python code outside ember/engine reaches them
 only through this module.
 
     engine()                        the C engine (`ember_engine *`)
@@ -17,6 +17,7 @@ only through this module.
     reverse_axis(src, dst, axis)    a flip copy of a C-contiguous array
     bytes_to_unit_chw(src, dst)     ToTensor of uint8 HWC (NHWC) images
     sgd_f32(w, g, out, a, b, clip, keep)   the SGD step in one pass
+    max_pool2d_f32(x, y, ...), max_pool2d_backward_f32(x, y, dy, dx, ...)   2-D max pooling
     CollectiveQueue                 the in-order allreduce queue (collectives.h)
 """
 from __future__ import annotations
@@ -81,6 +82,14 @@ bytes_to_unit_chw: Callable[..., bool] = _native.bytes_to_unit_chw
 # sgd_f32(w, g, out, a, b, clip, keep): out = w * keep - step(g), step(g) = g * a (b == 1, clip < 0)
 # or clip(g * a) * b, each operation rounded to float32 as numpy's.
 sgd_f32: Callable[..., bool] = _native.sgd_f32
+
+# Max pooling over 2-D maps (native/pool_kernels.h): False (nothing done) unless the arrays are 4-D
+# C-contiguous float32 buffers, x (N, C, H, W) and y (N, C, OH, OW), dy shaped as y and dx as x, the
+# output not overlapping an input; window (kh, kw), step (sh, sw) >= 1, padding before (ph, pw) >= 0.
+# max_pool2d_f32(x, y, kh, kw, sh, sw, ph, pw): y = the maximum of each window (-inf outside x).
+max_pool2d_f32: Callable[..., bool] = _native.max_pool2d_f32
+# max_pool2d_backward_f32(x, y, dy, dx, kh, kw, sh, sw, ph, pw): dx = the gradient given dy.
+max_pool2d_backward_f32: Callable[..., bool] = _native.max_pool2d_backward_f32
 
 
 # Why a collective queue asks its check callback (native/collectives.h).

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple, Tuple
 
 from ..base import OperatorError, ShapeError
-from ._nn_util import backward_via, float32_on_cpu, float_types, known, matmul_into, merge, positive, spatial
+from ._nn_util import backward_via, call_op, float32_on_cpu, float_types, known, matmul_into, merge, positive, spatial
 from .registry import Attr, OpDef, register
 
 
@@ -430,6 +430,7 @@ def _common_attrs(no_bias_default: bool, workspace: int):
 
 
 _CONV_ATTRS = _common_attrs(False, 1024)
+_CONV_BACKWARD_ATTRS = dict(_CONV_ATTRS, no_data_grad=Attr("bool", False, doc="skip the data gradient (nobody needs it)"))
 _DECONV_ATTRS = dict(_common_attrs(True, 512),
                      adj=Attr("shape", (), doc="extra rows/cols added to the output (default 0)"),
                      target_shape=Attr("shape", (), doc="output spatial shape; overrides pad and adj"))
@@ -679,15 +680,28 @@ def _conv_backward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     dy, x, w = inputs
     depth, geo = conv_geometries(attrs)
-    if depth is not None:
+    if attrs["no_data_grad"]:  # nobody reads it (MXNet leaves such an output unwritten): zeros, no GEMM
+        outputs[0][...] = 0
+    elif depth is not None:
         conv3d_backward_data(xp, dy, w, depth, geo, x.shape, outputs[0])
+    else:
+        conv_backward_data(xp, _as4d(dy), _as4d(w), geo, _as4d(x).shape, _as4d(outputs[0]))
+    if depth is not None:
         conv3d_backward_weight(xp, x, dy, depth, geo, outputs[1])
     else:
-        dy4, x4 = _as4d(dy), _as4d(x)
-        conv_backward_data(xp, dy4, _as4d(w), geo, x4.shape, _as4d(outputs[0]))
-        conv_backward_weight(xp, x4, dy4, geo, _as4d(outputs[1]))
+        conv_backward_weight(xp, _as4d(x), _as4d(dy), geo, _as4d(outputs[1]))
     if not attrs["no_bias"]:
         outputs[2][...] = dy.sum(axis=tuple(a for a in range(dy.ndim) if a != 1))
+
+
+def _conv_gradient(F, attrs, inputs, outputs, out_grads, needed=None):
+    """Gradients through `_backward_Convolution`.  `needed` (per input, from the gradient pass or the
+    tape) lets it skip the data gradient when nobody wants it (a network's first layer), as MXNet's
+    kernel skips an output whose req is null."""
+    skip = needed is not None and not needed[0]
+    res = call_op(F, "_backward_Convolution", [out_grads[0], inputs[0], inputs[1]],
+                  dict(attrs, no_data_grad=skip), 2 if attrs["no_bias"] else 3)
+    return [None if skip else res[0]] + list(res[1:])
 
 
 def _grad_outputs(attrs):
@@ -706,12 +720,10 @@ def _float_types(op):
 register(OpDef(
     name="Convolution", attrs=_CONV_ATTRS, inputs=_inputs, outputs=["output"],
     infer_shape=_conv_shape, infer_shape_backward=_conv_backward_infer, infer_type=_float_types("Convolution"),
-    kernels={"any": _conv_forward}, expensive=True,
-    gradient=backward_via("_backward_Convolution", lambda a, i, o, g: [g[0], i[0], i[1]],
-                          lambda a: [True, True] + ([] if a["no_bias"] else [True])),
+    kernels={"any": _conv_forward}, expensive=True, gradient=_conv_gradient, gradient_takes_needed=True,
     doc="1-D/2-D/3-D convolution (NCW/NCHW/NCDHW) with stride, pad, dilate and groups, via im2col + GEMM."))
 register(OpDef(
-    name="_backward_Convolution", attrs=_CONV_ATTRS, inputs=["out_grad", "data", "weight"],
+    name="_backward_Convolution", attrs=_CONV_BACKWARD_ATTRS, inputs=["out_grad", "data", "weight"],
     outputs=_grad_outputs, infer_shape=_backward_shape, kernels={"any": _conv_backward},
     doc="Gradients of Convolution w.r.t. data, weight and bias."))
 

@@ -1,7 +1,8 @@
 """Pooling (max, avg, sum, lp; 1-D, 2-D and 3-D; valid/full conventions; global pooling).
 
 Each kernel runs as one vectorised operation per kernel position (prod(kernel) of them)
-over strided slices of the padded input, never a loop over output pixels.
+over strided slices of the padded input, never a loop over output pixels; 1-D and 2-D max pooling
+of float32 arrays on CPU run native kernels instead (native/pool_kernels.h), with the same results.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import NamedTuple, Tuple
 import numpy as np
 
 from ..base import OperatorError, ShapeError
+from ..engine import native
 from ._nn_util import backward_via, float_types, known, parse_optional_bool, positive, spatial
 from .registry import Attr, OpDef, register
 
@@ -149,11 +151,32 @@ def _divisor(xp, attrs, geo, in_sizes, dtype):
     return xp.asarray(np.maximum(div, 1).astype(dtype))
 
 
+def _native_max_pool(geo: PoolGeometry, x, y, dy=None, dx=None) -> bool:
+    """Max pooling (with dy and dx: its gradient into dx) by the native kernel, 1-D pooling as 2-D
+    pooling of one-row maps; False, nothing done, where the arrays do not fit it (not C-contiguous
+    float32 numpy arrays, 3-D pooling)."""
+    if len(geo.kernel) == 2:
+        window = geo.kernel + geo.stride + geo.pad
+    elif len(geo.kernel) == 1:
+        window = (1,) + geo.kernel + (1,) + geo.stride + (0,) + geo.pad
+        x, y = x[:, :, None], y[:, :, None]
+        if dy is not None:
+            dy, dx = dy[:, :, None], dx[:, :, None]
+    else:
+        return False
+    (kh, kw, sh, sw, ph, pw) = window
+    if dy is None:
+        return native.max_pool2d_f32(x, y, kh, kw, sh, sw, ph, pw)
+    return native.max_pool2d_backward_f32(x, y, dy, dx, kh, kw, sh, sw, ph, pw)
+
+
 def _forward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     x, out = _channel_first(inputs[0], attrs), _channel_first(outputs[0], attrs)
     geo, _ = geometry(attrs, x.shape[2:])
     kind = attrs["pool_type"]
+    if kind == "max" and xp is np and _native_max_pool(geo, x, out):
+        return
     if kind == "max":
         # separable: the window maximum is the maximum along each axis in turn (the same values,
         # exactly), kh + kw passes over shrinking arrays instead of kh * kw over the output
@@ -184,6 +207,8 @@ def _backward(ctx, attrs, inputs, outputs, aux):
     dx = _channel_first(outputs[0], attrs)
     geo, _ = geometry(attrs, x.shape[2:])
     kind = attrs["pool_type"]
+    if kind == "max" and xp is np and _native_max_pool(geo, x, y, dy, dx):
+        return
     canvas = xp.zeros(x.shape[:2] + tuple(n + 2 * p + e for n, p, e in zip(x.shape[2:], geo.pad, geo.extra)),
                       dtype=dx.dtype)
     if kind == "max":
