@@ -11,6 +11,7 @@ engine ops uses engine.h only, like any other C client of the engine:
 - image_kernels: the per-sample image kernels (flip, ToTensor) of the image ops on CPU (image_kernels.h);
 - update_kernels: the one-pass SGD step of the optimizer update ops on CPU (update_kernels.h);
 - pool_kernels: 2-D max pooling and its gradient on CPU (pool_kernels.h);
+- conv_kernels: a convolution's window copies on CPU, im2col and col2im (conv_kernels.h);
 - engine_bench: benchmark-only helpers (an empty op, a C-side push loop: engine_bench.h).
 
 Python code reaches the components through `ember.engine.native`, not through this module.
@@ -22,7 +23,7 @@ from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMPONENTS = ("engine", "collectives", "host_copy", "ufunc_loops", "image_kernels", "update_kernels", "pool_kernels",
-              "engine_bench")
+              "conv_kernels", "engine_bench")
 
 
 def cdef_from_header(path: str) -> str:
@@ -337,8 +338,8 @@ static PyObject *pyfn_release_idle_ok(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-/* The image kernels (image_kernels.h), the SGD step (update_kernels.h) and max pooling
- * (pool_kernels.h) on numpy arrays, read
+/* The image kernels (image_kernels.h), the SGD step (update_kernels.h), max pooling
+ * (pool_kernels.h) and the convolution window copies (conv_kernels.h) on numpy arrays, read
  * through the buffer protocol: one call that checks and runs (a cffi call and its argument
  * conversions cost as much as the kernel on one 32x32 image).  Each answers False, having done
  * nothing, where the arrays do not fit the kernel (the caller's numpy code runs then): not
@@ -533,7 +534,62 @@ static PyObject *pool_max2d_backward(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+/* The windows of a 4-D float32 map (C, N, H, W), or (C, H, W, N) when batch_last, and of its
+ * C-contiguous float32 columns (C, kh, kw, windows); 0 unless every window lies inside the map and
+ * the columns have exactly their size */
+static int conv_windows(const Py_buffer *x, const Py_buffer *cols, int batch_last, const int64_t p[8],
+                        ember_conv_windows *g) {
+    if (x->ndim != 4 || !format_is(x, 'f') || !format_is(cols, 'f')) return 0;
+    for (int i = 0; i < 8; i++)
+        if (p[i] < 1) return 0;
+    const Py_ssize_t *s = x->shape;
+    *g = (ember_conv_windows){s[0], batch_last ? 1 : s[1], batch_last ? s[3] : 1, batch_last ? s[1] : s[2],
+                              batch_last ? s[2] : s[3], p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]};
+    if ((g->kh - 1) * g->dh + (g->oh - 1) * g->sh >= g->h || (g->kw - 1) * g->dw + (g->ow - 1) * g->sw >= g->w) return 0;
+    int64_t n = g->channels * g->kh * g->kw * g->outer * g->oh * g->ow * g->inner;
+    return cols->len == n * (Py_ssize_t)sizeof(float) && !buffers_overlap(x, cols);
+}
+
+/* im2col_f32(x, cols, batch_last, oh, ow, kh, kw, sh, sw, dh, dw) -> bool: cols = ember_im2col_f32(x)
+ * (False, nothing done, where the arrays do not fit) */
+/* col2im_f32(cols, x, batch_last, oh, ow, kh, kw, sh, sw, dh, dw) -> bool: x += ember_col2im_f32(cols) */
+static PyObject *conv_copy(PyObject *args, int to_cols) {
+    PyObject *xo, *co, *first, *second;
+    int batch_last;
+    int64_t p[8];
+    if (!PyArg_ParseTuple(args, to_cols ? "OOpLLLLLLLL:im2col_f32" : "OOpLLLLLLLL:col2im_f32", &first, &second,
+                          &batch_last, &p[0], &p[1], &p[2], &p[3], &p[4], &p[5], &p[6], &p[7]))
+        return NULL;
+    xo = to_cols ? first : second;
+    co = to_cols ? second : first;
+    Py_buffer x, cols;
+    if (!kernel_buffer(xo, &x, !to_cols)) Py_RETURN_FALSE;
+    if (!kernel_buffer(co, &cols, to_cols)) {
+        PyBuffer_Release(&x);
+        Py_RETURN_FALSE;
+    }
+    ember_conv_windows g;
+    int ok = conv_windows(&x, &cols, batch_last, p, &g);
+    if (ok && to_cols) KERNEL_RUN(cols.len, ember_im2col_f32(&g, x.buf, cols.buf));
+    if (ok && !to_cols) KERNEL_RUN(cols.len, ember_col2im_f32(&g, cols.buf, x.buf));
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&cols);
+    return PyBool_FromLong(ok);
+}
+
+static PyObject *conv_im2col(PyObject *self, PyObject *args) {
+    (void)self;
+    return conv_copy(args, 1);
+}
+
+static PyObject *conv_col2im(PyObject *self, PyObject *args) {
+    (void)self;
+    return conv_copy(args, 0);
+}
+
 static PyMethodDef pyfn_methods[] = {
+    {"im2col_f32", conv_im2col, METH_VARARGS, "ember_im2col_f32 on buffers (False: they do not fit)"},
+    {"col2im_f32", conv_col2im, METH_VARARGS, "ember_col2im_f32 on buffers (False: they do not fit)"},
     {"max_pool2d_f32", pool_max2d, METH_VARARGS, "ember_max_pool2d_f32 on buffers (False: they do not fit)"},
     {"max_pool2d_backward_f32", pool_max2d_backward, METH_VARARGS,
      "ember_max_pool2d_backward_f32 on buffers (False: they do not fit)"},

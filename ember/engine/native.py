@@ -5,7 +5,8 @@ module") holds the engine and the C components built with it: the collective que
 distributed kvstore runs on (native/collectives.h) and host copies as engine ops
 (native/host_copy.h), numpy inner loops run back to back (native/ufunc_loops.h), the image
 ops' per-sample kernels (native/image_kernels.h), the one-pass SGD step of the update ops
-(native/update_kernels.h) and 2-D max pooling (native/pool_kernels.h).  Python code outside ember/engine reaches them
+(native/update_kernels.h), 2-D max pooling (native/pool_kernels.h) and a convolution's window
+copies (native/conv_kernels.h).  Python code outside ember/engine reaches them
 only through this module.
 
     engine()                        the C engine (`ember_engine *`)
@@ -18,6 +19,7 @@ only through this module.
     bytes_to_unit_chw(src, dst)     ToTensor of uint8 HWC (NHWC) images
     sgd_f32(w, g, out, a, b, clip, keep)   the SGD step in one pass
     max_pool2d_f32(x, y, ...), max_pool2d_backward_f32(x, y, dy, dx, ...)   2-D max pooling
+    im2col_f32(x, cols, ...), col2im_f32(cols, x, ...)   a convolution's window copies
     CollectiveQueue                 the in-order allreduce queue (collectives.h)
 """
 from __future__ import annotations
@@ -90,6 +92,16 @@ sgd_f32: Callable[..., bool] = _native.sgd_f32
 max_pool2d_f32: Callable[..., bool] = _native.max_pool2d_f32
 # max_pool2d_backward_f32(x, y, dy, dx, kh, kw, sh, sw, ph, pw): dx = the gradient given dy.
 max_pool2d_backward_f32: Callable[..., bool] = _native.max_pool2d_backward_f32
+
+# A convolution's window copies (native/conv_kernels.h): False (nothing done) unless x is a 4-D
+# C-contiguous float32 map (C, N, H, W), or (C, H, W, N) with batch_last, already padded, every window
+# inside it, and cols a C-contiguous float32 buffer of exactly C * kh * kw * N * oh * ow elements
+# ((C, kh, kw, N, oh, ow) or (C, kh, kw, oh, ow, N)) not overlapping x; oh, ow, kh, kw, sh, sw, dh, dw >= 1.
+# im2col_f32(x, cols, batch_last, oh, ow, kh, kw, sh, sw, dh, dw): cols = every window of x.
+im2col_f32: Callable[..., bool] = _native.im2col_f32
+# col2im_f32(cols, x, batch_last, oh, ow, kh, kw, sh, sw, dh, dw): x += cols summed onto their windows,
+# kernel position by kernel position (numpy's order of additions).
+col2im_f32: Callable[..., bool] = _native.col2im_f32
 
 
 # Why a collective queue asks its check callback (native/collectives.h).

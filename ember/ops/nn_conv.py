@@ -2,7 +2,8 @@
 
 The column matrix is built from a strided window view (no Python loop over pixels);
 the data gradient scatters columns back with one vectorised add per kernel position
-(kh*kw iterations); depthwise convolutions use one multiply-add per kernel position, and pointwise
+(kh*kw iterations); float32 on CPU, both run as native loops instead (native/conv_kernels.h: the
+same bits, one channel's windows at a time while its plane is in cache); depthwise convolutions use one multiply-add per kernel position, and pointwise
 ones (1x1, stride 1, no padding) one matrix product per image.
 Kernels work on a channel-first internal copy, CNHW or batch-last CHWN, whichever makes the
 window copies cheaper for the layer (`choose_layout`).  1-D convolutions run as 2-D ones with
@@ -13,7 +14,10 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Tuple
 
+import numpy as np
+
 from ..base import OperatorError, ShapeError
+from ..engine import native
 from ._nn_util import backward_via, call_op, float32_on_cpu, float_types, known, matmul_into, merge, positive, spatial
 from .registry import Attr, OpDef, register
 
@@ -95,10 +99,20 @@ def _taps(geo: Geometry, oh: int, ow: int, lay: Layout):
                                  slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
 
 
+def _native_windows(lay: Layout, geo: Geometry, oh: int, ow: int) -> tuple:
+    """The window arguments of native.im2col_f32 / col2im_f32 for this layout and geometry."""
+    return (lay is CHWN, oh, ow) + geo.kernel + geo.stride + geo.dilate
+
+
 def im2col(xp, xpad, geo: Geometry, group: int, oh: int, ow: int, lay: Layout):
     """Columns (Cg*kh*kw, pixels) of group `group` of a padded internal-layout input; a fresh array."""
     cg = xpad.shape[0] // geo.groups
     part = xpad[group * cg:(group + 1) * cg]
+    if xp is np and part.dtype == np.float32:
+        batch = part.shape[1] if lay is CNHW else part.shape[3]
+        cols = np.empty((cg * geo.kernel[0] * geo.kernel[1], batch * oh * ow), dtype=part.dtype)
+        if native.im2col_f32(part, cols, *_native_windows(lay, geo, oh, ow)):
+            return cols
     strides, shape = list(part.strides), list(part.shape)
     (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.stride, geo.dilate
     s_h, s_w = strides[lay.sp], strides[lay.sp + 1]
@@ -308,8 +322,10 @@ def conv_backward_data(xp, dy, w, geo: Geometry, x_shape, out) -> None:
     else:
         for g in range(geo.groups):
             cols = xp.matmul(w[g * fg:(g + 1) * fg].reshape(fg, -1).T, dy_in[g * fg:(g + 1) * fg].reshape(fg, -1))
-            cols = cols.reshape((cg, kh, kw) + dy_in.shape[1:])
             part = canvas[g * cg:(g + 1) * cg]
+            if xp is np and native.col2im_f32(cols, part, *_native_windows(lay, geo, oh, ow)):
+                continue
+            cols = cols.reshape((cg, kh, kw) + dy_in.shape[1:])
             for i, j, idx in _taps(geo, oh, ow, lay):
                 part[idx] += cols[:, i, j]
     out[...] = canvas[_tap_box(lay, slice(pt, pt + h), slice(pl, pl + wd))].transpose(lay.inv)
