@@ -12,6 +12,7 @@ engine ops uses engine.h only, like any other C client of the engine:
 - update_kernels: the one-pass SGD step of the optimizer update ops on CPU (update_kernels.h);
 - pool_kernels: 2-D max pooling and its gradient on CPU (pool_kernels.h);
 - conv_kernels: a convolution's window copies on CPU, im2col and col2im (conv_kernels.h);
+- norm_kernels: BatchNorm's per-channel statistics, gradient sums and affine passes on CPU (norm_kernels.h);
 - engine_bench: benchmark-only helpers (an empty op, a C-side push loop: engine_bench.h).
 
 Python code reaches the components through `ember.engine.native`, not through this module.
@@ -23,7 +24,7 @@ from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMPONENTS = ("engine", "collectives", "host_copy", "ufunc_loops", "image_kernels", "update_kernels", "pool_kernels",
-              "conv_kernels", "engine_bench")
+              "conv_kernels", "norm_kernels", "engine_bench")
 
 
 def cdef_from_header(path: str) -> str:
@@ -339,7 +340,8 @@ static PyObject *pyfn_release_idle_ok(PyObject *self, PyObject *unused) {
 }
 
 /* The image kernels (image_kernels.h), the SGD step (update_kernels.h), max pooling
- * (pool_kernels.h) and the convolution window copies (conv_kernels.h) on numpy arrays, read
+ * (pool_kernels.h), the convolution window copies (conv_kernels.h) and BatchNorm's passes
+ * (norm_kernels.h) on numpy arrays, read
  * through the buffer protocol: one call that checks and runs (a cffi call and its argument
  * conversions cost as much as the kernel on one 32x32 image).  Each answers False, having done
  * nothing, where the arrays do not fit the kernel (the caller's numpy code runs then): not
@@ -587,7 +589,126 @@ static PyObject *conv_col2im(PyObject *self, PyObject *args) {
     return conv_copy(args, 0);
 }
 
+/* Up to 8 buffers held together: each C-contiguous float32, the first `nwrite` of them writable;
+ * None is left empty where bit i of `optional` is set.  0, none held, unless all of them are. */
+typedef struct {
+    Py_buffer v[8];
+    int held[8], n;
+} f32_buffers;
+
+static int f32_take(f32_buffers *b, PyObject *const *objs, int n, int nwrite, unsigned optional) {
+    b->n = n;
+    for (int i = 0; i < n; i++) b->held[i] = 0;
+    for (int i = 0; i < n; i++) {
+        if (objs[i] == Py_None && (optional >> i & 1u)) continue;
+        if (!kernel_buffer(objs[i], &b->v[i], i < nwrite)) goto fail;
+        b->held[i] = 1;
+        if (!format_is(&b->v[i], 'f')) goto fail;
+    }
+    return 1;
+fail:
+    for (int i = 0; i < n; i++)
+        if (b->held[i]) PyBuffer_Release(&b->v[i]);
+    return 0;
+}
+
+static void f32_release(f32_buffers *b) {
+    for (int i = 0; i < b->n; i++)
+        if (b->held[i]) PyBuffer_Release(&b->v[i]);
+}
+
+/* data viewed as (outer, channels, inner) around axis; 0 if axis is out of range */
+static int channel_dims(const Py_buffer *x, int axis, int64_t dims[3]) {
+    if (axis < 0 || axis >= x->ndim) return 0;
+    dims[0] = dims[2] = 1;
+    for (int i = 0; i < x->ndim; i++) {
+        if (i < axis) dims[0] *= x->shape[i];
+        if (i > axis) dims[2] *= x->shape[i];
+    }
+    dims[1] = x->shape[axis];
+    return 1;
+}
+
+static int same_shape(const Py_buffer *a, const Py_buffer *b) {
+    if (a->ndim != b->ndim) return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i]) return 0;
+    return 1;
+}
+
+/* channel_mean_var_f32(x, axis, mean, var) -> bool: mean and var (float32, one per channel) of x along
+ * every axis but `axis` (False, nothing done, where the arrays do not fit) */
+static PyObject *norm_mean_var(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3];
+    int axis;
+    if (!PyArg_ParseTuple(args, "OiOO:channel_mean_var_f32", &o[2], &axis, &o[0], &o[1])) return NULL;
+    f32_buffers b;
+    if (!f32_take(&b, o, 3, 2, 0)) Py_RETURN_FALSE;
+    int64_t d[3];
+    int ok = channel_dims(&b.v[2], axis, d) && b.v[0].len == d[1] * 4 && b.v[1].len == d[1] * 4 &&
+             !buffers_overlap(&b.v[0], &b.v[1]) && !buffers_overlap(&b.v[0], &b.v[2]) &&
+             !buffers_overlap(&b.v[1], &b.v[2]),
+        rc = 0;
+    if (ok) KERNEL_RUN(b.v[2].len, rc = ember_channel_mean_var_f32(b.v[2].buf, d[0], d[1], d[2], b.v[0].buf, b.v[1].buf));
+    f32_release(&b);
+    if (rc) return PyErr_NoMemory();
+    return PyBool_FromLong(ok);
+}
+
+/* channel_grad_sums_f32(dy, x, mean, axis, sum_dy, sum_dy_xc) -> bool: per channel, the sum of dy and
+ * of dy * (x - mean) */
+static PyObject *norm_grad_sums(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[5];
+    int axis;
+    if (!PyArg_ParseTuple(args, "OOOiOO:channel_grad_sums_f32", &o[2], &o[3], &o[4], &axis, &o[0], &o[1])) return NULL;
+    f32_buffers b;
+    if (!f32_take(&b, o, 5, 2, 0)) Py_RETURN_FALSE;
+    int64_t d[3];
+    int ok = channel_dims(&b.v[3], axis, d) && same_shape(&b.v[2], &b.v[3]) && b.v[4].len == d[1] * 4 &&
+             b.v[0].len == d[1] * 4 && b.v[1].len == d[1] * 4,
+        rc = 0;
+    for (int w = 0; ok && w < 2; w++)
+        for (int r = 0; ok && r < 5; r++) ok = r == w || !buffers_overlap(&b.v[w], &b.v[r]);
+    if (ok)
+        KERNEL_RUN(b.v[2].len, rc = ember_channel_grad_sums_f32(b.v[2].buf, b.v[3].buf, b.v[4].buf, d[0], d[1], d[2],
+                                                                b.v[0].buf, b.v[1].buf));
+    f32_release(&b);
+    if (rc) return PyErr_NoMemory();
+    return PyBool_FromLong(ok);
+}
+
+/* channel_affine_f32(dy, a, x, m, b, d, axis, out) -> bool: out = dy * a + (x - m) * b + d per channel
+ * (dy and a None: without that term); out is x, dy, or overlaps none of the arrays */
+static PyObject *norm_affine(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[7];
+    int axis;
+    if (!PyArg_ParseTuple(args, "OOOOOOiO:channel_affine_f32", &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &axis, &o[0]))
+        return NULL;
+    if ((o[1] == Py_None) != (o[2] == Py_None)) Py_RETURN_FALSE;
+    f32_buffers b;
+    if (!f32_take(&b, o, 7, 1, 1u << 1 | 1u << 2)) Py_RETURN_FALSE; /* dy and a may be None */
+    Py_buffer *out = &b.v[0], *x = &b.v[3];
+    int has_dy = b.held[1];
+    int64_t d[3];
+    int ok = channel_dims(x, axis, d) && same_shape(out, x) && (!has_dy || same_shape(&b.v[1], x));
+    for (int i = 2; ok && i < 7; i++) ok = i == 3 || !b.held[i] || b.v[i].len == d[1] * 4;
+    for (int i = 1; ok && i < 7; i++)
+        ok = !b.held[i] || ((i == 1 || i == 3) && out->buf == b.v[i].buf) || !buffers_overlap(out, &b.v[i]);
+    if (ok)
+        KERNEL_RUN(x->len, ember_channel_affine_f32(has_dy ? b.v[1].buf : NULL, has_dy ? b.v[2].buf : NULL, x->buf,
+                                                    b.v[4].buf, b.v[5].buf, b.v[6].buf, d[0], d[1], d[2], out->buf));
+    f32_release(&b);
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef pyfn_methods[] = {
+    {"channel_mean_var_f32", norm_mean_var, METH_VARARGS, "ember_channel_mean_var_f32 on buffers (False: they do not fit)"},
+    {"channel_grad_sums_f32", norm_grad_sums, METH_VARARGS,
+     "ember_channel_grad_sums_f32 on buffers (False: they do not fit)"},
+    {"channel_affine_f32", norm_affine, METH_VARARGS, "ember_channel_affine_f32 on buffers (False: they do not fit)"},
     {"im2col_f32", conv_im2col, METH_VARARGS, "ember_im2col_f32 on buffers (False: they do not fit)"},
     {"col2im_f32", conv_col2im, METH_VARARGS, "ember_col2im_f32 on buffers (False: they do not fit)"},
     {"max_pool2d_f32", pool_max2d, METH_VARARGS, "ember_max_pool2d_f32 on buffers (False: they do not fit)"},

@@ -5,8 +5,8 @@ module") holds the engine and the C components built with it: the collective que
 distributed kvstore runs on (native/collectives.h) and host copies as engine ops
 (native/host_copy.h), numpy inner loops run back to back (native/ufunc_loops.h), the image
 ops' per-sample kernels (native/image_kernels.h), the one-pass SGD step of the update ops
-(native/update_kernels.h), 2-D max pooling (native/pool_kernels.h) and a convolution's window
-copies (native/conv_kernels.h).  Python code outside ember/engine reaches them
+(native/update_kernels.h), 2-D max pooling (native/pool_kernels.h), a convolution's window
+copies (native/conv_kernels.h) and BatchNorm's per-channel passes (native/norm_kernels.h).  Python code outside ember/engine reaches them
 only through this module.
 
     engine()                        the C engine (`ember_engine *`)
@@ -20,6 +20,7 @@ only through this module.
     sgd_f32(w, g, out, a, b, clip, keep)   the SGD step in one pass
     max_pool2d_f32(x, y, ...), max_pool2d_backward_f32(x, y, dy, dx, ...)   2-D max pooling
     im2col_f32(x, cols, ...), col2im_f32(cols, x, ...)   a convolution's window copies
+    channel_mean_var_f32, channel_grad_sums_f32, channel_affine_f32   BatchNorm's passes
     CollectiveQueue                 the in-order allreduce queue (collectives.h)
 """
 from __future__ import annotations
@@ -102,6 +103,18 @@ im2col_f32: Callable[..., bool] = _native.im2col_f32
 # col2im_f32(cols, x, batch_last, oh, ow, kh, kw, sh, sw, dh, dw): x += cols summed onto their windows,
 # kernel position by kernel position (numpy's order of additions).
 col2im_f32: Callable[..., bool] = _native.col2im_f32
+
+# BatchNorm's per-channel passes (native/norm_kernels.h) over data viewed as (outer, channels, inner)
+# around `axis`: False (nothing done) unless every array is a C-contiguous float32 buffer, the
+# per-channel ones of exactly one element per channel, and no output overlaps another array (but
+# channel_affine_f32's out may be x or dy itself).  Sums run in float lanes and double, so results
+# differ from numpy's in the last bits.
+# channel_mean_var_f32(x, axis, mean, var): the mean and biased variance of each channel.
+channel_mean_var_f32: Callable[..., bool] = _native.channel_mean_var_f32
+# channel_grad_sums_f32(dy, x, mean, axis, sum_dy, sum_dy_xc): sum(dy) and sum(dy * (x - mean)) per channel.
+channel_grad_sums_f32: Callable[..., bool] = _native.channel_grad_sums_f32
+# channel_affine_f32(dy, a, x, m, b, d, axis, out): out = dy * a + (x - m) * b + d per channel (dy, a None: no dy term).
+channel_affine_f32: Callable[..., bool] = _native.channel_affine_f32
 
 
 # Why a collective queue asks its check callback (native/collectives.h).

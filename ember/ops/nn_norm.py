@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import OperatorError, ShapeError
+from ..engine import native
 from ._nn_util import backward_via, known, merge
 from .registry import Attr, OpDef, register
 from ._common import data_like_output
@@ -83,6 +84,35 @@ def _backward_batch_mode(attrs):
     return not attrs["use_global_stats"]
 
 
+def _native_f32(xp, *arrays) -> bool:
+    """Whether BatchNorm's native passes may take these arrays (float32 numpy ones; the entry
+    points check the rest and answer False where they do not fit)."""
+    return xp is np and all(a.dtype == np.float32 for a in arrays)
+
+
+def _native_mean_var(xp, x, ax):
+    """(mean, biased variance) per channel by the native passes, or None where they do not fit."""
+    if not _native_f32(xp, x):
+        return None
+    mean, var = np.empty(x.shape[ax], np.float32), np.empty(x.shape[ax], np.float32)
+    return (mean, var) if native.channel_mean_var_f32(x, ax, mean, var) else None
+
+
+def _bn_apply(xp, xw, mean, scale, beta, ax, out) -> None:
+    """out = (x - mean) * scale + beta per channel (out may be x: the op runs in place)."""
+    if _native_f32(xp, out, xw, mean, scale, beta) and native.channel_affine_f32(None, None, xw, mean, scale, beta,
+                                                                                 ax, out):
+        return  # one pass
+    shift = beta - mean * scale
+    scale_v, shift_v = _param_view(scale, xw.ndim, ax), _param_view(shift, xw.ndim, ax)
+    if out.dtype == xw.dtype == scale.dtype:
+        # two in-place passes over the data, no temporaries
+        xp.multiply(xw, scale_v, out=out)
+        out += shift_v
+    else:  # float16 data: computed in float32, rounded once
+        out[...] = xw * scale_v + shift_v
+
+
 def _bn_forward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     x, gamma, beta = inputs
@@ -92,13 +122,17 @@ def _bn_forward(ctx, attrs, inputs, outputs, aux):
     red = tuple(a for a in range(x.ndim) if a != ax)
     xw = _work(x)
     if _batch_mode(ctx, attrs):
-        mean = xw.mean(axis=red)
-        # numpy's var, sharing the mean: the same two-pass arithmetic, one pass fewer
-        dev = xw - _param_view(mean, x.ndim, ax)
-        xp.multiply(dev, dev, out=dev)
-        var = dev.sum(axis=red)
-        var /= x.size // x.shape[ax]
-        del dev
+        stats = _native_mean_var(xp, xw, ax)
+        if stats is not None:
+            mean, var = stats
+        else:
+            mean = xw.mean(axis=red)
+            # numpy's var, sharing the mean: the same two-pass arithmetic, one pass fewer
+            dev = xw - _param_view(mean, x.ndim, ax)
+            xp.multiply(dev, dev, out=dev)
+            var = dev.sum(axis=red)
+            var /= x.size // x.shape[ax]
+            del dev
         m = attrs["momentum"]
         # in place: the aux arrays are the executor's / NDArray's storage
         moving_mean *= m
@@ -109,16 +143,21 @@ def _bn_forward(ctx, attrs, inputs, outputs, aux):
         mean, var = moving_mean, moving_var
     invstd = 1.0 / xp.sqrt(var + attrs["eps"])
     scale = invstd if attrs["fix_gamma"] else invstd * gamma
-    shift = beta - mean * scale
-    scale_v, shift_v = _param_view(scale, x.ndim, ax), _param_view(shift, x.ndim, ax)
-    if out.dtype == xw.dtype == scale.dtype:
-        # two in-place passes over the data, no temporaries (out may be x: the op runs in place)
-        xp.multiply(xw, scale_v, out=out)
-        out += shift_v
-    else:  # float16 data: computed in float32, rounded once
-        out[...] = xw * scale_v + shift_v
+    _bn_apply(xp, xw, mean, scale, beta, ax, out)
     mean_out[...] = mean
     invstd_out[...] = invstd  # MXNet's hidden 'var' output holds the inverse standard deviation
+
+
+def _bn_grad_sums(xp, dyw, xw, mean, ax):
+    """(sum(dy), sum(dy * (x - mean)), x - mean) per channel; the last None when the native pass ran
+    (it needs no full-size temporary)."""
+    if _native_f32(xp, dyw, xw, mean):
+        sum_dy, sum_dy_xc = np.empty_like(mean), np.empty_like(mean)
+        if native.channel_grad_sums_f32(dyw, xw, mean, ax, sum_dy, sum_dy_xc):
+            return sum_dy, sum_dy_xc, None
+    red = tuple(a for a in range(xw.ndim) if a != ax)
+    centered = xw - _param_view(mean, xw.ndim, ax)        # the one full-size temporary
+    return dyw.sum(axis=red), (dyw * centered).sum(axis=red), centered
 
 
 def _bn_backward(ctx, attrs, inputs, outputs, aux):
@@ -126,33 +165,33 @@ def _bn_backward(ctx, attrs, inputs, outputs, aux):
     dy, x, gamma, mean, invstd = inputs
     dx, dgamma, dbeta = outputs
     ax = attrs["axis"] % x.ndim
-    red = tuple(a for a in range(x.ndim) if a != ax)
     m = x.size // x.shape[ax]
-    dyw = _work(dy)
+    dyw, xw = _work(dy), _work(x)
     g = xp.ones_like(gamma) if attrs["fix_gamma"] else gamma
     view = lambda v: _param_view(v, x.ndim, ax)  # noqa: E731
-    centered = _work(x) - view(mean)        # the one full-size temporary
-    sum_dy = dyw.sum(axis=red)
-    prod = dyw * centered
-    sum_dy_xhat = prod.sum(axis=red) * invstd
-    del prod
+    sum_dy, sum_dy_xc, centered = _bn_grad_sums(xp, dyw, xw, mean, ax)
+    sum_dy_xhat = sum_dy_xc * invstd
     # parameter gradients first: dx may share out_grad's buffer (inplace option)
     dgamma[...] = 0 if attrs["fix_gamma"] else sum_dy_xhat
     dbeta[...] = sum_dy
     gs = g * invstd
-    if _backward_batch_mode(attrs):
-        # dx = g*invstd/m * (m*dy - sum(dy) - xhat*sum(dy*xhat)), as per-channel a*dy + b*(x-mean) + c
-        # in place (a few passes, no further temporaries)
-        xp.multiply(centered, view(-(gs / m) * invstd * sum_dy_xhat).astype(centered.dtype, copy=False),
-                    out=centered)
-        centered += view(-(gs / m) * sum_dy).astype(centered.dtype, copy=False)
-        if dx.dtype == dyw.dtype:
-            xp.multiply(dyw, view(gs).astype(dyw.dtype, copy=False), out=dx)
-            dx += centered
-        else:
-            dx[...] = dyw * view(gs) + centered
-    else:
+    if not _backward_batch_mode(attrs):
         dx[...] = dyw * view(gs)
+        return
+    # dx = g*invstd/m * (m*dy - sum(dy) - xhat*sum(dy*xhat)), as per-channel gs*dy + b*(x-mean) + d
+    b, d = -(gs / m) * invstd * sum_dy_xhat, -(gs / m) * sum_dy
+    if centered is None:
+        if _native_f32(xp, dx, gs, b, d) and native.channel_affine_f32(dyw, gs, xw, mean, b, d, ax, dx):
+            return  # one pass (dx may be dy)
+        centered = xw - view(mean)
+    # in place (a few passes, no further temporaries)
+    xp.multiply(centered, view(b).astype(centered.dtype, copy=False), out=centered)
+    centered += view(d).astype(centered.dtype, copy=False)
+    if dx.dtype == dyw.dtype:
+        xp.multiply(dyw, view(gs).astype(dyw.dtype, copy=False), out=dx)
+        dx += centered
+    else:
+        dx[...] = dyw * view(gs) + centered
 
 
 register(OpDef(
