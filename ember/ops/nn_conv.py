@@ -299,8 +299,9 @@ def conv_forward(xp, x, w, geo: Geometry, out, shift=None, relu: bool = False) -
         _relu_inplace(xp, out)
 
 
-def conv_backward_data(xp, dy, w, geo: Geometry, x_shape, out) -> None:
-    """out (= x_shape) = gradient of conv w.r.t. its input, given dy (N, F, OH, OW)."""
+def conv_backward_data(xp, dy, w, geo: Geometry, x_shape, out, dy_in=None) -> None:
+    """out (= x_shape) = gradient of conv w.r.t. its input, given dy (N, F, OH, OW) (and, if the
+    caller has it, dy_in: dy already in the internal layout `choose_layout` picks)."""
     n, c, h, wd = x_shape
     f = w.shape[0]
     fg, cg = f // geo.groups, c // geo.groups
@@ -315,7 +316,8 @@ def conv_backward_data(xp, dy, w, geo: Geometry, x_shape, out) -> None:
     hp = max(h + pt + pb, pt + h, (oh - 1) * sh + (kh - 1) * dh + 1)
     wp = max(wd + pl + pr, pl + wd, (ow - 1) * sw + (kw - 1) * dw + 1)
     canvas = xp.zeros(_out_internal_shape(lay, c, n, hp, wp), dtype=out.dtype)
-    dy_in = _internal(xp, dy, lay)
+    if dy_in is None:
+        dy_in = _internal(xp, dy, lay)
     if _is_depthwise_shape(c, f, geo):
         for i, j, idx in _taps(geo, oh, ow, lay):
             canvas[idx] += dy_in * _channel_view(w[:, 0, i, j])
@@ -331,8 +333,8 @@ def conv_backward_data(xp, dy, w, geo: Geometry, x_shape, out) -> None:
     out[...] = canvas[_tap_box(lay, slice(pt, pt + h), slice(pl, pl + wd))].transpose(lay.inv)
 
 
-def conv_backward_weight(xp, x, dy, geo: Geometry, out) -> None:
-    """out (F, C/g, kh, kw) = gradient of conv w.r.t. its weight."""
+def conv_backward_weight(xp, x, dy, geo: Geometry, out, dy_in=None) -> None:
+    """out (F, C/g, kh, kw) = gradient of conv w.r.t. its weight (dy_in: as conv_backward_data's)."""
     c = x.shape[1]
     f = dy.shape[1]
     fg = f // geo.groups
@@ -342,7 +344,8 @@ def conv_backward_weight(xp, x, dy, geo: Geometry, out) -> None:
         return
     lay = choose_layout(geo, c, f)
     xpad = _padded(xp, x, geo, lay)
-    dy_in = _internal(xp, dy, lay)
+    if dy_in is None:
+        dy_in = _internal(xp, dy, lay)
     if _is_depthwise_shape(c, f, geo):
         for i, j, idx in _taps(geo, oh, ow, lay):
             out[:, 0, i, j] = xp.einsum("cijk,cijk->c", xpad[idx], dy_in)  # any channel-first layout
@@ -696,16 +699,19 @@ def _conv_backward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     dy, x, w = inputs
     depth, geo = conv_geometries(attrs)
+    dy_in = None
+    if depth is None and not _is_pointwise(geo, x.shape[1], w.shape[0]):
+        dy_in = _internal(xp, _as4d(dy), choose_layout(geo, x.shape[1], w.shape[0]))  # one copy for both gradients
     if attrs["no_data_grad"]:  # nobody reads it (MXNet leaves such an output unwritten): zeros, no GEMM
         outputs[0][...] = 0
     elif depth is not None:
         conv3d_backward_data(xp, dy, w, depth, geo, x.shape, outputs[0])
     else:
-        conv_backward_data(xp, _as4d(dy), _as4d(w), geo, _as4d(x).shape, _as4d(outputs[0]))
+        conv_backward_data(xp, _as4d(dy), _as4d(w), geo, _as4d(x).shape, _as4d(outputs[0]), dy_in)
     if depth is not None:
         conv3d_backward_weight(xp, x, dy, depth, geo, outputs[1])
     else:
-        conv_backward_weight(xp, _as4d(x), _as4d(dy), geo, _as4d(outputs[1]))
+        conv_backward_weight(xp, _as4d(x), _as4d(dy), geo, _as4d(outputs[1]), dy_in)
     if not attrs["no_bias"]:
         outputs[2][...] = dy.sum(axis=tuple(a for a in range(dy.ndim) if a != 1))
 
