@@ -480,10 +480,14 @@ static void release_all(Py_buffer *views, int n) {
 
 /* The pooling geometry of x (N, C, H, W) -> y (N, C, OH, OW) with the given window, or 0 if the
  * shapes and numbers do not make one */
+/* A window's sizes, steps and pads are at most this: the kernels' index products then stay far
+ * inside int64_t for any array that fits in memory. */
+#define WINDOW_MAX ((int64_t)1 << 30)
+
 static int pool_geometry(const Py_buffer *x, const Py_buffer *y, const int64_t win[6], ember_pool2d *g) {
     if (x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1]) return 0;
     for (int i = 0; i < 6; i++)
-        if (win[i] < (i < 4 ? 1 : 0)) return 0;
+        if (win[i] < (i < 4 ? 1 : 0) || win[i] > WINDOW_MAX) return 0;
     *g = (ember_pool2d){x->shape[0] * x->shape[1], x->shape[2], x->shape[3], y->shape[2], y->shape[3],
                         win[0], win[1], win[2], win[3], win[4], win[5]};
     return 1;
@@ -543,13 +547,17 @@ static int conv_windows(const Py_buffer *x, const Py_buffer *cols, int batch_las
                         ember_conv_windows *g) {
     if (x->ndim != 4 || !format_is(x, 'f') || !format_is(cols, 'f')) return 0;
     for (int i = 0; i < 8; i++)
-        if (p[i] < 1) return 0;
+        if (p[i] < 1 || p[i] > WINDOW_MAX) return 0;
     const Py_ssize_t *s = x->shape;
     *g = (ember_conv_windows){s[0], batch_last ? 1 : s[1], batch_last ? s[3] : 1, batch_last ? s[1] : s[2],
                               batch_last ? s[2] : s[3], p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]};
-    if ((g->kh - 1) * g->dh + (g->oh - 1) * g->sh >= g->h || (g->kw - 1) * g->dw + (g->ow - 1) * g->sw >= g->w) return 0;
-    int64_t n = g->channels * g->kh * g->kw * g->outer * g->oh * g->ow * g->inner;
-    return cols->len == n * (Py_ssize_t)sizeof(float) && !buffers_overlap(x, cols);
+    if ((g->kh - 1) * g->dh + (g->oh - 1) * g->sh >= g->h) return 0;
+    if ((g->kw - 1) * g->dw + (g->ow - 1) * g->sw >= g->w) return 0;
+    /* the columns' size, in a double first: kh * oh and kw * ow are bounded by the map, but their
+     * product with the channels and batch need not fit (then no buffer has that size) */
+    double size = (double)g->channels * g->kh * g->kw * g->outer * g->oh * g->ow * g->inner * sizeof(float);
+    if (size != (double)cols->len) return 0;
+    return !buffers_overlap(x, cols);
 }
 
 /* im2col_f32(x, cols, batch_last, oh, ow, kh, kw, sh, sw, dh, dw) -> bool: cols = ember_im2col_f32(x)
@@ -650,7 +658,8 @@ static PyObject *norm_mean_var(PyObject *self, PyObject *args) {
              !buffers_overlap(&b.v[0], &b.v[1]) && !buffers_overlap(&b.v[0], &b.v[2]) &&
              !buffers_overlap(&b.v[1], &b.v[2]),
         rc = 0;
-    if (ok) KERNEL_RUN(b.v[2].len, rc = ember_channel_mean_var_f32(b.v[2].buf, d[0], d[1], d[2], b.v[0].buf, b.v[1].buf));
+    if (ok)
+        KERNEL_RUN(b.v[2].len, rc = ember_channel_mean_var_f32(b.v[2].buf, d[0], d[1], d[2], b.v[0].buf, b.v[1].buf));
     f32_release(&b);
     if (rc) return PyErr_NoMemory();
     return PyBool_FromLong(ok);
@@ -705,7 +714,8 @@ static PyObject *norm_affine(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef pyfn_methods[] = {
-    {"channel_mean_var_f32", norm_mean_var, METH_VARARGS, "ember_channel_mean_var_f32 on buffers (False: they do not fit)"},
+    {"channel_mean_var_f32", norm_mean_var, METH_VARARGS,
+     "ember_channel_mean_var_f32 on buffers (False: they do not fit)"},
     {"channel_grad_sums_f32", norm_grad_sums, METH_VARARGS,
      "ember_channel_grad_sums_f32 on buffers (False: they do not fit)"},
     {"channel_affine_f32", norm_affine, METH_VARARGS, "ember_channel_affine_f32 on buffers (False: they do not fit)"},

@@ -6,8 +6,8 @@ distributed kvstore runs on (native/collectives.h) and host copies as engine ops
 (native/host_copy.h), numpy inner loops run back to back (native/ufunc_loops.h), the image
 ops' per-sample kernels (native/image_kernels.h), the one-pass SGD step of the update ops
 (native/update_kernels.h), 2-D max pooling (native/pool_kernels.h), a convolution's window
-copies (native/conv_kernels.h) and BatchNorm's per-channel passes (native/norm_kernels.h).  Python code outside ember/engine reaches them
-only through this module.
+copies (native/conv_kernels.h) and BatchNorm's per-channel passes (native/norm_kernels.h).
+Python code outside ember/engine reaches them only through this module.
 
     engine()                        the C engine (`ember_engine *`)
     op_name(name)                   an interned C string for an op name

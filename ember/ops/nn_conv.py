@@ -2,9 +2,10 @@
 
 The column matrix is built from a strided window view (no Python loop over pixels);
 the data gradient scatters columns back with one vectorised add per kernel position
-(kh*kw iterations); float32 on CPU, both run as native loops instead (native/conv_kernels.h: the
-same bits, one channel's windows at a time while its plane is in cache); depthwise convolutions use one multiply-add per kernel position, and pointwise
-ones (1x1, stride 1, no padding) one matrix product per image.
+(kh*kw iterations); on float32 CPU arrays both run as native loops instead (native/conv_kernels.h:
+the same bits, one channel's windows at a time while its plane is in cache).  Depthwise
+convolutions use one multiply-add per kernel position, and pointwise ones (1x1, stride 1, no
+padding) one matrix product per image.
 Kernels work on a channel-first internal copy, CNHW or batch-last CHWN, whichever makes the
 window copies cheaper for the layer (`choose_layout`).  1-D convolutions run as 2-D ones with
 a height of 1; 3-D ones as one 2-D convolution per kernel depth tap, with the output depths folded
@@ -449,7 +450,8 @@ def _common_attrs(no_bias_default: bool, workspace: int):
 
 
 _CONV_ATTRS = _common_attrs(False, 1024)
-_CONV_BACKWARD_ATTRS = dict(_CONV_ATTRS, no_data_grad=Attr("bool", False, doc="skip the data gradient (nobody needs it)"))
+_CONV_BACKWARD_ATTRS = dict(_CONV_ATTRS,
+                            no_data_grad=Attr("bool", False, doc="skip the data gradient (nobody needs it)"))
 _DECONV_ATTRS = dict(_common_attrs(True, 512),
                      adj=Attr("shape", (), doc="extra rows/cols added to the output (default 0)"),
                      target_shape=Attr("shape", (), doc="output spatial shape; overrides pad and adj"))

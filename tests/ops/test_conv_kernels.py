@@ -105,6 +105,7 @@ def test_entry_points_copy_and_add_exactly_and_refuse_what_does_not_fit():
         (x, cols[:-1], windows),                                    # columns of another size
         (x, cols, (False, 3, 2, 3, 3, 2, 2, 1, 1)),                 # windows past the map's last row
         (x, cols, (False, 2, 2, 3, 3, 0, 2, 1, 1)),                 # zero stride
+        (x, cols, (False, 2, 2, 3, 3, 2 ** 40, 2, 1, 1)),           # a stride past any map
     ]
     shared = np.zeros(x.size + cols.size - 10, np.float32)             # columns overlapping the map
     bad.append((shared[:x.size].reshape(x.shape), shared[-cols.size:].reshape(cols.shape), windows))

@@ -135,6 +135,7 @@ def test_entry_points_refuse_what_does_not_fit_and_leave_the_output_alone():
         (x, y, (0, 2, 2, 2, 0, 0)),                           # empty window
         (x, y, (2, 2, 0, 2, 0, 0)),                           # zero step
         (x, y, (2, 2, 2, 2, -1, 0)),                          # negative padding
+        (x, y, (2, 2, 2 ** 40, 2, 0, 0)),                     # a step past any map (index products could overflow)
     ]
     for args in bad:
         out = np.full(args[1].shape, 7, np.float32) if args[1] is not y else np.full_like(y, 7)
