@@ -2,6 +2,9 @@
 same bits as the numpy code they replace for both internal layouts, strides, dilations, padding,
 groups, 1-D and 3-D convolutions and Deconvolution (whose forward is a data gradient); numpy's code
 where the arrays do not fit; entry points that refuse what they cannot take."""
+import os
+import sys
+
 import numpy as np
 import pytest
 
@@ -10,22 +13,17 @@ from ember import autograd
 from ember.engine import native
 from ember.ops import nn_conv
 
+sys.path.insert(0, os.path.dirname(__file__))
+from _native_spies import spy_native  # noqa: E402
 
-def _use_native(monkeypatch, on: bool, taken: list):
-    for name in ("im2col_f32", "col2im_f32"):
-        real = getattr(native, name)
 
-        def spy(*args, _real=real):
-            ok = _real(*args) if on else False
-            taken.append(ok)
-            return ok
-        monkeypatch.setattr(nn_conv.native, name, spy)
+def _use_native(monkeypatch, on: bool) -> list:
+    return spy_native(monkeypatch, nn_conv, ("im2col_f32", "col2im_f32"), on)
 
 
 def _run(op, x, w, on, monkeypatch, **attrs):
     """op's output and the gradients of x and w (as float32 numpy), native copies on or off."""
-    taken = []
-    _use_native(monkeypatch, on, taken)
+    taken = _use_native(monkeypatch, on)
     xa, wa = mx.nd.array(x), mx.nd.array(w)
     xa.attach_grad()
     wa.attach_grad()
@@ -75,8 +73,7 @@ def test_deconvolution_forward_takes_the_native_col2im(monkeypatch):
 
 
 def test_float64_runs_numpys_code(monkeypatch):
-    taken = []
-    _use_native(monkeypatch, True, taken)
+    taken = _use_native(monkeypatch, True)
     x = mx.nd.array(np.ones((1, 2, 5, 5)), dtype="float64")
     w = mx.nd.array(np.ones((3, 2, 3, 3)), dtype="float64")
     y = mx.nd.Convolution(x, w, kernel=(3, 3), num_filter=3, no_bias=True).asnumpy()

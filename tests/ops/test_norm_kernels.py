@@ -3,6 +3,9 @@ the gradient's sums and the affine passes agree with a float64 reference and wit
 they replace (to float32 rounding; sums in float lanes and double are at least as accurate), for
 channel axes first, middle and last, in place or not, global statistics, fix_gamma, float16 data;
 numpy's code where arrays do not fit; entry points that refuse what they cannot take."""
+import os
+import sys
+
 import numpy as np
 import pytest
 
@@ -11,24 +14,17 @@ from ember import autograd
 from ember.engine import native
 from ember.ops import nn_norm
 
-NAMES = ("channel_mean_var_f32", "channel_grad_sums_f32", "channel_affine_f32")
+sys.path.insert(0, os.path.dirname(__file__))
+from _native_spies import spy_native  # noqa: E402
 
 
-def _native(monkeypatch, on: bool, taken: list):
-    for name in NAMES:
-        real = getattr(native, name)
-
-        def spy(*args, _real=real):
-            ok = _real(*args) if on else False
-            taken.append(ok)
-            return ok
-        monkeypatch.setattr(nn_norm.native, name, spy)
+def _native(monkeypatch, on: bool) -> list:
+    return spy_native(monkeypatch, nn_norm, ("channel_mean_var_f32", "channel_grad_sums_f32", "channel_affine_f32"), on)
 
 
 def _train_step(x, gamma, beta, dy, on, monkeypatch, dtype="float32", **attrs):
     """BatchNorm forward and backward while recording: (y, dx, dgamma, dbeta, moving mean, moving var)."""
-    taken = []
-    _native(monkeypatch, on, taken)
+    taken = _native(monkeypatch, on)
     xa = mx.nd.array(x, dtype=dtype)
     g, b = mx.nd.array(gamma), mx.nd.array(beta)
     mm, mv = mx.nd.zeros(gamma.shape), mx.nd.ones(gamma.shape)
@@ -107,8 +103,7 @@ def test_inference_global_stats_and_in_place(monkeypatch):
     # use_global_stats while training: dx = dy * gamma * invstd, no batch terms
     dy = rs.standard_normal(x.shape).astype(np.float32)
     for on in (True, False):
-        taken = []
-        _native(monkeypatch, on, taken)
+        _native(monkeypatch, on)
         xa = mx.nd.array(x)
         xa.attach_grad()
         with autograd.record():

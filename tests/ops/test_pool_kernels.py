@@ -3,6 +3,9 @@ the same bits as the numpy code they replace for 1-D and 2-D windows of every ge
 the 'full' and 'same' conventions, global pooling, windows hanging off the map) on data with ties,
 signed zeros, infinities and NaNs; numpy's code where the arrays do not fit; entry points that
 refuse what they cannot take without touching their output."""
+import os
+import sys
+
 import numpy as np
 import pytest
 
@@ -10,6 +13,9 @@ import ember as mx
 from ember import autograd
 from ember.engine import native
 from ember.ops import nn_pool
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _native_spies import spy_native  # noqa: E402
 
 
 def _data(shape, seed):
@@ -26,15 +32,7 @@ def _data(shape, seed):
 def _pool(x, dy, numpy_only, monkeypatch, **attrs):
     """Pooling forward and its data gradient (as float32 numpy), by the native kernels or numpy's
     code; also how many native calls took the arrays."""
-    taken = []
-    for name in ("max_pool2d_f32", "max_pool2d_backward_f32"):
-        real = getattr(native, name)
-
-        def spy(*args, _real=real):
-            ok = False if numpy_only else _real(*args)
-            taken.append(ok)
-            return ok
-        monkeypatch.setattr(nn_pool.native, name, spy)
+    taken = spy_native(monkeypatch, nn_pool, ("max_pool2d_f32", "max_pool2d_backward_f32"), not numpy_only)
     xa = mx.nd.array(x)
     xa.attach_grad()
     with autograd.record():
@@ -64,10 +62,8 @@ def _same_bits(a, b):
                                   np.where(np.isnan(b), 0, b).view(np.uint32))
 
 
-@pytest.mark.parametrize("attrs", GEOMETRIES_2D)
-@pytest.mark.parametrize("shape", [(2, 3, 7, 9), (1, 1, 5, 5), (2, 2, 10, 8)])
-def test_native_2d_max_pooling_is_the_numpy_code(attrs, shape, monkeypatch):
-    x = _data(shape, 1)
+def _native_is_numpy(x, monkeypatch, **attrs):
+    """Pooling x forward and backward both ways: the native kernels took the arrays, same bits."""
     y_shape = mx.nd.Pooling(mx.nd.array(x), pool_type="max", **attrs).shape
     dy = np.random.RandomState(2).randn(*y_shape).astype(np.float32)
     (y0, dx0), _ = _pool(x, dy, True, monkeypatch, **attrs)
@@ -77,19 +73,18 @@ def test_native_2d_max_pooling_is_the_numpy_code(attrs, shape, monkeypatch):
     _same_bits(dx1, dx0)
 
 
+@pytest.mark.parametrize("attrs", GEOMETRIES_2D)
+@pytest.mark.parametrize("shape", [(2, 3, 7, 9), (1, 1, 5, 5), (2, 2, 10, 8)])
+def test_native_2d_max_pooling_is_the_numpy_code(attrs, shape, monkeypatch):
+    _native_is_numpy(_data(shape, 1), monkeypatch, **attrs)
+
+
 @pytest.mark.parametrize("attrs", [dict(kernel=(3,), stride=(2,), pad=(1,)), dict(kernel=(2,), stride=(1,)),
                                    dict(kernel=(3,), stride=(2,), pooling_convention="full"),
                                    dict(kernel=(4,), stride=(3,), pooling_convention="same"),
                                    dict(kernel=(2,), global_pool=True)])
 def test_native_1d_max_pooling_is_the_numpy_code(attrs, monkeypatch):
-    x = _data((2, 3, 11), 3)
-    y_shape = mx.nd.Pooling(mx.nd.array(x), pool_type="max", **attrs).shape
-    dy = np.random.RandomState(4).randn(*y_shape).astype(np.float32)
-    (y0, dx0), _ = _pool(x, dy, True, monkeypatch, **attrs)
-    (y1, dx1), taken = _pool(x, dy, False, monkeypatch, **attrs)
-    assert taken == 2
-    _same_bits(y1, y0)
-    _same_bits(dx1, dx0)
+    _native_is_numpy(_data((2, 3, 11), 3), monkeypatch, **attrs)
 
 
 def test_gradient_goes_to_the_first_maximum_and_sums_where_windows_overlap():

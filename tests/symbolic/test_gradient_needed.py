@@ -191,11 +191,15 @@ def test_gradient_pass_skips_the_first_convolutions_data_gradient():
     assert all(not n.parsed_attrs["no_data_grad"] for n in nodes.values())
 
 
+def _conv_case(seed):
+    """The convnet's argument values and a head gradient."""
+    rng = np.random.RandomState(seed)
+    return _conv_values(rng), mx.nd.array(rng.randn(2, 2, 2, 2))
+
+
 def test_executor_convolution_gradients_with_and_without_the_data_gradient(monkeypatch):
     calls = _counting_data_gradients(monkeypatch)
-    rng = np.random.RandomState(6)
-    vals = _conv_values(rng)
-    dy = mx.nd.array(rng.randn(2, 2, 2, 2))
+    vals, dy = _conv_case(6)
     got = {}
     for data_req in ("write", "null"):
         del calls[:]
@@ -230,9 +234,7 @@ def test_executor_convolution_gradients_with_and_without_the_data_gradient(monke
 
 def test_autograd_skips_the_convolution_data_gradient_of_an_array_outside_the_tape(monkeypatch):
     calls = _counting_data_gradients(monkeypatch)
-    rng = np.random.RandomState(7)
-    vals = _conv_values(rng)
-    dy = mx.nd.array(rng.randn(2, 2, 2, 2))
+    vals, dy = _conv_case(7)
     got = {}
     for attach_data in (True, False):
         del calls[:]
