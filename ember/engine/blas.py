@@ -14,15 +14,17 @@ import os
 from typing import Optional
 
 _limiter = None
+_threads: Optional[int] = None  # BLAS's thread count, as last looked up (None: not looked up since a change)
 
 
 def set_blas_threads(n: Optional[int]) -> bool:
     """Limit BLAS to `n` threads per call (None: restore the library default). False if threadpoolctl is absent."""
-    global _limiter
+    global _limiter, _threads
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
         return False
+    _threads = None
     if _limiter is not None:
         _limiter.restore_original_limits()
         _limiter = None
@@ -31,6 +33,23 @@ def set_blas_threads(n: Optional[int]) -> bool:
             raise ValueError(f"BLAS thread count must be a positive int, got {n!r}")
         _limiter = threadpool_limits(limits=n, user_api="blas")
     return True
+
+
+def uses_every_core() -> bool:
+    """Whether a BLAS call may use every core (the libraries' default, one thread per core, unless
+    limited by set_blas_threads or OMP/OPENBLAS_NUM_THREADS).  Then an engine worker running a large
+    kernel buys no parallelism over the thread that wants it, and costs that thread a core
+    (ember.imperative.invoke.execute runs such kernels in their caller).  Looked up once per limit
+    (threadpoolctl; without it, assumed)."""
+    global _threads
+    if _threads is None:
+        try:
+            from threadpoolctl import threadpool_info
+            counts = [lib.get("num_threads") or 1 for lib in threadpool_info() if lib.get("user_api") == "blas"]
+        except ImportError:
+            counts = []
+        _threads = min(counts) if counts else (os.cpu_count() or 1)
+    return _threads >= (os.cpu_count() or 1)
 
 
 def configure() -> Optional[int]:

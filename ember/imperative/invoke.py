@@ -10,10 +10,12 @@ its cached plans from the very same rules instead of repeating them:
 
 Everything that can fail at the call fails in the first three, before anything runs.
 `execute` is the one place that decides whether an op runs now, in the calling thread
-(a small CPU op the engine lets start at once: `engine.core.run_in_caller`), or is pushed.
+(a CPU op the engine lets start at once, `engine.core.run_in_caller`: a small one always, a
+larger one while BLAS uses every core), or is pushed.
 """
 from __future__ import annotations
 
+import os
 from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -22,6 +24,7 @@ import numpy as np
 from .. import backend, engine
 from ..base import ContextError, DTypeError, EmberError, OperatorError, ShapeError
 from ..context import Context, current_context
+from ..engine import blas as _blas
 from ..engine import core as _engine
 from ..ops import registry
 from ..ops.registry import OpContext, OpDef
@@ -31,6 +34,23 @@ from .ndarray import NDArray
 _F32 = np.dtype(np.float32)
 _DTYPES = frozenset(type(np.dtype(t)) for t in np.sctypeDict.values())  # classes of numpy.dtype objects
 INLINE_MAX_ELEMENTS = 1 << 14  # ops with outputs up to this many elements may run in the caller
+
+
+def _large_ops_in_caller_from_env() -> Optional[bool]:
+    value = os.environ.get("EMBER_LARGE_OPS_IN_CALLER", "").strip()
+    if value in ("", "auto"):
+        return None
+    if value not in ("0", "1"):
+        raise EmberError(f"EMBER_LARGE_OPS_IN_CALLER={value!r}: expected 0, 1 or auto")
+    return value == "1"
+
+
+# Whether a larger CPU op also runs in its caller when it can start at once: None (auto) = while a
+# BLAS call uses every core (engine.blas.uses_every_core).  A worker running it would then buy no
+# parallelism and cost this thread's Python a core shared with a BLAS thread: a plain Gluon MLP
+# loop, 53 of 54 ops a step queued behind the previous one, ran 27.6k samples/s pushed against
+# 30.8k in the caller (bench/RESULTS.md).  EMBER_LARGE_OPS_IN_CALLER=0/1 forces it.
+LARGE_OPS_IN_CALLER: Optional[bool] = _large_ops_in_caller_from_env()
 _get_op = registry.get
 _push = engine.push
 _run_in_caller = _engine.run_in_caller
@@ -249,12 +269,13 @@ def execute(fn: Callable, args: tuple, name: str, size: int, deps: Callable, ctx
     that decides whether an op runs now.
 
     A small CPU op runs at once in this thread when the engine lets it start now (idle, or
-    nothing pending on its own variables: `engine.core.run_in_caller`; no hand-off to a worker);
-    otherwise, and for every large or device op, it is pushed after the ops it depends on.
+    nothing pending on its own variables: `engine.core.run_in_caller`; no hand-off to a worker),
+    and so does a larger one while `LARGE_OPS_IN_CALLER` says so; otherwise, and for every device
+    op, it is pushed after the ops it depends on.
     `deps()` -> (reads, writes, fresh) (engine Vars; `fresh`: the vars of outputs made for this
     op) is called only when the engine needs the variables.
     """
-    if size <= INLINE_MAX_ELEMENTS and ctx.device_type == "cpu":  # runs_in_caller(size, ctx)
+    if ctx.device_type == "cpu" and (size <= INLINE_MAX_ELEMENTS or _large_ops_in_caller()):
         if not _engine.bulk_threads and _claim_idle():  # run_in_caller's first way, inline (no frames)
             try:
                 fn(*args)
@@ -293,10 +314,16 @@ class FreshVars:
 
 
 def runs_in_caller(size: int, ctx: Context) -> bool:
-    """Whether an op on `ctx` whose outputs have `size` elements may run in the calling thread:
-    small CPU ops do (a hand-off to a worker costs more than they do); large ones and device ops
-    are always pushed, so they run in parallel on the workers."""
+    """Whether an op on `ctx` whose outputs have `size` elements is a tiny op, run in the calling
+    thread whenever the engine lets it start at once (a hand-off to a worker costs more than it
+    does): the fast path's plans are for these.  Larger CPU ops run there too while
+    `LARGE_OPS_IN_CALLER` says so (`execute`); device ops are always pushed."""
     return size <= INLINE_MAX_ELEMENTS and ctx.device_type == "cpu"
+
+
+def _large_ops_in_caller() -> bool:
+    forced = LARGE_OPS_IN_CALLER
+    return _blas.uses_every_core() if forced is None else forced
 
 
 def _aliased_outputs(opdef: OpDef, attrs: dict, inputs, outputs) -> Optional[dict]:

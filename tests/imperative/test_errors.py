@@ -114,7 +114,9 @@ def test_storage_is_released_only_after_pending_ops(monkeypatch):
 
     monkeypatch.setattr(memory, "release", spy)
     import sys
-    big = sys.modules["ember.imperative.invoke"].INLINE_MAX_ELEMENTS + 1  # never run inline in this thread
+    invoke = sys.modules["ember.imperative.invoke"]
+    monkeypatch.setattr(invoke, "LARGE_OPS_IN_CALLER", False)
+    big = invoke.INLINE_MAX_ELEMENTS + 1  # never run inline in this thread (larger ops are pushed)
     x = mx.nd.ones((big,))
     y = mx.nd._test_imperative_slow(x)
     block = y._chunk.block
