@@ -48,8 +48,8 @@ def _large_ops_in_caller_from_env() -> Optional[bool]:
 # Whether a larger CPU op also runs in its caller when it can start at once: None (auto) = while a
 # BLAS call uses every core (engine.blas.uses_every_core).  A worker running it would then buy no
 # parallelism and cost this thread's Python a core shared with a BLAS thread: a plain Gluon MLP
-# loop, 53 of 54 ops a step queued behind the previous one, ran 27.6k samples/s pushed against
-# 30.8k in the caller (bench/RESULTS.md).  EMBER_LARGE_OPS_IN_CALLER=0/1 forces it.
+# loop, 53 of 54 ops a step queued behind the previous one, ran 28.0k samples/s pushed against
+# 32.4k in the caller (bench/RESULTS.md).  EMBER_LARGE_OPS_IN_CALLER=0/1 forces it.
 LARGE_OPS_IN_CALLER: Optional[bool] = _large_ops_in_caller_from_env()
 _get_op = registry.get
 _push = engine.push
