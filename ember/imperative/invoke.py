@@ -51,6 +51,7 @@ def _large_ops_in_caller_from_env() -> Optional[bool]:
 # loop, 53 of 54 ops a step queued behind the previous one, ran 28.0k samples/s pushed against
 # 32.4k in the caller (bench/RESULTS.md).  EMBER_LARGE_OPS_IN_CALLER=0/1 forces it.
 LARGE_OPS_IN_CALLER: Optional[bool] = _large_ops_in_caller_from_env()
+
 _get_op = registry.get
 _push = engine.push
 _run_in_caller = _engine.run_in_caller
