@@ -6,7 +6,9 @@ Engine workers run numpy kernels; OpenBLAS/MKL may add a thread pool per call.  
 LeNet 1.9k vs 1.5k, ResNet-18 5.5 vs 4.5 steps/s): these nets are chains, so one worker's GEMM
 using both cores beats branch parallelism.  So ember leaves BLAS alone by default;
 `EMBER_BLAS_THREADS=n` (or `set_blas_threads(n)`) sets it, e.g. 1 for graphs with wide independent
-branches (bench/engine_parallel.py pins 1 and gets its speed-up from the workers).
+branches (bench/engine_parallel.py pins 1 and gets its speed-up from the workers).  While BLAS uses
+every core (`uses_every_core`), imperative ops with large outputs run in their caller instead of on a
+worker (ember.imperative.invoke.LARGE_OPS_IN_CALLER).
 """
 from __future__ import annotations
 
