@@ -1,6 +1,8 @@
 """FullyConnected: y = x W^T + b as one GEMM, with its dedicated backward op."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..base import ShapeError
@@ -21,10 +23,10 @@ def _inputs(attrs):
 def _split(attrs, dshape):
     """(rows, K, output shape) for a data shape."""
     nh = attrs["num_hidden"]
-    if attrs["flatten"]:
-        k = int(np.prod(dshape[1:], dtype=np.int64))
+    if attrs["flatten"]:  # (math.prod: numpy's prod costs ~5 us on a shape tuple, twice per call)
+        k = math.prod(dshape[1:])
         return dshape[0], k, (dshape[0], nh)
-    rows = int(np.prod(dshape[:-1], dtype=np.int64))
+    rows = math.prod(dshape[:-1])
     return rows, dshape[-1], tuple(dshape[:-1]) + (nh,)
 
 

@@ -1,6 +1,8 @@
 """softmax, log_softmax, SoftmaxActivation and SoftmaxOutput (MXNet's loss-layer gradient)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..base import OperatorError, ShapeError
@@ -210,18 +212,18 @@ _SO_ATTRS = {
 
 def _so_view_shape(attrs, shape):
     """(M, C, S) view of the data: softmax runs along axis 1."""
-    if attrs["preserve_shape"]:
-        return (int(np.prod(shape[:-1], dtype=np.int64)), shape[-1], 1)
+    if attrs["preserve_shape"]:  # (math.prod: numpy's costs ~5 us on a shape, on every call)
+        return (math.prod(shape[:-1]), shape[-1], 1)
     if attrs["multi_output"]:
-        return (shape[0], shape[1], int(np.prod(shape[2:], dtype=np.int64)))
-    return (shape[0], int(np.prod(shape[1:], dtype=np.int64)), 1)
+        return (shape[0], shape[1], math.prod(shape[2:]))
+    return (shape[0], math.prod(shape[1:]), 1)
 
 
 def _so_label_shapes(attrs, shape):
     """Label shapes MXNet accepts (the first is what it infers)."""
     if attrs["multi_output"]:
         n, rest = shape[0], tuple(shape[2:])
-        return [(n, int(np.prod(rest, dtype=np.int64))), (n,) + rest, (n, 1) + rest]
+        return [(n, math.prod(rest)), (n,) + rest, (n, 1) + rest]
     return [tuple(shape[:-1])]
 
 
