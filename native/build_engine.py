@@ -438,165 +438,6 @@ static PyObject *img_bytes_to_unit_chw(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
-/* sgd_f32(w, g, out, a, b, clip, keep) -> bool: ember_sgd_f32 on three float32 buffers of one length,
- * C-contiguous; out is w or overlaps neither input (False, nothing done, otherwise) */
-static PyObject *upd_sgd_f32(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *wo, *go, *oo;
-    float a, b, clip, keep;
-    if (!PyArg_ParseTuple(args, "OOOffff:sgd_f32", &wo, &go, &oo, &a, &b, &clip, &keep)) return NULL;
-    Py_buffer w, g, o;
-    if (!kernel_buffer(wo, &w, 0)) Py_RETURN_FALSE;
-    if (!kernel_buffer(go, &g, 0)) {
-        PyBuffer_Release(&w);
-        Py_RETURN_FALSE;
-    }
-    if (!kernel_buffer(oo, &o, 1)) {
-        PyBuffer_Release(&w);
-        PyBuffer_Release(&g);
-        Py_RETURN_FALSE;
-    }
-    int ok = format_is(&w, 'f') && format_is(&g, 'f') && format_is(&o, 'f') && w.len == g.len && w.len == o.len &&
-             w.len > 0 && !buffers_overlap(&g, &o) && (w.buf == o.buf || !buffers_overlap(&w, &o));
-    if (ok) KERNEL_RUN(w.len, ember_sgd_f32(w.buf, g.buf, o.buf, (int64_t)(w.len / (Py_ssize_t)sizeof(float)), a, b,
-                                            clip, keep));
-    PyBuffer_Release(&w);
-    PyBuffer_Release(&g);
-    PyBuffer_Release(&o);
-    return PyBool_FromLong(ok);
-}
-
-/* The float32 4-D C-contiguous buffer of obj (writable if asked); 0, nothing held, otherwise */
-static int f32_maps(PyObject *obj, Py_buffer *view, int writable) {
-    if (!kernel_buffer(obj, view, writable)) return 0;
-    if (view->ndim == 4 && format_is(view, 'f')) return 1;
-    PyBuffer_Release(view);
-    return 0;
-}
-
-static void release_all(Py_buffer *views, int n) {
-    for (int i = 0; i < n; i++) PyBuffer_Release(&views[i]);
-}
-
-/* The pooling geometry of x (N, C, H, W) -> y (N, C, OH, OW) with the given window, or 0 if the
- * shapes and numbers do not make one */
-/* A window's sizes, steps and pads are at most this: the kernels' index products then stay far
- * inside int64_t for any array that fits in memory. */
-#define WINDOW_MAX ((int64_t)1 << 30)
-
-static int pool_geometry(const Py_buffer *x, const Py_buffer *y, const int64_t win[6], ember_pool2d *g) {
-    if (x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1]) return 0;
-    for (int i = 0; i < 6; i++)
-        if (win[i] < (i < 4 ? 1 : 0) || win[i] > WINDOW_MAX) return 0;
-    *g = (ember_pool2d){x->shape[0] * x->shape[1], x->shape[2], x->shape[3], y->shape[2], y->shape[3],
-                        win[0], win[1], win[2], win[3], win[4], win[5]};
-    return 1;
-}
-
-/* max_pool2d_f32(x, y, kh, kw, sh, sw, ph, pw) -> bool: y = ember_max_pool2d_f32(x); x (N, C, H, W) and
- * y (N, C, OH, OW) float32, C-contiguous, not overlapping (False, nothing done, otherwise) */
-static PyObject *pool_max2d(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *xo, *yo;
-    int64_t win[6];
-    if (!PyArg_ParseTuple(args, "OOLLLLLL:max_pool2d_f32", &xo, &yo, &win[0], &win[1], &win[2], &win[3], &win[4],
-                          &win[5]))
-        return NULL;
-    Py_buffer v[2];
-    if (!f32_maps(xo, &v[0], 0)) Py_RETURN_FALSE;
-    if (!f32_maps(yo, &v[1], 1)) {
-        release_all(v, 1);
-        Py_RETURN_FALSE;
-    }
-    ember_pool2d g;
-    int ok = pool_geometry(&v[0], &v[1], win, &g) && !buffers_overlap(&v[0], &v[1]), rc = 0;
-    if (ok) KERNEL_RUN(v[0].len, rc = ember_max_pool2d_f32(&g, v[0].buf, v[1].buf));
-    release_all(v, 2);
-    if (rc) return PyErr_NoMemory();
-    return PyBool_FromLong(ok);
-}
-
-/* max_pool2d_backward_f32(x, y, dy, dx, kh, kw, sh, sw, ph, pw) -> bool: dx = the gradient of
- * y = max_pool2d(x) given dy; dx as x, dy as y, float32, C-contiguous, dx overlapping none */
-static PyObject *pool_max2d_backward(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *o[4];
-    int64_t win[6];
-    if (!PyArg_ParseTuple(args, "OOOOLLLLLL:max_pool2d_backward_f32", &o[0], &o[1], &o[2], &o[3], &win[0], &win[1],
-                          &win[2], &win[3], &win[4], &win[5]))
-        return NULL;
-    Py_buffer v[4];
-    for (int i = 0; i < 4; i++)
-        if (!f32_maps(o[i], &v[i], i == 3)) {
-            release_all(v, i);
-            Py_RETURN_FALSE;
-        }
-    ember_pool2d g;
-    int ok = pool_geometry(&v[0], &v[1], win, &g);
-    for (int d = 0; ok && d < 4; d++) ok = v[2].shape[d] == v[1].shape[d] && v[3].shape[d] == v[0].shape[d];
-    for (int i = 0; ok && i < 3; i++) ok = !buffers_overlap(&v[i], &v[3]);
-    if (ok) KERNEL_RUN(v[0].len, ember_max_pool2d_backward_f32(&g, v[0].buf, v[1].buf, v[2].buf, v[3].buf));
-    release_all(v, 4);
-    return PyBool_FromLong(ok);
-}
-
-/* The windows of a 4-D float32 map (C, N, H, W), or (C, H, W, N) when batch_last, and of its
- * C-contiguous float32 columns (C, kh, kw, windows); 0 unless every window lies inside the map and
- * the columns have exactly their size */
-static int conv_windows(const Py_buffer *x, const Py_buffer *cols, int batch_last, const int64_t p[8],
-                        ember_conv_windows *g) {
-    if (x->ndim != 4 || !format_is(x, 'f') || !format_is(cols, 'f')) return 0;
-    for (int i = 0; i < 8; i++)
-        if (p[i] < 1 || p[i] > WINDOW_MAX) return 0;
-    const Py_ssize_t *s = x->shape;
-    *g = (ember_conv_windows){s[0], batch_last ? 1 : s[1], batch_last ? s[3] : 1, batch_last ? s[1] : s[2],
-                              batch_last ? s[2] : s[3], p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]};
-    if ((g->kh - 1) * g->dh + (g->oh - 1) * g->sh >= g->h) return 0;
-    if ((g->kw - 1) * g->dw + (g->ow - 1) * g->sw >= g->w) return 0;
-    /* the columns' size, in a double first: kh * oh and kw * ow are bounded by the map, but their
-     * product with the channels and batch need not fit (then no buffer has that size) */
-    double size = (double)g->channels * g->kh * g->kw * g->outer * g->oh * g->ow * g->inner * sizeof(float);
-    if (size != (double)cols->len) return 0;
-    return !buffers_overlap(x, cols);
-}
-
-/* im2col_f32(x, cols, batch_last, oh, ow, kh, kw, sh, sw, dh, dw) -> bool: cols = ember_im2col_f32(x)
- * (False, nothing done, where the arrays do not fit) */
-/* col2im_f32(cols, x, batch_last, oh, ow, kh, kw, sh, sw, dh, dw) -> bool: x += ember_col2im_f32(cols) */
-static PyObject *conv_copy(PyObject *args, int to_cols) {
-    PyObject *xo, *co, *first, *second;
-    int batch_last;
-    int64_t p[8];
-    if (!PyArg_ParseTuple(args, to_cols ? "OOpLLLLLLLL:im2col_f32" : "OOpLLLLLLLL:col2im_f32", &first, &second,
-                          &batch_last, &p[0], &p[1], &p[2], &p[3], &p[4], &p[5], &p[6], &p[7]))
-        return NULL;
-    xo = to_cols ? first : second;
-    co = to_cols ? second : first;
-    Py_buffer x, cols;
-    if (!kernel_buffer(xo, &x, !to_cols)) Py_RETURN_FALSE;
-    if (!kernel_buffer(co, &cols, to_cols)) {
-        PyBuffer_Release(&x);
-        Py_RETURN_FALSE;
-    }
-    ember_conv_windows g;
-    int ok = conv_windows(&x, &cols, batch_last, p, &g);
-    if (ok && to_cols) KERNEL_RUN(cols.len, ember_im2col_f32(&g, x.buf, cols.buf));
-    if (ok && !to_cols) KERNEL_RUN(cols.len, ember_col2im_f32(&g, cols.buf, x.buf));
-    PyBuffer_Release(&x);
-    PyBuffer_Release(&cols);
-    return PyBool_FromLong(ok);
-}
-
-static PyObject *conv_im2col(PyObject *self, PyObject *args) {
-    (void)self;
-    return conv_copy(args, 1);
-}
-
-static PyObject *conv_col2im(PyObject *self, PyObject *args) {
-    (void)self;
-    return conv_copy(args, 0);
-}
-
 /* Up to 8 buffers held together: each C-contiguous float32, the first `nwrite` of them writable;
  * None is left empty where bit i of `optional` is set.  0, none held, unless all of them are. */
 typedef struct {
@@ -642,6 +483,130 @@ static int same_shape(const Py_buffer *a, const Py_buffer *b) {
     for (int i = 0; i < a->ndim; i++)
         if (a->shape[i] != b->shape[i]) return 0;
     return 1;
+}
+
+/* sgd_f32(w, g, out, a, b, clip, keep) -> bool: ember_sgd_f32 on three float32 buffers of one length,
+ * C-contiguous; out is w or overlaps neither input (False, nothing done, otherwise) */
+static PyObject *upd_sgd_f32(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3];
+    float a, b, clip, keep;
+    if (!PyArg_ParseTuple(args, "OOOffff:sgd_f32", &o[1], &o[2], &o[0], &a, &b, &clip, &keep)) return NULL;
+    f32_buffers v;
+    if (!f32_take(&v, o, 3, 1, 0)) Py_RETURN_FALSE;
+    const Py_buffer *out = &v.v[0], *w = &v.v[1], *g = &v.v[2];
+    int ok = w->len == g->len && w->len == out->len && w->len > 0 && !buffers_overlap(g, out) &&
+             (w->buf == out->buf || !buffers_overlap(w, out));
+    if (ok) KERNEL_RUN(w->len, ember_sgd_f32(w->buf, g->buf, out->buf, (int64_t)(w->len / (Py_ssize_t)sizeof(float)), a,
+                                             b, clip, keep));
+    f32_release(&v);
+    return PyBool_FromLong(ok);
+}
+
+/* A window's sizes, steps and pads are at most this: the kernels' index products then stay far
+ * inside int64_t for any array that fits in memory. */
+#define WINDOW_MAX ((int64_t)1 << 30)
+
+/* The pooling geometry of x (N, C, H, W) -> y (N, C, OH, OW) with the given window, or 0 if the
+ * shapes and numbers do not make one */
+static int pool_geometry(const Py_buffer *x, const Py_buffer *y, const int64_t win[6], ember_pool2d *g) {
+    if (x->ndim != 4 || y->ndim != 4 || x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1]) return 0;
+    for (int i = 0; i < 6; i++)
+        if (win[i] < (i < 4 ? 1 : 0) || win[i] > WINDOW_MAX) return 0;
+    *g = (ember_pool2d){x->shape[0] * x->shape[1], x->shape[2], x->shape[3], y->shape[2], y->shape[3],
+                        win[0], win[1], win[2], win[3], win[4], win[5]};
+    return 1;
+}
+
+/* max_pool2d_f32(x, y, kh, kw, sh, sw, ph, pw) -> bool: y = ember_max_pool2d_f32(x); x (N, C, H, W) and
+ * y (N, C, OH, OW) float32, C-contiguous, not overlapping (False, nothing done, otherwise) */
+static PyObject *pool_max2d(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[2];
+    int64_t win[6];
+    if (!PyArg_ParseTuple(args, "OOLLLLLL:max_pool2d_f32", &o[1], &o[0], &win[0], &win[1], &win[2], &win[3], &win[4],
+                          &win[5]))
+        return NULL;
+    f32_buffers v;
+    if (!f32_take(&v, o, 2, 1, 0)) Py_RETURN_FALSE;
+    const Py_buffer *y = &v.v[0], *x = &v.v[1];
+    ember_pool2d g;
+    int ok = pool_geometry(x, y, win, &g) && !buffers_overlap(x, y), rc = 0;
+    if (ok) KERNEL_RUN(x->len, rc = ember_max_pool2d_f32(&g, x->buf, y->buf));
+    f32_release(&v);
+    if (rc) return PyErr_NoMemory();
+    return PyBool_FromLong(ok);
+}
+
+/* max_pool2d_backward_f32(x, y, dy, dx, kh, kw, sh, sw, ph, pw) -> bool: dx = the gradient of
+ * y = max_pool2d(x) given dy; dx as x, dy as y, float32, C-contiguous, dx overlapping none */
+static PyObject *pool_max2d_backward(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[4];
+    int64_t win[6];
+    if (!PyArg_ParseTuple(args, "OOOOLLLLLL:max_pool2d_backward_f32", &o[1], &o[2], &o[3], &o[0], &win[0], &win[1],
+                          &win[2], &win[3], &win[4], &win[5]))
+        return NULL;
+    f32_buffers v;
+    if (!f32_take(&v, o, 4, 1, 0)) Py_RETURN_FALSE;
+    const Py_buffer *dx = &v.v[0], *x = &v.v[1], *y = &v.v[2], *dy = &v.v[3];
+    ember_pool2d g;
+    int ok = pool_geometry(x, y, win, &g) && same_shape(dy, y) && same_shape(dx, x);
+    for (int i = 1; ok && i < 4; i++) ok = !buffers_overlap(dx, &v.v[i]);
+    if (ok) KERNEL_RUN(x->len, ember_max_pool2d_backward_f32(&g, x->buf, y->buf, dy->buf, dx->buf));
+    f32_release(&v);
+    return PyBool_FromLong(ok);
+}
+
+/* The windows of a 4-D float32 map (C, N, H, W), or (C, H, W, N) when batch_last, and of its
+ * C-contiguous float32 columns (C, kh, kw, windows); 0 unless every window lies inside the map and
+ * the columns have exactly their size */
+static int conv_windows(const Py_buffer *x, const Py_buffer *cols, int batch_last, const int64_t p[8],
+                        ember_conv_windows *g) {
+    if (x->ndim != 4) return 0;
+    for (int i = 0; i < 8; i++)
+        if (p[i] < 1 || p[i] > WINDOW_MAX) return 0;
+    const Py_ssize_t *s = x->shape;
+    *g = (ember_conv_windows){s[0], batch_last ? 1 : s[1], batch_last ? s[3] : 1, batch_last ? s[1] : s[2],
+                              batch_last ? s[2] : s[3], p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]};
+    if ((g->kh - 1) * g->dh + (g->oh - 1) * g->sh >= g->h) return 0;
+    if ((g->kw - 1) * g->dw + (g->ow - 1) * g->sw >= g->w) return 0;
+    /* the columns' size, in a double first: kh * oh and kw * ow are bounded by the map, but their
+     * product with the channels and batch need not fit (then no buffer has that size) */
+    double size = (double)g->channels * g->kh * g->kw * g->outer * g->oh * g->ow * g->inner * sizeof(float);
+    if (size != (double)cols->len) return 0;
+    return !buffers_overlap(x, cols);
+}
+
+/* im2col_f32(x, cols, batch_last, oh, ow, kh, kw, sh, sw, dh, dw) -> bool: cols = ember_im2col_f32(x)
+ * (False, nothing done, where the arrays do not fit) */
+/* col2im_f32(cols, x, batch_last, oh, ow, kh, kw, sh, sw, dh, dw) -> bool: x += ember_col2im_f32(cols) */
+static PyObject *conv_copy(PyObject *args, int to_cols) {
+    PyObject *o[2]; /* the written array first: (cols, x) for im2col, (x, cols) for col2im */
+    int batch_last;
+    int64_t p[8];
+    if (!PyArg_ParseTuple(args, to_cols ? "OOpLLLLLLLL:im2col_f32" : "OOpLLLLLLLL:col2im_f32", &o[1], &o[0],
+                          &batch_last, &p[0], &p[1], &p[2], &p[3], &p[4], &p[5], &p[6], &p[7]))
+        return NULL;
+    f32_buffers v;
+    if (!f32_take(&v, o, 2, 1, 0)) Py_RETURN_FALSE;
+    const Py_buffer *x = &v.v[to_cols ? 1 : 0], *cols = &v.v[to_cols ? 0 : 1];
+    ember_conv_windows g;
+    int ok = conv_windows(x, cols, batch_last, p, &g);
+    if (ok && to_cols) KERNEL_RUN(cols->len, ember_im2col_f32(&g, x->buf, cols->buf));
+    if (ok && !to_cols) KERNEL_RUN(cols->len, ember_col2im_f32(&g, cols->buf, x->buf));
+    f32_release(&v);
+    return PyBool_FromLong(ok);
+}
+
+static PyObject *conv_im2col(PyObject *self, PyObject *args) {
+    (void)self;
+    return conv_copy(args, 1);
+}
+
+static PyObject *conv_col2im(PyObject *self, PyObject *args) {
+    (void)self;
+    return conv_copy(args, 0);
 }
 
 /* channel_mean_var_f32(x, axis, mean, var) -> bool: mean and var (float32, one per channel) of x along
