@@ -13,7 +13,12 @@ engine ops uses engine.h only, like any other C client of the engine:
 - pool_kernels: 2-D max pooling and its gradient on CPU (pool_kernels.h);
 - conv_kernels: a convolution's window copies on CPU, im2col and col2im (conv_kernels.h);
 - norm_kernels: BatchNorm's per-channel statistics, gradient sums and affine passes on CPU (norm_kernels.h);
+- lstm_kernels: the element-wise part of an LSTM time step, forward and backward, on CPU (lstm_kernels.h);
+- softmax_kernels: softmax and log_softmax over rows, forward and backward, on CPU (softmax_kernels.h);
 - engine_bench: benchmark-only helpers (an empty op, a C-side push loop: engine_bench.h).
+
+fast_math.h (vectorizable exp, tanh and sigmoid) is a header the LSTM and softmax kernels share,
+not a component: it has no functions of its own in the module.
 
 Python code reaches the components through `ember.engine.native`, not through this module.
 """
@@ -24,7 +29,7 @@ from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMPONENTS = ("engine", "collectives", "host_copy", "ufunc_loops", "image_kernels", "update_kernels", "pool_kernels",
-              "conv_kernels", "norm_kernels", "engine_bench")
+              "conv_kernels", "norm_kernels", "lstm_kernels", "softmax_kernels", "engine_bench")
 
 
 def cdef_from_header(path: str) -> str:
@@ -340,8 +345,8 @@ static PyObject *pyfn_release_idle_ok(PyObject *self, PyObject *unused) {
 }
 
 /* The image kernels (image_kernels.h), the SGD step (update_kernels.h), max pooling
- * (pool_kernels.h), the convolution window copies (conv_kernels.h) and BatchNorm's passes
- * (norm_kernels.h) on numpy arrays, read
+ * (pool_kernels.h), the convolution window copies (conv_kernels.h), BatchNorm's passes
+ * (norm_kernels.h), the LSTM step (lstm_kernels.h) and softmax rows (softmax_kernels.h) on numpy arrays, read
  * through the buffer protocol: one call that checks and runs (a cffi call and its argument
  * conversions cost as much as the kernel on one 32x32 image).  Each answers False, having done
  * nothing, where the arrays do not fit the kernel (the caller's numpy code runs then): not
@@ -678,7 +683,109 @@ static PyObject *norm_affine(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+/* 1 if no written buffer (the first nwrite held) overlaps another one, except that buffer w may be
+ * exactly buffer alias[w] (the same start and length; alias[w] = -1: none may) */
+static int writes_apart(const f32_buffers *b, int nwrite, const int *alias) {
+    for (int w = 0; w < nwrite; w++)
+        for (int j = 0; j < b->n; j++) {
+            if (j == w || !b->held[w] || !b->held[j] || !buffers_overlap(&b->v[w], &b->v[j])) continue;
+            if (alias[w] != j || b->v[w].buf != b->v[j].buf || b->v[w].len != b->v[j].len) return 0;
+        }
+    return 1;
+}
+
+/* lstm_step_f32(a, pre, bias, c_prev, gates, c, tc, h_out) -> bool: ember_lstm_step_f32 on float32
+ * buffers, C-contiguous: a 2-D (n, 4h), pre and gates of its size, bias of 4h values, c_prev, c, tc and
+ * h_out of n * h; gates may be pre's very memory and c c_prev's, nothing else written overlaps */
+static PyObject *lstm_step(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[8]; /* written first: a, gates, c, tc, h_out; then pre, c_prev, bias */
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:lstm_step_f32", &o[0], &o[5], &o[7], &o[6], &o[1], &o[2], &o[3], &o[4]))
+        return NULL;
+    f32_buffers b;
+    if (!f32_take(&b, o, 8, 5, 0)) Py_RETURN_FALSE;
+    const Py_buffer *a = &b.v[0];
+    int64_t n = a->ndim == 2 ? a->shape[0] : 0, h = a->ndim == 2 ? a->shape[1] / 4 : 0;
+    Py_ssize_t all = (Py_ssize_t)(n * 4 * h * 4), state = (Py_ssize_t)(n * h * 4);
+    static const int alias[5] = {-1, 5, 6, -1, -1};
+    int ok = n > 0 && h > 0 && a->shape[1] == 4 * h && b.v[1].len == all && b.v[5].len == all &&
+             b.v[2].len == state && b.v[3].len == state && b.v[4].len == state && b.v[6].len == state &&
+             b.v[7].len == (Py_ssize_t)(4 * h * 4) && writes_apart(&b, 5, alias);
+    if (ok)
+        KERNEL_RUN(a->len, ember_lstm_step_f32(b.v[0].buf, b.v[5].buf, b.v[7].buf, b.v[6].buf, n, h, b.v[1].buf,
+                                               b.v[2].buf, b.v[3].buf, b.v[4].buf));
+    f32_release(&b);
+    return PyBool_FromLong(ok);
+}
+
+/* lstm_step_backward_f32(gates, c_prev, tc, dh, d_out, dc, d_a) -> bool: ember_lstm_step_backward_f32
+ * on float32 buffers, C-contiguous: dh 2-D (n, h), c_prev, tc, d_out and dc of its size, gates and
+ * d_a of 4 n h values; dc and d_a overlap nothing */
+static PyObject *lstm_step_backward(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[7]; /* written first: dc, d_a; then gates, c_prev, tc, dh, d_out */
+    if (!PyArg_ParseTuple(args, "OOOOOOO:lstm_step_backward_f32", &o[2], &o[3], &o[4], &o[5], &o[6], &o[0], &o[1]))
+        return NULL;
+    f32_buffers b;
+    if (!f32_take(&b, o, 7, 2, 0)) Py_RETURN_FALSE;
+    const Py_buffer *dh = &b.v[5];
+    int64_t n = dh->ndim == 2 ? dh->shape[0] : 0, h = dh->ndim == 2 ? dh->shape[1] : 0;
+    Py_ssize_t all = (Py_ssize_t)(n * 4 * h * 4), state = (Py_ssize_t)(n * h * 4);
+    static const int alias[2] = {-1, -1};
+    int ok = n > 0 && h > 0 && b.v[1].len == all && b.v[2].len == all && b.v[0].len == state &&
+             b.v[3].len == state && b.v[4].len == state && b.v[6].len == state && writes_apart(&b, 2, alias);
+    if (ok)
+        KERNEL_RUN(b.v[2].len, ember_lstm_step_backward_f32(b.v[2].buf, b.v[3].buf, b.v[4].buf, b.v[5].buf,
+                                                            b.v[6].buf, n, h, b.v[0].buf, b.v[1].buf));
+    f32_release(&b);
+    return PyBool_FromLong(ok);
+}
+
+/* softmax_rows_f32(x, y, take_log) -> bool: ember_softmax_rows_f32 over the last axis of x, float32,
+ * C-contiguous, y of x's shape: x itself or overlapping it not at all */
+static PyObject *softmax_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[2];
+    int take_log;
+    if (!PyArg_ParseTuple(args, "OOp:softmax_rows_f32", &o[1], &o[0], &take_log)) return NULL;
+    f32_buffers b;
+    if (!f32_take(&b, o, 2, 1, 0)) Py_RETURN_FALSE;
+    const Py_buffer *x = &b.v[1];
+    int64_t n = x->ndim >= 1 ? x->shape[x->ndim - 1] : 0;
+    static const int alias[1] = {1};
+    int ok = n > 0 && x->len > 0 && same_shape(x, &b.v[0]) && writes_apart(&b, 1, alias);
+    if (ok) KERNEL_RUN(x->len, ember_softmax_rows_f32(x->buf, (int64_t)(x->len / 4) / n, n, take_log, b.v[0].buf));
+    f32_release(&b);
+    return PyBool_FromLong(ok);
+}
+
+/* softmax_rows_backward_f32(dy, y, dx, take_log) -> bool: ember_softmax_rows_backward_f32 over the last
+ * axis, float32, C-contiguous, one shape; dx is dy itself or overlaps neither */
+static PyObject *softmax_rows_backward(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3];
+    int take_log;
+    if (!PyArg_ParseTuple(args, "OOOp:softmax_rows_backward_f32", &o[1], &o[2], &o[0], &take_log)) return NULL;
+    f32_buffers b;
+    if (!f32_take(&b, o, 3, 1, 0)) Py_RETURN_FALSE;
+    const Py_buffer *y = &b.v[2];
+    int64_t n = y->ndim >= 1 ? y->shape[y->ndim - 1] : 0;
+    static const int alias[1] = {1};
+    int ok = n > 0 && y->len > 0 && same_shape(y, &b.v[0]) && same_shape(y, &b.v[1]) && writes_apart(&b, 1, alias);
+    if (ok)
+        KERNEL_RUN(y->len, ember_softmax_rows_backward_f32(b.v[1].buf, y->buf, (int64_t)(y->len / 4) / n, n, take_log,
+                                                           b.v[0].buf));
+    f32_release(&b);
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef pyfn_methods[] = {
+    {"lstm_step_f32", lstm_step, METH_VARARGS, "ember_lstm_step_f32 on buffers (False: they do not fit)"},
+    {"lstm_step_backward_f32", lstm_step_backward, METH_VARARGS,
+     "ember_lstm_step_backward_f32 on buffers (False: they do not fit)"},
+    {"softmax_rows_f32", softmax_rows, METH_VARARGS, "ember_softmax_rows_f32 on buffers (False: they do not fit)"},
+    {"softmax_rows_backward_f32", softmax_rows_backward, METH_VARARGS,
+     "ember_softmax_rows_backward_f32 on buffers (False: they do not fit)"},
     {"channel_mean_var_f32", norm_mean_var, METH_VARARGS,
      "ember_channel_mean_var_f32 on buffers (False: they do not fit)"},
     {"channel_grad_sums_f32", norm_grad_sums, METH_VARARGS,

@@ -6,7 +6,8 @@ distributed kvstore runs on (native/collectives.h) and host copies as engine ops
 (native/host_copy.h), numpy inner loops run back to back (native/ufunc_loops.h), the image
 ops' per-sample kernels (native/image_kernels.h), the one-pass SGD step of the update ops
 (native/update_kernels.h), 2-D max pooling (native/pool_kernels.h), a convolution's window
-copies (native/conv_kernels.h) and BatchNorm's per-channel passes (native/norm_kernels.h).
+copies (native/conv_kernels.h), BatchNorm's per-channel passes (native/norm_kernels.h), an LSTM
+time step's element-wise part (native/lstm_kernels.h) and softmax over rows (native/softmax_kernels.h).
 Python code outside ember/engine reaches them only through this module.
 
     engine()                        the C engine (`ember_engine *`)
@@ -21,6 +22,8 @@ Python code outside ember/engine reaches them only through this module.
     max_pool2d_f32(x, y, ...), max_pool2d_backward_f32(x, y, dy, dx, ...)   2-D max pooling
     im2col_f32(x, cols, ...), col2im_f32(cols, x, ...)   a convolution's window copies
     channel_mean_var_f32, channel_grad_sums_f32, channel_affine_f32   BatchNorm's passes
+    lstm_step_f32, lstm_step_backward_f32   an LSTM time step's element-wise part
+    softmax_rows_f32, softmax_rows_backward_f32   softmax / log_softmax over the last axis
     CollectiveQueue                 the in-order allreduce queue (collectives.h)
 """
 from __future__ import annotations
@@ -115,6 +118,27 @@ channel_mean_var_f32: Callable[..., bool] = _native.channel_mean_var_f32
 channel_grad_sums_f32: Callable[..., bool] = _native.channel_grad_sums_f32
 # channel_affine_f32(dy, a, x, m, b, d, axis, out): out = dy * a + (x - m) * b + d per channel (dy, a None: no dy term).
 channel_affine_f32: Callable[..., bool] = _native.channel_affine_f32
+
+# An LSTM time step's element-wise part (native/lstm_kernels.h; gate order i, f, g, o), activations
+# within a few ulp of numpy's: False (nothing done) unless every array is a C-contiguous float32
+# buffer of the sizes below and no written array overlaps another (but gates may be pre's memory
+# and c c_prev's).
+# lstm_step_f32(a, pre, bias, c_prev, gates, c, tc, h_out): a (n, 4h) += pre + bias; gates (4, n, h) = the
+# activations of a; c = f c_prev + i g, tc = tanh(c), h_out = o tc (each n * h values).
+lstm_step_f32: Callable[..., bool] = _native.lstm_step_f32
+# lstm_step_backward_f32(gates, c_prev, tc, dh, d_out, dc, d_a): d_a (n, 4h) = the gradient of the
+# step's pre-activations given dh + d_out (dh (n, h)) for its output and dc for its cell state; dc
+# becomes c_prev's gradient.
+lstm_step_backward_f32: Callable[..., bool] = _native.lstm_step_backward_f32
+
+# softmax over the last axis (native/softmax_kernels.h), exponentials within 2 ulp of numpy's: False
+# (nothing done) unless the arrays are C-contiguous float32 buffers of one shape, the output the
+# input itself or apart from it.
+# softmax_rows_f32(x, y, take_log): y = softmax(x) (take_log: log_softmax(x)).
+softmax_rows_f32: Callable[..., bool] = _native.softmax_rows_f32
+# softmax_rows_backward_f32(dy, y, dx, take_log): dx = the gradient given dy and y = the forward's
+# output (dx may be dy itself, not y).
+softmax_rows_backward_f32: Callable[..., bool] = _native.softmax_rows_backward_f32
 
 
 # Why a collective queue asks its check callback (native/collectives.h).

@@ -24,7 +24,8 @@ from typing import Dict, Tuple
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._nn_util import backward_via, float32_on_cpu, float_types, known, merge
+from ..engine import native
+from ._nn_util import call_op, float32_on_cpu, float_types, known, merge
 from ._common import same_type
 from .join import _CONCAT_ATTRS, _args as _concat_args, _concat, _concat_backward_infer, _concat_infer
 from .registry import Attr, OpDef, register
@@ -44,6 +45,8 @@ _ATTRS = {
     "lstm_state_clip_nan": Attr("bool", False, doc="accepted for MXNet compatibility"),
     "use_sequence_length": Attr("bool", False, doc="a last input gives per-sequence lengths"),
 }
+
+_BACKWARD_ATTRS = dict(_ATTRS, no_data_grad=Attr("bool", False, doc="skip the data gradient (nobody needs it)"))
 
 
 def _check(attrs):
@@ -262,6 +265,38 @@ def _step_masks(xp, lengths, t_len, dtype):
 
 
 # -- one direction of one layer ------------------------------------------------------
+def _native_lstm(xp, attrs, x, masks) -> bool:
+    """Whether an LSTM direction may run its steps' element-wise part natively (native.lstm_step_f32):
+    float32 numpy data without sequence masks, cell clipping or a projection."""
+    return (xp is np and x.dtype == np.float32 and masks is None and _clip_bounds(attrs) is None
+            and not attrs["projection_size"])
+
+
+def _lstm_forward_native(x, weights, h0, c0, reverse, res, out) -> bool:
+    """_direction_forward of an LSTM whose steps' element-wise part runs natively (one pass over the
+    pre-activations, one over the states); False, the reserve's contents undefined, where the
+    arrays do not fit the kernel (the numpy code runs then)."""
+    wx, wh, bx, bh, _ = weights
+    t_len, n, _ = x.shape
+    gates = res["gates"]
+    pre = gates.reshape(t_len, n, -1)   # step t's input projection until the step replaces it by its gates
+    np.matmul(x.reshape(t_len * n, -1), wx.T, out=pre.reshape(t_len * n, -1))
+    bias = bx + bh
+    wh_t = np.ascontiguousarray(wh.T)   # the step GEMM runs faster on a contiguous right operand
+    hseq, cseq, tc = res["hseq"], res["cseq"], res["tc"]
+    before, after, first, _ = _seq_views(hseq, t_len, reverse)
+    c_before, c_after, _, _ = _seq_views(cseq, t_len, reverse)
+    hseq[first] = h0
+    cseq[first] = c0
+    ah = np.empty((n, wh.shape[0]), dtype=x.dtype)
+    for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
+        np.matmul(before[t], wh_t, out=ah)
+        if not native.lstm_step_f32(ah, pre[t], bias, c_before[t], gates[t], c_after[t], tc[t], after[t]):
+            return False
+    out[...] = after
+    return True
+
+
 def _direction_forward(xp, attrs, x, weights, h0, c0, reverse, masks, res, out):
     """Run one direction over x (T, N, I): the outputs go to `out` (T, N, R), what the backward needs
     to the reserve views `res`; returns the final (h, c) (views into the reserve).
@@ -270,6 +305,9 @@ def _direction_forward(xp, attrs, x, weights, h0, c0, reverse, masks, res, out):
     mode = attrs["mode"]
     wx, wh, bx, bh, wr = weights
     t_len, n, _ = x.shape
+    if mode == "lstm" and _native_lstm(xp, attrs, x, masks) and _lstm_forward_native(x, weights, h0, c0, reverse,
+                                                                                       res, out):
+        return res["hseq"][0 if reverse else t_len], res["cseq"][0 if reverse else t_len]
     hdim = wx.shape[0] // _GATES[mode]
     gates = res["gates"]
     wh_t = xp.ascontiguousarray(wh.T)   # the step GEMM runs faster on a contiguous right operand
@@ -384,9 +422,26 @@ def _add_step_grad(xp, dh, d_out_t, m, carry_h) -> None:
         dh *= m
 
 
-def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, masks, dweights):
+def _lstm_backward_native(wh, res, d_out, dh, dc, dax, reverse) -> bool:
+    """The step loop of an LSTM's BPTT with each step's element-wise part run natively: fills dax
+    (T, N, 4H) and turns dh, dc into the initial states' gradients.  False, nothing changed, where
+    the arrays do not fit the kernel (the numpy code runs then)."""
+    t_len = dax.shape[0]
+    gates, tc = res["gates"], res["tc"]
+    c_before, _, _, _ = _seq_views(res["cseq"], t_len, reverse)
+    d_out = np.ascontiguousarray(d_out)
+    for k, t in enumerate(range(t_len) if reverse else range(t_len - 1, -1, -1)):
+        if not native.lstm_step_backward_f32(gates[t], c_before[t], tc[t], dh, d_out[t], dc, dax[t]):
+            assert k == 0, "every step's arrays have the first one's layout"
+            return False
+        np.matmul(dax[t], wh, out=dh)
+    return True
+
+
+def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, masks, dweights, want_dx=True):
     """BPTT for one direction from the reserve `res`; writes the weight and bias gradients into the
-    views `dweights` (dWx, dWh, dbx, dbh, dWr or None) and returns (dx, dh0, dc0).
+    views `dweights` (dWx, dWh, dbx, dbh, dWr or None) and returns (dx, dh0, dc0) (dx None unless
+    want_dx).
 
     dh, dc: the gradients of the final states (not modified)."""
     mode = attrs["mode"]
@@ -402,6 +457,11 @@ def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, mask
     carry_h = xp.empty_like(dh) if masks is not None else None
     if mode == "lstm":
         dc = dc.astype(x.dtype)
+    native_steps = mode == "lstm" and _native_lstm(xp, attrs, x, masks) and \
+        _lstm_backward_native(wh, res, d_out, dh, dc, dax, reverse)
+    if native_steps:
+        pass   # dax, dh and dc are done; the weight gradients follow
+    elif mode == "lstm":
         c_before, c_after, _, _ = _seq_views(res["cseq"], t_len, reverse)
         cnew, tc, hfull = res.get("cnew", c_after), res["tc"], res.get("hfull")
         i_g, f_g, g_g, o_g = gates[:, 0], gates[:, 1], gates[:, 2], gates[:, 3]
@@ -490,7 +550,7 @@ def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, mask
     xp.matmul(dah2.T, before.reshape(t_len * n, -1), out=dwh)
     xp.sum(dax2, axis=0, out=dbx)
     xp.sum(dah2, axis=0, out=dbh)
-    dx = (dax2 @ wx).reshape(t_len, n, -1)
+    dx = (dax2 @ wx).reshape(t_len, n, -1) if want_dx else None
     return dx, dh, dc
 
 
@@ -608,6 +668,7 @@ def _backward(ctx, attrs, inputs, outputs, aux):
         if mask is not None and layer < layers - 1:
             d_layer = d_layer * mask[layer]
         layer_in = x if layer == 0 else res[(layer, None)]["input"]
+        want_dx = layer > 0 or not attrs.get("no_data_grad", False)   # the forward's attrs have none
         d_in = None
         for d in range(dirs):
             k = layer * dirs + d
@@ -617,16 +678,19 @@ def _backward(ctx, attrs, inputs, outputs, aux):
                 dc = cy_grad[k] if cy_grad is not None else xp.zeros(c0[k].shape, dtype=dt)
             dx, dh_0, dc_0 = _direction_backward(xp, attrs, layer_in, weights[(layer, d)], res[(layer, d)],
                                                  d_layer[:, :, d * rdim:(d + 1) * rdim], dh, dc, d == 1,
-                                                 masks, dweights[(layer, d)])
+                                                 masks, dweights[(layer, d)], want_dx)
             outputs[2][k] = dh_0
             if c0 is not None:
                 outputs[3][k] = dc_0
             if d_in is None:
                 d_in = dx
-            else:
+            elif dx is not None:
                 d_in += dx
         d_layer = d_in
-    outputs[0][...] = d_layer
+    if d_layer is None:  # nobody reads it (MXNet leaves such an output unwritten): zeros, no GEMM
+        outputs[0][...] = 0
+    else:
+        outputs[0][...] = d_layer
     if dflat is not outputs[1]:
         outputs[1][...] = dflat
 
@@ -647,6 +711,18 @@ def _gradient_flags(attrs):
     return [True] * len(_backward_outputs(attrs)) + ([False] if attrs["use_sequence_length"] else [])
 
 
+def _gradient(F, attrs, inputs, outputs, out_grads, needed=None):
+    """Gradients through `_backward_RNN`.  `needed` (per input, from the gradient pass or the tape)
+    lets it skip the data gradient's GEMM when nobody wants it (a network's first layer), as MXNet's
+    kernel skips an output whose req is null."""
+    skip = needed is not None and not needed[0]
+    wanted = _gradient_flags(attrs)
+    res = iter(call_op(F, "_backward_RNN", _gradient_inputs(attrs, inputs, outputs, out_grads),
+                       dict(attrs, no_data_grad=skip), sum(wanted)))
+    grads = [next(res) if w else None for w in wanted]
+    return [None] + grads[1:] if skip else grads
+
+
 def _backward_infer_shape(attrs, in_shapes):
     return in_shapes, list(in_shapes[:len(_backward_outputs(attrs))])
 
@@ -654,11 +730,10 @@ def _backward_infer_shape(attrs, in_shapes):
 register(OpDef(
     name="RNN", attrs=_ATTRS, inputs=_inputs, outputs=_outputs, num_visible_outputs=_visible,
     infer_shape=_infer_shape, infer_type=_infer_type,
-    kernels={"any": _forward}, resources=("rng",), expensive=True,
-    gradient=backward_via("_backward_RNN", _gradient_inputs, _gradient_flags),
+    kernels={"any": _forward}, resources=("rng",), expensive=True, gradient=_gradient, gradient_takes_needed=True,
     doc="Fused multi-layer (bidirectional) RNN/LSTM/GRU over TNC data with MXNet's flat parameter layout."))
 register(OpDef(
-    name="_backward_RNN", attrs=_ATTRS, inputs=_backward_layout, outputs=_backward_outputs,
+    name="_backward_RNN", attrs=_BACKWARD_ATTRS, inputs=_backward_layout, outputs=_backward_outputs,
     infer_shape=_backward_infer_shape,
     kernels={"any": _backward},
     doc="Gradients of RNN by backpropagation through time from the forward's reserve (its gates and states)."))

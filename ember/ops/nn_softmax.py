@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from ..base import OperatorError, ShapeError
+from ..engine import native
 from ._nn_util import backward_via, float_types, known, merge
 from .registry import Attr, OpDef, as_dtype, register
 from ._common import data_like_output
@@ -89,12 +90,22 @@ def _length_mask(xp, x, length, ax):
     return pos < xp.expand_dims(length.astype(np.int64), ax)
 
 
+def _native_rows(xp, attrs, ax, *arrays) -> bool:
+    """Whether the native row kernels may take these arrays: float32 numpy ones along the last axis,
+    no temperature (the entry points check the rest and answer False where they do not fit)."""
+    return (xp is np and ax == arrays[0].ndim - 1 and attrs["temperature"] in (None, 1.0)
+            and all(a.dtype == np.float32 for a in arrays))
+
+
 def _make_sm_kernel(log):
     def kernel(ctx, attrs, inputs, outputs, aux):
         xp = ctx.xp
         x = inputs[0]
         ax = attrs["axis"] % x.ndim
         work = x.astype(np.float32) if x.dtype == np.float16 else x
+        if not attrs["use_length"] and _native_rows(xp, attrs, ax, work, outputs[0]) \
+                and native.softmax_rows_f32(work, outputs[0], log):
+            return
         if attrs["use_length"]:
             mask = _length_mask(xp, work, inputs[1], ax)
             work = xp.where(mask, work, -np.inf)
@@ -115,6 +126,8 @@ def _make_sm_backward(log):
         ax = attrs["axis"] % y.ndim
         t = attrs["temperature"] if attrs["temperature"] is not None else 1.0
         out = outputs[0]
+        if _native_rows(xp, attrs, ax, dy, y, out) and native.softmax_rows_backward_f32(dy, y, out, log):
+            return
         if log and t == 1.0 and out.shape == y.shape and out.dtype == y.dtype == dy.dtype \
                 and not xp.may_share_memory(out, y):
             # the expression below, computed into `out` (unless out is dy's buffer: then exp(y)

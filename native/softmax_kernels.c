@@ -1,0 +1,131 @@
+/* The softmax row kernels (softmax_kernels.h). */
+#include "softmax_kernels.h"
+
+#include <math.h>
+
+#include "fast_math.h"
+
+/* The module is built at -O2, whose cost model (GCC) leaves these loops scalar: vectorized. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
+
+#define LANES 16 /* independent float sums per row: no chain of dependent adds */
+
+/* the row's maximum; NaN if any value is NaN (as numpy's max) */
+FM_CLONES
+static float row_max(const float *x, int64_t n) {
+    float lane[LANES], probe[LANES] = {0}; /* probe: NaN once a NaN or an infinity went by */
+    for (int k = 0; k < LANES; k++) lane[k] = -__builtin_inff();
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int k = 0; k < LANES; k++) {
+            float v = x[i + k];
+            lane[k] = v > lane[k] ? v : lane[k];
+            probe[k] += v * 0.0f;
+        }
+    float m = lane[0], p = probe[0];
+    for (int k = 1; k < LANES; k++) {
+        m = lane[k] > m ? lane[k] : m;
+        p += probe[k];
+    }
+    for (; i < n; i++) {
+        m = x[i] > m ? x[i] : m;
+        p += x[i] * 0.0f;
+    }
+    if (p == p) return m;
+    for (i = 0; i < n; i++) /* an infinity or a NaN: which */
+        if (x[i] != x[i]) return x[i];
+    return m;
+}
+
+/* y[i] = e^(x[i] - m); returns their sum */
+FM_CLONES
+static double row_exp_sum(const float *x, int64_t n, float m, float *y) {
+    float lane[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int k = 0; k < LANES; k++) {
+            float e = exp_f32(x[i + k] - m);
+            y[i + k] = e;
+            lane[k] += e;
+        }
+    double s = 0;
+    for (int k = 0; k < LANES; k++) s += lane[k];
+    for (; i < n; i++) {
+        y[i] = exp_f32(x[i] - m);
+        s += y[i];
+    }
+    return s;
+}
+
+/* the sum of e^(x[i] - m) */
+FM_CLONES
+static double row_exp_total(const float *x, int64_t n, float m) {
+    float lane[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int k = 0; k < LANES; k++) lane[k] += exp_f32(x[i + k] - m);
+    double s = 0;
+    for (int k = 0; k < LANES; k++) s += lane[k];
+    for (; i < n; i++) s += exp_f32(x[i] - m);
+    return s;
+}
+
+/* the sum of a[i] */
+FM_CLONES
+static double row_sum(const float *a, int64_t n) {
+    float lane[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int k = 0; k < LANES; k++) lane[k] += a[i + k];
+    double s = 0;
+    for (int k = 0; k < LANES; k++) s += lane[k];
+    for (; i < n; i++) s += a[i];
+    return s;
+}
+
+/* the sum of a[i] * b[i] */
+FM_CLONES
+static double row_dot(const float *a, const float *b, int64_t n) {
+    float lane[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int k = 0; k < LANES; k++) lane[k] += a[i + k] * b[i + k];
+    double s = 0;
+    for (int k = 0; k < LANES; k++) s += lane[k];
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+FM_CLONES
+void ember_softmax_rows_f32(const float *x, int64_t rows, int64_t n, int take_log, float *y) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        float m = row_max(xr, n);
+        if (!isfinite(m)) m = 0; /* a row of -inf stays finite where it can; NaN spreads below */
+        if (take_log) { /* (x - m) - log(s), as numpy: x - m first, so large x keep their digits */
+            float ls = (float)log(row_exp_total(xr, n, m));
+            for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) - ls;
+        } else {
+            float s = (float)row_exp_sum(xr, n, m, yr);
+            for (int64_t i = 0; i < n; i++) yr[i] /= s;
+        }
+    }
+}
+
+FM_CLONES
+void ember_softmax_rows_backward_f32(const float *dy, const float *y, int64_t rows, int64_t n, int take_log, float *dx) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *dyr = dy + r * n, *yr = y + r * n;
+        float *dxr = dx + r * n;
+        if (take_log) { /* dx = dy - e^y sum(dy) */
+            float s = (float)row_sum(dyr, n);
+            for (int64_t i = 0; i < n; i++) dxr[i] = dyr[i] - exp_f32(yr[i]) * s;
+        } else { /* dx = y (dy - sum(dy y)) */
+            float s = (float)row_dot(dyr, yr, n);
+            for (int64_t i = 0; i < n; i++) dxr[i] = yr[i] * (dyr[i] - s);
+        }
+    }
+}

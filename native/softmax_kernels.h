@@ -1,0 +1,19 @@
+/* softmax and log_softmax along the last axis of float32 rows on CPU, forward and backward, as the
+ * registry's numpy code computes them (ember/ops/nn_softmax.py): rows shifted by their maximum (by 0
+ * where that maximum is not finite), exponentials from fast_math.h, each row's sum in float lanes
+ * and double.  numpy takes six passes over the whole array and two full-size temporaries; these
+ * take three passes over each row while it is in cache.  Results differ from the numpy code's in
+ * the last bits. */
+#ifndef EMBER_SOFTMAX_KERNELS_H
+#define EMBER_SOFTMAX_KERNELS_H
+
+#include <stdint.h>
+
+/* y = softmax(x) (take_log: log_softmax(x)) over each of `rows` rows of `n` values; y may be x itself */
+void ember_softmax_rows_f32(const float *x, int64_t rows, int64_t n, int take_log, float *y);
+
+/* dx, the gradient of x given dy and y = softmax(x) (take_log: log_softmax(x)), per row; dx may be dy
+ * itself */
+void ember_softmax_rows_backward_f32(const float *dy, const float *y, int64_t rows, int64_t n, int take_log, float *dx);
+
+#endif

@@ -1,0 +1,298 @@
+"""The LSTM step's native element-wise kernels (native/lstm_kernels.h) inside the fused RNN op on
+CPU: the forward's outputs, states and reserve and the backward's gradients agree with a float64
+reference and with the numpy code they replace (to float32 rounding), in every layout the op takes
+natively (layers, bidirectional, given states, state outputs); numpy's code where the kernels do
+not apply (sequence lengths, cell clipping, a projection, float64); the skipped data gradient;
+entry points that refuse arrays they cannot take."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import ember as mx
+from ember import autograd
+from ember.engine import native
+from ember.ops import nn_rnn
+from ember.symbolic.gradient import build_gradient
+from ember.symbolic.graph import topo_order
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _native_spies import spy_native  # noqa: E402
+
+T, N, I, H = 5, 3, 4, 6
+
+
+def _native(monkeypatch, on: bool) -> list:
+    return spy_native(monkeypatch, nn_rnn, ("lstm_step_f32", "lstm_step_backward_f32"), on)
+
+
+def _sigmoid(a):
+    return 1 / (1 + np.exp(-a))
+
+
+def _reference(x, flat, h0, c0, layers, bidirectional):
+    """Forward outputs, hy, cy of a stacked LSTM in float64 (MXNet's flat parameter layout)."""
+    dirs = 2 if bidirectional else 1
+    attrs = {"mode": "lstm", "state_size": H, "num_layers": layers, "bidirectional": bidirectional,
+             "projection_size": None}
+    weights = nn_rnn.unpack_params(attrs, flat.astype(np.float64), x.shape[2])
+    layer_in, hy, cy = x.astype(np.float64), [], []
+    for layer in range(layers):
+        outs = []
+        for d in range(dirs):
+            wx, wh, bx, bh, _ = weights[(layer, d)]
+            h, c = h0[layer * dirs + d].astype(np.float64), c0[layer * dirs + d].astype(np.float64)
+            seq = [None] * T
+            for t in (range(T - 1, -1, -1) if d else range(T)):
+                a = layer_in[t] @ wx.T + bx + h @ wh.T + bh
+                i, f, g, o = _sigmoid(a[:, :H]), _sigmoid(a[:, H:2 * H]), np.tanh(a[:, 2 * H:3 * H]), _sigmoid(a[:, 3 * H:])
+                c = f * c + i * g
+                h = o * np.tanh(c)
+                seq[t] = h
+            outs.append(np.stack(seq))
+            hy.append(h)
+            cy.append(c)
+        layer_in = np.concatenate(outs, axis=2)
+    return layer_in, np.stack(hy), np.stack(cy)
+
+
+def _inputs(layers, bidirectional, seed):
+    rng = np.random.RandomState(seed)
+    dirs = 2 if bidirectional else 1
+    attrs = {"mode": "lstm", "state_size": H, "num_layers": layers, "bidirectional": bidirectional,
+             "projection_size": None}
+    size = nn_rnn.param_size(attrs, I)
+    x = rng.standard_normal((T, N, I)).astype(np.float32)
+    flat = rng.uniform(-0.8, 0.8, size).astype(np.float32)
+    h0 = rng.standard_normal((layers * dirs, N, H)).astype(np.float32) * 0.5
+    c0 = rng.standard_normal((layers * dirs, N, H)).astype(np.float32) * 0.5
+    return x, flat, h0, c0
+
+
+def _run(monkeypatch, on, x, flat, h0, c0, layers, bidirectional, heads, dtype="float32", **extra):
+    """Forward + backward through mx.nd.RNN while recording: outputs, hy, cy, then the gradients of
+    data, parameters, h0, c0 (float64), and the spies' record."""
+    taken = _native(monkeypatch, on)
+    arrays = [mx.nd.array(a, dtype=dtype) for a in (x, flat, h0, c0)]
+    for a in arrays:
+        a.attach_grad()
+    with autograd.record():
+        out, hy, cy = mx.nd.RNN(*arrays, state_size=H, num_layers=layers, bidirectional=bidirectional, mode="lstm",
+                                state_outputs=True, **extra)
+    autograd.backward([out, hy, cy], [mx.nd.array(g, dtype=dtype) for g in heads])
+    res = [a.asnumpy().astype(np.float64) for a in [out, hy, cy] + [a.grad for a in arrays]]
+    monkeypatch.undo()
+    return res, taken
+
+
+def _heads(layers, bidirectional, seed):
+    rng = np.random.RandomState(seed + 100)
+    dirs = 2 if bidirectional else 1
+    return [rng.standard_normal(s).astype(np.float32)
+            for s in ((T, N, dirs * H), (layers * dirs, N, H), (layers * dirs, N, H))]
+
+
+@pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, False), (1, True), (2, True)])
+def test_native_steps_agree_with_float64_and_numpy(monkeypatch, layers, bidirectional):
+    x, flat, h0, c0 = _inputs(layers, bidirectional, seed=layers + 2 * bidirectional)
+    heads = _heads(layers, bidirectional, seed=layers)
+    got, taken = _run(monkeypatch, True, x, flat, h0, c0, layers, bidirectional, heads)
+    want, refused = _run(monkeypatch, False, x, flat, h0, c0, layers, bidirectional, heads)
+    dirs = 2 if bidirectional else 1
+    assert taken and all(taken) and len(taken) == 2 * layers * dirs * T   # every step, both ways
+    assert refused and not any(refused)
+    for name, g, w in zip(["out", "hy", "cy", "dx", "dparams", "dh0", "dc0"], got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6, err_msg=name)
+    ref = _reference(x, flat, h0, c0, layers, bidirectional)
+    for name, g, w in zip(["out", "hy", "cy"], got, ref):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_native_gradient_against_finite_differences(monkeypatch):
+    """The native backward is the gradient of the native forward (float64 differences of the float64
+    reference, whose forward the float32 kernels match above)."""
+    layers, bidirectional = 1, False
+    x, flat, h0, c0 = _inputs(layers, bidirectional, seed=7)
+    heads = _heads(layers, bidirectional, seed=7)
+    got, taken = _run(monkeypatch, True, x, flat, h0, c0, layers, bidirectional, heads)
+    assert taken and all(taken)
+
+    def loss(flat64):
+        out, hy, cy = _reference(x, flat64, h0, c0, layers, bidirectional)
+        return sum(float((o * g).sum()) for o, g in zip((out, hy, cy), heads))
+    rng = np.random.RandomState(3)
+    for k in rng.choice(flat.size, 12, replace=False):
+        e = np.zeros(flat.size)
+        e[k] = 1e-6
+        fd = (loss(flat.astype(np.float64) + e) - loss(flat.astype(np.float64) - e)) / 2e-6
+        assert abs(got[4][k] - fd) <= 1e-4 * (1 + abs(fd)), (k, got[4][k], fd)
+
+
+@pytest.mark.parametrize("extra", [{"use_sequence_length": True}, {"lstm_state_clip_min": -0.5,
+                                                                   "lstm_state_clip_max": 0.5},
+                                   {"projection_size": 3}])
+def test_numpy_code_where_the_kernels_do_not_apply(monkeypatch, extra):
+    attrs = {"mode": "lstm", "state_size": H, "num_layers": 1, "bidirectional": False,
+             "projection_size": extra.get("projection_size")}
+    rng = np.random.RandomState(0)
+    x = mx.nd.array(rng.standard_normal((T, N, I)))
+    flat = mx.nd.array(rng.uniform(-0.5, 0.5, nn_rnn.param_size(attrs, I)))
+    h0 = mx.nd.zeros((1, N, extra.get("projection_size") or H))
+    c0 = mx.nd.zeros((1, N, H))
+    ins = [x, flat, h0, c0] + ([mx.nd.array([T, 2, 1])] if "use_sequence_length" in extra else [])
+    taken = _native(monkeypatch, True)
+    flat.attach_grad()
+    with autograd.record():
+        out = mx.nd.RNN(*ins, state_size=H, num_layers=1, mode="lstm", **extra)
+    out.backward()
+    flat.grad.wait_to_read()
+    assert taken == []
+
+
+def test_float64_runs_numpy_code(monkeypatch):
+    x, flat, h0, c0 = _inputs(1, False, seed=1)
+    heads = _heads(1, False, seed=1)
+    got, taken = _run(monkeypatch, True, x, flat, h0, c0, 1, False, heads, dtype="float64")
+    assert taken == []
+    ref = _reference(x, flat, h0, c0, 1, False)
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-10)
+
+
+def test_data_gradient_skipped_when_nobody_wants_it(monkeypatch):
+    """The first layer's data gradient GEMM is skipped when the data has no gradient; the other
+    gradients are those computed with it."""
+    x, flat, h0, c0 = _inputs(2, True, seed=4)
+    calls = []
+    real = nn_rnn._direction_backward
+
+    def spy(*args, **kw):
+        calls.append(args[-1] if len(args) > 11 else kw.get("want_dx", True))
+        return real(*args, **kw)
+    monkeypatch.setattr(nn_rnn, "_direction_backward", spy)
+    grads = {}
+    for data_grad in (True, False):
+        arrays = [mx.nd.array(a) for a in (x, flat, h0, c0)]
+        for a in arrays[int(not data_grad):]:
+            a.attach_grad()
+        with autograd.record():
+            out = mx.nd.RNN(*arrays, state_size=H, num_layers=2, bidirectional=True, mode="lstm")
+        out.backward()
+        grads[data_grad] = [a.grad.asnumpy() for a in arrays[1:]]
+    assert calls == [True] * 4 + [True, True, False, False]   # layer 1's directions, then layer 0's
+    for g, w in zip(grads[False], grads[True]):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_gradient_pass_skips_the_data_gradient_only_without_one():
+    """The graph's gradient pass tells _backward_RNN to skip the data gradient exactly when the data
+    is not among the arguments whose gradients are wanted; a bound graph then gives the same
+    parameter gradients either way."""
+    out = mx.sym.RNN(mx.sym.var("data"), mx.sym.var("p"), mx.sym.var("h0"), mx.sym.var("c0"), state_size=H,
+                     num_layers=1, mode="lstm", name="rnn")
+    order = topo_order(out._outputs)
+    for wanted, skip in (({"p", "h0", "c0"}, True), ({"data", "p"}, False)):
+        entries, _ = build_gradient(out._outputs, [n for n in order if n.op is None and n.name in wanted], order)
+        nodes = [n for n in topo_order([e for e in entries if e is not None])
+                 if n.op is not None and n.op.name == "_backward_RNN"]
+        assert len(nodes) == 1 and nodes[0].parsed_attrs["no_data_grad"] is skip
+    size = nn_rnn.param_size({"mode": "lstm", "state_size": H, "num_layers": 1, "bidirectional": False,
+                              "projection_size": None}, I)
+    rng = np.random.RandomState(0)
+    vals = {"data": rng.standard_normal((T, N, I)), "p": rng.uniform(-0.5, 0.5, size),
+            "h0": rng.standard_normal((1, N, H)), "c0": rng.standard_normal((1, N, H))}
+    head = rng.standard_normal((T, N, H))
+    grads = {}
+    for data_req in ("null", "write"):
+        args = {k: mx.nd.array(v) for k, v in vals.items()}
+        grad_arrays = {k: mx.nd.zeros(v.shape) for k, v in vals.items()}
+        exe = out.bind(mx.cpu(), args, args_grad=grad_arrays, grad_req=dict(data=data_req, p="write", h0="write",
+                                                                              c0="write"))
+        exe.forward(is_train=True)
+        exe.backward(mx.nd.array(head))
+        grads[data_req] = {k: v.asnumpy() for k, v in grad_arrays.items()}
+    assert not grads["null"]["data"].any() and grads["write"]["data"].any()
+    for k in ("p", "h0", "c0"):
+        np.testing.assert_array_equal(grads["null"][k], grads["write"][k])
+
+
+# -- the entry points -----------------------------------------------------------------
+def _step_arrays(n=3, h=5, seed=0):
+    rng = np.random.RandomState(seed)
+    f = np.float32
+    return dict(a=rng.standard_normal((n, 4 * h)).astype(f), pre=rng.standard_normal((n, 4 * h)).astype(f),
+                bias=rng.standard_normal(4 * h).astype(f), c_prev=rng.standard_normal((n, h)).astype(f),
+                gates=np.empty((4, n, h), f), c=np.empty((n, h), f), tc=np.empty((n, h), f), h_out=np.empty((n, h), f))
+
+
+def _step_call(d):
+    return native.lstm_step_f32(d["a"], d["pre"], d["bias"], d["c_prev"], d["gates"], d["c"], d["tc"], d["h_out"])
+
+
+def test_step_entry_point_against_float64():
+    d = _step_arrays()
+    a, pre, bias, c_prev = (d[k].astype(np.float64) for k in ("a", "pre", "bias", "c_prev"))
+    assert _step_call(d)
+    s = a + pre + bias
+    h = d["c_prev"].shape[1]
+    i, f, g, o = _sigmoid(s[:, :h]), _sigmoid(s[:, h:2 * h]), np.tanh(s[:, 2 * h:3 * h]), _sigmoid(s[:, 3 * h:])
+    c = f * c_prev + i * g
+    np.testing.assert_allclose(d["a"], s, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(d["gates"], np.stack([i, f, g, o]), rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(d["c"], c, rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(d["tc"], np.tanh(c), rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(d["h_out"], o * np.tanh(c), rtol=2e-6, atol=1e-6)
+
+
+def test_step_in_place_as_the_op_calls_it():
+    """pre in the gates' own memory (read whole before they are written), c in c_prev's."""
+    d = _step_arrays(n=4, h=8, seed=2)
+    ref = {k: v.copy() for k, v in d.items()}
+    assert _step_call(ref)
+    d["gates"] = d["pre"].reshape(4, 4, 8)
+    d["c"] = d["c_prev"]
+    assert _step_call(d)
+    np.testing.assert_array_equal(d["gates"], ref["gates"])
+    np.testing.assert_array_equal(d["c"], ref["c"])
+    np.testing.assert_array_equal(d["h_out"], ref["h_out"])
+
+
+def test_step_backward_entry_point_against_float64():
+    rng = np.random.RandomState(5)
+    n, h = 3, 7
+    f = np.float32
+    gates = np.stack([rng.uniform(0.05, 0.95, (n, h)), rng.uniform(0.05, 0.95, (n, h)),
+                      rng.uniform(-0.9, 0.9, (n, h)), rng.uniform(0.05, 0.95, (n, h))]).astype(f)
+    c_prev, tc, dh, d_out, dc = (rng.standard_normal((n, h)).astype(f) for _ in range(5))
+    tc = np.tanh(tc)
+    d_a = np.empty((n, 4 * h), f)
+    dc0 = dc.copy()
+    assert native.lstm_step_backward_f32(gates, c_prev, tc, dh, d_out, dc, d_a)
+    i, fg, g, o = (gates[k].astype(np.float64) for k in range(4))
+    dhv = dh.astype(np.float64) + d_out
+    dcv = dc0 + dhv * o * (1 - tc.astype(np.float64) ** 2)
+    want = np.concatenate([dcv * g * i * (1 - i), dcv * c_prev * fg * (1 - fg), dcv * i * (1 - g * g),
+                           dhv * tc * o * (1 - o)], axis=1)
+    np.testing.assert_allclose(d_a, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dc, dcv * fg, rtol=1e-5, atol=1e-6)
+
+
+def test_entry_points_refuse_what_they_cannot_take():
+    d = _step_arrays()
+    bad = [dict(d, a=d["a"].astype(np.float64)), dict(d, bias=d["bias"][:-1]), dict(d, c=d["c"][:, ::2]),
+           dict(d, h_out=d["tc"]), dict(d, gates=np.empty((4, 3, 4), np.float32)),
+           dict(d, a=np.empty((3, 0), np.float32)), dict(d, c=d["a"][:, :5])]
+    for case in bad:
+        before = {k: v.copy() for k, v in case.items()}
+        assert not _step_call(case)
+        for k, v in case.items():
+            np.testing.assert_array_equal(v, before[k])
+    n, h = 3, 5
+    f = np.float32
+    ok = [np.zeros((4, n, h), f), np.zeros((n, h), f), np.zeros((n, h), f), np.zeros((n, h), f),
+          np.zeros((n, h), f), np.zeros((n, h), f), np.zeros((n, 4 * h), f)]
+    assert native.lstm_step_backward_f32(*ok)
+    for k, wrong in [(3, np.zeros((n, h + 1), f)), (5, ok[3]), (6, ok[0].reshape(n, 4 * h)), (4, np.zeros((n, h)))]:
+        args = list(ok)
+        args[k] = wrong
+        assert not native.lstm_step_backward_f32(*args)
