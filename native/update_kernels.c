@@ -8,10 +8,8 @@
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
 #endif
 
-static inline float clipped(float s, float clip) {
-    if (clip < 0) return s;
-    return s < -clip ? -clip : (s > clip ? clip : s); /* a NaN compares false: kept, as numpy's clip */
-}
+/* s clipped to [-clip, clip] (clip >= 0); a NaN compares false: kept, as numpy's clip */
+static inline float clipped(float s, float clip) { return s < -clip ? -clip : (s > clip ? clip : s); }
 
 /* g is restrict (it never overlaps out); w may be out itself: the compiler checks that at run time
  * and vectorizes both forms (measured: the in-place call as fast as one on restrict pointers). */
@@ -22,7 +20,13 @@ void ember_sgd_f32(const float *w, const float *restrict g, float *out, int64_t 
         for (int64_t i = 0; i < n; i++) out[i] = w[i] - g[i] * a;
     } else if (b == 1.0f && clip < 0) {
         for (int64_t i = 0; i < n; i++) out[i] = w[i] * keep - g[i] * a;
+    } else if (clip < 0 && keep == 1.0f) { /* Gluon's Trainer: b = 1 / batch size, no weight decay */
+        for (int64_t i = 0; i < n; i++) out[i] = w[i] - (g[i] * a) * b;
+    } else if (clip < 0) {
+        for (int64_t i = 0; i < n; i++) out[i] = w[i] * keep - (g[i] * a) * b;
+    } else if (keep == 1.0f) {
+        for (int64_t i = 0; i < n; i++) out[i] = w[i] - clipped(g[i] * a, clip) * b;
     } else {
-        for (int64_t i = 0; i < n; i++) out[i] = (keep == 1.0f ? w[i] : w[i] * keep) - clipped(g[i] * a, clip) * b;
+        for (int64_t i = 0; i < n; i++) out[i] = w[i] * keep - clipped(g[i] * a, clip) * b;
     }
 }

@@ -49,6 +49,7 @@ int main(void) {
         bad |= check(n, 0.01f / 128, 1.0f, -1.0f, 1.0f, 1u);     /* one factor */
         bad |= check(n, 1.0f / 3, 0.1f, -1.0f, 1.0f, 2u);        /* rescale, then lr */
         bad |= check(n, 0.01f / 64, 1.0f, -1.0f, 0.999f, 3u);    /* weight decay */
+        bad |= check(n, 0.01f, 1.0f / 128, -1.0f, 0.999f, 6u);   /* rescale and weight decay */
         bad |= check(n, 0.25f, 0.5f, 0.3f, 1.0f, 4u);            /* clipping */
         bad |= check(n, 0.7f, 0.5f, 2.0f, 0.995f, 5u);           /* clipping and decay */
     }

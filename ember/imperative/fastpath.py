@@ -4,9 +4,10 @@ A call looks up a plan cached per (op, attributes, input `Sig`s), made once by t
 own `invoke.check` and `infer` (False: the general path runs such calls and raises the proper
 errors: other devices, large outputs, freed arrays, bad attributes or shapes).  Operator plans
 (`operator`: `+ - * / ** == ...` and the in-place forms) call the numpy ufunc the op declares as
-its CPU kernel (`OpDef.cpu_ufunc`); kernel plans (`kernel_call`: `mx.nd.<op>(x[, y], **attrs)` for
-plain one-output ops) call the kernel.  Plans exist only for ops `invoke.runs_in_caller` allows
-to run in the caller.
+its CPU kernel (`OpDef.cpu_ufunc`), for tiny outputs (`invoke.runs_in_caller`); kernel plans
+(`kernel_call`: `mx.nd.<op>(*inputs, **attrs)` for ops without aux states, mutated inputs,
+resources or hidden outputs) call the kernel, on outputs of any size (large ones from the memory
+manager, run where `invoke.execute` puts a large op).
 
 The op runs through the engine's in-caller protocol (`engine.core.run_in_caller`), its first way,
 the engine-wide idle claim, taken inline; else it is pushed after the ops it depends on (into
@@ -17,6 +18,7 @@ which refuses them).  `ember.ops.override` and `register` empty the plan caches.
 """
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Callable, NamedTuple, Optional
 
@@ -30,7 +32,7 @@ from . import autograd_state
 from .invoke import (FreshVars, _raise, _record, check as _check, execute as _execute, infer as _infer_general,
                      invoke as _general, runs_in_caller)
 from .ndarray import NDArray, _is_scalar
-from .storage import Chunk
+from .storage import Chunk, alloc as _alloc
 
 _PLAN_LIMIT = 4096
 _CACHES: list = []     # every plan cache (emptied when the registry changes)
@@ -260,21 +262,19 @@ def _out_by_keyword(ufunc, a, b, out, **kwargs):
 
 
 # -- mx.nd.<op>(...) ------------------------------------------------------------------------
+_MAX_PLANNED_INPUTS = 6
+
+
 def kernel_call(name: str, args: tuple, kwargs: dict):
-    """`mx.nd.<name>(*args, **kwargs)` with one or two NDArray inputs; None if the general path must run it."""
+    """`mx.nd.<name>(*args, **kwargs)` with NDArray inputs only; None if the general path must run it."""
     n = len(args)
-    x = args[0] if n else None
-    if type(x) is not NDArray:
+    if not n or n > _MAX_PLANNED_INPUTS:
         return None
-    if n == 1:
-        key = (name, x._sig or _sig(x))
-    elif n == 2:
-        y = args[1]
-        if type(y) is not NDArray:
+    key = (name,)
+    for x in args:
+        if type(x) is not NDArray:
             return None
-        key = (name, x._sig or _sig(x), y._sig or _sig(y))
-    else:
-        return None
+        key += (x._sig or _sig(x),)
     if kwargs:
         for v in kwargs.values():
             if isinstance(v, NDArray):  # an input passed by name
@@ -290,6 +290,7 @@ def kernel_call(name: str, args: tuple, kwargs: dict):
         plan = _kernel_plan(key, name, args, kwargs)
     if not plan:
         return None
+    x = args[0]
     ctx = _CPU0
     if x._c is not None:  # (None: a fresh live cpu(0) array, see NDArray._c)
         xc = x._c
@@ -297,39 +298,76 @@ def kernel_call(name: str, args: tuple, kwargs: dict):
         if xc.freed or ctx.device_type != "cpu":  # plans are for live CPU arrays
             return None
     taped = x._ag is not None  # an input in an autograd graph
-    if n == 2:
+    in_data = [x._data]
+    for y in args[1:]:
         if y._c is not None or ctx is not _CPU0:
             yc = y._chunk
             if yc.freed or yc.ctx is not ctx:
                 return None
         taped = taped or y._ag is not None
-        in_data = [x._data, y._data]
+        in_data.append(y._data)
+    kernel, attrs, outs, size = plan
+    if size:  # large outputs: from the memory manager (recycled blocks, no fresh pages per call)
+        results = []
+        for shape, dtype, sig in outs:
+            r = NDArray(*_alloc(shape, dtype, ctx))
+            r._sig = sig
+            results.append(r)
     else:
-        in_data = [x._data]
-    result = _fresh(plan[2], plan[3], plan[4], ctx)
+        results = [_fresh(shape, dtype, sig, ctx) for shape, dtype, sig in outs]
     is_train = _is_training()
     opctx = _CPU0_OPCTX[is_train] if ctx is _CPU0 else OpContext(np, is_train, ctx)
-    _run(plan[0], (opctx, plan[1], in_data, [result._data], _NO_AUX), name, args, result, False, ctx)
+    _execute(kernel, (opctx, attrs, in_data, [r._data for r in results], _NO_AUX), name, size,
+             partial(_fresh_deps, args, results), ctx)
     if taped and _is_recording():
-        _record(registry.get(name), dict(plan[1]), args, [result], is_train)
-    return result
+        _record(registry.get(name), dict(attrs), args, results, is_train)
+    return results[0] if len(results) == 1 else results
 
 
 def _kernel_plan(key: tuple, name: str, inputs, kwargs: dict):
+    """(kernel, attrs, ((shape, dtype, Sig) of each output), size: 0 for tiny outputs, else their
+    elements) of an op without aux states, mutated inputs, resources or hidden outputs on inputs
+    like `inputs`; False where such calls take the general path."""
     plan = False
     try:
         opdef = registry.get(name)
         attrs = opdef.parse_attrs(dict(kwargs))
         plain = not (opdef.aux or opdef.mutates or opdef.resources or opdef.key_var_num_args
-                     or opdef.num_visible_outputs is not None) and len(opdef.output_names(attrs)) == 1
+                     or opdef.num_visible_outputs is not None) and len(opdef.input_names(attrs)) == len(inputs)
     except Exception:  # noqa: BLE001 - the general path raises the proper error for this call
         plain = False
     kernel = (opdef.kernels.get("cpu") or opdef.kernels.get("any")) if plain else None
     if kernel is not None:
-        out = _infer(opdef, attrs, inputs)
+        out = _infer_outputs(opdef, attrs, inputs)
         if out is not None:
-            plan = (kernel, attrs, out[0], out[1], sig_of(out[0], out[1]))
+            size = sum(math.prod(shape) for shape, _ in out)
+            plan = (kernel, attrs, tuple((shape, dtype, sig_of(shape, dtype)) for shape, dtype in out),
+                    0 if runs_in_caller(size, _CPU0) else size)
     return _remember(_KERNEL_PLANS, key, plan)
+
+
+def _infer_outputs(opdef, attrs: dict, inputs):
+    """[(shape, dtype)] of the op's outputs by the general path's own `check` and `infer`; None if
+    that raises (the general path then raises it at the call) or the op does not run on the CPU."""
+    try:
+        ctx = _check(opdef, attrs, inputs)
+        out_shapes, out_dtypes = _infer_general(opdef, attrs, inputs)
+    except Exception:  # noqa: BLE001 - the general path raises the proper error for this call
+        return None
+    if ctx is None or ctx.device_type != "cpu":
+        return None
+    return list(zip(out_shapes, out_dtypes))
+
+
+def _fresh_deps(inputs, results) -> tuple:
+    """(reads, writes, fresh) of a planned kernel call: the distinct variables of `inputs` read, the
+    `results` fresh (their vars made only if needed)."""
+    reads = []
+    for x in inputs:
+        v = x._chunk.var
+        if v not in reads:
+            reads.append(v)
+    return reads, (), FreshVars([r._chunk for r in results])
 
 
 # -- shared ---------------------------------------------------------------------------------

@@ -380,8 +380,8 @@ def call(op, args: Sequence[Any], kwargs: Dict[str, Any]):
     keyword NDArrays are inputs by name; `out=` writes into given arrays, `ctx=`
     places ops without inputs, `name=` is ignored.
     """
-    if type(op) is str and args and not ("out" in kwargs or "ctx" in kwargs or "name" in kwargs):
-        result = try_plan(op, args, kwargs)
+    if type(op) is str and args and not ("out" in kwargs or "ctx" in kwargs):
+        result = try_plan(op, args, {k: v for k, v in kwargs.items() if k != "name"} if "name" in kwargs else kwargs)
         if result is not None:
             return result
     opdef = op if isinstance(op, OpDef) else _get_op(op)

@@ -310,6 +310,65 @@ def test_kernel_plans_match_the_general_path(call):
     assert any(fastpath._KERNEL_PLANS.values())
 
 
+def _planned_keys(name):
+    return [k for k, v in fastpath._KERNEL_PLANS.items() if k[0] == name and v]
+
+
+def test_kernel_plans_take_any_number_of_inputs_and_ignore_the_name():
+    """FullyConnected (three inputs, Gluon's `name="fwd"`) and a split (several outputs) are planned:
+    equal to the general path, differentiated like it."""
+    rng = np.random.default_rng(5)
+    x, w, b = (mx.nd.array(rng.standard_normal(s)) for s in ((4, 6), (3, 6), (3,)))
+    fc = lambda: mx.nd.FullyConnected(x, w, b, num_hidden=3, name="fwd")  # noqa: E731
+    split = lambda: mx.nd.split(x, num_outputs=2, axis=1)  # noqa: E731
+    want_fc = _by_general_path(fc)
+    with _no_plans():
+        want_split = [a.asnumpy() for a in split()]
+    fastpath._KERNEL_PLANS.clear()
+    for _ in range(2):
+        np.testing.assert_allclose(fc().asnumpy(), want_fc, rtol=1e-6)
+        got = split()
+        assert isinstance(got, list) and len(got) == 2
+        for g, want in zip(got, want_split):
+            np.testing.assert_array_equal(g.asnumpy(), want)
+    assert _planned_keys("FullyConnected") and _planned_keys(mx.ops.get("split").name)
+    for a in (x, w, b):
+        a.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.FullyConnected(x, w, b, num_hidden=3, name="fwd")
+    y.backward(mx.nd.ones((4, 3)))
+    np.testing.assert_allclose(x.grad.asnumpy(), np.ones((4, 3)) @ w.asnumpy(), rtol=1e-6)
+    np.testing.assert_allclose(w.grad.asnumpy(), np.ones((3, 4)) @ x.asnumpy(), rtol=1e-6)
+    np.testing.assert_allclose(b.grad.asnumpy(), np.full(3, 4.0), rtol=1e-6)
+
+
+def test_kernel_plans_of_large_outputs_use_the_memory_manager_and_keep_order():
+    """A planned op with a large output gets it from the memory manager and runs after a pending
+    write of its input (in the caller when the engine lets it, else pushed)."""
+    n = INLINE_MAX_ELEMENTS * 2
+    a = mx.nd.ones((n,))
+    mx.nd.relu(a).wait_to_read()
+    assert _planned_keys("relu")
+    before = mx.memory.stats()["num_allocs"]
+    _slow_write(a, -3.0, delay=0.01)
+    r = mx.nd.relu(a + 4)
+    assert mx.memory.stats()["num_allocs"] > before and r._chunk.block is not None
+    np.testing.assert_array_equal(r.asnumpy()[:3], [1, 1, 1])
+    big, w = mx.nd.ones((64, 512)), mx.nd.ones((300, 512))
+    for _ in range(2):
+        out = mx.nd.FullyConnected(big, w, no_bias=True, num_hidden=300)
+        np.testing.assert_array_equal(out.asnumpy()[0, :3], [512, 512, 512])
+    assert _planned_keys("FullyConnected")
+
+
+def test_kernel_plans_refuse_wrong_input_counts_with_the_general_error():
+    x, w = mx.nd.ones((2, 3)), mx.nd.ones((4, 3))
+    with pytest.raises(mx.base.OperatorError):
+        mx.nd.FullyConnected(x, w, num_hidden=4)  # the bias is missing (no_bias=False)
+    with pytest.raises(mx.base.ShapeError):
+        mx.nd.FullyConnected(x, w, mx.nd.ones((5,)), num_hidden=4)
+
+
 def test_kernel_plans_refuse_what_they_cannot_cache():
     x = mx.nd.array(np.arange(6.0).reshape(2, 3))
     np.testing.assert_array_equal(mx.nd.sum(x, axis=[0]).asnumpy(), [3, 5, 7])  # unhashable attr value
