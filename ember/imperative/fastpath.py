@@ -268,13 +268,24 @@ _MAX_PLANNED_INPUTS = 6
 def kernel_call(name: str, args: tuple, kwargs: dict):
     """`mx.nd.<name>(*args, **kwargs)` with NDArray inputs only; None if the general path must run it."""
     n = len(args)
-    if not n or n > _MAX_PLANNED_INPUTS:
+    x = args[0] if n else None
+    if type(x) is not NDArray:
         return None
-    key = (name,)
-    for x in args:
-        if type(x) is not NDArray:
+    if n == 1:  # the common one- and two-input calls build their keys without a loop
+        key = (name, x._sig or _sig(x))
+    elif n == 2:
+        y = args[1]
+        if type(y) is not NDArray:
             return None
-        key += (x._sig or _sig(x),)
+        key = (name, x._sig or _sig(x), y._sig or _sig(y))
+    else:
+        if n > _MAX_PLANNED_INPUTS:
+            return None
+        key = (name,)
+        for y in args:
+            if type(y) is not NDArray:
+                return None
+            key += (y._sig or _sig(y),)
     if kwargs:
         for v in kwargs.values():
             if isinstance(v, NDArray):  # an input passed by name
@@ -290,7 +301,6 @@ def kernel_call(name: str, args: tuple, kwargs: dict):
         plan = _kernel_plan(key, name, args, kwargs)
     if not plan:
         return None
-    x = args[0]
     ctx = _CPU0
     if x._c is not None:  # (None: a fresh live cpu(0) array, see NDArray._c)
         xc = x._c
@@ -298,35 +308,52 @@ def kernel_call(name: str, args: tuple, kwargs: dict):
         if xc.freed or ctx.device_type != "cpu":  # plans are for live CPU arrays
             return None
     taped = x._ag is not None  # an input in an autograd graph
-    in_data = [x._data]
-    for y in args[1:]:
+    if n == 1:
+        in_data = [x._data]
+    elif n == 2:
         if y._c is not None or ctx is not _CPU0:
             yc = y._chunk
             if yc.freed or yc.ctx is not ctx:
                 return None
         taped = taped or y._ag is not None
-        in_data.append(y._data)
-    kernel, attrs, outs, size = plan
-    if size:  # large outputs: from the memory manager (recycled blocks, no fresh pages per call)
-        results = []
-        for shape, dtype, sig in outs:
-            r = NDArray(*_alloc(shape, dtype, ctx))
-            r._sig = sig
-            results.append(r)
+        in_data = [x._data, y._data]
     else:
-        results = [_fresh(shape, dtype, sig, ctx) for shape, dtype, sig in outs]
+        in_data = [x._data]
+        for y in args[1:]:
+            if y._c is not None or ctx is not _CPU0:
+                yc = y._chunk
+                if yc.freed or yc.ctx is not ctx:
+                    return None
+            taped = taped or y._ag is not None
+            in_data.append(y._data)
+    kernel, attrs, out, outs, size = plan
+    if out is not None:  # one output
+        result = _fresh(out[0], out[1], out[2], ctx) if not size else _managed(out, ctx)
+        results = [result]
+        out_data = [result._data]
+    else:
+        results = [_fresh(*o, ctx) for o in outs] if not size else [_managed(o, ctx) for o in outs]
+        result = results
+        out_data = [r._data for r in results]
     is_train = _is_training()
     opctx = _CPU0_OPCTX[is_train] if ctx is _CPU0 else OpContext(np, is_train, ctx)
-    _execute(kernel, (opctx, attrs, in_data, [r._data for r in results], _NO_AUX), name, size,
-             partial(_fresh_deps, args, results), ctx)
+    _execute(kernel, (opctx, attrs, in_data, out_data, _NO_AUX), name, size, lambda: _fresh_deps(args, results), ctx)
     if taped and _is_recording():
         _record(registry.get(name), dict(attrs), args, results, is_train)
-    return results[0] if len(results) == 1 else results
+    return result
+
+
+def _managed(out: tuple, ctx) -> NDArray:
+    """A fresh large output (shape, dtype, Sig) from the memory manager (recycled blocks: no fresh
+    pages per call)."""
+    result = NDArray(*_alloc(out[0], out[1], ctx))
+    result._sig = out[2]
+    return result
 
 
 def _kernel_plan(key: tuple, name: str, inputs, kwargs: dict):
-    """(kernel, attrs, ((shape, dtype, Sig) of each output), size: 0 for tiny outputs, else their
-    elements) of an op without aux states, mutated inputs, resources or hidden outputs on inputs
+    """(kernel, attrs, the one output's (shape, dtype, Sig) or None, ((shape, dtype, Sig) of each
+    output), size: 0 for tiny outputs, else their elements) of an op without aux states, mutated inputs, resources or hidden outputs on inputs
     like `inputs`; False where such calls take the general path."""
     plan = False
     try:
@@ -338,11 +365,11 @@ def _kernel_plan(key: tuple, name: str, inputs, kwargs: dict):
         plain = False
     kernel = (opdef.kernels.get("cpu") or opdef.kernels.get("any")) if plain else None
     if kernel is not None:
-        out = _infer_outputs(opdef, attrs, inputs)
-        if out is not None:
-            size = sum(math.prod(shape) for shape, _ in out)
-            plan = (kernel, attrs, tuple((shape, dtype, sig_of(shape, dtype)) for shape, dtype in out),
-                    0 if runs_in_caller(size, _CPU0) else size)
+        inferred = _infer_outputs(opdef, attrs, inputs)
+        if inferred is not None:
+            size = sum(math.prod(shape) for shape, _ in inferred)
+            outs = tuple((shape, dtype, sig_of(shape, dtype)) for shape, dtype in inferred)
+            plan = (kernel, attrs, outs[0] if len(outs) == 1 else None, outs, 0 if runs_in_caller(size, _CPU0) else size)
     return _remember(_KERNEL_PLANS, key, plan)
 
 

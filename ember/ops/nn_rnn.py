@@ -265,6 +265,20 @@ def _step_masks(xp, lengths, t_len, dtype):
 
 
 # -- one direction of one layer ------------------------------------------------------
+def _transposed(xp, w):
+    """w.T as a C-contiguous array.  numpy copies a transposed view in one strided pass that misses
+    the cache on every element from ~256 KiB on; bands of rows copied in turn stay in cache (a
+    (1024, 256) weight 324 -> 135 us, (4096, 1024) 30 -> 5 ms)."""
+    rows = w.shape[0]
+    if xp is not np or w.size < 1 << 16:
+        return xp.ascontiguousarray(w.T)
+    band = 16 if w.size >= 1 << 19 else 32
+    out = np.empty((w.shape[1], rows), dtype=w.dtype)
+    for i in range(0, rows, band):
+        out[:, i:i + band] = w[i:i + band].T
+    return out
+
+
 def _native_lstm(xp, attrs, x, masks) -> bool:
     """Whether an LSTM direction may run its steps' element-wise part natively (native.lstm_step_f32):
     float32 numpy data without sequence masks, cell clipping or a projection."""
@@ -282,7 +296,7 @@ def _lstm_forward_native(x, weights, h0, c0, reverse, res, out) -> bool:
     pre = gates.reshape(t_len, n, -1)   # step t's input projection until the step replaces it by its gates
     np.matmul(x.reshape(t_len * n, -1), wx.T, out=pre.reshape(t_len * n, -1))
     bias = bx + bh
-    wh_t = np.ascontiguousarray(wh.T)   # the step GEMM runs faster on a contiguous right operand
+    wh_t = _transposed(np, wh)   # the step GEMM runs faster on a contiguous right operand
     hseq, cseq, tc = res["hseq"], res["cseq"], res["tc"]
     before, after, first, _ = _seq_views(hseq, t_len, reverse)
     c_before, c_after, _, _ = _seq_views(cseq, t_len, reverse)
@@ -310,7 +324,7 @@ def _direction_forward(xp, attrs, x, weights, h0, c0, reverse, masks, res, out):
         return res["hseq"][0 if reverse else t_len], res["cseq"][0 if reverse else t_len]
     hdim = wx.shape[0] // _GATES[mode]
     gates = res["gates"]
-    wh_t = xp.ascontiguousarray(wh.T)   # the step GEMM runs faster on a contiguous right operand
+    wh_t = _transposed(xp, wh)   # the step GEMM runs faster on a contiguous right operand
     bias = bx + bh
     if mode == "gru":
         bias[2 * hdim:] = bx[2 * hdim:]  # b_hn stays inside r * (W_hn h + b_hn)

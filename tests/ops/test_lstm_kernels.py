@@ -296,3 +296,11 @@ def test_entry_points_refuse_what_they_cannot_take():
         args = list(ok)
         args[k] = wrong
         assert not native.lstm_step_backward_f32(*args)
+
+
+@pytest.mark.parametrize("shape", [(8, 3), (1024, 256), (4100, 130), (3000, 700)])
+def test_banded_transpose_equals_numpy(shape):
+    w = np.random.RandomState(0).standard_normal(shape).astype(np.float32)
+    got = nn_rnn._transposed(np, w)
+    assert got.flags.c_contiguous
+    np.testing.assert_array_equal(got, w.T)
