@@ -443,11 +443,11 @@ static PyObject *img_bytes_to_unit_chw(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
-/* Up to 8 buffers held together: each C-contiguous float32, the first `nwrite` of them writable;
+/* Up to 12 buffers held together: each C-contiguous float32, the first `nwrite` of them writable;
  * None is left empty where bit i of `optional` is set.  0, none held, unless all of them are. */
 typedef struct {
-    Py_buffer v[8];
-    int held[8], n;
+    Py_buffer v[12];
+    int held[12], n;
 } f32_buffers;
 
 static int f32_take(f32_buffers *b, PyObject *const *objs, int n, int nwrite, unsigned optional) {
@@ -694,26 +694,27 @@ static int writes_apart(const f32_buffers *b, int nwrite, const int *alias) {
     return 1;
 }
 
-/* lstm_step_f32(a, pre, bias, c_prev, gates, c, tc, h_out) -> bool: ember_lstm_step_f32 on float32
- * buffers, C-contiguous: a 2-D (n, 4h), pre and gates of its size, bias of 4h values, c_prev, c, tc and
- * h_out of n * h; gates may be pre's very memory and c c_prev's, nothing else written overlaps */
+/* lstm_step_f32(a_t, pre, bias, c_prev, a, gates, c, tc, h_out) -> bool: ember_lstm_step_f32 on float32
+ * buffers, C-contiguous: a_t 2-D (4h, n), a, pre and gates of its size, bias of 4h values, c_prev, c, tc
+ * and h_out of n * h; gates may be pre's very memory and c c_prev's, nothing else written overlaps */
 static PyObject *lstm_step(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[8]; /* written first: a, gates, c, tc, h_out; then pre, c_prev, bias */
-    if (!PyArg_ParseTuple(args, "OOOOOOOO:lstm_step_f32", &o[0], &o[5], &o[7], &o[6], &o[1], &o[2], &o[3], &o[4]))
+    PyObject *o[9]; /* written first: a, gates, c, tc, h_out; then pre, c_prev, bias, a_t */
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO:lstm_step_f32", &o[8], &o[5], &o[7], &o[6], &o[0], &o[1], &o[2], &o[3],
+                          &o[4]))
         return NULL;
     f32_buffers b;
-    if (!f32_take(&b, o, 8, 5, 0)) Py_RETURN_FALSE;
-    const Py_buffer *a = &b.v[0];
-    int64_t n = a->ndim == 2 ? a->shape[0] : 0, h = a->ndim == 2 ? a->shape[1] / 4 : 0;
+    if (!f32_take(&b, o, 9, 5, 0)) Py_RETURN_FALSE;
+    const Py_buffer *a_t = &b.v[8];
+    int64_t n = a_t->ndim == 2 ? a_t->shape[1] : 0, h = a_t->ndim == 2 ? a_t->shape[0] / 4 : 0;
     Py_ssize_t all = (Py_ssize_t)(n * 4 * h * 4), state = (Py_ssize_t)(n * h * 4);
     static const int alias[5] = {-1, 5, 6, -1, -1};
-    int ok = n > 0 && h > 0 && a->shape[1] == 4 * h && b.v[1].len == all && b.v[5].len == all &&
-             b.v[2].len == state && b.v[3].len == state && b.v[4].len == state && b.v[6].len == state &&
-             b.v[7].len == (Py_ssize_t)(4 * h * 4) && writes_apart(&b, 5, alias);
+    int ok = n > 0 && h > 0 && a_t->shape[0] == 4 * h && b.v[0].len == all && b.v[1].len == all &&
+             b.v[5].len == all && b.v[2].len == state && b.v[3].len == state && b.v[4].len == state &&
+             b.v[6].len == state && b.v[7].len == (Py_ssize_t)(4 * h * 4) && writes_apart(&b, 5, alias);
     if (ok)
-        KERNEL_RUN(a->len, ember_lstm_step_f32(b.v[0].buf, b.v[5].buf, b.v[7].buf, b.v[6].buf, n, h, b.v[1].buf,
-                                               b.v[2].buf, b.v[3].buf, b.v[4].buf));
+        KERNEL_RUN(a_t->len, ember_lstm_step_f32(a_t->buf, b.v[5].buf, b.v[7].buf, b.v[6].buf, n, h, b.v[0].buf,
+                                                 b.v[1].buf, b.v[2].buf, b.v[3].buf, b.v[4].buf));
     f32_release(&b);
     return PyBool_FromLong(ok);
 }

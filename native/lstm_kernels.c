@@ -11,14 +11,19 @@
 #define IVDEP
 #endif
 
+#define TILE 16 /* pre-activation rows of a_t read together: their lines stay in L1 across the batch */
+
 FM_CLONES
-void ember_lstm_step_f32(float *a, const float *pre, const float *bias, const float *c_prev, int64_t n, int64_t h,
-                         float *gates, float *c, float *tc, float *h_out) {
-    const int64_t plane = n * h;
-    for (int64_t row = 0; row < n; row++) { /* all of pre is read before gates is written */
-        float *ar = a + row * 4 * h;
-        const float *pr = pre + row * 4 * h;
-        IVDEP for (int64_t k = 0; k < 4 * h; k++) ar[k] += pr[k] + bias[k];
+void ember_lstm_step_f32(const float *a_t, const float *pre, const float *bias, const float *c_prev, int64_t n,
+                         int64_t h, float *a, float *gates, float *c, float *tc, float *h_out) {
+    const int64_t plane = n * h, width = 4 * h;
+    for (int64_t k0 = 0; k0 < width; k0 += TILE) { /* a = a_t^T + pre + bias; all of pre is read before gates is written */
+        const int64_t kn = width - k0 < TILE ? width - k0 : TILE;
+        for (int64_t row = 0; row < n; row++) {
+            float *ar = a + row * width + k0;
+            const float *pr = pre + row * width + k0, *at = a_t + k0 * n + row, *bs = bias + k0;
+            IVDEP for (int64_t k = 0; k < kn; k++) ar[k] = at[k * n] + pr[k] + bs[k];
+        }
     }
     for (int64_t row = 0; row < n; row++) {
         const float *ai = a + row * 4 * h, *af = ai + h, *ag = af + h, *ao = ag + h;

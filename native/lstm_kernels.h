@@ -10,14 +10,14 @@
 
 #include <stdint.h>
 
-/* One step forward for n sequences of h units.  a (n, 4h): this step's pre-activations from the
- * recurrent state (h_prev W_h^T); it is overwritten (a += pre + bias).  pre (n, 4h): the input
- * projection; it may be the very memory of `gates` (it is read whole before gates is written).
- * bias (4h), c_prev (n, h).  Writes gates (4, n, h) = sigmoid / tanh / sigmoid / sigmoid of the
- * summed pre-activations (i, f, g, o), c (n, h) = f c_prev + i g, tc (n, h) = tanh(c) and
- * h_out (n, h) = o tc.  c may be c_prev itself. */
-void ember_lstm_step_f32(float *a, const float *pre, const float *bias, const float *c_prev, int64_t n, int64_t h,
-                         float *gates, float *c, float *tc, float *h_out);
+/* One step forward for n sequences of h units.  a_t (4h, n): this step's pre-activations from the
+ * recurrent state, transposed (W_h h_prev^T: the GEMM runs ~1.5x faster with the batch as its short
+ * side).  pre (n, 4h): the input projection; it may be the very memory of `gates` (it is read whole
+ * before gates is written).  bias (4h), c_prev (n, h).  Writes a (n, 4h) = a_t^T + pre + bias, the
+ * summed pre-activations (i, f, g, o), gates (4, n, h) = sigmoid / tanh / sigmoid / sigmoid of them,
+ * c (n, h) = f c_prev + i g, tc (n, h) = tanh(c) and h_out (n, h) = o tc.  c may be c_prev itself. */
+void ember_lstm_step_f32(const float *a_t, const float *pre, const float *bias, const float *c_prev, int64_t n,
+                         int64_t h, float *a, float *gates, float *c, float *tc, float *h_out);
 
 /* One step backward (the step's gates (4, n, h), c_prev, tc as the forward left them).  dh (n, h):
  * the gradient of the step's output h from the later steps; d_out (n, h): from the layer above.  dc (n, h): the gradient of the step's cell state c, replaced by that of c_prev.  Writes

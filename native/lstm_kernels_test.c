@@ -18,13 +18,13 @@ static double sig(double a) { return 1 / (1 + exp(-a)); }
 
 static int check(int64_t n, int64_t h, unsigned seed) {
     int64_t all = n * 4 * h, st = n * h;
-    float *a = floats(all), *a0 = floats(all), *pre = floats(all), *bias = floats(4 * h), *cp = floats(st);
+    float *a = floats(all), *a_t = floats(all), *pre = floats(all), *bias = floats(4 * h), *cp = floats(st);
     float *gates = floats(all), *c = floats(st), *tc = floats(st), *ho = floats(st);
     float *shared = floats(all), *c_in_place = floats(st), *dh = floats(st), *dout = floats(st), *dc = floats(st);
-    float *dc0 = floats(st), *da = floats(all);
+    float *dc0 = floats(st), *da = floats(all), *a2 = floats(all);
     srand(seed);
     for (int64_t i = 0; i < all; i++) {
-        a0[i] = a[i] = uniform(-4, 4);
+        a_t[i] = uniform(-4, 4); /* (4h, n) */
         shared[i] = pre[i] = uniform(-4, 4);
     }
     for (int64_t i = 0; i < 4 * h; i++) bias[i] = uniform(-1, 1);
@@ -34,14 +34,14 @@ static int check(int64_t n, int64_t h, unsigned seed) {
         dout[i] = uniform(-1, 1);
         dc0[i] = dc[i] = uniform(-1, 1);
     }
-    ember_lstm_step_f32(a, pre, bias, cp, n, h, gates, c, tc, ho);
+    ember_lstm_step_f32(a_t, pre, bias, cp, n, h, a, gates, c, tc, ho);
     int bad = 0;
     for (int64_t r = 0; r < n && !bad; r++)
         for (int64_t j = 0; j < h && !bad; j++) {
             double s[4];
             for (int k = 0; k < 4; k++) {
                 int64_t at = r * 4 * h + k * h + j;
-                s[k] = (double)a0[at] + pre[at] + bias[k * h + j];
+                s[k] = (double)a_t[(k * h + j) * n + r] + pre[at] + bias[k * h + j];
                 bad |= !close_to(a[at], s[k]);
             }
             double i = sig(s[0]), f = sig(s[1]), g = tanh(s[2]), o = sig(s[3]), cn = f * cp[r * h + j] + i * g;
@@ -50,9 +50,9 @@ static int check(int64_t n, int64_t h, unsigned seed) {
             bad |= !close_to(c[r * h + j], cn) || !close_to(tc[r * h + j], tanh(cn)) ||
                    !close_to(ho[r * h + j], o * tanh(cn));
         }
-    memcpy(a, a0, (size_t)all * sizeof *a);
-    ember_lstm_step_f32(a, shared, bias, c_in_place, n, h, shared, c_in_place, tc, ho); /* as the op calls it */
+    ember_lstm_step_f32(a_t, shared, bias, c_in_place, n, h, a2, shared, c_in_place, tc, ho); /* as the op calls it */
     bad |= memcmp(shared, gates, (size_t)all * sizeof *shared) != 0 || memcmp(c_in_place, c, (size_t)st * sizeof *c) != 0;
+    bad |= memcmp(a2, a, (size_t)all * sizeof *a) != 0;
     ember_lstm_step_backward_f32(gates, cp, tc, dh, dout, n, h, dc, da);
     for (int64_t r = 0; r < n && !bad; r++)
         for (int64_t j = 0; j < h && !bad; j++) {
@@ -64,7 +64,7 @@ static int check(int64_t n, int64_t h, unsigned seed) {
             for (int k = 0; k < 4; k++) bad |= !close_to(da[r * 4 * h + k * h + j], want[k]);
             bad |= !close_to(dc[at], dcv * f);
         }
-    float *all_bufs[] = {a, a0, pre, bias, cp, gates, c, tc, ho, shared, c_in_place, dh, dout, dc, dc0, da};
+    float *all_bufs[] = {a, a_t, pre, bias, cp, gates, c, tc, ho, shared, c_in_place, dh, dout, dc, dc0, da, a2};
     for (size_t k = 0; k < sizeof all_bufs / sizeof *all_bufs; k++) free(all_bufs[k]);
     if (bad) fprintf(stderr, "lstm_kernels_test: mismatch at n=%lld h=%lld\n", (long long)n, (long long)h);
     return bad;

@@ -123,8 +123,9 @@ channel_affine_f32: Callable[..., bool] = _native.channel_affine_f32
 # within a few ulp of numpy's: False (nothing done) unless every array is a C-contiguous float32
 # buffer of the sizes below and no written array overlaps another (but gates may be pre's memory
 # and c c_prev's).
-# lstm_step_f32(a, pre, bias, c_prev, gates, c, tc, h_out): a (n, 4h) += pre + bias; gates (4, n, h) = the
-# activations of a; c = f c_prev + i g, tc = tanh(c), h_out = o tc (each n * h values).
+# lstm_step_f32(a_t, pre, bias, c_prev, a, gates, c, tc, h_out): a (n, 4h) = a_t^T + pre + bias (a_t (4h, n):
+# the recurrent part, transposed); gates (4, n, h) = the activations of a; c = f c_prev + i g,
+# tc = tanh(c), h_out = o tc (each n * h values).
 lstm_step_f32: Callable[..., bool] = _native.lstm_step_f32
 # lstm_step_backward_f32(gates, c_prev, tc, dh, d_out, dc, d_a): d_a (n, 4h) = the gradient of the
 # step's pre-activations given dh + d_out (dh (n, h)) for its output and dc for its cell state; dc

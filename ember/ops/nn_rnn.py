@@ -296,16 +296,18 @@ def _lstm_forward_native(x, weights, h0, c0, reverse, res, out) -> bool:
     pre = gates.reshape(t_len, n, -1)   # step t's input projection until the step replaces it by its gates
     np.matmul(x.reshape(t_len * n, -1), wx.T, out=pre.reshape(t_len * n, -1))
     bias = bx + bh
-    wh_t = _transposed(np, wh)   # the step GEMM runs faster on a contiguous right operand
     hseq, cseq, tc = res["hseq"], res["cseq"], res["tc"]
     before, after, first, _ = _seq_views(hseq, t_len, reverse)
     c_before, c_after, _, _ = _seq_views(cseq, t_len, reverse)
     hseq[first] = h0
     cseq[first] = c0
+    # the step GEMM as W_h h^T (4H, N): with the batch as the product's short side it runs ~1.5x
+    # faster than h W_h^T (32 x 256 by 256 x 1024: 145 -> 98 us); the kernel reads it transposed
+    ah_t = np.empty((wh.shape[0], n), dtype=x.dtype)
     ah = np.empty((n, wh.shape[0]), dtype=x.dtype)
     for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
-        np.matmul(before[t], wh_t, out=ah)
-        if not native.lstm_step_f32(ah, pre[t], bias, c_before[t], gates[t], c_after[t], tc[t], after[t]):
+        np.matmul(wh, before[t].T, out=ah_t)
+        if not native.lstm_step_f32(ah_t, pre[t], bias, c_before[t], ah, gates[t], c_after[t], tc[t], after[t]):
             return False
     out[...] = after
     return True

@@ -220,21 +220,23 @@ def test_gradient_pass_skips_the_data_gradient_only_without_one():
 def _step_arrays(n=3, h=5, seed=0):
     rng = np.random.RandomState(seed)
     f = np.float32
-    return dict(a=rng.standard_normal((n, 4 * h)).astype(f), pre=rng.standard_normal((n, 4 * h)).astype(f),
+    return dict(a_t=rng.standard_normal((4 * h, n)).astype(f), pre=rng.standard_normal((n, 4 * h)).astype(f),
                 bias=rng.standard_normal(4 * h).astype(f), c_prev=rng.standard_normal((n, h)).astype(f),
-                gates=np.empty((4, n, h), f), c=np.empty((n, h), f), tc=np.empty((n, h), f), h_out=np.empty((n, h), f))
+                a=np.empty((n, 4 * h), f), gates=np.empty((4, n, h), f), c=np.empty((n, h), f), tc=np.empty((n, h), f),
+                h_out=np.empty((n, h), f))
 
 
 def _step_call(d):
-    return native.lstm_step_f32(d["a"], d["pre"], d["bias"], d["c_prev"], d["gates"], d["c"], d["tc"], d["h_out"])
+    return native.lstm_step_f32(d["a_t"], d["pre"], d["bias"], d["c_prev"], d["a"], d["gates"], d["c"], d["tc"],
+                                d["h_out"])
 
 
-def test_step_entry_point_against_float64():
-    d = _step_arrays()
-    a, pre, bias, c_prev = (d[k].astype(np.float64) for k in ("a", "pre", "bias", "c_prev"))
+@pytest.mark.parametrize("n,h", [(3, 5), (1, 1), (32, 20), (17, 33)])
+def test_step_entry_point_against_float64(n, h):
+    d = _step_arrays(n, h)
+    a_t, pre, bias, c_prev = (d[k].astype(np.float64) for k in ("a_t", "pre", "bias", "c_prev"))
     assert _step_call(d)
-    s = a + pre + bias
-    h = d["c_prev"].shape[1]
+    s = a_t.T + pre + bias
     i, f, g, o = _sigmoid(s[:, :h]), _sigmoid(s[:, h:2 * h]), np.tanh(s[:, 2 * h:3 * h]), _sigmoid(s[:, 3 * h:])
     c = f * c_prev + i * g
     np.testing.assert_allclose(d["a"], s, rtol=1e-6, atol=1e-6)
@@ -279,9 +281,10 @@ def test_step_backward_entry_point_against_float64():
 
 def test_entry_points_refuse_what_they_cannot_take():
     d = _step_arrays()
-    bad = [dict(d, a=d["a"].astype(np.float64)), dict(d, bias=d["bias"][:-1]), dict(d, c=d["c"][:, ::2]),
+    bad = [dict(d, a_t=d["a_t"].astype(np.float64)), dict(d, bias=d["bias"][:-1]), dict(d, c=d["c"][:, ::2]),
            dict(d, h_out=d["tc"]), dict(d, gates=np.empty((4, 3, 4), np.float32)),
-           dict(d, a=np.empty((3, 0), np.float32)), dict(d, c=d["a"][:, :5])]
+           dict(d, a_t=np.empty((0, 3), np.float32)), dict(d, c=d["a"][:, :5]), dict(d, a=d["pre"]),
+           dict(d, a_t=d["a_t"].reshape(3, 20)), dict(d, a=d["a_t"].reshape(3, 20))]
     for case in bad:
         before = {k: v.copy() for k, v in case.items()}
         assert not _step_call(case)
