@@ -704,7 +704,7 @@ static PyObject *lstm_step(PyObject *self, PyObject *args) {
                           &o[4]))
         return NULL;
     f32_buffers b;
-    if (!f32_take(&b, o, 9, 5, 0)) Py_RETURN_FALSE;
+    if (!fm_fast() || !f32_take(&b, o, 9, 5, 0)) Py_RETURN_FALSE;
     const Py_buffer *a_t = &b.v[8];
     int64_t n = a_t->ndim == 2 ? a_t->shape[1] : 0, h = a_t->ndim == 2 ? a_t->shape[0] / 4 : 0;
     Py_ssize_t all = (Py_ssize_t)(n * 4 * h * 4), state = (Py_ssize_t)(n * h * 4);
@@ -743,14 +743,14 @@ static PyObject *lstm_step_backward(PyObject *self, PyObject *args) {
 }
 
 /* softmax_rows_f32(x, y, take_log) -> bool: ember_softmax_rows_f32 over the last axis of x, float32,
- * C-contiguous, y of x's shape: x itself or overlapping it not at all */
+ * C-contiguous, y of x's shape: x itself or overlapping it not at all (False without fm_fast, as above) */
 static PyObject *softmax_rows(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[2];
     int take_log;
     if (!PyArg_ParseTuple(args, "OOp:softmax_rows_f32", &o[1], &o[0], &take_log)) return NULL;
     f32_buffers b;
-    if (!f32_take(&b, o, 2, 1, 0)) Py_RETURN_FALSE;
+    if (!fm_fast() || !f32_take(&b, o, 2, 1, 0)) Py_RETURN_FALSE;
     const Py_buffer *x = &b.v[1];
     int64_t n = x->ndim >= 1 ? x->shape[x->ndim - 1] : 0;
     static const int alias[1] = {1};
@@ -761,14 +761,14 @@ static PyObject *softmax_rows(PyObject *self, PyObject *args) {
 }
 
 /* softmax_rows_backward_f32(dy, y, dx, take_log) -> bool: ember_softmax_rows_backward_f32 over the last
- * axis, float32, C-contiguous, one shape; dx is dy itself or overlaps neither */
+ * axis, float32, C-contiguous, one shape; dx is dy itself or overlaps neither (False without fm_fast) */
 static PyObject *softmax_rows_backward(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[3];
     int take_log;
     if (!PyArg_ParseTuple(args, "OOOp:softmax_rows_backward_f32", &o[1], &o[2], &o[0], &take_log)) return NULL;
     f32_buffers b;
-    if (!f32_take(&b, o, 3, 1, 0)) Py_RETURN_FALSE;
+    if (!fm_fast() || !f32_take(&b, o, 3, 1, 0)) Py_RETURN_FALSE;
     const Py_buffer *y = &b.v[2];
     int64_t n = y->ndim >= 1 ? y->shape[y->ndim - 1] : 0;
     static const int alias[1] = {1};
@@ -780,7 +780,15 @@ static PyObject *softmax_rows_backward(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+/* fast_math() -> bool: whether this CPU runs fast_math.h's loops vectorized (fm_fast) */
+static PyObject *fast_math_available(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(fm_fast());
+}
+
 static PyMethodDef pyfn_methods[] = {
+    {"fast_math", fast_math_available, METH_NOARGS, "fm_fast(): fast_math.h's loops run vectorized here"},
     {"lstm_step_f32", lstm_step, METH_VARARGS, "ember_lstm_step_f32 on buffers (False: they do not fit)"},
     {"lstm_step_backward_f32", lstm_step_backward, METH_VARARGS,
      "ember_lstm_step_backward_f32 on buffers (False: they do not fit)"},
@@ -845,7 +853,7 @@ ffibuilder = FFI()
 ffibuilder.cdef(CDEF)
 ffibuilder.set_source(
     "ember.engine._native",
-    "".join(f'#include "{c}.h"\n' for c in COMPONENTS) + GLUE,
+    "".join(f'#include "{c}.h"\n' for c in COMPONENTS) + '#include "fast_math.h"\n' + GLUE,
     sources=[os.path.relpath(os.path.join(HERE, f"{c}.c")) for c in COMPONENTS],
     include_dirs=[os.path.relpath(HERE)],
     extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra"],

@@ -23,6 +23,7 @@ Python code outside ember/engine reaches them only through this module.
     im2col_f32(x, cols, ...), col2im_f32(cols, x, ...)   a convolution's window copies
     channel_mean_var_f32, channel_grad_sums_f32, channel_affine_f32   BatchNorm's passes
     lstm_step_f32, lstm_step_backward_f32   an LSTM time step's element-wise part
+    fast_math_available()           whether the LSTM and softmax kernels' vector math runs here
     softmax_rows_f32, softmax_rows_backward_f32   softmax / log_softmax over the last axis
     CollectiveQueue                 the in-order allreduce queue (collectives.h)
 """
@@ -122,11 +123,14 @@ channel_affine_f32: Callable[..., bool] = _native.channel_affine_f32
 # An LSTM time step's element-wise part (native/lstm_kernels.h; gate order i, f, g, o), activations
 # within a few ulp of numpy's: False (nothing done) unless every array is a C-contiguous float32
 # buffer of the sizes below and no written array overlaps another (but gates may be pre's memory
-# and c c_prev's).
+# and c c_prev's); the forward and the softmax kernels below also answer False on an x86-64 CPU
+# without AVX2 and FMA (their loops would run scalar there, slower than numpy).
 # lstm_step_f32(a_t, pre, bias, c_prev, a, gates, c, tc, h_out): a (n, 4h) = a_t^T + pre + bias (a_t (4h, n):
 # the recurrent part, transposed); gates (4, n, h) = the activations of a; c = f c_prev + i g,
 # tc = tanh(c), h_out = o tc (each n * h values).
 lstm_step_f32: Callable[..., bool] = _native.lstm_step_f32
+# fast_math_available(): whether those loops run vectorized on this CPU (else the entries answer False).
+fast_math_available: Callable[[], bool] = _native.fast_math
 # lstm_step_backward_f32(gates, c_prev, tc, dh, d_out, dc, d_a): d_a (n, 4h) = the gradient of the
 # step's pre-activations given dh + d_out (dh (n, h)) for its output and dc for its cell state; dc
 # becomes c_prev's gradient.
