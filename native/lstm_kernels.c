@@ -17,7 +17,8 @@ FM_CLONES
 void ember_lstm_step_f32(const float *a_t, const float *pre, const float *bias, const float *c_prev, int64_t n,
                          int64_t h, float *a, float *gates, float *c, float *tc, float *h_out) {
     const int64_t plane = n * h, width = 4 * h;
-    for (int64_t k0 = 0; k0 < width; k0 += TILE) { /* a = a_t^T + pre + bias; all of pre is read before gates is written */
+    /* a = a_t^T + pre + bias, tile by tile; all of pre is read before gates is written */
+    for (int64_t k0 = 0; k0 < width; k0 += TILE) {
         const int64_t kn = width - k0 < TILE ? width - k0 : TILE;
         for (int64_t row = 0; row < n; row++) {
             float *ar = a + row * width + k0;

@@ -20,8 +20,9 @@ void ember_lstm_step_f32(const float *a_t, const float *pre, const float *bias, 
                          int64_t h, float *a, float *gates, float *c, float *tc, float *h_out);
 
 /* One step backward (the step's gates (4, n, h), c_prev, tc as the forward left them).  dh (n, h):
- * the gradient of the step's output h from the later steps; d_out (n, h): from the layer above.  dc (n, h): the gradient of the step's cell state c, replaced by that of c_prev.  Writes
- * d_a (n, 4h), the gradient of the step's summed pre-activations (i, f, g, o). */
+ * the gradient of the step's output h from the later steps; d_out (n, h): from the layer above.
+ * dc (n, h): the gradient of the step's cell state c, replaced by that of c_prev.  Writes d_a (n, 4h),
+ * the gradient of the step's summed pre-activations (i, f, g, o). */
 void ember_lstm_step_backward_f32(const float *gates, const float *c_prev, const float *tc, const float *dh,
                                   const float *d_out, int64_t n, int64_t h, float *dc, float *d_a);
 

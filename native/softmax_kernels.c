@@ -116,7 +116,8 @@ void ember_softmax_rows_f32(const float *x, int64_t rows, int64_t n, int take_lo
 }
 
 FM_CLONES
-void ember_softmax_rows_backward_f32(const float *dy, const float *y, int64_t rows, int64_t n, int take_log, float *dx) {
+void ember_softmax_rows_backward_f32(const float *dy, const float *y, int64_t rows, int64_t n, int take_log,
+                                     float *dx) {
     for (int64_t r = 0; r < rows; r++) {
         const float *dyr = dy + r * n, *yr = y + r * n;
         float *dxr = dx + r * n;

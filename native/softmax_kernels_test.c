@@ -49,8 +49,9 @@ static int check(int64_t rows, int64_t n, int take_log, unsigned seed) {
     free(again);
     free(dy);
     free(dx);
-    if (bad) fprintf(stderr, "softmax_kernels_test: mismatch at rows=%lld n=%lld log=%d\n", (long long)rows, (long long)n,
-                     take_log);
+    if (bad)
+        fprintf(stderr, "softmax_kernels_test: mismatch at rows=%lld n=%lld log=%d\n", (long long)rows, (long long)n,
+                take_log);
     return bad;
 }
 
@@ -58,7 +59,8 @@ int main(void) {
     int bad = 0;
     const int64_t ns[] = {1, 2, 15, 16, 17, 31, 32, 33, 100, 1000};
     for (int take_log = 0; take_log < 2; take_log++)
-        for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) bad |= check(3, ns[k], take_log, (unsigned)(k + 10 * take_log));
+        for (size_t k = 0; k < sizeof ns / sizeof *ns; k++)
+            bad |= check(3, ns[k], take_log, (unsigned)(k + 10 * take_log));
     if (!bad) printf("softmax_kernels_test: ok\n");
     return bad;
 }

@@ -353,8 +353,9 @@ def _managed(out: tuple, ctx) -> NDArray:
 
 def _kernel_plan(key: tuple, name: str, inputs, kwargs: dict):
     """(kernel, attrs, the one output's (shape, dtype, Sig) or None, ((shape, dtype, Sig) of each
-    output), size: 0 for tiny outputs, else their elements) of an op without aux states, mutated inputs, resources or hidden outputs on inputs
-    like `inputs`; False where such calls take the general path."""
+    output), size: 0 for tiny outputs, else their elements) of an op without aux states, mutated
+    inputs, resources or hidden outputs on inputs like `inputs`; False where such calls take the
+    general path."""
     plan = False
     try:
         opdef = registry.get(name)
@@ -369,7 +370,8 @@ def _kernel_plan(key: tuple, name: str, inputs, kwargs: dict):
         if inferred is not None:
             size = sum(math.prod(shape) for shape, _ in inferred)
             outs = tuple((shape, dtype, sig_of(shape, dtype)) for shape, dtype in inferred)
-            plan = (kernel, attrs, outs[0] if len(outs) == 1 else None, outs, 0 if runs_in_caller(size, _CPU0) else size)
+            plan = (kernel, attrs, outs[0] if len(outs) == 1 else None, outs,
+                    0 if runs_in_caller(size, _CPU0) else size)
     return _remember(_KERNEL_PLANS, key, plan)
 
 

@@ -448,7 +448,8 @@ def _lstm_backward_native(wh, res, d_out, dh, dc, dax, reverse) -> bool:
     d_out = np.ascontiguousarray(d_out)
     for k, t in enumerate(range(t_len) if reverse else range(t_len - 1, -1, -1)):
         if not native.lstm_step_backward_f32(gates[t], c_before[t], tc[t], dh, d_out[t], dc, dax[t]):
-            assert k == 0, "every step's arrays have the first one's layout"
+            if k:  # every step's arrays have the first one's layout: dh, dc are no longer the caller's
+                raise OperatorError("RNN: the native LSTM step refused a later step's arrays")
             return False
         np.matmul(dax[t], wh, out=dh)
     return True

@@ -50,7 +50,8 @@ def _reference(x, flat, h0, c0, layers, bidirectional):
             seq = [None] * T
             for t in (range(T - 1, -1, -1) if d else range(T)):
                 a = layer_in[t] @ wx.T + bx + h @ wh.T + bh
-                i, f, g, o = _sigmoid(a[:, :H]), _sigmoid(a[:, H:2 * H]), np.tanh(a[:, 2 * H:3 * H]), _sigmoid(a[:, 3 * H:])
+                i, f = _sigmoid(a[:, :H]), _sigmoid(a[:, H:2 * H])
+                g, o = np.tanh(a[:, 2 * H:3 * H]), _sigmoid(a[:, 3 * H:])
                 c = f * c + i * g
                 h = o * np.tanh(c)
                 seq[t] = h
