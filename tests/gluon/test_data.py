@@ -375,11 +375,17 @@ def test_no_process_left_after_early_stop_and_ctrl_c():
         if i == 2:
             break
     # the abandoned iteration ended its workers; the loader starts new ones for the next loop
-    with pytest.raises(KeyboardInterrupt):
-        for i, _ in enumerate(loader):
-            if i == 1:
-                os.kill(os.getpid(), signal.SIGINT)
-                time.sleep(1)
+    # (Python's own SIGINT handler, which raises KeyboardInterrupt: a runner started in the
+    # background, `cmd &` in a non-interactive shell, inherits SIGINT ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for i, _ in enumerate(loader):
+                if i == 1:
+                    os.kill(os.getpid(), signal.SIGINT)
+                    time.sleep(1)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_no_process_left_at_interpreter_exit(tmp_path):
