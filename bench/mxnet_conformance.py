@@ -9,6 +9,9 @@ extracted MXNet tree (default /work/mx191/tests/python/unittest) and the shim li
     python3 bench/mxnet_conformance.py --files test_symbol test_io --json /tmp/conf.json
     python3 bench/mxnet_conformance.py --files test_engine -v   # also list ember-only passes and MXNet failures
 
+The recorder plugin puts back, for MXNet's test code, the numpy 1.x aliases numpy 2 removed (np.int, np.NaN,
+...): MXNet's side runs numpy 1.x, ember's numpy 2, and a test should measure the library, not its own calls.
+
 Per file it prints 'ember passed / MXNet passed' (counting only tests that pass on MXNet) and, for each test that
 passes on MXNet but not on ember, the first line of ember's error. A hung test cannot stop the run: each test has
 a pytest-timeout limit, each pytest process a wall-clock limit after which the test then running is marked as hung
@@ -94,7 +97,18 @@ PLUGIN = '''"""Conformance recorder written by ember's bench/mxnet_conformance.p
 import json
 import os
 
+import numpy as _np
+
 _OUT = os.environ["CONFORMANCE_RECORD"]
+
+# MXNet 1.9.1's own test code uses numpy 1.x aliases that numpy 2 removed (np.int, np.NaN, ...): they are put
+# back for that code, so that a test measures the library and not its own numpy calls (a no-op on numpy 1.x,
+# where MXNet's side runs).
+for _name, _value in (("int", int), ("float", float), ("bool", bool), ("object", object), ("complex", complex),
+                      ("str", str), ("NaN", _np.nan), ("NAN", _np.nan), ("Inf", _np.inf), ("Infinity", _np.inf),
+                      ("PINF", _np.inf), ("NINF", -_np.inf)):
+    if not hasattr(_np, _name):
+        setattr(_np, _name, _value)
 
 
 def _write(rec):
