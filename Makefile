@@ -33,6 +33,7 @@ test-python: install
 # AddressSanitizer + UndefinedBehaviorSanitizer (leaks included), then under valgrind memcheck
 # when valgrind is installed.
 ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer
+KERNEL_TESTS := image update pool conv norm lstm softmax  # native/<name>_kernels.c and its _test.c
 VALGRIND := valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect -q
 memcheck:
 	@mkdir -p build
@@ -41,20 +42,11 @@ memcheck:
 	$(CC) $(CFLAGS_NATIVE) $(ASAN) native/engine.c native/collectives.c native/collectives_test.c \
 	    -o build/collectives_asan
 	ASAN_OPTIONS=detect_leaks=1 ./build/collectives_asan 3000
-	$(CC) $(CFLAGS_NATIVE) $(ASAN) native/image_kernels.c native/image_kernels_test.c -o build/image_kernels_asan
-	./build/image_kernels_asan
-	$(CC) $(CFLAGS_NATIVE) $(ASAN) native/update_kernels.c native/update_kernels_test.c -lm -o build/update_kernels_asan
-	./build/update_kernels_asan
-	$(CC) $(CFLAGS_NATIVE) $(ASAN) native/pool_kernels.c native/pool_kernels_test.c -lm -o build/pool_kernels_asan
-	./build/pool_kernels_asan
-	$(CC) $(CFLAGS_NATIVE) $(ASAN) native/conv_kernels.c native/conv_kernels_test.c -o build/conv_kernels_asan
-	./build/conv_kernels_asan
-	$(CC) $(CFLAGS_NATIVE) $(ASAN) native/norm_kernels.c native/norm_kernels_test.c -lm -o build/norm_kernels_asan
-	./build/norm_kernels_asan
-	$(CC) $(CFLAGS_NATIVE) $(ASAN) native/lstm_kernels.c native/lstm_kernels_test.c -lm -o build/lstm_kernels_asan
-	./build/lstm_kernels_asan
-	$(CC) $(CFLAGS_NATIVE) $(ASAN) native/softmax_kernels.c native/softmax_kernels_test.c -lm -o build/softmax_kernels_asan
-	./build/softmax_kernels_asan
+	@for k in $(KERNEL_TESTS); do \
+	    echo "$(CC) $(CFLAGS_NATIVE) $(ASAN) native/$${k}_kernels.c native/$${k}_kernels_test.c -lm"; \
+	    $(CC) $(CFLAGS_NATIVE) $(ASAN) native/$${k}_kernels.c native/$${k}_kernels_test.c -lm -o build/$${k}_kernels_asan \
+	        && ./build/$${k}_kernels_asan || exit 1; \
+	done
 	$(CC) $(CFLAGS_NATIVE) native/engine.c native/host_copy.c native/stress_test.c -o build/stress_plain
 	$(CC) $(CFLAGS_NATIVE) native/engine.c native/collectives.c native/collectives_test.c -o build/collectives_plain
 	@if command -v valgrind >/dev/null; then \

@@ -471,6 +471,17 @@ static void f32_release(f32_buffers *b) {
         if (b->held[i]) PyBuffer_Release(&b->v[i]);
 }
 
+/* 1 if no written buffer (the first nwrite held) overlaps another one, except that buffer w may be
+ * exactly (the same start and length) any buffer j with bit j set in same[w] (same = NULL: none may) */
+static int writes_apart(const f32_buffers *b, int nwrite, const unsigned *same) {
+    for (int w = 0; w < nwrite; w++)
+        for (int j = 0; j < b->n; j++) {
+            if (j == w || !b->held[w] || !b->held[j] || !buffers_overlap(&b->v[w], &b->v[j])) continue;
+            if (!same || !(same[w] >> j & 1u) || b->v[w].buf != b->v[j].buf || b->v[w].len != b->v[j].len) return 0;
+        }
+    return 1;
+}
+
 /* data viewed as (outer, channels, inner) around axis; 0 if axis is out of range */
 static int channel_dims(const Py_buffer *x, int axis, int64_t dims[3]) {
     if (axis < 0 || axis >= x->ndim) return 0;
@@ -500,8 +511,8 @@ static PyObject *upd_sgd_f32(PyObject *self, PyObject *args) {
     f32_buffers v;
     if (!f32_take(&v, o, 3, 1, 0)) Py_RETURN_FALSE;
     const Py_buffer *out = &v.v[0], *w = &v.v[1], *g = &v.v[2];
-    int ok = w->len == g->len && w->len == out->len && w->len > 0 && !buffers_overlap(g, out) &&
-             (w->buf == out->buf || !buffers_overlap(w, out));
+    static const unsigned same[1] = {1u << 1}; /* out may be w */
+    int ok = w->len == g->len && w->len == out->len && w->len > 0 && writes_apart(&v, 1, same);
     if (ok) KERNEL_RUN(w->len, ember_sgd_f32(w->buf, g->buf, out->buf, (int64_t)(w->len / (Py_ssize_t)sizeof(float)), a,
                                              b, clip, keep));
     f32_release(&v);
@@ -536,7 +547,7 @@ static PyObject *pool_max2d(PyObject *self, PyObject *args) {
     if (!f32_take(&v, o, 2, 1, 0)) Py_RETURN_FALSE;
     const Py_buffer *y = &v.v[0], *x = &v.v[1];
     ember_pool2d g;
-    int ok = pool_geometry(x, y, win, &g) && !buffers_overlap(x, y), rc = 0;
+    int ok = pool_geometry(x, y, win, &g) && writes_apart(&v, 1, NULL), rc = 0;
     if (ok) KERNEL_RUN(x->len, rc = ember_max_pool2d_f32(&g, x->buf, y->buf));
     f32_release(&v);
     if (rc) return PyErr_NoMemory();
@@ -556,8 +567,7 @@ static PyObject *pool_max2d_backward(PyObject *self, PyObject *args) {
     if (!f32_take(&v, o, 4, 1, 0)) Py_RETURN_FALSE;
     const Py_buffer *dx = &v.v[0], *x = &v.v[1], *y = &v.v[2], *dy = &v.v[3];
     ember_pool2d g;
-    int ok = pool_geometry(x, y, win, &g) && same_shape(dy, y) && same_shape(dx, x);
-    for (int i = 1; ok && i < 4; i++) ok = !buffers_overlap(dx, &v.v[i]);
+    int ok = pool_geometry(x, y, win, &g) && same_shape(dy, y) && same_shape(dx, x) && writes_apart(&v, 1, NULL);
     if (ok) KERNEL_RUN(x->len, ember_max_pool2d_backward_f32(&g, x->buf, y->buf, dy->buf, dx->buf));
     f32_release(&v);
     return PyBool_FromLong(ok);
@@ -625,8 +635,7 @@ static PyObject *norm_mean_var(PyObject *self, PyObject *args) {
     if (!f32_take(&b, o, 3, 2, 0)) Py_RETURN_FALSE;
     int64_t d[3];
     int ok = channel_dims(&b.v[2], axis, d) && b.v[0].len == d[1] * 4 && b.v[1].len == d[1] * 4 &&
-             !buffers_overlap(&b.v[0], &b.v[1]) && !buffers_overlap(&b.v[0], &b.v[2]) &&
-             !buffers_overlap(&b.v[1], &b.v[2]),
+             writes_apart(&b, 2, NULL),
         rc = 0;
     if (ok)
         KERNEL_RUN(b.v[2].len, rc = ember_channel_mean_var_f32(b.v[2].buf, d[0], d[1], d[2], b.v[0].buf, b.v[1].buf));
@@ -646,10 +655,8 @@ static PyObject *norm_grad_sums(PyObject *self, PyObject *args) {
     if (!f32_take(&b, o, 5, 2, 0)) Py_RETURN_FALSE;
     int64_t d[3];
     int ok = channel_dims(&b.v[3], axis, d) && same_shape(&b.v[2], &b.v[3]) && b.v[4].len == d[1] * 4 &&
-             b.v[0].len == d[1] * 4 && b.v[1].len == d[1] * 4,
+             b.v[0].len == d[1] * 4 && b.v[1].len == d[1] * 4 && writes_apart(&b, 2, NULL),
         rc = 0;
-    for (int w = 0; ok && w < 2; w++)
-        for (int r = 0; ok && r < 5; r++) ok = r == w || !buffers_overlap(&b.v[w], &b.v[r]);
     if (ok)
         KERNEL_RUN(b.v[2].len, rc = ember_channel_grad_sums_f32(b.v[2].buf, b.v[3].buf, b.v[4].buf, d[0], d[1], d[2],
                                                                 b.v[0].buf, b.v[1].buf));
@@ -674,24 +681,13 @@ static PyObject *norm_affine(PyObject *self, PyObject *args) {
     int64_t d[3];
     int ok = channel_dims(x, axis, d) && same_shape(out, x) && (!has_dy || same_shape(&b.v[1], x));
     for (int i = 2; ok && i < 7; i++) ok = i == 3 || !b.held[i] || b.v[i].len == d[1] * 4;
-    for (int i = 1; ok && i < 7; i++)
-        ok = !b.held[i] || ((i == 1 || i == 3) && out->buf == b.v[i].buf) || !buffers_overlap(out, &b.v[i]);
+    static const unsigned same[1] = {1u << 1 | 1u << 3}; /* out may be dy or x */
+    ok = ok && writes_apart(&b, 1, same);
     if (ok)
         KERNEL_RUN(x->len, ember_channel_affine_f32(has_dy ? b.v[1].buf : NULL, has_dy ? b.v[2].buf : NULL, x->buf,
                                                     b.v[4].buf, b.v[5].buf, b.v[6].buf, d[0], d[1], d[2], out->buf));
     f32_release(&b);
     return PyBool_FromLong(ok);
-}
-
-/* 1 if no written buffer (the first nwrite held) overlaps another one, except that buffer w may be
- * exactly buffer alias[w] (the same start and length; alias[w] = -1: none may) */
-static int writes_apart(const f32_buffers *b, int nwrite, const int *alias) {
-    for (int w = 0; w < nwrite; w++)
-        for (int j = 0; j < b->n; j++) {
-            if (j == w || !b->held[w] || !b->held[j] || !buffers_overlap(&b->v[w], &b->v[j])) continue;
-            if (alias[w] != j || b->v[w].buf != b->v[j].buf || b->v[w].len != b->v[j].len) return 0;
-        }
-    return 1;
 }
 
 /* lstm_step_f32(a_t, pre, bias, c_prev, a, gates, c, tc, h_out) -> bool: ember_lstm_step_f32 on float32
@@ -708,10 +704,10 @@ static PyObject *lstm_step(PyObject *self, PyObject *args) {
     const Py_buffer *a_t = &b.v[8];
     int64_t n = a_t->ndim == 2 ? a_t->shape[1] : 0, h = a_t->ndim == 2 ? a_t->shape[0] / 4 : 0;
     Py_ssize_t all = (Py_ssize_t)(n * 4 * h * 4), state = (Py_ssize_t)(n * h * 4);
-    static const int alias[5] = {-1, 5, 6, -1, -1};
+    static const unsigned same[5] = {0, 1u << 5, 1u << 6, 0, 0}; /* gates may be pre, c c_prev */
     int ok = n > 0 && h > 0 && a_t->shape[0] == 4 * h && b.v[0].len == all && b.v[1].len == all &&
              b.v[5].len == all && b.v[2].len == state && b.v[3].len == state && b.v[4].len == state &&
-             b.v[6].len == state && b.v[7].len == (Py_ssize_t)(4 * h * 4) && writes_apart(&b, 5, alias);
+             b.v[6].len == state && b.v[7].len == (Py_ssize_t)(4 * h * 4) && writes_apart(&b, 5, same);
     if (ok)
         KERNEL_RUN(a_t->len, ember_lstm_step_f32(a_t->buf, b.v[5].buf, b.v[7].buf, b.v[6].buf, n, h, b.v[0].buf,
                                                  b.v[1].buf, b.v[2].buf, b.v[3].buf, b.v[4].buf));
@@ -732,9 +728,8 @@ static PyObject *lstm_step_backward(PyObject *self, PyObject *args) {
     const Py_buffer *dh = &b.v[5];
     int64_t n = dh->ndim == 2 ? dh->shape[0] : 0, h = dh->ndim == 2 ? dh->shape[1] : 0;
     Py_ssize_t all = (Py_ssize_t)(n * 4 * h * 4), state = (Py_ssize_t)(n * h * 4);
-    static const int alias[2] = {-1, -1};
     int ok = n > 0 && h > 0 && b.v[1].len == all && b.v[2].len == all && b.v[0].len == state &&
-             b.v[3].len == state && b.v[4].len == state && b.v[6].len == state && writes_apart(&b, 2, alias);
+             b.v[3].len == state && b.v[4].len == state && b.v[6].len == state && writes_apart(&b, 2, NULL);
     if (ok)
         KERNEL_RUN(b.v[2].len, ember_lstm_step_backward_f32(b.v[2].buf, b.v[3].buf, b.v[4].buf, b.v[5].buf,
                                                             b.v[6].buf, n, h, b.v[0].buf, b.v[1].buf));
@@ -753,8 +748,8 @@ static PyObject *softmax_rows(PyObject *self, PyObject *args) {
     if (!fm_fast() || !f32_take(&b, o, 2, 1, 0)) Py_RETURN_FALSE;
     const Py_buffer *x = &b.v[1];
     int64_t n = x->ndim >= 1 ? x->shape[x->ndim - 1] : 0;
-    static const int alias[1] = {1};
-    int ok = n > 0 && x->len > 0 && same_shape(x, &b.v[0]) && writes_apart(&b, 1, alias);
+    static const unsigned same[1] = {1u << 1}; /* y may be x */
+    int ok = n > 0 && x->len > 0 && same_shape(x, &b.v[0]) && writes_apart(&b, 1, same);
     if (ok) KERNEL_RUN(x->len, ember_softmax_rows_f32(x->buf, (int64_t)(x->len / 4) / n, n, take_log, b.v[0].buf));
     f32_release(&b);
     return PyBool_FromLong(ok);
@@ -771,8 +766,8 @@ static PyObject *softmax_rows_backward(PyObject *self, PyObject *args) {
     if (!fm_fast() || !f32_take(&b, o, 3, 1, 0)) Py_RETURN_FALSE;
     const Py_buffer *y = &b.v[2];
     int64_t n = y->ndim >= 1 ? y->shape[y->ndim - 1] : 0;
-    static const int alias[1] = {1};
-    int ok = n > 0 && y->len > 0 && same_shape(y, &b.v[0]) && same_shape(y, &b.v[1]) && writes_apart(&b, 1, alias);
+    static const unsigned same[1] = {1u << 1}; /* dx may be dy */
+    int ok = n > 0 && y->len > 0 && same_shape(y, &b.v[0]) && same_shape(y, &b.v[1]) && writes_apart(&b, 1, same);
     if (ok)
         KERNEL_RUN(y->len, ember_softmax_rows_backward_f32(b.v[1].buf, y->buf, (int64_t)(y->len / 4) / n, n, take_log,
                                                            b.v[0].buf));

@@ -404,20 +404,12 @@ def _infer(opdef, attrs: dict, inputs):
     """(shape, dtype, size) of the op's single output, by the general path's own `check`
     and `infer`; None if that raises (the general path then raises it at the call), the op has
     several outputs, or it may not run in the caller."""
-    try:
-        ctx = _check(opdef, attrs, inputs)
-        out_shapes, out_dtypes = _infer_general(opdef, attrs, inputs)
-    except Exception:  # noqa: BLE001 - the general path raises the proper error for this call
+    outs = _infer_outputs(opdef, attrs, inputs)
+    if outs is None or len(outs) != 1:
         return None
-    if ctx is None or len(out_shapes) != 1:
-        return None
-    shape, dtype = out_shapes[0], out_dtypes[0]
-    size = 1
-    for d in shape:
-        size *= d
-    if not runs_in_caller(size, ctx):
-        return None
-    return shape, dtype, size
+    shape, dtype = outs[0]
+    size = math.prod(shape)
+    return (shape, dtype, size) if runs_in_caller(size, _CPU0) else None
 
 
 class Sig(tuple):
