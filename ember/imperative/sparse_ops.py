@@ -395,8 +395,10 @@ def run(opdef, inputs, attrs: dict, out=None, ctx=None):
     targets = [out] if isinstance(out, NDArray) else list(out) if out is not None else []
     sparse_out = any(isinstance(t, BaseSparseNDArray) for t in targets)
     result = dense_run(opdef, dense_inputs, attrs, None if sparse_out else out, ctx)
-    # ops that write their inputs in place (optimizer states, BN statistics) wrote the dense copies
-    for i in opdef.mutated_inputs(attrs):
+    # ops that write their inputs in place (optimizer states) or their aux states (BN statistics, a
+    # custom op's aux) wrote the dense copies
+    n_in = len(opdef.input_names(attrs))
+    for i in [*opdef.mutated_inputs(attrs), *range(n_in, len(inputs))]:
         if i < len(inputs) and isinstance(inputs[i], BaseSparseNDArray):
             assign(inputs[i], dense_inputs[i])
     return _deliver(result, out) if sparse_out else result

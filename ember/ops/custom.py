@@ -129,7 +129,7 @@ class CustomState:
             return op, key
 
     def remember_aux(self, key: tuple, aux) -> None:
-        """The aux arrays of the last forward, which backward receives (they are not its inputs)."""
+        """The aux states as the last forward left them, which backward receives (they are not its inputs)."""
         with self._lock:
             self._aux[key] = aux
 
@@ -283,11 +283,13 @@ def _forward_kernel(ctx, attrs, inputs, outputs, aux):
     for o in outputs:
         o[...] = 0
     in_nd, out_nd, aux_nd = _wrap(inputs, ctx, "in"), _wrap(outputs, ctx, "out"), _wrap(aux, ctx, "aux")
-    st.remember_aux(key, aux)
     req = ["write"] * len(outputs)
     _run_user(ctx, st, "forward",
               lambda: op.forward(is_train=ctx.is_train, req=req, in_data=in_nd, out_data=out_nd, aux=aux_nd),
               out_nd + aux_nd)
+    # a copy: the kernel's aux buffers may be temporaries (a sparse aux state given densified) whose
+    # memory is reused once this op ends, long before the backward reads them
+    st.remember_aux(key, [a.copy() for a in aux])
 
 
 def _backward_kernel(ctx, attrs, inputs, outputs, aux):

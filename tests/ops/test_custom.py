@@ -218,6 +218,23 @@ def test_autograd_gradient_with_aux_matches_numpy():
     np.testing.assert_allclose(x.grad.asnumpy(), 2 * x.asnumpy() * head.asnumpy(), rtol=1e-5)
 
 
+def test_a_sparse_aux_state_is_written_back_and_backward_sees_the_forwards_values():
+    # A sparse aux state reaches the kernel densified: a temporary whose memory the allocator hands
+    # to later arrays before the backward runs (the bug: backward read that memory, not the aux).
+    x = _nd(np.random.uniform(-1, 1, (4, 10)))
+    aux = mx.nd.zeros((4, 10)).tostype("csr")
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Custom(x, aux, op_type="test_square")
+    # the forward's write reached the sparse aux state itself (MXNet's fallback copies it back)
+    assert aux.stype == "csr" and (aux.asnumpy() == 1).all()
+    scratch = [mx.nd.full((4, 10), 7.0) for _ in range(32)]   # takes the freed blocks
+    mx.nd.waitall()
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), 2 * x.asnumpy(), rtol=1e-5)
+    assert all((s.asnumpy() == 7).all() for s in scratch)
+
+
 def test_autograd_two_outputs_gradients_match_numpy():
     a, b = _nd(np.random.rand(2, 3)), _nd(np.random.rand(2, 3))
     a.attach_grad()
