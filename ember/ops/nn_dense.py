@@ -134,6 +134,31 @@ def _gradient(F, attrs, inputs, outputs, out_grads, needed=None):
     return res
 
 
+def _rows(F, flatten: bool, a):
+    """`a` as the (rows, features) matrix the op multiplies: every axis after the first merged
+    (flatten) or every axis before the last."""
+    return F.flatten(a) if flatten else F.reshape(a, shape=(-1, 0), reverse=True)
+
+
+def _backward_gradient(F, attrs, inputs, outputs, out_grads):
+    """Gradients through `_backward_FullyConnected` itself (autograd.grad(create_graph=True) of a
+    gradient, as MXNet supports), written in differentiable ops.  With dX = dY W, dW = dY^T X,
+    db = the row sum of dY and head gradients gX, gW, gb:
+    d/d(dY) = gX W^T + X gW^T + gb,  d/dX = dY gW,  d/dW = dY^T gX."""
+    dy, x, w = inputs
+    g_x, g_w = out_grads[0], out_grads[1]
+    no_bias, flat, nh = attrs["no_bias"], attrs["flatten"], attrs["num_hidden"]
+    has_dx = not attrs["no_data_grad"]   # without it dX is no function of anything
+    d_dy = F.FullyConnected(x, g_w, *([] if no_bias else [out_grads[2]]), num_hidden=nh, no_bias=no_bias,
+                            flatten=flat)
+    if has_dx:
+        d_dy = d_dy + F.FullyConnected(g_x, w, num_hidden=nh, no_bias=True, flatten=flat)
+    dy2 = _rows(F, flat, dy)
+    d_x = F.reshape_like(F.dot(dy2, g_w), x)
+    d_w = F.dot(dy2, _rows(F, flat, g_x), transpose_a=True) if has_dx else None
+    return [d_dy, d_x, d_w]
+
+
 def _writable(dest, arr) -> bool:
     return dest is not None and dest.grad_req == "write" and dest.grad.shape == arr.shape \
         and dest.grad.dtype == arr.dtype
@@ -167,5 +192,5 @@ _BACKWARD_ATTRS = dict(_ATTRS, no_data_grad=Attr("bool", False, doc="skip the da
 register(OpDef(
     name="_backward_FullyConnected", attrs=_BACKWARD_ATTRS, inputs=["out_grad", "data", "weight"],
     outputs=_backward_outputs,
-    infer_shape=_backward_shape, kernels={"any": _backward},
+    infer_shape=_backward_shape, kernels={"any": _backward}, gradient=_backward_gradient,
     doc="Gradients of FullyConnected w.r.t. data, weight and bias."))

@@ -79,4 +79,6 @@ register(OpDef(
 register(OpDef(
     name="_backward_Dropout", attrs=_ATTRS, inputs=["out_grad", "mask"], outputs=["data_grad"],
     infer_shape=lambda a, s: (s, [s[0]]), kernels={"any": _backward}, inplace=[(0, 0)],
+    # linear in out_grad; the mask is a constant of the forward's draw (second order: zero through it)
+    gradient=lambda F, attrs, inputs, outputs, out_grads: [out_grads[0] * inputs[1], None],
     doc="Gradient of Dropout: out_grad times the saved mask."))

@@ -142,3 +142,69 @@ def test_op_without_second_order_says_so():
         (dx,) = autograd.grad(mx.nd.gamma(x), [x], create_graph=True)
     with pytest.raises(mx.base.EmberError, match="_backward_gamma"):
         dx.backward()
+
+
+def _fc_objective(x0, w0, b0, h0, vs, flatten, no_bias):
+    """sum(v * g) over FullyConnected's first-order gradients g (data, weight[, bias]) for head h0."""
+    arrs = [mx.nd.array(a, dtype="float64") for a in ((x0, w0) if no_bias else (x0, w0, b0))]
+    for a in arrs:
+        a.attach_grad()
+    with autograd.record():
+        y = mx.nd.FullyConnected(*arrs, num_hidden=w0.shape[0], flatten=flatten, no_bias=no_bias)
+    y.backward(mx.nd.array(h0, dtype="float64"))
+    return sum(float(np.sum(v * a.grad.asnumpy())) for v, a in zip(vs, arrs))
+
+
+@pytest.mark.parametrize("flatten,xs", [(True, (3, 2, 2)), (False, (2, 3, 4))])
+@pytest.mark.parametrize("no_bias", [False, True])
+def test_fully_connected_second_order_matches_finite_differences(flatten, xs, no_bias):
+    # the gradient of FullyConnected's gradients (MXNet supports it: a Dense layer under
+    # autograd.grad(create_graph=True)), w.r.t. data, weight, bias and the head gradient itself
+    nh, k = 3, int(np.prod(xs[1:])) if flatten else xs[-1]
+    x0, w0, b0 = rng.standard_normal(xs), rng.standard_normal((nh, k)), rng.standard_normal(nh)
+    h0 = rng.standard_normal((xs[0], nh) if flatten else xs[:-1] + (nh,))
+    vs = [rng.standard_normal(xs), rng.standard_normal((nh, k))] + ([] if no_bias else [rng.standard_normal(nh)])
+    vals = [x0, w0] + ([] if no_bias else [b0])
+    arrs = [mx.nd.array(a, dtype="float64") for a in vals]
+    head = mx.nd.array(h0, dtype="float64")
+    for a in arrs + [head]:
+        a.attach_grad()
+    with autograd.record():
+        y = mx.nd.FullyConnected(*arrs, num_hidden=nh, flatten=flatten, no_bias=no_bias)
+        grads = autograd.grad(y, arrs, head_grads=head, create_graph=True, retain_graph=True)
+        total = sum((g * mx.nd.array(v, dtype="float64")).sum() for g, v in zip(grads, vs))
+    total.backward()
+
+    def objective(i, value):
+        args = [x0, w0, b0, h0]
+        args[i] = value
+        return _fc_objective(*args, vs, flatten, no_bias)
+
+    eps = 1e-5
+    checks = list(enumerate(arrs)) + [(3, head)]
+    for i, arr in checks:
+        base = [x0, w0, b0, h0][i]
+        num = np.zeros_like(base)
+        for j in np.ndindex(base.shape):
+            hi, lo = base.copy(), base.copy()
+            hi[j] += eps
+            lo[j] -= eps
+            num[j] = (objective(i, hi) - objective(i, lo)) / (2 * eps)
+        np.testing.assert_allclose(arr.grad.asnumpy(), num, rtol=1e-6, atol=1e-8)
+
+
+def test_dropout_second_order_is_zero_and_its_head_gradient_takes_the_mask():
+    x = mx.nd.array(rng.uniform(0.5, 1.5, (4, 5)), dtype="float64")
+    head = mx.nd.array(rng.standard_normal((4, 5)), dtype="float64")
+    v = mx.nd.array(rng.standard_normal((4, 5)), dtype="float64")
+    x.attach_grad()
+    head.attach_grad()
+    with autograd.record():
+        y = mx.nd.Dropout(x, p=0.5)
+        (dx,) = autograd.grad(y, [x], head_grads=head, create_graph=True, retain_graph=True)
+        (dx * v).sum().backward()
+    mask = (y / x).asnumpy()   # 0 or 1 / (1 - p) per element
+    assert set(np.unique(np.round(mask, 12))) <= {0.0, 2.0}
+    np.testing.assert_allclose(dx.asnumpy(), head.asnumpy() * mask)
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.zeros((4, 5)))
+    np.testing.assert_allclose(head.grad.asnumpy(), v.asnumpy() * mask)
