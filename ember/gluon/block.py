@@ -26,7 +26,7 @@ from ..symbolic import np_symbol
 from ..symbolic.naming import NameManager, Prefix
 from ..symbolic.symbol import Symbol
 from ..util import is_np_array
-from . import np_semantics
+from . import model_file, np_semantics
 from .cached_graph import CachedGraph
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict, ParameterMismatchError,
                         SparseStorageError, mx_real_t)
@@ -326,6 +326,16 @@ class Block:
         warnings.warn("load_params is deprecated. Please use load_parameters.")
         self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
+    def save(self, prefix: str) -> None:
+        """Save the model's structure (`<prefix>-model.json`: block names, children, hybridized
+        graphs) and parameters (`<prefix>-model.params`), for `load` on a model built the same way."""
+        model_file.save(self, prefix)
+
+    def load(self, prefix: str) -> None:
+        """Load a model saved by `save` into this one, built by the same code in the same order:
+        the saved block names, children's names and hybridized graphs, then the parameters."""
+        model_file.load(self, prefix)
+
     # -- structure ----------------------------------------------------------------------------
     def register_child(self, block: "Block", name: Optional[str] = None) -> None:
         """Make `block` a child (attributes that are Blocks are registered automatically)."""
@@ -612,7 +622,11 @@ class HybridBlock(Block):
     def _build_cache(self, *args) -> None:
         data, out = self._get_graph(*args)
         data_names = [d.name for d in data]
-        params = {p.name: p for p in self.collect_params().values()}
+        collected = self.collect_params()
+        # by name, and by dictionary key: after Block.load a saved graph names parameters by the
+        # keys their blocks' restored names give them
+        params = {p.name: p for p in collected.values()}
+        params.update(collected.items())
         graph_inputs = out.list_inputs()
         unknown = [n for n in graph_inputs if n not in params and n not in data_names]
         if unknown:
@@ -621,7 +635,8 @@ class HybridBlock(Block):
         if unused:
             warnings.warn(f"The {', '.join(unused)} input to HybridBlock is not used by any computation. "
                           "Is this intended?", stacklevel=4)
-        unused_params = [n for n in params if n not in graph_inputs]
+        used = {id(params[n]) for n in graph_inputs if n in params}
+        unused_params = list(dict.fromkeys(p.name for p in collected.values() if id(p) not in used))
         if unused_params:
             warnings.warn(f"Parameter {', '.join(unused_params)} is not used by any computation. Is this intended?",
                           stacklevel=4)

@@ -54,4 +54,26 @@ def define(gluon):
         def hybrid_forward(self, F, x):
             return self.head(F.relu(self.body(x)))
 
-    return {"TinyDense": TinyDense, "TinyBN": TinyBN, "Stack": Stack, "Net": Net}
+    class Chain(gluon.Block):
+        """A plain (not hybrid) Block whose children go in `_children` under their own names plus
+        their count, as MXNet's test of Block.save does: the names `save` records and `load` restores."""
+
+        def add(self, block):
+            self._children[block.name + str(len(self._children))] = block
+
+        def forward(self, x):
+            for b in self._children.values():
+                x = b(x)
+            return x
+
+    def saved_model():
+        """Chain(Chain(Net), TinyDense(4)): nested plain and hybrid blocks for Block.save/load."""
+        inner = Chain()
+        inner.add(Net())
+        outer = Chain()
+        outer.add(inner)
+        outer.add(TinyDense(4, in_units=3))
+        return outer
+
+    return {"TinyDense": TinyDense, "TinyBN": TinyBN, "Stack": Stack, "Net": Net, "Chain": Chain,
+            "saved_model": saved_model}
