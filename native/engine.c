@@ -590,6 +590,7 @@ static void profile_record(ember_engine *e, ember_opr *op) {
     r->worker = tl_worker;
     r->start_ns = op->t_start ? op->t_start : end;
     r->end_ns = end;
+    r->thread = (unsigned long)pthread_self();
     pthread_mutex_unlock(&e->prof_mu);
 }
 

@@ -154,8 +154,9 @@ uint64_t ember_queue_stat(ember_engine *e, int queue, int which); /* which: 0 pu
 /* Profiling: per-op timing records, near-zero cost when off. */
 typedef struct {
     const char *name;
-    int queue, worker;
+    int queue, worker;            /* worker -1: the op ran in (and ended in) a caller's thread */
     int64_t start_ns, end_ns;
+    unsigned long thread;         /* pthread_self() of the thread it ended in (Python's get_ident()) */
 } ember_prof_record;
 void ember_profile_set(ember_engine *e, int on);
 int ember_profile_fetch(ember_engine *e, ember_prof_record *buf, int cap); /* moves records out */

@@ -73,12 +73,17 @@ def _check_known_shape(op: str, shape) -> None:
 
 def full(shape, val, ctx=None, dtype=None, out: Optional[NDArray] = None) -> NDArray:
     """An array filled with `val` (pushed as an engine op)."""
+    return _filled(shape, val, ctx, dtype, out, "_full")
+
+
+def _filled(shape, val, ctx, dtype, out: Optional[NDArray], op_name: str) -> NDArray:
+    # op_name: MXNet's operator (_zeros, _ones, _full), the engine op's name (profiler, traces)
     if out is None:
-        _check_known_shape("full", shape)
+        _check_known_shape(op_name.lstrip("_"), shape)
         out = empty(shape, ctx, dtype)
     else:
         out._chunk.check()
-    push_fill(out._data, out.context, out._chunk.var, val, "full")
+    push_fill(out._data, out.context, out._chunk.var, val, op_name)
     return out
 
 
@@ -90,7 +95,7 @@ def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs) -> NDArray:
     _check_stype(stype)
     if kwargs.get("out") is None:
         _check_known_shape("zeros", shape)
-    return full(shape, 0, ctx, dtype, kwargs.get("out"))
+    return _filled(shape, 0, ctx, dtype, kwargs.get("out"), "_zeros")
 
 
 def ones(shape, ctx=None, dtype=None, stype=None, **kwargs) -> NDArray:
@@ -98,7 +103,7 @@ def ones(shape, ctx=None, dtype=None, stype=None, **kwargs) -> NDArray:
     _check_stype(stype)
     if kwargs.get("out") is None:
         _check_known_shape("ones", shape)
-    return full(shape, 1, ctx, dtype, kwargs.get("out"))
+    return _filled(shape, 1, ctx, dtype, kwargs.get("out"), "_ones")
 
 
 def zeros_like(data: NDArray, out: Optional[NDArray] = None, **kwargs) -> NDArray:

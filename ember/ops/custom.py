@@ -21,6 +21,7 @@ instance, as in MXNet.  Executors bound from one symbol share a node, hence its 
 from __future__ import annotations
 
 import threading
+from time import monotonic_ns
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -249,10 +250,11 @@ def _infer_type(attrs, in_dtypes):
 def _run_user(ctx, st: CustomState, what: str, call, written) -> None:
     """Run call() with autograd off and ctx.is_train as the training flag, letting the mx.nd ops it
     pushes run in this thread; return once they are done.  `written`: the NDArrays it may write."""
-    from .. import engine
+    from .. import engine, profiler
     from ..imperative import autograd_state
     prev_rec = autograd_state.set_recording(False)
     prev_train = autograd_state.set_training(ctx.is_train)
+    start = monotonic_ns() if profiler.recording() else None
     try:
         with engine.core.ops_in_caller():
             scope = ctx.device if ctx.device is not None and hasattr(ctx.device, "__enter__") else None
@@ -268,6 +270,9 @@ def _run_user(ctx, st: CustomState, what: str, call, written) -> None:
     finally:
         autograd_state.set_recording(prev_rec)
         autograd_state.set_training(prev_train)
+        if start is not None:  # MXNet's "<op_type>::pure_python" and its ops as "<op_type>::<op>"
+            profiler.record_custom(st.op_type if what == "forward" else f"_backward_{st.op_type}", start,
+                                   monotonic_ns())
 
 
 def _wrap(arrays, ctx, label: str):

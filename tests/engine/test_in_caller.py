@@ -98,8 +98,8 @@ def test_ops_run_in_the_caller_have_true_profiler_entries():
     profiler._collect()
     for name in ("inline_sleep", "helper_sleep"):
         (rec,) = _records(name)
-        _, _, worker, start, end = rec
-        assert worker == -1  # the caller's thread, not a worker
+        _, _, worker, start, end, thread = rec
+        assert worker == -1 and thread == threading.get_ident()  # the caller's thread, not a worker
         assert end - start >= 15_000_000, f"{name}: {end - start} ns"
 
 

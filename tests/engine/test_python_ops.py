@@ -141,8 +141,8 @@ def test_ops_continued_on_a_worker_have_true_profiler_entries():
     profiler._collect()
     recs = [r for r in profiler._records if r[0] == "chained_sleep"]
     assert len(recs) == 100
-    spans = sorted((start, end) for _, _, worker, start, end in recs)
-    for _, _, worker, start, end in recs:
+    spans = sorted((start, end) for _, _, worker, start, end, _thread in recs)
+    for _, _, worker, start, end, _thread in recs:
         assert worker >= 0  # a worker ran it
         assert end - start >= 400_000, f"{end - start} ns"
     for (_, end), (start, _) in zip(spans, spans[1:]):
