@@ -499,6 +499,7 @@ class Executor:
         # dense buffer of the executor, refreshed at each forward; a sparse gradient array (MXNet's
         # grad_stype) is computed into such a buffer and cast into the array after each backward.
         self._sparse_args: List[Tuple[NDArray, NDArray]] = []
+        self._sparse_aux: List[Tuple[NDArray, NDArray]] = []   # (dense buffer, sparse aux state)
         for n, a in list(args_d.items()):
             if a.stype != "default":
                 dense = _nd().zeros(a.shape, ctx=self._ctx, dtype=a.dtype)
@@ -514,6 +515,14 @@ class Executor:
                 self._sparse_grads[n] = (dense, gr)
                 grads_d[n] = dense
         self.aux_arrays = [aux_d[n] for n in self._aux_names]
+        # a sparse aux state likewise: read through a dense buffer, and written back (cast into
+        # the sparse array) after each forward, as MXNet's storage fallback does for mutated inputs
+        for n, a in list(aux_d.items()):
+            if a.stype != "default":
+                dense = _nd().zeros(a.shape, ctx=self._ctx, dtype=a.dtype)
+                self._sparse_args.append((a, dense))
+                self._sparse_aux.append((dense, a))
+                aux_d[n] = dense
         self._grad_req = reqs
         shapes = {n: tuple(a.shape) for n, a in list(args_d.items()) + list(aux_d.items())}
         dtypes = {n: np.dtype(a.dtype) for n, a in list(args_d.items()) + list(aux_d.items())}
@@ -684,6 +693,8 @@ class Executor:
             self._run_monitored(0, self._graph.num_forward, self._is_train)
         else:
             self._run_segments(False, self._is_train)
+        for dense, given in self._sparse_aux:
+            dense.copyto(given)  # what the forward wrote into the aux state, cast into its storage
         return self.outputs
 
     def forward_copied(self, sources: Sequence, targets: Sequence, is_train: bool) -> Optional[list]:

@@ -45,3 +45,37 @@ def test_test_utils_bind_the_gradient_storage_types_asked_for():
     grads = check_symbolic_backward(sym, [xn, wn], [head], [head @ wn.T, xn.T @ head],
                                     grad_stypes={"weight": "row_sparse"}, rtol=1e-5, atol=1e-6)
     assert grads["weight"].stype == "row_sparse" and grads["data"].stype == "default"
+
+
+def test_sparse_aux_states_are_read_densely_and_written_back():
+    # BatchNorm's moving statistics given row_sparse (MXNet's storage fallback): the forward reads
+    # them densely and its update is cast back into the given arrays, which stay row_sparse and intact
+    # (bound raw, the update once wrote float data over a row_sparse array's row indices)
+    rng = np.random.RandomState(3)
+    xn, mean, var = rng.normal(0, 1, (4, 3)).astype(np.float32), rng.uniform(size=3), rng.uniform(0.5, 1, size=3)
+    sym = mx.sym.BatchNorm(mx.sym.var("data"), fix_gamma=False, momentum=0.9, name="bn")
+    aux = {"bn_moving_mean": mx.nd.array(mean).tostype("row_sparse"),
+           "bn_moving_var": mx.nd.array(var).tostype("row_sparse")}
+    args = {"data": mx.nd.array(xn), "bn_gamma": mx.nd.ones((3,)), "bn_beta": mx.nd.zeros((3,))}
+    ex = sym.bind(mx.cpu(), args, aux_states=aux)
+    out = ex.forward(is_train=True)[0].asnumpy()
+    mu, sigma2 = xn.mean(axis=0), xn.var(axis=0)
+    np.testing.assert_allclose(out, (xn - mu) / np.sqrt(sigma2 + 1e-3), rtol=1e-4, atol=1e-5)
+    for name, before, batch in (("bn_moving_mean", mean, mu), ("bn_moving_var", var, sigma2)):
+        got = ex.aux_dict[name]
+        assert got is aux[name] and got.stype == "row_sparse"
+        np.testing.assert_array_equal(got.indices.asnumpy(), [0, 1, 2])
+        np.testing.assert_allclose(got.asnumpy(), 0.9 * before + 0.1 * batch, rtol=1e-5)
+    # inference reads the updated statistics
+    ex2 = sym.bind(mx.cpu(), args, aux_states=aux)
+    want = (xn - aux["bn_moving_mean"].asnumpy()) / np.sqrt(aux["bn_moving_var"].asnumpy() + 1e-3)
+    np.testing.assert_allclose(ex2.forward(is_train=False)[0].asnumpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_check_numeric_gradient_of_batchnorm_with_row_sparse_inputs_and_aux():
+    rng = np.random.RandomState(0)
+    ins = [mx.nd.array(a).tostype("row_sparse") for a in (rng.normal(-0.1, 0.1, (2, 3)), np.ones(3), np.ones(3))]
+    aux = [mx.nd.array(rng.uniform(size=3)).tostype("row_sparse") for _ in range(2)]
+    sym = mx.sym.BatchNorm(mx.sym.var("data", stype="row_sparse"), fix_gamma=False)
+    check_numeric_gradient(sym, ins, aux, numeric_eps=1e-3, rtol=0.16, atol=1e-2)
+    assert all(np.array_equal(a.indices.asnumpy(), [0, 1, 2]) for a in aux)
