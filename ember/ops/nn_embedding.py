@@ -89,11 +89,15 @@ register(OpDef(
 
 def _sparse_embedding_gradient(F, attrs, inputs, outputs, out_grads):
     """Embedding's gradient, always row_sparse imperatively (sparse_grad is ignored, as MXNet's)."""
-    return _gradient(F, {**attrs, "sparse_grad": True}, inputs, outputs, out_grads)
+    plain = {k: v for k, v in attrs.items() if k != "deterministic"}
+    return _gradient(F, {**plain, "sparse_grad": True}, inputs, outputs, out_grads)
 
+
+_SPARSE_ATTRS = dict(_ATTRS, deterministic=Attr(
+    "bool", False, doc="MXNet: a deterministic order for the gradient's sums (ember's always is)"))
 
 register(OpDef(
-    name="_contrib_SparseEmbedding", attrs=_ATTRS, inputs=["data", "weight"], outputs=["output"],
+    name="_contrib_SparseEmbedding", attrs=_SPARSE_ATTRS, inputs=["data", "weight"], outputs=["output"],
     infer_shape=_infer_shape, infer_type=_infer_type, kernels={"any": _forward}, expensive=True,
     gradient=_sparse_embedding_gradient,
     doc="MXNet's deprecated contrib.SparseEmbedding: Embedding whose weight gradient is row_sparse "

@@ -67,6 +67,12 @@ def test_contrib_sparse_embedding_is_embedding_with_row_sparse_gradient():
     exe.forward(is_train=True)
     exe.backward(mx.nd.array(head))
     np.testing.assert_allclose(exe.grad_dict["w"].asnumpy(), want, rtol=1e-6)
+    # MXNet's `deterministic` is accepted (ember's sums always run in one order): the same numbers
+    s2 = mx.sym.contrib.SparseEmbedding(mx.sym.var("d"), mx.sym.var("w"), deterministic=True, **attrs)
+    exe2 = s2.bind(mx.cpu(), {"d": mx.nd.array(idx), "w": mx.nd.array(W)}, args_grad={"w": mx.nd.zeros((6, 4))})
+    exe2.forward(is_train=True)
+    exe2.backward(mx.nd.array(head))
+    np.testing.assert_array_equal(exe2.grad_dict["w"].asnumpy(), exe.grad_dict["w"].asnumpy())
     # imperative: the gradient holds exactly the indexed rows, as a row_sparse array
     grads = ops.get("_contrib_SparseEmbedding").gradient(
         mx.nd, ops.get("_contrib_SparseEmbedding").parse_attrs(attrs), [mx.nd.array(idx), mx.nd.array(W)],
