@@ -30,6 +30,11 @@ def _require_dataloader(data, what: str) -> None:
                          "wrap a DataIter or NDArrays in a Dataset and a DataLoader.")
 
 
+def _lacks(handlers: list, cls: type) -> bool:
+    """True if no handler is a `cls`: the Estimator then adds its default one."""
+    return not any(isinstance(handler, cls) for handler in handlers)
+
+
 class Estimator:
     """Trains and evaluates `net` with `loss`, calling event handlers at train/epoch/batch begin and end.
 
@@ -227,29 +232,24 @@ class Estimator:
 
     # -- handlers -------------------------------------------------------------------------------------------
     def _prepare_default_handlers(self, val_data, event_handlers) -> list:
-        handlers = _check_event_handlers(event_handlers)
-        given = list(handlers)
-
-        def missing(cls) -> bool:
-            return not any(isinstance(handler, cls) for handler in given)
-
+        given = _check_event_handlers(event_handlers)
         defaults = [StoppingHandler(self.max_epoch, self.max_batch)]
-        if missing(GradientUpdateHandler):
+        if _lacks(given, GradientUpdateHandler):
             defaults.append(GradientUpdateHandler())
-        if missing(MetricHandler):
+        if _lacks(given, MetricHandler):
             defaults.append(MetricHandler(metrics=self.train_metrics))
-        if missing(ValidationHandler) and val_data:
+        if _lacks(given, ValidationHandler) and val_data:
             defaults.append(ValidationHandler(val_data=val_data, eval_fn=self.evaluate))
-        if missing(LoggingHandler):
+        if _lacks(given, LoggingHandler):
             defaults.append(LoggingHandler(metrics=self.train_metrics))
         return self._merge_handlers(given, defaults, self.train_metrics + self.val_metrics)
 
     def _prepare_default_validation_handlers(self, event_handlers) -> list:
         given = _check_event_handlers(event_handlers)
         defaults = []
-        if not any(isinstance(handler, MetricHandler) for handler in given):
+        if _lacks(given, MetricHandler):
             defaults.append(MetricHandler(metrics=self.val_metrics))
-        if not any(isinstance(handler, LoggingHandler) for handler in given):
+        if _lacks(given, LoggingHandler):
             defaults.append(LoggingHandler(metrics=self.val_metrics))
         return self._merge_handlers(given, defaults, self.val_metrics)
 
