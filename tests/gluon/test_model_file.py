@@ -37,6 +37,17 @@ def _renamed_model():
         return BLOCKS["saved_model"]()
 
 
+def _fresh_hybridized_model(x):
+    """saved_model() as the first blocks of a program (the fixture's names), initialized, its children
+    hybridized, and its output for `x` (the Net inside traces its graph)."""
+    with mx.name.NameManager():
+        net = BLOCKS["saved_model"]()
+    net.initialize(mx.init.Xavier())
+    for child in net._children.values():
+        child.hybridize()
+    return net, net(nd.array(x)).asnumpy()
+
+
 def _structure(entry):
     """A model file's dictionary without the graphs' JSON text (compared across frameworks)."""
     return {k: (_structure(v) if isinstance(v, dict) else v) for k, v in entry.items()
@@ -70,13 +81,8 @@ def test_a_loaded_model_trains(ref):
 
 
 def test_save_writes_mxnets_structure_and_load_round_trips(ref, tmp_path):
-    with mx.name.NameManager():
-        net = BLOCKS["saved_model"]()
-    net.initialize(mx.init.Xavier())
-    for child in net._children.values():
-        child.hybridize()
+    net, want = _fresh_hybridized_model(ref["x"])
     x = nd.array(ref["x"])
-    want = net(x).asnumpy()
     prefix = str(tmp_path / "m")
     net.save(prefix)
     with open(prefix + "-model.json") as f:
@@ -113,12 +119,7 @@ def test_load_into_a_different_model_raises_keyerror_and_changes_nothing(tmp_pat
 
 @pytest.mark.skipif(not os.path.exists(MXNET_PYTHON), reason="MXNet 1.9.1 venv not installed")
 def test_mxnet_loads_embers_save(ref, tmp_path):
-    with mx.name.NameManager():
-        net = BLOCKS["saved_model"]()
-    net.initialize(mx.init.Xavier())
-    for child in net._children.values():
-        child.hybridize()
-    want = net(nd.array(ref["x"])).asnumpy()
+    net, want = _fresh_hybridized_model(ref["x"])
     net.save(str(tmp_path / "m"))
     np.save(tmp_path / "x.npy", ref["x"])
     code = ("import sys, numpy as np, mxnet as mx; sys.path.insert(0, sys.argv[2]); "
