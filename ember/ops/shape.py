@@ -813,15 +813,11 @@ register(OpDef(name="amp_multicast", attrs={"num_outputs": Attr("int"), "cast_na
                doc="Cast all floating point inputs to the widest (narrowest with cast_narrow) of their types."))
 
 
-# -- cast_storage (dense only) ---------------------------------------------------------------------------
-def _cast_storage_infer(attrs, in_shapes):
-    if attrs["stype"] != "default":
-        raise OperatorError(f"cast_storage: sparse storage '{attrs['stype']}' is not supported by ember "
-                            "(arrays are always dense)")
-    return in_shapes, [in_shapes[0]]
-
-
+# -- cast_storage -----------------------------------------------------------------------------------
+# Imperatively mx.nd.cast_storage / tostype convert between storage types (imperative/sparse_ops.py);
+# this registry op is what a graph runs, and graphs compute densely: every stype is a copy there (the
+# executor reads sparse arguments densely and casts sparse gradient arrays after the backward)
 register(OpDef(name="cast_storage", attrs={"stype": Attr("str", choices=("default", "row_sparse", "csr"))},
-               infer_shape=_cast_storage_infer, kernels={"any": _copy_into}, inplace=[(0, 0)],
-               gradient=lambda F, a, i, o, g: [F._copy(g[0])],
-               doc="Storage conversion; only 'default' (dense) exists in ember, so this copies."))
+               infer_shape=lambda attrs, in_shapes: (in_shapes, [in_shapes[0]]), kernels={"any": _copy_into},
+               inplace=[(0, 0)], gradient=lambda F, a, i, o, g: [F._copy(g[0])],
+               doc="Storage conversion; in a graph (computed densely) a copy of the values."))

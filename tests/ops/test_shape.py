@@ -230,8 +230,20 @@ def test_all_finite():
     assert run("all_finite", [np.array([1.0, np.nan], np.float32)]).dtype == np.float32
 
 
-def test_cast_storage_dense_only():
-    x = rng.standard_normal((2, 2))
-    np.testing.assert_array_equal(run("cast_storage", [x], {"stype": "default"}), x)
-    with pytest.raises(OperatorError, match="cast_storage: sparse storage 'csr' is not supported"):
-        infer("cast_storage", {"stype": "csr"}, [(2, 2)])
+def test_cast_storage_in_a_graph_copies_the_values_for_every_stype():
+    import ember as mx
+    x = rng.standard_normal((3, 4)) * (rng.uniform(size=(3, 4)) > 0.5)
+    for stype in ("default", "csr", "row_sparse"):
+        np.testing.assert_array_equal(run("cast_storage", [x], {"stype": stype}), x)
+        assert infer("cast_storage", {"stype": stype}, [(3, 4)]) == [(3, 4)]
+    # a graph computes densely: its output holds the values; a sparse gradient array receives the gradient
+    sym = mx.sym.cast_storage(mx.sym.var("x", stype="csr"), stype="csr")
+    xs, g = mx.nd.array(x).tostype("csr"), mx.nd.zeros((3, 4)).tostype("csr")
+    ex = sym.bind(mx.cpu(), {"x": xs}, args_grad={"x": g})
+    np.testing.assert_allclose(ex.forward(is_train=True)[0].asnumpy(), x, rtol=1e-6)
+    head = rng.standard_normal((3, 4))
+    ex.backward(mx.nd.array(head))
+    assert g.stype == "csr"
+    np.testing.assert_allclose(g.asnumpy(), head, rtol=1e-6)
+    with pytest.raises(OperatorError, match="stype"):
+        infer("cast_storage", {"stype": "coo"}, [(3, 4)])
