@@ -53,7 +53,8 @@ def _as_sources(data, allow_empty: bool, default_name: str) -> List[Tuple[str, n
             sources.append((name, value, cpu()))
             continue
         try:
-            arr = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=np.float32)
+            # MXNet turns numpy data into float32 NDArrays (mx.nd.array's default), whatever its dtype
+            arr = np.asarray(value, dtype=np.float32)
         except (TypeError, ValueError):
             raise TypeError(f"NDArrayIter: invalid type {type(value).__name__} for '{name}'; "
                             "expected NDArray or numpy array") from None

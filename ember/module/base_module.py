@@ -195,6 +195,7 @@ class BaseModule:
         for epoch in range(begin_epoch, num_epoch):
             tic = time.time()
             eval_metric.reset()
+            self._fit_epoch_begin(epoch, train_data)
             nbatch = 0
             bar = _progress(train_data, progress_bar, total, f"Epoch {epoch}")
             for nbatch, data_batch in enumerate(bar):
@@ -229,6 +230,9 @@ class BaseModule:
             history.append(record)
             train_data.reset()
         return history
+
+    def _fit_epoch_begin(self, epoch: int, train_data) -> None:
+        """Hook run by fit before each epoch's batches (SVRGModule's full-gradient pass); no-op here."""
 
     def install_monitor(self, mon) -> None:
         """Install a monitor (its install(executor) is called for the bound executor)."""

@@ -77,10 +77,10 @@ def test_dict_inputs_descriptions_and_dtype():
     it = mio.NDArrayIter(data, {"lab": np.arange(6)}, batch_size=4)
     assert [d.name for d in it.provide_data] == ["a", "b"]
     assert it.provide_data[1].shape == (4, 3, 2)
-    assert it.provide_data[1].dtype == np.float64
+    assert it.provide_data[1].dtype == np.float32  # numpy data becomes float32, as mx.nd.array makes it in MXNet
     assert it.provide_label == [mio.DataDesc("lab", (4,))]
     batch = next(iter(it))
-    assert batch.data[1].dtype == np.float64 and batch.data[0].shape == (4, 5)
+    assert batch.data[1].dtype == np.float32 and batch.data[0].shape == (4, 5)
     assert batch.provide_data[0].name == "a"
     assert "data shapes: [(4, 5), (4, 3, 2)]" in str(batch)
 
