@@ -31,7 +31,8 @@ from . import monitor, operator  # noqa: F401,E402
 from . import monitor as mon  # noqa: F401,E402
 from . import util  # noqa: F401,E402  (NumPy shape/array semantics switches, env access)
 from . import recordio  # noqa: F401,E402  (mx.recordio: MXNet's .rec/.idx files)
-from . import image  # noqa: F401,E402  (mx.image: decoding, resizing, cropping helpers)
+from . import image  # noqa: F401,E402  (mx.image: decoding, augmenters, ImageIter, detection)
+img = image  # MXNet's short alias mx.img
 from .util import (is_np_array, is_np_shape, np_array, np_shape, set_np_shape, use_np,  # noqa: F401,E402
                    use_np_array, use_np_shape)
 from . import numpy  # noqa: F401,E402  (mx.np: the numpy interface's ndarray and creation)

@@ -1,5 +1,6 @@
-"""`mx.image`: image decoding, resizing, cropping and rotation helpers (MXNet 1.9.1's mx.image
-functions; the record iterators and augmenter classes are not here).
+"""`mx.image.image`: MXNet 1.9.1's image functions (decoding, resizing, cropping, border padding,
+normalisation, rotation); the augmenter classes and `ImageIter` are re-exported at the bottom so that
+`mx.image.image.<name>` resolves as in MXNet.
 
 Images are HWC NDArrays (uint8 after decoding, RGB order by default).  Resizing runs the registry
 operator `_image_resize` (interp 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos: OpenCV's
@@ -7,18 +8,20 @@ methods; 9 and 10 choose automatically or at random, as MXNet).  Decoding uses P
 """
 from __future__ import annotations
 
+import os
 import random as _random
 from numbers import Number
 from typing import Tuple
 
 import numpy as np
 
-from . import ndarray as nd
-from . import recordio as _recordio
-from .imperative.ndarray import NDArray
+from .. import ndarray as nd
+from .. import recordio as _recordio
+from ..base import MXNetError
+from ..imperative.ndarray import NDArray
 
-__all__ = ["imread", "imdecode", "imresize", "scale_down", "resize_short", "fixed_crop", "random_crop",
-           "center_crop", "color_normalize", "random_size_crop", "imrotate", "random_rotate"]
+__all__ = ["imread", "imdecode", "imresize", "scale_down", "copyMakeBorder", "resize_short", "fixed_crop",
+           "random_crop", "center_crop", "color_normalize", "random_size_crop", "imrotate", "random_rotate"]
 
 
 def imdecode(buf, flag: int = 1, to_rgb: bool = True, out=None) -> NDArray:
@@ -28,7 +31,10 @@ def imdecode(buf, flag: int = 1, to_rgb: bool = True, out=None) -> NDArray:
         buf = buf.asnumpy().tobytes()
     elif isinstance(buf, np.ndarray):
         buf = buf.tobytes()
-    img = _recordio.decode_image(bytes(buf), 0 if flag == 0 else 1)
+    try:
+        img = _recordio.decode_image(bytes(buf), 0 if flag == 0 else 1)
+    except ValueError as err:  # MXNet's decoder fails in the backend, so callers expect MXNetError
+        raise MXNetError(f"imdecode: {err}") from None
     if img.ndim == 2:
         img = img[:, :, None]
     elif not to_rgb:
@@ -41,9 +47,39 @@ def imdecode(buf, flag: int = 1, to_rgb: bool = True, out=None) -> NDArray:
 
 
 def imread(filename: str, flag: int = 1, to_rgb: bool = True, out=None) -> NDArray:
-    """Read and decode an image file (see imdecode)."""
+    """Read and decode an image file (see imdecode); a missing file raises MXNetError, as MXNet's."""
+    if not os.path.isfile(filename):
+        raise MXNetError(f"imread: cannot find image file {filename!r}")
     with open(filename, "rb") as f:
         return imdecode(f.read(), flag, to_rgb, out)
+
+
+# OpenCV's border types 0..4 as numpy.pad modes: constant, replicate, reflect (edge repeated),
+# wrap, reflect_101 (edge not repeated).
+_BORDER_MODES = {0: "constant", 1: "edge", 2: "symmetric", 3: "wrap", 4: "reflect"}
+
+
+def copyMakeBorder(src: NDArray, top: int, bot: int, left: int, right: int, type: int = 0,
+                   value: float = 0.0, values=None, out=None) -> NDArray:  # noqa: A002 (MXNet's name)
+    """Pad an HWC image by top/bot rows and left/right columns with OpenCV's border `type`
+    (0 constant `value` or per-channel `values`, 1 replicate, 2 reflect, 3 wrap, 4 reflect_101)."""
+    if type not in _BORDER_MODES:
+        raise MXNetError(f"copyMakeBorder: unknown border type {type} (expected 0..4)")
+    img = src.asnumpy()
+    pads = ((int(top), int(bot)), (int(left), int(right))) + ((0, 0),) * (img.ndim - 2)
+    if type == 0:
+        fill = np.asarray(values if values is not None else value, dtype=img.dtype).reshape(-1)
+        chans = [np.pad(img[..., c], pads[:2], mode="constant", constant_values=fill[c % fill.size])
+                 for c in range(img.shape[-1])] if img.ndim == 3 else None
+        res = np.stack(chans, axis=-1) if chans is not None else np.pad(
+            img, pads, mode="constant", constant_values=fill[0])
+    else:
+        res = np.pad(img, pads, mode=_BORDER_MODES[type])
+    res = nd.array(res, dtype=img.dtype, ctx=src.context)
+    if out is not None:
+        out[:] = res
+        return out
+    return res
 
 
 def _get_interp_method(interp: int, sizes=()) -> int:
@@ -211,3 +247,13 @@ def random_rotate(src: NDArray, angle_limits, zoom_in: bool = False, zoom_out: b
     else:
         angle = np.random.uniform(*angle_limits, size=src.shape[0])
     return imrotate(src, angle, zoom_in=zoom_in, zoom_out=zoom_out)
+
+
+# MXNet's mxnet.image.image module also holds the augmenters and ImageIter.  They live in their own
+# modules here; importing them last (every function above is defined by then) lets
+# `mx.image.image.ImageIter` resolve as in MXNet without an import cycle failing.
+from .augmenters import *  # noqa: E402,F401,F403
+from .augmenters import __all__ as _aug_all  # noqa: E402
+from .iterator import ImageIter  # noqa: E402,F401
+
+__all__ += _aug_all + ["ImageIter"]
