@@ -98,6 +98,21 @@ class ndarray(NDArray):  # noqa: N801 - MXNet's (and numpy's) class name
         ctx = self.context
         return text if ctx.device_type == "cpu" else f"{text} @{ctx}"
 
+    def __format__(self, spec: str) -> str:
+        """A 0-d array formats as its scalar (`'{:.3g}'.format(np.array(np.pi))`); a format spec on an
+        array with dimensions is a TypeError, as numpy's arrays and MXNet's mx.np.ndarray have it."""
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError(f"unsupported format string {spec!r} passed to mx.np.ndarray of shape {self.shape}: "
+                            "only a 0-d array takes a format spec")
+        return format(str(self), spec)
+
+    def copy(self, order: str = "C") -> "ndarray":
+        """A copy of the array on the same device; only C order (row-major) storage is supported."""
+        _check_order(order)
+        return _as_np(NDArray.copy(self))
+
     def reshape(self, *shape, **kwargs) -> "ndarray":
         """A view with shape `shape` under numpy's rules (one -1 may be inferred; 0 is a zero size)."""
         order = kwargs.pop("order", "C")
@@ -153,7 +168,7 @@ def _wrap_method(name: str):
 
 for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
               "__rtruediv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__neg__", "__abs__",
-              "__getitem__", "copy", "copyto", "as_in_context", "astype", "detach", "sum", "mean", "max",
+              "__getitem__", "copyto", "as_in_context", "astype", "detach", "sum", "mean", "max",
               "min", "prod", "exp", "log", "sqrt", "square", "abs", "flatten", "expand_dims", "squeeze",
               "broadcast_to", "clip", "tile", "repeat", "flip", "argmax", "argmin", "take", "split"):
     setattr(ndarray, _name, _wrap_method(_name))

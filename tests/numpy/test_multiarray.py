@@ -146,3 +146,27 @@ def test_np_random_choice():
         mx.np.random.choice(3, size=4, replace=False)
     with pytest.raises(TypeError):
         mx.np.random.choice(3, shape=(2,))  # numpy's name is size (MXNet's test_exc_handling)
+
+
+def test_format_spec_applies_to_0d_arrays_only():
+    # MXNet 1.9.1 / numpy: a 0-d array formats as its scalar, an array with dimensions refuses a spec
+    a = mx.np.array(np.pi)
+    ref = np.array(np.pi, dtype=np.float32)
+    assert "{:0.3g}".format(a) == "{:0.3g}".format(ref) == "3.14"
+    assert "{:>8.2f}".format(mx.np.array(2.5)) == "{:>8.2f}".format(np.float32(2.5))
+    assert "{:d}".format(mx.np.array(7, dtype="int32")) == "7"
+    v = mx.np.array([np.pi])
+    assert "{}".format(v) == "{}".format(v.asnumpy()) == str(v)
+    with pytest.raises(TypeError, match="format spec"):
+        "{:30}".format(v)
+
+
+def test_copy_takes_numpy_order_argument():
+    a = mx.np.array([2, 3, 4, 5], dtype=np.int32)
+    b = a.copy(order="C")
+    assert isinstance(b, mx.np.ndarray) and b.dtype == np.int32
+    np.testing.assert_array_equal(b.asnumpy(), a.asnumpy().copy())
+    b[0] = 9  # a copy, not a view
+    assert a.asnumpy()[0] == 2
+    with pytest.raises(NotImplementedError, match="only 'C'"):
+        a.copy(order="F")
