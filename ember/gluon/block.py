@@ -585,6 +585,7 @@ class HybridBlock(Block):
                 raise HybridizeError(f"HybridBlock '{self.name}' ({type(self).__name__}) could not be traced into a "
                                      f"graph: {type(e).__name__}: {e}. hybrid_forward must only use F.* operators "
                                      "on its inputs (no Python control flow on array values, no .asnumpy()).") from e
+            np_semantics.check_one_kind(self, out)
             out = np_semantics.convert(out, True)  # the cached graph is a legacy symbol
             out, self._out_format = _flatten(out, "output")
             self._cached_graph = sym_inputs, (sym_mod.Group(out) if len(out) > 1 else out[0])

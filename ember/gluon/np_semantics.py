@@ -62,6 +62,28 @@ def convert(value, legacy: bool):
     return value
 
 
+def _kinds(value, found: set) -> set:
+    """The kinds ('np', 'legacy') of the arrays and symbols in `value` (nested lists and tuples)."""
+    t = type(value)
+    if t is np_ndarray or t is np_symbol._Symbol:
+        found.add("np")
+    elif t is NDArray or t is Symbol:
+        found.add("legacy")
+    elif t is list or t is tuple:
+        for v in value:
+            _kinds(v, found)
+    return found
+
+
+def check_one_kind(block, out) -> None:
+    """TypeError when `block`'s outputs mix legacy and numpy arrays (or symbols), as MXNet refuses:
+    a graph cannot group both kinds, and no single kind could be handed back to the caller."""
+    if len(_kinds(out, set())) > 1:
+        raise TypeError(f"Block '{block.name}' returned both legacy (mx.nd.NDArray / mx.sym.Symbol) and numpy "
+                        "(mx.np.ndarray / mx.sym.np._Symbol) outputs; convert them all to one kind with "
+                        "as_np_ndarray() or as_nd_ndarray()")
+
+
 def call(block, args):
     """`block(*args)` under NumPy array semantics: inputs in the block's kind, outputs in the caller's."""
     legacy = written_for_legacy(block)
@@ -71,6 +93,8 @@ def call(block, args):
         out = block._call_with_hooks(convert(args, legacy))
     finally:
         _state.legacy = outer
+    if not legacy:
+        check_one_kind(block, out)
     return convert(out, outer)
 
 

@@ -66,6 +66,16 @@ class Symbol:
             raise IndexError(f"symbol output index {index} out of range for {n} outputs")
         return Symbol([self._outputs[int(index)]])
 
+    def as_nd_ndarray(self) -> "Symbol":
+        """This symbol itself: a legacy symbol already is what np code converts to (MXNet's Symbol has
+        the method so that the same hybrid_forward traces with either kind of input)."""
+        return self
+
+    def as_np_ndarray(self) -> "Symbol":
+        """The same outputs as an np symbol (`mx.sym.np._Symbol`); nothing is copied."""
+        from .np_symbol import as_np
+        return as_np(self)
+
     def list_outputs(self) -> List[str]:
         """Names of the outputs: '<node>_<output>' for operators, the name for variables."""
         return [node.output_name(i) for node, i in self._outputs]

@@ -228,3 +228,52 @@ def test_numpy_parameters_refuse_sparse_storage():
         p.initialize()
     with pytest.raises(ValueError, match="does not support stype = row_sparse"):
         run()
+
+
+class _LegacyOutputs(gluon.HybridBlock):
+    """Written without use_np: traced, its inputs are legacy symbols and as_nd_ndarray is a no-op."""
+
+    def hybrid_forward(self, F, x):
+        return x.as_nd_ndarray() + x.as_nd_ndarray(), x.as_nd_ndarray() * x.as_nd_ndarray()
+
+
+@use_np
+class _MixedOutputs(gluon.HybridBlock):
+    def hybrid_forward(self, F, x):
+        return x.as_nd_ndarray() + x.as_nd_ndarray(), F.np.multiply(x, x)
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_outputs_of_one_kind_and_mixed_kinds_refused(hybridize):
+    data = np.array([[1.0, -2.0, 3.0], [0.5, 4.0, -1.0]], dtype=np.float32)
+    net = _LegacyOutputs()
+    if hybridize:
+        net.hybridize()
+    twice, square = net(mx.nd.array(data))
+    assert type(twice) is mx.nd.NDArray and type(square) is mx.nd.NDArray
+    np.testing.assert_allclose(twice.asnumpy(), data + data)
+    np.testing.assert_allclose(square.asnumpy(), data * data)
+    mixed = _MixedOutputs()
+    if hybridize:
+        mixed.hybridize()
+    with pytest.raises(TypeError, match="both legacy"):
+        use_np(lambda: mixed(mx.np.array(data)))()
+
+
+@use_np
+@pytest.mark.parametrize("shape", [(0,), (2, 0, 2), (), (3, 2)])
+@pytest.mark.parametrize("dtype", [None, "int8", "float64"])
+def test_zeros_and_ones_in_a_hybridized_block_take_numpy_shapes(shape, dtype):
+    class Fill(gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return x + F.np.zeros(shape, dtype), x * F.np.ones(shape, dtype)
+
+    data = np.random.uniform(size=shape).astype(dtype or np.float32)
+    for hybridize in (False, True):
+        net = Fill()
+        if hybridize:
+            net.hybridize()
+        plus, times = net(mx.np.array(data, dtype=data.dtype))
+        assert type(plus) is mx.np.ndarray and plus.shape == shape and plus.dtype == data.dtype
+        np.testing.assert_array_equal(plus.asnumpy(), data + np.zeros(shape, dtype))
+        np.testing.assert_array_equal(times.asnumpy(), data * np.ones(shape, dtype))

@@ -77,3 +77,13 @@ def test_sym_np_creation_builds_nodes():
     z = mx.sym.np.zeros((2, 3)) + mx.sym.np.ones_like(x) + mx.sym.np.arange(3)
     np.testing.assert_allclose(_run(z, x=np.zeros((2, 3), np.float32)), np.ones((2, 3)) + np.arange(3))
     assert mx.sym.np.tanh is mx.np.tanh and mx.nd.np is mx.np and mx.nd.npx is mx.npx
+
+
+def test_legacy_symbol_converts_both_ways_without_copying():
+    x = mx.sym.var("x")
+    assert x.as_nd_ndarray() is x  # already a legacy symbol
+    y = x.as_np_ndarray()
+    assert type(y) is np_symbol._Symbol and y._outputs == x._outputs
+    out = (y * 2).as_nd_ndarray()
+    ex = out.bind(mx.cpu(), {"x": mx.nd.array([1.0, -3.0])})
+    np.testing.assert_allclose(ex.forward()[0].asnumpy(), [2.0, -6.0])
