@@ -20,6 +20,13 @@ def known(shape) -> bool:
     return shape is not None and None not in shape
 
 
+def np_shape() -> bool:
+    """Whether NumPy shape semantics are on (`npx.set_np()`): a 0 dimension is then a real, empty
+    size and () a scalar's shape, where MXNet 1.x reads both as unknown."""
+    from ..util import is_np_shape
+    return is_np_shape()
+
+
 def fmt(shape) -> str:
     return "unknown" if shape is None else str(tuple(shape))
 

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._common import no_gradient, same_shape
+from ._common import no_gradient, np_shape, same_shape
 from .registry import Attr, OpDef, as_dtype, register
 
 _CREATE = {
@@ -22,8 +22,10 @@ def _shape_of(op: str):
         if any(d is not None and d < -1 for d in shape):
             raise ShapeError(f"{op}: shape {shape} must hold non-negative integers (0 or -1: unknown)")
         # MXNet 1.x: 0 (and -1) is a dimension inference fills in from the rest of the graph
-        # (begin states zeros(shape=(0, H))); an imperative call cannot, and says so.
-        return [], [tuple(None if d in (0, -1) else d for d in shape)]
+        # (begin states zeros(shape=(0, H))); an imperative call cannot, and says so.  Under NumPy
+        # shape semantics a 0 is a real, empty dimension (np.zeros((2, 0)) in a hybridized block).
+        unknown = (-1,) if np_shape() else (0, -1)
+        return [], [tuple(None if d in unknown else d for d in shape)]
     return infer
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ._common import no_gradient, same_shape
+from ._common import np_shape as _np_shape
 from .registry import Attr, OpDef, as_dtype, register
 
 _FLOATS = ("None", "float16", "float32", "float64")
@@ -41,11 +42,6 @@ def _shape_infer(op):
             return [], [None]
         return [], [tuple(shape)]
     return infer
-
-
-def _np_shape() -> bool:
-    from ..util import is_np_shape
-    return is_np_shape()
 
 
 def _creation(name, params, sample, dtypes=_FLOATS, default="float32", aliases=(), doc=""):

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ._common import data_like_output, known, no_gradient, norm_axis, ograds_or_zeros, sum_to, via
+from ._common import np_shape as _np_shape
 from .registry import Attr, OpDef, register
 
 Shape = Tuple[int, ...]
@@ -469,11 +470,6 @@ register(OpDef(name="broadcast_like", inputs=["lhs", "rhs"],
 
 
 # -- tile / repeat -------------------------------------------------------------------------------
-def _np_shape() -> bool:
-    from ..util import is_np_shape
-    return is_np_shape()
-
-
 def _tile_dims(x: Shape, reps: Sequence[int]):
     n = max(len(x), len(reps))
     xs = (1,) * (n - len(x)) + tuple(x)
