@@ -13,7 +13,7 @@ from ..base import MXNetError
 from ..context import cpu, current_context, gpu, num_gpus  # noqa: F401
 from ..imperative.creation import waitall  # noqa: F401
 from ..util import is_np_array, is_np_shape, reset_np, set_np, use_np, use_np_array, use_np_shape  # noqa: F401
-from .multiarray import _as_np, _call
+from .multiarray import _as_np, _call, ndarray
 
 # npx name -> registry operator (MXNet registers these as _npx_<name> aliases of the same kernels)
 OPERATORS = {
@@ -95,3 +95,43 @@ def reshape(a, newshape, reverse: bool = False, order: str = "C"):
     from .multiarray import reshape as np_reshape
     a = _as_np(a)
     return np_reshape(a, _npx_reshape_target(tuple(a.shape), newshape))
+
+
+def _require_np_semantics(what: str) -> None:
+    """npx.save/npx.load work only under NumPy shape and array semantics, as MXNet's: the file records
+    0-d and zero-size shapes that legacy mode would read as unknown."""
+    if not (is_np_shape() and is_np_array()):
+        raise ValueError(f"npx.{what}: mx.np.ndarray files can only be {what}d under NumPy semantics; call "
+                         "npx.set_np() (or decorate the code with use_np) first")
+
+
+def save(file: str, arr) -> None:
+    """Write an mx.np.ndarray, a list of them or a dict of str -> mx.np.ndarray to `file` (MXNet's
+    NDArray file format with NumPy shapes: `npx.load` and `mx.nd.load` read it back)."""
+    from ..imperative import serialization
+    _require_np_semantics("save")
+    if isinstance(arr, ndarray):
+        arr = [arr]
+    if isinstance(arr, dict):
+        if not all(isinstance(k, str) and isinstance(v, ndarray) for k, v in arr.items()):
+            raise TypeError("npx.save: a dict must map str keys to mx.np.ndarray values")
+    elif isinstance(arr, list):
+        if not all(isinstance(v, ndarray) for v in arr):
+            raise TypeError("npx.save: a list must hold only mx.np.ndarray values")
+    else:
+        raise ValueError("npx.save: data must be an mx.np.ndarray, a list of them or a dict of str -> "
+                         f"mx.np.ndarray, not {type(arr).__name__}")
+    serialization.save(file, arr, np_shape=True)
+
+
+def load(file: str):
+    """The arrays `save` (or `mx.nd.save` under NumPy shape semantics) wrote to `file`: a list of
+    mx.np.ndarray, or a dict of str -> mx.np.ndarray when they were saved with names."""
+    from ..imperative import serialization
+    _require_np_semantics("load")
+    if not isinstance(file, str):
+        raise TypeError(f"npx.load: file must be a str, not {type(file).__name__}")
+    loaded = serialization.load(file)
+    if isinstance(loaded, dict):
+        return {k: _as_np(v) for k, v in loaded.items()}
+    return [_as_np(v) for v in loaded]

@@ -170,3 +170,35 @@ def test_copy_takes_numpy_order_argument():
     assert a.asnumpy()[0] == 2
     with pytest.raises(NotImplementedError, match="only 'C'"):
         a.copy(order="F")
+
+
+def test_npx_save_load_round_trips_numpy_shapes(tmp_path):
+    rng = np.random.RandomState(3)
+    shapes = [(2, 0, 1), (), (0, 4), (2, 3), ()]
+    refs = [rng.randint(0, 10, size=s).astype(d) for s, d in zip(shapes, ("int64", "float32", "int32",
+                                                                           "float64", "int8"))]
+    fname = str(tmp_path / "arrays.npx")
+    with mx.util.np_shape(True), mx.util.np_array(True):
+        arrays = [mx.np.array(r, dtype=r.dtype) for r in refs]
+        mx.npx.save(fname, arrays[1])  # one array: a list of one comes back
+        one = mx.npx.load(fname)
+        assert isinstance(one, list) and len(one) == 1 and type(one[0]) is mx.np.ndarray
+        assert one[0].shape == () and one[0].dtype == np.float32 and one[0].item() == refs[1].item()
+        mx.npx.save(fname, arrays)
+        back = mx.npx.load(fname)
+        assert [a.shape for a in back] == shapes and [a.dtype for a in back] == [r.dtype for r in refs]
+        for a, r in zip(back, refs):
+            np.testing.assert_array_equal(a.asnumpy(), r)
+        mx.npx.save(fname, {str(i): a for i, a in enumerate(arrays)})
+        named = mx.npx.load(fname)
+        assert sorted(named) == [str(i) for i in range(len(refs))]
+        for k, a in named.items():
+            np.testing.assert_array_equal(a.asnumpy(), refs[int(k)])
+        with pytest.raises(TypeError, match="mx.np.ndarray"):
+            mx.npx.save(fname, [mx.nd.ones((2,))])
+        with pytest.raises(TypeError, match="str keys"):
+            mx.npx.save(fname, {1: arrays[0]})
+        with pytest.raises(ValueError, match="must be"):
+            mx.npx.save(fname, (arrays[0],))
+    with pytest.raises(ValueError, match="NumPy semantics"):  # legacy mode refuses, as MXNet
+        mx.npx.load(fname)
