@@ -300,6 +300,44 @@ def test_boolean_mask_indexing_and_assignment():
         x[np.array([True, False], dtype="bool")]
 
 
+def test_boolean_indices_anywhere_in_a_key_follow_numpy():
+    a = R.uniform(size=(3, 2, 3)).astype(onp.float32)
+    m = onp.array([[False, True, True], [False, True, False]])
+    b = onp.array([[True, False], [False, True], [True, True]])
+    x = np.array(a)
+    T, F = np.array(True, dtype="bool"), np.array(False, dtype="bool")
+    cases = [((T,), (True,)), ((F,), (False,)), ((slice(None), np.array(m, dtype="bool")), (slice(None), m)),
+             ((np.array(b, dtype="bool"), 1), (b, 1)), ((0, True, True, np.array(m, dtype="bool")), (0, True, True, m)),
+             (([True, False, True],), ([True, False, True],)), ((None, 1, [False, True]), (None, 1, [False, True]))]
+    for key, ref in cases:
+        got = x[key if len(key) > 1 else key[0]]
+        want = a[ref if len(ref) > 1 else ref[0]]
+        assert type(got) is np.ndarray and got.shape == want.shape and got.dtype == onp.float32
+        onp.testing.assert_array_equal(got.asnumpy(), want)
+    # the gradient of a gather of masked elements lands on exactly those elements, repeats summed
+    x.attach_grad()
+    with mx.autograd.record():
+        picked = x[:, np.array(m, dtype="bool")] * np.arange(9).reshape(3, 3) + x[0, True, True, np.array(m, dtype="bool")]
+    picked.backward()
+    want = onp.zeros_like(a)
+    want[:, m] += onp.arange(9).reshape(3, 3)
+    want[0, m] += 3  # broadcast over 3 rows of the first term's shape
+    onp.testing.assert_allclose(x.grad.asnumpy(), want)
+    # assignment through the same keys, in place
+    y, ref = np.array(a), a.copy()
+    for key, value in (((0, True, True, m), 7.0), ((False, 1), 8.0), ((slice(None), m), onp.array([1.0, 2, 3])),
+                       (([True, False, True],), 5.0)):
+        mkey = tuple(np.array(k, dtype="bool") if isinstance(k, onp.ndarray) else k for k in key)
+        ref[key] = value
+        y[mkey] = np.array(value) if isinstance(value, onp.ndarray) else value
+        onp.testing.assert_array_equal(y.asnumpy(), ref)
+    for bad in (np.array([True], dtype="bool"), np.zeros((4, 4), dtype="bool")):
+        with pytest.raises(IndexError):
+            np.ones((5, 4, 3))[bad]
+    with pytest.raises(IndexError):
+        np.ones((5, 4, 3))[0, [True, False]]
+
+
 def test_operators_with_other_types():
     x = np.array([1.0, 2.0])
     assert (x == None) is False  # noqa: E711 - numpy's answer for an unsupported operand
