@@ -49,7 +49,7 @@ def _resolve_index(k, name: str):
         if k._data.dtype == np.bool_:
             return k.asnumpy()  # a mask's result shape depends on its values: read it now
         return k
-    if isinstance(k, (list, tuple, np.ndarray)):  # a tuple inside the key is a sequence, as in numpy
+    if isinstance(k, (list, tuple, range, np.ndarray)):  # a tuple or range inside the key is a sequence, as in numpy
         arr = np.asarray(k)
         if arr.dtype == np.bool_:
             return arr
@@ -163,15 +163,15 @@ def _advanced_recorded(arr: NDArray, key: tuple) -> NDArray:
     from .invoke import call
     if len(key) == 1 and not isinstance(key[0], (bool, np.bool_)):
         idx = key[0]
-        if not isinstance(idx, NDArray):
-            resolved = _resolve_index(idx, "getitem")
-            if resolved.dtype == np.bool_:
-                resolved = np.nonzero(resolved)[0]
-            _dummy(arr._data.shape)[resolved]  # bounds check now
-            idx = array(resolved, ctx=arr.context, dtype=np.int64)
-        elif idx._data.dtype == np.bool_:
-            idx = array(np.nonzero(idx.asnumpy())[0], ctx=arr.context, dtype=np.int64)
-        return call("take", (arr, idx), {"axis": 0})
+        resolved = idx.asnumpy() if isinstance(idx, NDArray) else _resolve_index(idx, "getitem")
+        if resolved.dtype == np.bool_:
+            resolved = np.nonzero(resolved)[0]
+        elif resolved.dtype.kind == "f":  # a legacy float32 index array holds integers (MXNet's take)
+            resolved = resolved.astype(np.int64)
+        _dummy(arr._data.shape)[resolved]  # bounds check now (IndexError), as the unrecorded path
+        # negative indices count from the end as numpy's; take's default (clip) mode would read -1 as 0
+        resolved = np.mod(resolved.astype(np.int64), max(arr._data.shape[0], 1))
+        return call("take", (arr, array(resolved, ctx=arr.context, dtype=np.int64)), {"axis": 0})
     # Any other key: the flat positions it selects, found by indexing a grid of positions with the
     # same key in numpy (index arrays are read now), then one differentiable take from the flattened
     # array.  The grid costs one int64 per element of arr; only recorded mixed keys pay it.
@@ -198,7 +198,7 @@ def setitem(arr: NDArray, key, value) -> None:
             raise EmberError("Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with "
                              "autograd: the value is in the autograd graph and the key selects part of the "
                              "array; assign outside autograd.record() or build the array with concat/where")
-        _record_whole_assign(arr, value)
+        _record_whole_assign(arr, value, _basic_view(_dummy(arr._data.shape), key).shape)
         return
     ctx = arr.context
     if _is_basic(key):
@@ -239,18 +239,24 @@ def _selects_whole(arr: NDArray, key: tuple) -> bool:
         return False
     if any(isinstance(k, slice) and k.step is not None and k.step < 0 for k in key):
         return False
-    return _basic_view(arr._data, key).size == arr._data.size
+    view = _basic_view(arr._data, key)
+    if arr._data.size == 0:  # every view of an empty array is empty: compare shapes, 1-dims aside
+        return [d for d in view.shape if d != 1] == [d for d in arr._data.shape if d != 1]
+    return view.size == arr._data.size
 
 
-def _record_whole_assign(arr: NDArray, value: NDArray) -> None:
-    """arr[:] = value as recorded ops (broadcast, cast, copy into arr), so arr joins the graph."""
+def _record_whole_assign(arr: NDArray, value: NDArray, selection: tuple) -> None:
+    """arr[key] = value for a key selecting all of arr in order, whose selection has shape `selection`
+    (x[:, None] adds a 1-dim), as recorded ops (broadcast, reshape, cast, copy into arr)."""
     from .invoke import call
-    _check_broadcast(value.shape, arr.shape)
+    _check_broadcast(value.shape, selection)
     v = value
-    while v.ndim > arr.ndim and v.shape[0] == 1:  # MXNet drops extra leading 1-dims of the value
+    while v.ndim > len(selection) and v.shape[0] == 1:  # MXNet drops extra leading 1-dims of the value
         v = v.reshape(v.shape[1:])
-    if tuple(v.shape) != tuple(arr.shape):
-        v = call("broadcast_to", (v,), {"shape": tuple(arr.shape)})
+    if tuple(v.shape) != tuple(selection):
+        v = call("broadcast_to", (v,), {"shape": tuple(selection)})
+    if tuple(v.shape) != tuple(arr.shape):  # the same elements in the same order: a reshape
+        v = call("_np_reshape", (v,), {"newshape": tuple(arr.shape)})
     if v._data.dtype != arr._data.dtype:
         v = call("Cast", (v,), {"dtype": np.dtype(arr._data.dtype).name})
     call("_copy", (v,), {"out": arr})
