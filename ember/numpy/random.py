@@ -7,9 +7,9 @@ from typing import Optional
 import numpy as _np
 
 from ..imperative.invoke import invoke as _invoke
-from .multiarray import _as_np, ndarray, reshape
+from .multiarray import _as_np, array, ndarray, reshape
 
-__all__ = ["uniform", "normal", "randint", "choice", "seed"]
+__all__ = ["uniform", "normal", "randint", "choice", "multinomial", "seed"]
 
 
 def _sample(op: str, attrs: dict, size, dtype, ctx) -> ndarray:
@@ -77,6 +77,39 @@ def choice(a, size=None, replace: bool = True, p=None, ctx=None) -> ndarray:
         flat = _invoke("slice_axis", [flat], {"axis": 0, "begin": 0, "end": count})
     picked = flat if population is None else _invoke("take", [population, flat], {"axis": 0})
     return reshape(_as_np(picked), shape)
+
+
+def multinomial(n: int, pvals, size=None) -> ndarray:
+    """Counts of each outcome in `n` independent draws with probabilities `pvals` (a sequence or a 1-D
+    mx.np.ndarray of length p), int64 of shape `size + (p,)` ((p,) when size is None).  As numpy, the
+    last outcome takes the probability the others leave (1 - sum(pvals[:-1]))."""
+    if isinstance(pvals, _np.ndarray):
+        raise ValueError("multinomial: pvals as a numpy ndarray is not supported (as MXNet): pass a list, "
+                         "a tuple or an mx.np.ndarray")
+    if isinstance(pvals, ndarray):
+        probs = pvals.asnumpy().astype(_np.float64)
+    else:
+        if any(isinstance(p, (list, tuple)) for p in pvals):
+            raise ValueError("multinomial: object too deep for desired array (pvals must be 1-D)")
+        probs = _np.asarray(pvals, dtype=_np.float64).reshape(-1)
+    if probs.ndim != 1:
+        raise ValueError(f"multinomial: pvals must be 1-D, got shape {probs.shape}")
+    if int(n) < 0:
+        raise ValueError(f"multinomial: n must be non-negative, got {n}")
+    if (probs < 0).any() or probs[:-1].sum() > 1.0 + 1e-5:  # float32 pvals round
+        raise ValueError("multinomial: pvals must be non-negative and sum(pvals[:-1]) <= 1")
+    shape = () if size is None else ((int(size),) if isinstance(size, (int, _np.integer)) else tuple(size))
+    k, experiments = probs.shape[0], int(_np.prod(shape)) if shape else 1
+    if k == 0 or experiments == 0 or int(n) == 0:
+        from .multiarray import zeros
+        return zeros(shape + (k,), dtype=_np.int64)
+    probs[-1] = max(0.0, 1.0 - probs[:-1].sum())
+    p = array(probs.reshape(1, k), dtype=_np.float32)
+    # experiments * n categorical draws from the shared generator, counted per outcome with one_hot
+    draws = _invoke("_sample_multinomial", [p], {"shape": (experiments, int(n)), "dtype": "int32"})
+    hot = _invoke("one_hot", [reshape(_as_np(draws), (experiments, int(n)))], {"depth": k})
+    counts = _invoke("Cast", [_invoke("sum", [hot], {"axis": 1})], {"dtype": "int64"})
+    return reshape(_as_np(counts), shape + (k,))
 
 
 def seed(seed: int, ctx="all") -> None:  # noqa: A002 - numpy's parameter name

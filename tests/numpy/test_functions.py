@@ -300,6 +300,30 @@ def test_boolean_mask_indexing_and_assignment():
         x[np.array([True, False], dtype="bool")]
 
 
+def test_np_random_multinomial_counts_follow_pvals():
+    mx.random.seed(7)
+    pvals = [0.1, 0.2, 0.3, 0.4, 0.0]
+    for p in (pvals, np.array(pvals)):
+        for size, shape in ((None, (5,)), ((), (5,)), (3, (3, 5)), ((2, 4), (2, 4, 5))):
+            counts = np.random.multinomial(20000, p, size=size)
+            assert type(counts) is np.ndarray and counts.dtype == onp.int64 and counts.shape == shape
+            rows = counts.asnumpy().reshape(-1, 5)
+            assert (rows.sum(axis=1) == 20000).all() and (rows[:, 4] == 0).all()
+            onp.testing.assert_allclose(rows / 20000.0, onp.broadcast_to(pvals, rows.shape), atol=0.02)
+    # numpy's rule: the last outcome takes what the others leave
+    assert np.random.multinomial(10, [1.0, 0.5]).asnumpy().tolist() == [10, 0]
+    for size in (0, (0, 2), (4, 0, 2)):
+        assert np.random.multinomial(10, pvals, size=size).size == 0
+    assert np.random.multinomial(10, []).shape == (0,)
+    mx.random.seed(3)
+    first = np.random.multinomial(50, pvals, size=4).asnumpy()
+    mx.random.seed(3)
+    onp.testing.assert_array_equal(np.random.multinomial(50, pvals, size=4).asnumpy(), first)
+    for bad in ([[0.2, 0.8]], onp.array([0.5, 0.5]), [-0.1, 1.1], [0.7, 0.7, 0.0]):
+        with pytest.raises(ValueError):
+            np.random.multinomial(10, bad)
+
+
 def test_boolean_indices_anywhere_in_a_key_follow_numpy():
     a = R.uniform(size=(3, 2, 3)).astype(onp.float32)
     m = onp.array([[False, True, True], [False, True, False]])
