@@ -141,6 +141,8 @@ def array(source_array, ctx=None, dtype=None) -> NDArray:
     source_array = backend.to_host(source_array)  # a device array's values
     try:
         values = np.asarray(source_array, dtype=target)
+    except OverflowError:  # numpy 2 refuses Python ints out of range; MXNet 1.9.1 (numpy 1.x) wraps them
+        values = np.asarray(source_array).astype(target)
     except (TypeError, ValueError) as e:
         raise TypeError(f"array: cannot convert {type(source_array).__name__} to an array of {target}: {e}") from None
     data, chunk = storage.alloc(values.shape, target, ctx)
