@@ -15,6 +15,8 @@ from numpy import (bool_, float16, float32, float64, int8, int32, int64, uint8, 
                    e, euler_gamma, inf, nan, newaxis, pi)
 
 bool = bool_  # noqa: A001 - numpy's name for the type, as mx.np exposes it
+# numpy 1.x's signed zeros and infinities, which mx.np keeps exporting (numpy 2 removed them)
+PZERO, NZERO, PINF, NINF = 0.0, -0.0, float("inf"), float("-inf")
 
 from . import functions as _functions  # noqa: E402  (installs numpy-semantics operators on ndarray)
 from . import random  # noqa: E402,F401

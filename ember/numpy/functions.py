@@ -510,6 +510,33 @@ def concatenate(seq: Sequence, axis: Optional[int] = 0, out=None) -> ndarray:
     return _deliver(_call("Concat", tuple(arrays), {"num_args": len(arrays), "dim": ax}), out)
 
 
+def vstack(arrays: Sequence, out=None) -> ndarray:
+    """The arrays joined along axis 0, 1-D (and 0-d) ones first made rows of shape (1, N)."""
+    rows = [a if a.ndim >= 2 else reshape(a, (1, a.size)) for a in (asarray(x) for x in arrays)]
+    return concatenate(rows, axis=0, out=out)
+
+
+def take(a, indices, axis: Optional[int] = None, mode: str = "raise", out=None) -> ndarray:
+    """Elements of `a` (flattened when axis is None) at `indices` along `axis`; mode 'raise' refuses
+    indices outside [-n, n) (negatives count from the end), 'wrap' wraps them and 'clip' clips them."""
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', not {mode!r}")
+    a = asarray(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    ax = _axes(axis, a.ndim, "take")[0]
+    idx = asarray(indices)
+    if idx.dtype.kind not in "iuf":  # float indices (mx.np's default dtype for lists) are truncated, as MXNet
+        raise IndexError(f"take: indices must be integers, got {idx.dtype}")
+    if mode == "raise":  # numpy's bounds (checked now), then negatives counted from the end
+        n, host = a.shape[ax], idx.asnumpy().astype(_np.int64)
+        if host.size and (host.min() < -n or host.max() >= n):
+            raise IndexError(f"take: index {int(host.min() if host.min() < -n else host.max())} is out of "
+                             f"bounds for axis {ax} with size {n}")
+        idx, mode = array(_np.mod(host.astype(_np.int64), builtins.max(n, 1)), dtype=_I64, ctx=a.context), "clip"
+    return _deliver(_as_np(_call("take", (a, idx), {"axis": ax, "mode": mode})), out)
+
+
 def stack(arrays: Sequence, axis: int = 0, out=None) -> ndarray:
     """The arrays (all of one shape) joined along a new `axis`."""
     arrays = [asarray(x) for x in arrays]
@@ -534,7 +561,7 @@ def hsplit(ary, indices_or_sections) -> list:
     """split along axis 1 (axis 0 of a 1-D array)."""
     a = asarray(ary)
     if a.ndim == 0:
-        raise MXNetError("hsplit only works on arrays of 1 or more dimensions")
+        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
     return _split(a, indices_or_sections, 1 if a.ndim > 1 else 0, "hsplit", even=True)
 
 
@@ -542,7 +569,7 @@ def vsplit(ary, indices_or_sections) -> list:
     """split along axis 0 of an array of 2 or more dimensions."""
     a = asarray(ary)
     if a.ndim < 2:
-        raise MXNetError("vsplit only works on arrays of 2 or more dimensions")
+        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
     return _split(a, indices_or_sections, 0, "vsplit", even=True)
 
 
@@ -550,7 +577,7 @@ def dsplit(ary, indices_or_sections) -> list:
     """split along axis 2 of an array of 3 or more dimensions."""
     a = asarray(ary)
     if a.ndim < 3:
-        raise MXNetError("dsplit only works on arrays of 3 or more dimensions")
+        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
     return _split(a, indices_or_sections, 2, "dsplit", even=True)
 
 
@@ -561,7 +588,7 @@ def _split(ary, indices_or_sections, axis: int, name: str, even: bool) -> list:
     if isinstance(indices_or_sections, (int, _np.integer)):
         k = int(indices_or_sections)
         if k <= 0 or (even and n % k):
-            raise MXNetError(f"{name}: array split does not result in an equal division ({n} into {k})")
+            raise ValueError(f"{name}: array split does not result in an equal division ({n} into {k})")
         per, extra = divmod(n, k)
         sizes = [per + 1] * extra + [per] * (k - extra)
         cuts = [int(c) for c in _np.cumsum(sizes)[:-1]]
@@ -710,18 +737,45 @@ def size(a) -> int:
     return asarray(a).size
 
 
+def _byte_extent(x: NDArray):
+    """(storage block, first byte, end byte) of an array's elements: mx.np arrays are contiguous, so
+    two of them overlap exactly when their extents in the same block do."""
+    data = x._data
+    iface = getattr(data, "__array_interface__", None) or getattr(data, "__cuda_array_interface__")
+    start = int(iface["data"][0])
+    return x._chunk, start, start + data.size * data.itemsize
+
+
+def shares_memory(a, b, max_work=None) -> bool:
+    """Whether arrays `a` and `b` have an element in common in memory (views from basic indexing
+    share their array's storage; every other result is a new array)."""
+    a, b = asarray(a), asarray(b)
+    a._chunk.check()
+    b._chunk.check()
+    (ca, a0, a1), (cb, b0, b1) = _byte_extent(a), _byte_extent(b)
+    return ca is cb and a0 < b1 and b0 < a1 and a.size > 0 and b.size > 0
+
+
+def may_share_memory(a, b, max_work=None) -> bool:
+    """As `shares_memory`: contiguous extents make the bounds check exact."""
+    return shares_memory(a, b, max_work)
+
+
 # ------------------------------------------------------------------ ndarray operators and methods with these rules
+
+def _host_key(k):
+    """An index key with its arrays read to numpy, for numpy to interpret."""
+    if isinstance(k, NDArray):
+        return k.asnumpy()
+    if isinstance(k, tuple):
+        return tuple(_host_key(i) for i in k)
+    return k
+
 
 def _index_shape(shape, key):
     """The shape numpy gives `x[key]` for an x of `shape` (computed on a zero-stride dummy: no memory)."""
-    def plain(k):
-        if isinstance(k, NDArray):
-            return k.asnumpy()
-        if isinstance(k, tuple):
-            return tuple(plain(i) for i in k)
-        return k
     dummy = _np.lib.stride_tricks.as_strided(_np.zeros(1, _np.int8), shape=shape, strides=(0,) * len(shape))
-    return dummy[plain(key)].shape
+    return dummy[_host_key(key)].shape
 
 
 def _bool_mask(self, key):
@@ -754,14 +808,8 @@ def _bool_positions(self, key) -> ndarray:
     booleans in any place numpy allows them (0-d bools add an axis of length 1 or 0; a k-d mask stands
     for k integer arrays).  numpy indexes a grid of positions, so shapes, broadcasting of several
     advanced indices and IndexErrors for mismatched masks are numpy's own."""
-    def plain(k):
-        if isinstance(k, NDArray):
-            return k.asnumpy()
-        if isinstance(k, tuple):
-            return tuple(plain(i) for i in k)
-        return k
     grid = _np.arange(int(_np.prod(self.shape)), dtype=_np.int64).reshape(self.shape)
-    return array(grid[plain(key)], dtype=_I64, ctx=self.context)
+    return array(grid[_host_key(key)], dtype=_I64, ctx=self.context)
 
 
 def _getitem(self, key):

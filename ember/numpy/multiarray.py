@@ -10,6 +10,7 @@ reshape is not part of this core.
 """
 from __future__ import annotations
 
+import builtins
 from typing import Optional
 
 import numpy as _np
@@ -26,6 +27,11 @@ __all__ = ["ndarray", "array", "zeros", "ones", "empty", "full", "arange", "zero
            "full_like", "empty_like", "reshape"]
 
 _F32 = _np.dtype(_np.float32)
+
+# numpy's function / ufunc name -> the mx.np implementation numpy dispatches to when handed an
+# mx.np.ndarray (filled by ember.numpy_dispatch_protocol); anything else falls back to numpy itself
+_NUMPY_ARRAY_FUNCTION_DICT: dict = {}
+_NUMPY_ARRAY_UFUNC_DICT: dict = {}
 
 
 def _call(op, args, kwargs):
@@ -59,6 +65,33 @@ class ndarray(NDArray):  # noqa: N801 - MXNet's (and numpy's) class name
     """An array with numpy semantics (MXNet's `mx.np.ndarray`); shares its type's machinery with NDArray."""
 
     __slots__ = ()
+
+    def __array_function__(self, func, types, args, kwargs):
+        """numpy's `func` on mx.np arrays (NEP 18): the registered mx.np function, else numpy's own on
+        host copies with array results back as mx.np.ndarrays (refused while autograd records)."""
+        mine = _NUMPY_ARRAY_FUNCTION_DICT.get(func)
+        if mine is not None:
+            if not builtins.all(issubclass(t, ndarray) for t in types):
+                return NotImplemented
+            return mine(*args, **kwargs)
+        return _numpy_fallback(getattr(func, "__name__", str(func)), func, args, kwargs)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """numpy's ufunc called on mx.np arrays (NEP 13): the mx.np function of the same name, else
+        numpy's on host copies (as `__array_function__`); only plain calls, not reduce/accumulate."""
+        if method != "__call__":
+            return NotImplemented
+        if "out" in kwargs:  # numpy hands `out` over as a tuple
+            out = kwargs["out"]
+            if len(out) != 1:
+                raise ValueError("The `out` parameter must have exactly one ndarray")
+            kwargs["out"] = out[0]
+        mine = _NUMPY_ARRAY_UFUNC_DICT.get(ufunc.__name__)
+        if mine is not None:
+            return mine(*inputs, **kwargs)
+        out = _numpy_fallback(ufunc.__name__, ufunc, inputs, kwargs)
+        # numpy gives a scalar for 0-d operands; mx.np's elementwise results are always arrays
+        return array(out, dtype=out.dtype) if isinstance(out, _np.generic) else out
 
     def as_nd_ndarray(self) -> NDArray:
         """The same array as a legacy `mx.nd.NDArray` (no copy)."""
@@ -154,6 +187,41 @@ class ndarray(NDArray):  # noqa: N801 - MXNet's (and numpy's) class name
 
     def item(self, *args):
         return self.asnumpy().item(*args)
+
+
+def _to_host(value, ctxs: list):
+    """mx.np arrays in `value` (nested lists and tuples too) as numpy arrays; their devices go to `ctxs`."""
+    if isinstance(value, NDArray):
+        ctxs.append(value.context)
+        return value.asnumpy()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_host(v, ctxs) for v in value)
+    return value
+
+
+def _from_host(value, ctx):
+    """numpy arrays (and numpy bools) in `value` as mx.np.ndarrays on `ctx`; other values unchanged."""
+    if isinstance(value, _np.ndarray):
+        return array(_np.ascontiguousarray(value), dtype=value.dtype, ctx=ctx)
+    if isinstance(value, _np.bool_):
+        return array(value, dtype=_np.bool_, ctx=ctx)
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_from_host(v, ctx) for v in value)
+    return value
+
+
+def _numpy_fallback(name: str, func, args, kwargs):
+    """numpy's `func` on host copies of the mx.np arrays in args/kwargs, array results as mx.np arrays
+    on the inputs' device (MXNet's fallback for numpy functions mx.np does not implement)."""
+    if autograd_state.is_recording():
+        raise ValueError(f"Falling back to NumPy operator {name} with autograd active is not supported: "
+                         "move it out of the autograd.record() scope")
+    ctxs: list = []
+    host_args = _to_host(tuple(args), ctxs)
+    host_kwargs = {k: _to_host(v, ctxs) for k, v in kwargs.items()}
+    if builtins.any(c != ctxs[0] for c in ctxs):
+        raise ValueError(f"{name}: input arrays are on different devices {sorted(set(map(str, ctxs)))}")
+    return _from_host(func(*host_args, **host_kwargs), ctxs[0] if ctxs else None)
 
 
 def _wrap_method(name: str):

@@ -9,7 +9,7 @@ import numpy as _np
 from ..imperative.invoke import invoke as _invoke
 from .multiarray import _as_np, array, ndarray, reshape
 
-__all__ = ["uniform", "normal", "randint", "choice", "multinomial", "seed"]
+__all__ = ["uniform", "normal", "randint", "choice", "multinomial", "rand", "randn", "seed"]
 
 
 def _sample(op: str, attrs: dict, size, dtype, ctx) -> ndarray:
@@ -77,6 +77,16 @@ def choice(a, size=None, replace: bool = True, p=None, ctx=None) -> ndarray:
         flat = _invoke("slice_axis", [flat], {"axis": 0, "begin": 0, "end": count})
     picked = flat if population is None else _invoke("take", [population, flat], {"axis": 0})
     return reshape(_as_np(picked), shape)
+
+
+def rand(*size: int, **kwargs) -> ndarray:
+    """U[0, 1) samples of shape `size` (a 0-d array when no size is given); kwargs as `uniform`'s."""
+    return uniform(size=size or None, **kwargs)
+
+
+def randn(*size: int, **kwargs) -> ndarray:
+    """Standard normal samples of shape `size` (a 0-d array when no size is given); kwargs as `normal`'s."""
+    return normal(size=size or None, **kwargs)
 
 
 def multinomial(n: int, pvals, size=None) -> ndarray:

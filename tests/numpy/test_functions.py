@@ -190,7 +190,7 @@ def test_shape_functions_match_numpy():
     _same(np.linspace(0, 1, 5), onp.linspace(0, 1, 5))
     _same(np.linspace(2, 3, 4, endpoint=False), onp.linspace(2, 3, 4, endpoint=False))
     _same(np.eye(3, 4, k=1), onp.eye(3, 4, k=1))
-    with pytest.raises(MXNetError, match="equal division"):
+    with pytest.raises(ValueError, match="equal division"):  # MXNet's class
         np.split(x, 3, axis=2)
 
 
@@ -322,6 +322,35 @@ def test_np_random_multinomial_counts_follow_pvals():
     for bad in ([[0.2, 0.8]], onp.array([0.5, 0.5]), [-0.1, 1.1], [0.7, 0.7, 0.0]):
         with pytest.raises(ValueError):
             np.random.multinomial(10, bad)
+
+
+def test_take_vstack_rand_and_numpy1_constants():
+    a = R.uniform(size=(3, 4)).astype(onp.float32)
+    x = np.array(a)
+    for idx, axis in (([2, -1, 0], None), ([[1], [-3]], 0), (onp.array([3, 0]), 1), ([-1], -1)):
+        got = np.take(x, np.array(idx, dtype="int64"), axis=axis)
+        onp.testing.assert_array_equal(got.asnumpy(), onp.take(a, idx, axis=axis))
+    onp.testing.assert_array_equal(np.take(x, np.array([1.0, 5.0]), axis=1, mode="clip").asnumpy(),
+                                   onp.take(a, [1, 5], axis=1, mode="clip"))
+    onp.testing.assert_array_equal(np.take(x, np.array([5], dtype="int32"), axis=1, mode="wrap").asnumpy(),
+                                   onp.take(a, [5], axis=1, mode="wrap"))
+    with pytest.raises(IndexError, match="out of bounds"):
+        np.take(x, np.array([4], dtype="int64"), axis=1)
+    with pytest.raises(ValueError, match="mode"):
+        np.take(x, np.array([0], dtype="int64"), mode="nearest")
+    x.attach_grad()
+    with mx.autograd.record():
+        y = np.take(x, np.array([0, 0, -1], dtype="int64"), axis=0)
+    y.backward()
+    onp.testing.assert_array_equal(x.grad.asnumpy(), onp.array([[2.0] * 4, [0.0] * 4, [1.0] * 4]))
+    parts = [onp.arange(3.0), onp.ones((2, 3)), onp.array(7.0) * onp.ones(3)]
+    stacked = np.vstack([np.array(p, dtype=p.dtype) for p in parts])
+    onp.testing.assert_array_equal(stacked.asnumpy(), onp.vstack(parts))
+    mx.random.seed(2)
+    u, n = np.random.rand(200, 3), np.random.randn(5000)
+    assert u.shape == (200, 3) and u.dtype == onp.float32 and 0 <= float(u.min()) and float(u.max()) < 1
+    assert abs(float(n.mean())) < 0.1 and abs(float(n.std()) - 1) < 0.1 and np.random.rand().shape == ()
+    assert (np.PZERO, np.PINF, np.NINF) == (0.0, onp.inf, -onp.inf) and onp.signbit(np.NZERO)
 
 
 def test_boolean_indices_anywhere_in_a_key_follow_numpy():
