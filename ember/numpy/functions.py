@@ -675,16 +675,30 @@ def clip(a, a_min, a_max, out=None) -> ndarray:
     return _deliver(_call("clip", (a,), {"a_min": lo, "a_max": hi}), out)
 
 
-def sort(a, axis: Optional[int] = -1) -> ndarray:
+_SORT_KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
+
+
+def _check_sort_args(name: str, kind, order) -> None:
+    """numpy's `kind` names are taken (the sorted values do not depend on the algorithm, as in MXNet,
+    which ignores it); sorting structured fields by `order` is not supported (NotImplementedError)."""
+    if kind not in _SORT_KINDS:
+        raise ValueError(f"{name}: kind must be one of {_SORT_KINDS[1:]}, not {kind!r}")
+    if order is not None:
+        raise NotImplementedError(f"{name}: order is not supported")
+
+
+def sort(a, axis: Optional[int] = -1, kind: Optional[str] = None, order=None) -> ndarray:
     """A sorted copy of `a` along `axis` (of the flattened array when None)."""
+    _check_sort_args("sort", kind, order)
     a = asarray(a)
     if axis is None:
         a, axis = ravel(a), 0
     return _as_np(_call("sort", (a,), {"axis": int(axis)}))
 
 
-def argsort(a, axis: Optional[int] = -1) -> ndarray:
+def argsort(a, axis: Optional[int] = -1, kind: Optional[str] = None, order=None) -> ndarray:
     """Indices (int64) that sort `a` along `axis` (of the flattened array when None)."""
+    _check_sort_args("argsort", kind, order)
     a = asarray(a)
     if axis is None:
         a, axis = ravel(a), 0

@@ -324,6 +324,19 @@ def test_np_random_multinomial_counts_follow_pvals():
             np.random.multinomial(10, bad)
 
 
+def test_sort_and_argsort_take_numpy_kind():
+    a = R.uniform(size=(4, 5)).astype(onp.float32)
+    x = np.array(a)
+    for kind in (None, "quicksort", "mergesort", "heapsort", "stable"):
+        onp.testing.assert_array_equal(np.sort(x, axis=0, kind=kind).asnumpy(), onp.sort(a, axis=0, kind=kind))
+        onp.testing.assert_array_equal(onp.sort(x, kind=kind).asnumpy(), onp.sort(a, kind=kind))  # dispatched
+        onp.testing.assert_array_equal(np.argsort(x, axis=None, kind=kind).asnumpy(), onp.argsort(a, axis=None))
+    with pytest.raises(ValueError, match="kind"):
+        np.sort(x, kind="bogo")
+    with pytest.raises(NotImplementedError, match="order"):
+        np.argsort(x, order="f0")
+
+
 def test_take_vstack_rand_and_numpy1_constants():
     a = R.uniform(size=(3, 4)).astype(onp.float32)
     x = np.array(a)
