@@ -253,6 +253,8 @@ def _record_whole_assign(arr: NDArray, value: NDArray, selection: tuple) -> None
     v = value
     while v.ndim > len(selection) and v.shape[0] == 1:  # MXNet drops extra leading 1-dims of the value
         v = v.reshape(v.shape[1:])
+    if v.ndim < len(selection):  # numpy's broadcasting: the missing leading dims are 1 (broadcast_to wants equal ranks)
+        v = v.reshape((1,) * (len(selection) - v.ndim) + tuple(v.shape))
     if tuple(v.shape) != tuple(selection):
         v = call("broadcast_to", (v,), {"shape": tuple(selection)})
     if tuple(v.shape) != tuple(arr.shape):  # the same elements in the same order: a reshape

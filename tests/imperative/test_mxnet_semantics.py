@@ -82,6 +82,19 @@ def test_assigning_a_recorded_value_to_the_whole_array_is_recorded(index):
     np.testing.assert_allclose(y.grad.asnumpy(), 2 * y.asnumpy())  # the gradient flows through the copy
 
 
+@pytest.mark.parametrize("index", [Ellipsis, None, (slice(None), None)])
+def test_a_recorded_lower_rank_value_broadcasts_over_the_whole_array(index):
+    x = mx.nd.zeros((3, 4))
+    y = mx.nd.array(np.arange(4.0))
+    y.attach_grad()
+    with mx.autograd.record():
+        x[index] = y
+        z = (x * x).sum()
+    z.backward()
+    np.testing.assert_array_equal(x.asnumpy(), np.tile(np.arange(4.0), (3, 1)))
+    np.testing.assert_allclose(y.grad.asnumpy(), 2 * 3 * np.arange(4.0))
+
+
 def test_assignments_that_record_nothing_still_work_while_recording():
     x = mx.nd.zeros((3, 4))
     with mx.autograd.record():
