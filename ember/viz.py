@@ -1,6 +1,7 @@
 """`mx.viz`: `print_summary` (a layer table) and `plot_network` (graphviz; .dot source without it)."""
 from __future__ import annotations
 
+import warnings
 from typing import Dict, Optional
 
 import numpy as np
@@ -67,12 +68,28 @@ def print_summary(symbol, shape: Optional[dict] = None, line_length: int = 120,
     print("_" * line_length)
 
 
-def _dot_source(symbol, title: str, shapes: Dict[str, tuple], hide_weights: bool) -> str:
+def _warn_repeated_names(order) -> None:
+    # MXNet warns: nodes are drawn by name in its plots, so a repeated name may draw a cycle
+    seen, repeated = set(), []
+    for n in order:
+        if n.name in seen and n.name not in repeated:
+            repeated.append(n.name)
+        seen.add(n.name)
+    if repeated:
+        warnings.warn("There are multiple variables with the same name in your graph, this may result in cyclic "
+                      "graph. Repeated names: " + ",".join(repeated), RuntimeWarning, stacklevel=3)
+
+
+def _dot_source(symbol, title: str, shapes: Dict[str, tuple], hide_weights: bool,
+                node_attrs: Optional[dict] = None) -> str:
     order = topo_order(symbol._outputs)
+    _warn_repeated_names(order)
     aux = aux_variable_ids(order)
     heads = {id(n) for n, _ in symbol._outputs}
     hidden = set()
-    lines = [f'digraph "{title}" {{', '  node [shape=box, fixedsize=false, style=filled, fillcolor="#8dd3c7"];']
+    style = {"shape": "box", "fixedsize": "false", "style": "filled", "fillcolor": "#8dd3c7", **(node_attrs or {})}
+    defaults = ", ".join(f'{k}="{v}"' for k, v in style.items())
+    lines = [f'digraph "{title}" {{', f"  node [{defaults}];"]
     for n in order:
         if n.op is None:
             is_weight = n.name.endswith(("_weight", "_bias", "_gamma", "_beta", "_label")) or id(n) in aux
@@ -127,7 +144,9 @@ def plot_network(symbol, title: str = "plot", save_format: str = "pdf", shape: O
     from .symbol import Symbol
     if not isinstance(symbol, Symbol):
         raise TypeError("plot_network: symbol must be a Symbol")
-    src = _dot_source(symbol, title, _shapes(symbol, shape), hide_weights)
+    if node_attrs is not None and not isinstance(node_attrs, dict):
+        raise TypeError(f"plot_network: node_attrs must be a dict of graphviz node attributes, got {node_attrs!r}")
+    src = _dot_source(symbol, title, _shapes(symbol, shape), hide_weights, node_attrs)
     try:
         import graphviz
     except ImportError:

@@ -89,6 +89,17 @@ def test_print_summary_and_plot_network(tmp_path, capsys):
         mx.viz.plot_network("not a symbol")
 
 
+def test_plot_network_warns_of_repeated_names_and_takes_node_attrs(tmp_path):
+    data = mx.sym.var("data")
+    net = mx.sym.FullyConnected(mx.sym.FullyConnected(data, num_hidden=8, name="fc"), num_hidden=3, name="fc")
+    with pytest.warns(RuntimeWarning, match="multiple variables with the same name.*Repeated names: fc"):
+        dot = mx.viz.plot_network(net, shape={"data": (4, 5)}, node_attrs={"fixedsize": "true", "width": "2"})
+    src = open(dot.save(directory=str(tmp_path))).read()
+    assert 'fixedsize="true"' in src and 'width="2"' in src
+    with pytest.raises(TypeError, match="node_attrs"):
+        mx.viz.plot_network(data, node_attrs="bold")
+
+
 def test_outputs_read_imperatively_are_ordered_with_the_next_forward():
     # lstm-like: the output's bytes are reused by earlier tensors of the next forward
     x = mx.sym.var("x")
