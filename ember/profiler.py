@@ -180,11 +180,10 @@ def _statistics(sort_by: str, ascending: bool) -> dict:
             out[category] = {n: rows[n] for n in order}
         return out
 
-    time_values = {c: v for c, v in values.items() if c != MEMORY}
-    time_table = table(times, False)
-    for category, rows in table(time_values, False).items():   # a user's counters: values, not ms
-        time_table.setdefault(category, {}).update(rows)
-    return {"Time": time_table, "Memory": table({c: v for c, v in values.items() if c == MEMORY}, True),
+    for category, counters in values.items():   # a user's counters (values, not ms) sort with their domain
+        if category != MEMORY:
+            times[category].update(counters)
+    return {"Time": table(times, False), "Memory": table({c: v for c, v in values.items() if c == MEMORY}, True),
             "Unit": {"Time": "ms", "Memory": "kB"}}
 
 

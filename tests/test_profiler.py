@@ -55,6 +55,11 @@ def test_each_category_is_sorted_by_the_chosen_statistic(running, sort_by, key, 
     for _ in range(3):
         ev.start()
         ev.stop()
+    mixed = profiler.Domain("mixed")   # a range and a counter in one domain sort together
+    task, counter = mixed.new_task("t"), mixed.new_counter("c", 1000)
+    task.start()
+    task.stop()
+    counter += 5
     for category, rows in _stats(sort_by=sort_by, ascending=ascending)["Time"].items():
         values = [r[key] for r in rows.values()]
         assert values == sorted(values, reverse=not ascending), category
