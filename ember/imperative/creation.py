@@ -77,7 +77,8 @@ def full(shape, val, ctx=None, dtype=None, out: Optional[NDArray] = None) -> NDA
 
 
 def _filled(shape, val, ctx, dtype, out: Optional[NDArray], op_name: str) -> NDArray:
-    # op_name: MXNet's operator (_zeros, _ones, _full), the engine op's name (profiler, traces)
+    # op_name: MXNet's operator (_zeros, _ones, _full), the engine op's name (profiler, traces); without
+    # its leading '_' the name in the unknown-shape error
     if out is None:
         _check_known_shape(op_name.lstrip("_"), shape)
         out = empty(shape, ctx, dtype)
@@ -93,16 +94,12 @@ def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs) -> NDArray:
         from .sparse_ndarray import sparse_zeros
         return sparse_zeros(stype, shape, ctx, dtype)
     _check_stype(stype)
-    if kwargs.get("out") is None:
-        _check_known_shape("zeros", shape)
     return _filled(shape, 0, ctx, dtype, kwargs.get("out"), "_zeros")
 
 
 def ones(shape, ctx=None, dtype=None, stype=None, **kwargs) -> NDArray:
     """An array of ones."""
     _check_stype(stype)
-    if kwargs.get("out") is None:
-        _check_known_shape("ones", shape)
     return _filled(shape, 1, ctx, dtype, kwargs.get("out"), "_ones")
 
 
