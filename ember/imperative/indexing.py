@@ -172,14 +172,28 @@ def _advanced_recorded(arr: NDArray, key: tuple) -> NDArray:
         # negative indices count from the end as numpy's; take's default (clip) mode would read -1 as 0
         resolved = np.mod(resolved.astype(np.int64), max(arr._data.shape[0], 1))
         return call("take", (arr, array(resolved, ctx=arr.context, dtype=np.int64)), {"axis": 0})
-    # Any other key: the flat positions it selects, found by indexing a grid of positions with the
-    # same key in numpy (index arrays are read now), then one differentiable take from the flattened
-    # array.  The grid costs one int64 per element of arr; only recorded mixed keys pay it.
+    # Any other key: the flat positions it selects, then one differentiable take
     np_key = tuple(k.asnumpy() if isinstance(k, NDArray) else k for k in key)
-    positions = np.arange(arr.size, dtype=np.int64).reshape(arr.shape)[np_key]
+    return gather_positions(arr, key_positions(arr.shape, np_key))
+
+
+def key_positions(shape: tuple, np_key) -> np.ndarray:
+    """The flat positions numpy's `x[np_key]` selects in an array of `shape`, shaped as that result
+    (index arrays in `np_key` already read to numpy).  numpy indexes a grid of positions, so shapes,
+    broadcasting of advanced indices and IndexErrors are numpy's own; the grid costs one int64 per
+    element, paid only by keys the other paths do not take (recorded mixed keys, booleans inside
+    tuples)."""
+    return np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)[np_key]
+
+
+def gather_positions(arr: NDArray, positions: np.ndarray) -> NDArray:
+    """`arr`'s elements at the flat `positions` (from key_positions), shaped as them: one take from
+    the flattened array, whose gradient scatters back."""
+    from .creation import array
+    from .invoke import call
     flat = call("Reshape", (arr,), {"shape": (-1,)})
-    idx = array(np.ascontiguousarray(positions).reshape(-1), ctx=arr.context, dtype=np.int64)
-    return call("Reshape", (call("take", (flat, idx), {"axis": 0}),), {"shape": positions.shape})
+    idx = array(np.ascontiguousarray(positions), ctx=arr.context, dtype=np.int64)
+    return call("take", (flat, idx), {"axis": 0})
 
 
 def setitem(arr: NDArray, key, value) -> None:

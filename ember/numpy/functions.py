@@ -22,6 +22,7 @@ from typing import Optional, Sequence
 import numpy as _np
 
 from ..base import MXNetError
+from ..imperative.indexing import gather_positions, key_positions
 from ..imperative.ndarray import NDArray
 from ..ndarray.legacy_helpers import moveaxis_order
 from ..symbolic import np_symbol as _np_symbol
@@ -794,7 +795,7 @@ def _index_shape(shape, key):
 
 def _bool_mask(self, key):
     """(mask lifted to self's rank, whether it covers every axis) for a bool-array key of at least one
-    dimension, else None (a 0-d bool key takes the general path of `_bool_positions`)."""
+    dimension, else None (a 0-d bool key takes the general path of `indexing.key_positions`)."""
     if not (isinstance(key, NDArray) and _np.dtype(key.dtype) == _BOOL and key.ndim >= 1):
         return None
     if tuple(key.shape) == tuple(self.shape):
@@ -817,15 +818,6 @@ def _has_bool_index(key) -> bool:
     return builtins.any(_is_bool_index(k) for k in (key if isinstance(key, tuple) else (key,)))
 
 
-def _bool_positions(self, key) -> ndarray:
-    """The flat positions in `self` that numpy's `x[key]` selects, shaped as the result, for a key with
-    booleans in any place numpy allows them (0-d bools add an axis of length 1 or 0; a k-d mask stands
-    for k integer arrays).  numpy indexes a grid of positions, so shapes, broadcasting of several
-    advanced indices and IndexErrors for mismatched masks are numpy's own."""
-    grid = _np.arange(int(_np.prod(self.shape)), dtype=_np.int64).reshape(self.shape)
-    return array(grid[_host_key(key)], dtype=_I64, ctx=self.context)
-
-
 def _getitem(self, key):
     mask = _bool_mask(self, key)
     if mask is not None:  # x[mask]: the selected elements (or leading-axis slices) via _contrib_boolean_mask
@@ -834,9 +826,9 @@ def _getitem(self, key):
         lead = int(_np.prod(key.shape))
         data = reshape(self, (lead,) + tuple(self.shape[key.ndim:]))
         return _as_np(boolean_mask(data, reshape(key, (lead,)), axis=0))
-    if _has_bool_index(key):  # a gather of the selected positions: take's gradient scatters back
-        positions = _bool_positions(self, key)
-        return _as_np(_call("take", (reshape(self, (-1,)), positions), {"axis": 0}))
+    if _has_bool_index(key):  # booleans anywhere numpy allows them (0-d bools add an axis of length 1 or 0;
+        # a k-d mask stands for k integer arrays): a gather of the positions numpy selects
+        return _as_np(gather_positions(self, key_positions(self.shape, _host_key(key))))
     result = NDArray.__getitem__(self, key)
     want = _index_shape(self.shape, key)
     if tuple(result.shape) != want and int(_np.prod(want)) == result.size:
@@ -847,12 +839,12 @@ def _getitem(self, key):
 def _setitem(self, key, value):
     mask = _bool_mask(self, key)
     if mask is None and _has_bool_index(key):  # value broadcast over the selected positions, scattered in
-        positions = _bool_positions(self, key)
+        positions = key_positions(self.shape, _host_key(key))
         if not _is_scalar(value):
             value = reshape(broadcast_to(_cast(asarray(value), self.dtype), positions.shape), (-1,))
         if positions.size:
             # one integer array per axis: the write goes to self's own storage (a flat reshape could copy)
-            where_ = _np.unravel_index(positions.asnumpy().reshape(-1), self.shape) if self.ndim else ()
+            where_ = _np.unravel_index(positions.reshape(-1), self.shape) if self.ndim else ()
             NDArray.__setitem__(self, tuple(array(w, dtype=_I64, ctx=self.context) for w in where_) or Ellipsis,
                                 value if _is_scalar(value) or self.ndim else reshape(value[0], ()))
         return None
