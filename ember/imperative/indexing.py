@@ -37,8 +37,8 @@ def _basic_view(data, key: tuple):
     return data[key]
 
 
-def _dummy(shape):
-    # a zero-stride stand-in of `shape`: numpy computes result shapes and bounds on it for free
+def stand_in(shape) -> np.ndarray:
+    """A zero-stride stand-in of `shape`: numpy computes result shapes and bounds on it for free."""
     return np.lib.stride_tricks.as_strided(np.zeros(1, np.bool_), shape=shape, strides=(0,) * len(shape))
 
 
@@ -73,7 +73,7 @@ def _advanced(arr: NDArray, key: tuple, name: str):
     """(resolved key, result shape, NDArray index parts) for an advanced key."""
     parts = [_resolve_index(k, name) for k in key]
     dummy_key = tuple(np.zeros(p.shape, np.intp) if isinstance(p, NDArray) else p for p in parts)
-    shape = _dummy(arr._data.shape)[dummy_key].shape
+    shape = stand_in(arr._data.shape)[dummy_key].shape
     nd_parts = [p for p in parts if isinstance(p, NDArray)]
     for p in nd_parts:
         if p.context != arr.context:
@@ -127,7 +127,7 @@ def _basic_recorded(arr: NDArray, key: tuple) -> NDArray:
     # While recording, slicing goes through registry ops so gradients flow.
     from .invoke import call
     shape = arr._data.shape
-    result_shape = _basic_view(_dummy(shape), key).shape or (1,)
+    result_shape = _basic_view(stand_in(shape), key).shape or (1,)
     expanded = []
     n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
     for k in key:
@@ -168,7 +168,7 @@ def _advanced_recorded(arr: NDArray, key: tuple) -> NDArray:
             resolved = np.nonzero(resolved)[0]
         elif resolved.dtype.kind == "f":  # a legacy float32 index array holds integers (MXNet's take)
             resolved = resolved.astype(np.int64)
-        _dummy(arr._data.shape)[resolved]  # bounds check now (IndexError), as the unrecorded path
+        stand_in(arr._data.shape)[resolved]  # bounds check now (IndexError), as the unrecorded path
         # negative indices count from the end as numpy's; take's default (clip) mode would read -1 as 0
         resolved = np.mod(resolved.astype(np.int64), max(arr._data.shape[0], 1))
         return call("take", (arr, array(resolved, ctx=arr.context, dtype=np.int64)), {"axis": 0})
@@ -212,7 +212,7 @@ def setitem(arr: NDArray, key, value) -> None:
             raise EmberError("Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with "
                              "autograd: the value is in the autograd graph and the key selects part of the "
                              "array; assign outside autograd.record() or build the array with concat/where")
-        _record_whole_assign(arr, value, _basic_view(_dummy(arr._data.shape), key).shape)
+        _record_whole_assign(arr, value, _basic_view(stand_in(arr._data.shape), key).shape)
         return
     ctx = arr.context
     if _is_basic(key):

@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 import numpy as _np
 
 from ..base import MXNetError
-from ..imperative.indexing import gather_positions, key_positions
+from ..imperative.indexing import gather_positions, key_positions, stand_in
 from ..imperative.ndarray import NDArray
 from ..ndarray.legacy_helpers import moveaxis_order
 from ..symbolic import np_symbol as _np_symbol
@@ -789,8 +789,7 @@ def _host_key(k):
 
 def _index_shape(shape, key):
     """The shape numpy gives `x[key]` for an x of `shape` (computed on a zero-stride dummy: no memory)."""
-    dummy = _np.lib.stride_tricks.as_strided(_np.zeros(1, _np.int8), shape=shape, strides=(0,) * len(shape))
-    return dummy[_host_key(key)].shape
+    return stand_in(shape)[_host_key(key)].shape
 
 
 def _bool_mask(self, key):
