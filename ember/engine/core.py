@@ -558,12 +558,20 @@ class _Bulk:
         self.reads = []
         self.writes = []
         self.names = []
+        self.after_flush = []  # actions of other threads waiting for this group (defer_behind_bulks)
 
     def add(self, fn, read, write, name):
         self.fns.append(fn)
         self.reads.extend(read)
         self.writes.extend(write)
         self.names.append(name)
+        with _bulk_count_lock:
+            for v in (*read, *write):
+                groups = _held.get(v)
+                if groups is None:
+                    _held[v] = [self]
+                elif self not in groups:
+                    groups.append(self)
         if len(self.fns) >= self.size:
             self.flush()
 
@@ -577,7 +585,47 @@ class _Bulk:
             for f in fns:
                 f()
 
-        _push_now(run_segment, reads, writes, 0, None, f"Bulk[{len(fns)}]", "normal", False)
+        try:
+            _push_now(run_segment, reads, writes, 0, None, f"Bulk[{len(fns)}]", "normal", False)
+        finally:
+            with _bulk_count_lock:
+                for v in (*reads, *writes):
+                    groups = _held.get(v)
+                    if groups is not None and self in groups:
+                        groups.remove(self)
+                        if not groups:
+                            del _held[v]
+                actions, self.after_flush = self.after_flush, []
+            for action in actions:
+                action()
+
+
+def defer_behind_bulks(var: "Var", action: Callable[[], None]) -> bool:
+    """If an open bulk group of another thread holds unpushed ops on `var`, run `action` once every
+    such group has been pushed and return True; else return False (the caller acts now).
+
+    For what a thread does to another thread's array, e.g. a cyclic GC pass in an engine worker
+    releasing a temporary whose ops the main thread's group still holds: releasing its memory
+    (or deleting its var) at once would come before those ops."""
+    if not bulk_threads:
+        return False
+    own = _tls.bulk
+    with _bulk_count_lock:
+        groups = [g for g in _held.get(var, ()) if g is not own]
+        if not groups:
+            return False
+        left = [len(groups)]
+
+        def one_group_pushed():
+            with _bulk_count_lock:
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
+                action()
+
+        for g in groups:
+            g.after_flush.append(one_group_pushed)
+    return True
 
 
 @contextlib.contextmanager
@@ -629,6 +677,8 @@ def set_bulk_size(size: int) -> int:
 # imperative tiny-op path) check this one global instead of a thread-local on every op: while it
 # is non-zero they take the pushing path, which respects this thread's open group.
 bulk_threads = 0
+# Var -> the open bulk groups (of any thread) holding unpushed ops on it; guarded by _bulk_count_lock.
+_held: dict = {}
 # While ember.engine.lab records, it holds one count here too (so every op takes the pushing path
 # and is seen) and sets `recorder`; None otherwise: the push path's only cost is that one check.
 recorder = None

@@ -8,12 +8,14 @@ pending on the var has run: the release is itself an engine op writing the var.
 from __future__ import annotations
 
 import gc
+from functools import partial
 from math import prod as _prod
 from typing import Tuple
 
 import numpy as np
 
 from .. import engine
+from ..engine import core as _core
 from ..base import FreedArrayError
 from ..context import Context
 
@@ -48,6 +50,9 @@ def _release_later(block, var, owns_var: bool) -> None:
     # inline (in this thread) except inside a cyclic GC pass, which can start while this thread
     # holds a memory manager's lock (a GC triggered by an allocation there): releasing inline
     # would then deadlock on that lock, so the engine's workers do it.
+    if var is not None and _core.bulk_threads and _core.defer_behind_bulks(
+            var, partial(_release_later, block, var, owns_var)):
+        return  # another thread's bulk group still holds ops on this storage: after they are pushed
     if block is not None:
         release = _memory_api().release
         in_gc = _gc_running

@@ -66,3 +66,30 @@ def test_temporaries_freed_inside_a_bulk_group():
         y = mx.nd.relu(x - 1.5)
         z = (y * 2.0 + 1.0) - 0.5
     np.testing.assert_allclose(z.asnumpy(), np.maximum(np.arange(6.0) - 1.5, 0) * 2.0 + 0.5)
+
+
+def test_temporary_collected_by_another_thread_inside_a_bulk_group():
+    # A temporary only a reference cycle keeps, collected by a GC pass in another thread (an engine
+    # worker running Python can start one) while this thread's group still holds its ops: its memory
+    # must not go back (to be handed to the next array) before those ops are pushed.
+    import gc
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with mx.engine.bulk(100):
+            t = mx.nd.zeros((1000,))
+            t += 1
+            cycle = [t]
+            cycle.append(cycle)
+            del t, cycle
+            collector = threading.Thread(target=gc.collect)
+            collector.start()
+            collector.join()
+            b = mx.nd.ones((1000,)) * 5
+            c = b + 1
+        np.testing.assert_array_equal(b.asnumpy(), np.full(1000, 5, np.float32))
+        np.testing.assert_array_equal(c.asnumpy(), np.full(1000, 6, np.float32))
+        assert not mx.engine.core._held  # every hold was given back when the group was pushed
+    finally:
+        if was_enabled:
+            gc.enable()
