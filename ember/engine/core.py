@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import gc
 from functools import partial
 import itertools
 import os
@@ -136,6 +137,35 @@ def _plain(name):
     return a
 
 
+# True while a cyclic GC pass runs.  Only the collecting thread runs Python code then, except
+# when a finalizer lets another thread in: that one also sees True and takes the slower, always
+# safe path, so one global serves (cheaper than a thread-local on every array's release).
+gc_running = False
+
+
+def _gc_phase(phase, info) -> None:
+    global gc_running
+    gc_running = phase == "start"
+
+
+gc.callbacks.append(_gc_phase)
+
+# Vars that GC passes collected, waiting to be deleted (Var.__del__).
+_collected_vars: list = []
+
+
+def delete_collected_vars() -> None:
+    """Delete the vars GC passes collected (called outside a pass, after the releases of the
+    storage collected with them were pushed: ember.imperative.storage.release_after_gc)."""
+    while _collected_vars:
+        try:
+            v = _collected_vars.pop()
+        except IndexError:  # another thread took the last one
+            return
+        if not defer_behind_bulks(v, v.delete):  # (after a release deferred there too)
+            v.delete()
+
+
 class Var:
     """An engine variable: stands for one resource (array storage, RNG state, memory block, workspace).
 
@@ -175,6 +205,12 @@ class Var:
             _var_delete(h)
 
     def __del__(self):
+        if gc_running and self._h is not None:
+            # collected by a cyclic GC pass, with the objects that held it: their finalizers run in
+            # any order and may still push on it (a chunk releasing its memory after the ops pending
+            # on it), so it is deleted after the pass (delete_collected_vars), not here
+            _collected_vars.append(self)
+            return
         try:
             self.delete()
         except Exception:  # noqa: BLE001 - interpreter teardown

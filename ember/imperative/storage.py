@@ -7,7 +7,6 @@ pending on the var has run: the release is itself an engine op writing the var.
 """
 from __future__ import annotations
 
-import gc
 from functools import partial
 from math import prod as _prod
 from typing import Tuple
@@ -16,6 +15,7 @@ import numpy as np
 
 from .. import engine
 from ..engine import core as _core
+from ..engine.core import _collected_vars
 from ..base import FreedArrayError
 from ..context import Context
 
@@ -31,40 +31,50 @@ def _memory_api():
     return _memory
 
 
-# True while a cyclic GC pass runs.  Only the collecting thread runs Python code then, except
-# when a finalizer lets another thread in: that one also sees True and takes the slower, always
-# safe path, so one global serves (cheaper than a thread-local on every array's release).
-_gc_running = False
 
 
-def _gc_phase(phase, info) -> None:
-    global _gc_running
-    _gc_running = phase == "start"
+# Releases asked for during a cyclic GC pass.  The pass may have started in any thread at any
+# allocation, also inside a memory manager's lock or in a thread whose pushes run at once in that
+# thread (a custom operator's code, every thread under NaiveEngine): releasing there would deadlock
+# on that lock.  So they wait here until the next allocation or release outside a GC pass.
+_after_gc: list = []
 
 
-gc.callbacks.append(_gc_phase)
+def release_after_gc() -> None:
+    """Do the releases that GC passes left for later (see `_after_gc`), then delete the vars
+    collected with them (engine.core.delete_collected_vars)."""
+    while _after_gc:
+        try:
+            item = _after_gc.pop()
+        except IndexError:  # another thread took the last one
+            break
+        _release_now(*item)
+    _core.delete_collected_vars()
 
 
 def _release_later(block, var, owns_var: bool) -> None:
-    # The release op writes the var, so it runs after every op already pushed on it.  It may run
-    # inline (in this thread) except inside a cyclic GC pass, which can start while this thread
-    # holds a memory manager's lock (a GC triggered by an allocation there): releasing inline
-    # would then deadlock on that lock, so the engine's workers do it.
+    """Give `block` back and delete `var` (if owned) after every op pending on the var."""
+    if _core.gc_running:
+        _after_gc.append((block, var, owns_var))
+        return
+    if _after_gc or _collected_vars:
+        release_after_gc()
+    _release_now(block, var, owns_var)
+
+
+def _release_now(block, var, owns_var: bool) -> None:
+    # The release op writes the var, so it runs after every op already pushed on it.
     if var is not None and _core.bulk_threads and _core.defer_behind_bulks(
-            var, partial(_release_later, block, var, owns_var)):
+            var, partial(_release_now, block, var, owns_var)):
         return  # another thread's bulk group still holds ops on this storage: after they are pushed
     if block is not None:
         release = _memory_api().release
-        in_gc = _gc_running
         if var is None:
             # No op was ever pushed on this storage through the engine (a var is made on first
             # use), and ops run under the engine's idle claim finished before returning: free it now.
-            if not in_gc:
-                release(block)
-                return
-            var = engine.Var()
-            owns_var = True
-        engine.push(lambda: release(block), write=(var,), name="release_storage", inline=not in_gc)
+            release(block)
+            return
+        engine.push(lambda: release(block), write=(var,), name="release_storage", inline=True)
     if owns_var and var is not None:
         var.delete()
 
@@ -119,7 +129,7 @@ class ManagedChunk(Chunk):
             return
         try:
             block = self.block
-            if self._var is None and block is not None and not _gc_running:
+            if self._var is None and block is not None and not _core.gc_running:
                 block.manager.release(block)  # never seen by the engine: nothing can be pending on it
                 return
             _release_later(block, self._var, self.owns_var)
@@ -135,6 +145,8 @@ def alloc(shape: Tuple[int, ...], dtype, ctx: Context):
     if type(dtype) is not _DTYPE:
         dtype = np.dtype(dtype)
     nbytes = _prod(shape) * dtype.itemsize
+    if (_after_gc or _collected_vars) and not _core.gc_running:
+        release_after_gc()
     memory = _memory or _memory_api()
     manager = memory._cpu_manager if ctx.device_type == "cpu" else None
     block = manager.alloc(nbytes, ctx) if manager is not None else memory.alloc(nbytes, ctx)
