@@ -260,39 +260,6 @@ def _broadcast_with_csr(ufunc: Callable) -> Callable:
     return kernel
 
 
-def _scale_values(fn: Callable) -> Callable:
-    """An op whose result is zero where the input is zero, applied to the stored values only."""
-    def kernel(inputs, attrs):
-        x = inputs[0]
-        if not isinstance(x, BaseSparseNDArray):
-            return None
-        values = fn(x._values(), attrs)
-        return type(x)(values, [a.copy() for a in x._aux], x.shape)
-    return kernel
-
-
-def _zero_preserving_unary(op_name: str) -> Callable:
-    from .invoke import invoke
-    return _scale_values(lambda values, attrs: invoke(op_name, [values], attrs))
-
-
-def _zero_to_zero_scalar(op_name: str) -> Callable:
-    """A scalar comparison on a sparse array: sparse (applied to the stored values) when it maps 0 to 0
-    for this scalar, as MXNet's storage inference decides; otherwise None (dense fallback)."""
-    from .invoke import invoke
-
-    def kernel(inputs, attrs):
-        x = inputs[0]
-        if not isinstance(x, BaseSparseNDArray):
-            return None
-        from .creation import zeros
-        at_zero = invoke(op_name, [zeros((1,), ctx=x.context, dtype=x.dtype)], attrs).asnumpy()[0]
-        if at_zero != 0:
-            return None
-        return type(x)(invoke(op_name, [x._values()], attrs), [a.copy() for a in x._aux], x.shape)
-    return kernel
-
-
 def _take_kernel(inputs, attrs):
     """take(csr, indices, axis=0): the selected rows as a csr array (MXNet's sparse take)."""
     data, idx = inputs
@@ -345,18 +312,9 @@ def _cast_storage_kernel(inputs, attrs):
     return cast_storage(inputs[0], attrs["stype"])
 
 
-def _copy_kernel(inputs, attrs):
-    x = inputs[0]
-    return x.copy() if isinstance(x, BaseSparseNDArray) else None
-
-
-# MXNet's zero-preserving unary operators with sparse kernels: output keeps the input's storage.
-ZERO_PRESERVING_UNARY = (
-    "abs", "sign", "round", "rint", "ceil", "floor", "trunc", "fix", "square", "sqrt", "cbrt",
-    "sin", "tan", "arcsin", "arctan", "sinh", "tanh", "arcsinh", "arctanh", "degrees", "radians",
-    "expm1", "log1p", "negative", "relu", "Cast",
-)
-
+# Sparse kernels of ops whose results are not just their elementwise op on the stored values (those
+# run through `_on_stored_values`, decided by the op's storage-type rule); output storage types follow
+# each op's `infer_stype`.
 SPARSE_KERNELS: Dict[str, Callable] = {
     "dot": _dot_kernel,
     "_sparse_retain": _retain_kernel,
@@ -364,33 +322,35 @@ SPARSE_KERNELS: Dict[str, Callable] = {
     "slice": _slice_kernel,
     "cast_storage": _cast_storage_kernel,
     "zeros_like": _zeros_like_kernel,
-    "_copy": _copy_kernel,
     "elemwise_add": _same_format_elemwise(np.add, lambda a, b: a + b),
     "elemwise_sub": _same_format_elemwise(np.subtract, lambda a, b: a - b),
     "elemwise_mul": _elemwise_mul_kernel,
     "broadcast_mul": _broadcast_with_csr(np.multiply),
     "broadcast_div": _broadcast_with_csr(np.divide),
-    "_mul_scalar": _scale_values(lambda v, attrs: v * attrs["scalar"]),
-    "_div_scalar": _scale_values(lambda v, attrs: v / attrs["scalar"]),
 }
-for _name in ZERO_PRESERVING_UNARY:
-    SPARSE_KERNELS[_name] = _zero_preserving_unary(_name)
-for _name in ("_equal_scalar", "_not_equal_scalar", "_greater_scalar", "_greater_equal_scalar",
-              "_lesser_scalar", "_lesser_equal_scalar"):
-    SPARSE_KERNELS[_name] = _zero_to_zero_scalar(_name)
 
 
 # ------------------------------------------------------------------ the invoke hook
 
 def run(opdef, inputs, attrs: dict, out=None, ctx=None):
-    """Run registry op `opdef` where an input or `out=` is sparse (see the module docstring)."""
+    """Run registry op `opdef` where an input or `out=` is sparse (see the module docstring).
+
+    The results have the storage types the op's `infer_stype` gives for the inputs' (the registry's
+    rule, which executors follow too): a sparse kernel's result is checked against it, a dense
+    fallback's result converted to it.  Under autograd.record() the sparse kernels are skipped and the
+    dense result is returned as is (the tape records dense arrays)."""
     from . import autograd_state
     from .invoke import run as dense_run
+    recording = autograd_state.is_recording()
+    wanted = opdef.stypes(attrs, [stype_of(x) for x in inputs])  # raises for combinations the op refuses
+    if not recording and _on_stored_values(opdef, inputs, attrs, wanted):
+        return _deliver(type(inputs[0])(dense_run(opdef, [inputs[0]._values()], attrs), [a.copy() for a in inputs[0]._aux],
+                                        inputs[0].shape), out)
     kernel = SPARSE_KERNELS.get(opdef.name)
-    if kernel is not None and not autograd_state.is_recording():
+    if kernel is not None and not recording:
         result = kernel(list(inputs), attrs)
         if result is not None:
-            return _deliver(result, out)
+            return _deliver(_as_wanted(result, wanted), out)
     dense_inputs = [_densify_recorded(x) for x in inputs]
     targets = [out] if isinstance(out, NDArray) else list(out) if out is not None else []
     sparse_out = any(isinstance(t, BaseSparseNDArray) for t in targets)
@@ -401,7 +361,47 @@ def run(opdef, inputs, attrs: dict, out=None, ctx=None):
     for i in [*opdef.mutated_inputs(attrs), *range(n_in, len(inputs))]:
         if i < len(inputs) and isinstance(inputs[i], BaseSparseNDArray):
             assign(inputs[i], dense_inputs[i])
+    if not recording and out is None:
+        pattern = opdef.keeps_pattern_of
+        if pattern is not None and isinstance(inputs[pattern], BaseSparseNDArray) \
+                and isinstance(result, NDArray) and wanted[0] == inputs[pattern].stype:
+            return restrict_to_pattern(result, inputs[pattern])
+        result = _as_wanted(result, wanted)
     return _deliver(result, out) if sparse_out else result
+
+
+def _on_stored_values(opdef, inputs, attrs: dict, wanted) -> bool:
+    """Whether the op runs on a sparse array's stored values alone: an elementwise op of one input
+    whose storage-type rule keeps that input's format (so it maps 0 to 0, as abs or `x * 2`, or keeps
+    the pattern by definition, as `_scatter_plus_scalar`)."""
+    return (len(inputs) == 1 and opdef.elementwise and isinstance(inputs[0], BaseSparseNDArray)
+            and len(wanted) == 1 and wanted[0] == inputs[0].stype)
+
+
+def _as_wanted(result, wanted):
+    """`result` (one array or a list) with each output converted to its inferred storage type."""
+    def convert(r, w):
+        src = stype_of(r)
+        if src == w:
+            return r
+        if src != "default" and w != "default":  # csr <-> row_sparse only through dense values
+            r = densify(r)
+        return cast_storage(r, w)
+    if isinstance(result, NDArray):
+        return convert(result, wanted[0])
+    return [convert(r, w) for r, w in zip(result, wanted)]
+
+
+def restrict_to_pattern(dense: NDArray, pattern: BaseSparseNDArray) -> BaseSparseNDArray:
+    """`dense`'s values at the positions `pattern` stores, in `pattern`'s format and sparsity
+    pattern (MXNet's _scatter_* ops: the result keeps the sparse input's pattern)."""
+    values = dense.asnumpy()
+    if isinstance(pattern, RowSparseNDArray):
+        rows = _host(pattern)[1]
+        return make_row_sparse(values[rows], rows.copy(), pattern.shape, pattern.context)
+    _, indptr, indices = _host(pattern)
+    row_of = np.repeat(np.arange(pattern.shape[0]), np.diff(indptr))
+    return make_csr(values[row_of, indices], indptr.copy(), indices.copy(), pattern.shape, pattern.context)
 
 
 def _densify_recorded(x: NDArray) -> NDArray:

@@ -21,8 +21,10 @@ do not edit by hand (`tests/ops/test_ops_coverage_table.py` fails when this file
 
 Columns: **kernels** — devices with a kernel (`any`: one kernel written on `ctx.xp`, numpy on the
 CPU and CuPy on a GPU); **gradient** — the op defines a gradient (`no`: no gradient flows through
-it); **sparse** — `kernel`: a sparse kernel keeps sparse storage (`docs/sparse.md`), `fallback`:
-sparse inputs are computed on dense copies (MXNet's storage fallback); **in-place** — the
+it); **sparse** — `kernel`: a sparse kernel keeps sparse storage (`docs/sparse.md`), `rule`: the op's
+storage-type rule (`OpDef.infer_stype`, MXNet's FInferStorageType) gives sparse results for some sparse
+inputs (computed on the stored values, or densely and converted), `fallback`: sparse inputs are
+computed on dense copies and the result is dense (MXNet's storage fallback); **in-place** — the
 (input, output) pairs that may share storage, `per attrs` when they depend on the attributes;
 **mutates** — inputs the op writes in place (optimizer states, BatchNorm statistics).
 """
@@ -55,7 +57,7 @@ def rows() -> List[List[str]]:
         op = registry.get(name)
         out.append([name, _cell(sorted(op.aliases)), _cell(sorted(op.kernels)),
                     "yes" if op.gradient is not None else "no",
-                    "kernel" if name in SPARSE_KERNELS else "fallback",
+                    "kernel" if name in SPARSE_KERNELS else "rule" if op.infer_stype is not None else "fallback",
                     _inplace(op), _mutates(op)])
     return out
 
@@ -65,7 +67,8 @@ def table() -> str:
     body = rows()
     lines = [HEADER,
              f"{len(body)} operators, {sum(r[3] == 'yes' for r in body)} with a gradient, "
-             f"{sum(r[4] == 'kernel' for r in body)} with a sparse kernel.\n",
+             f"{sum(r[4] == 'kernel' for r in body)} with a sparse kernel, "
+             f"{sum(r[4] == 'rule' for r in body)} more with a storage-type rule.\n",
              "| op | aliases | kernels | gradient | sparse | in-place | mutates |",
              "|---|---|---|---|---|---|---|"]
     for r in body:

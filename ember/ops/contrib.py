@@ -9,6 +9,7 @@ import numpy as np
 from ..base import ShapeError
 from ._common import known, no_gradient, norm_axis, same_shape
 from ._unary import register_unary
+from . import stype
 from .registry import Attr, OpDef, register
 
 
@@ -60,7 +61,7 @@ def _quadratic(ctx, attrs, inputs, outputs, aux):
 register_unary("_contrib_quadratic", _quadratic, lambda xp, x, y, a: 2 * a["a"] * x + a["b"],
                attrs={"a": Attr("float", 0.0), "b": Attr("float", 0.0), "c": Attr("float", 0.0)}, uses="in",
                second=lambda F, v, a: F._mul_scalar(F.ones_like(v), scalar=2.0 * a["a"]),
-               doc="a * x^2 + b * x + c.")
+               infer_stype=stype.quadratic, doc="a * x^2 + b * x + c.")
 
 
 def _identity(ctx, attrs, inputs, outputs, aux):

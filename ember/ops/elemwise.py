@@ -15,6 +15,7 @@ from ..base import ShapeError
 from ._common import (as_scalar, broadcast_shape, known, no_gradient, ograds_or_zeros, same_shape, same_type, sum_to,
                       via)
 from ._unary import register_unary
+from . import stype
 from .registry import Attr, OpDef, UfuncForm, register
 
 _BIN_INPUTS = ["lhs", "rhs"]
@@ -297,6 +298,8 @@ for _name, (_fields, _deriv) in _ARITH.items():
     register(OpDef(name=f"broadcast_{_name}", inputs=_BIN_INPUTS, outputs=["output"],
                    infer_shape=_broadcast_infer(f"broadcast_{_name}"),
                    infer_type=same_type(f"broadcast_{_name}", names=_BIN_INPUTS),
+                   # MXNet: csr (mul|div) dense is csr (BinaryBroadcastMulStorageType)
+                   infer_stype=stype.csr_times_dense if _name in ("mul", "div") else None,
                    **_fields, elementwise=True,
                    gradient=_BINARY_GRADS[_name](_bwd) if _name in _BINARY_GRADS else _binary_grad(_bwd),
                    inplace=[(0, 0), (1, 0)],
@@ -313,6 +316,10 @@ for _name in ("add", "sub", "mul", "div"):
                    infer_shape=same_shape(_op, names=_BIN_INPUTS),
                    infer_type=same_type(_op, names=_BIN_INPUTS),
                    kernel_of=f"broadcast_{_name}",
+                   # MXNet: add/sub keep one sparse format (PreferDenseStorageType), mul also keeps a
+                   # sparse operand's format against a dense one, div is always dense
+                   infer_stype=(stype.elemwise() if _name in ("add", "sub") else
+                                stype.prefer_sparse if _name == "mul" else None),
                    elementwise=True, gradient=_same_shape_grad(_name),
                    inplace=[(0, 0), (1, 0)],
                    aliases=["_add", "_plus", "_Plus", "_grad_add"] if _name == "add" else
@@ -326,6 +333,8 @@ for _name in ("maximum", "minimum", "mod", "power", "hypot"):
     register(OpDef(name=_op, inputs=_BIN_INPUTS, outputs=["output"], aliases=[f"_{_name.capitalize()}"],
                    infer_shape=same_shape(_op, names=_BIN_INPUTS), infer_type=same_type(_op, names=_BIN_INPUTS),
                    kernel_of=f"broadcast_{_name}",
+                   # MXNet: maximum/minimum/hypot keep one sparse format (ElemwiseStorageType), others dense
+                   infer_stype=stype.elemwise() if _name in ("maximum", "minimum", "hypot") else None,
                    elementwise=True, gradient=_binary_grad(f"_backward_broadcast_{_name}"), inplace=[(0, 0), (1, 0)],
                    doc=f"Elementwise {_name} of two arrays of the same shape."))
 
@@ -421,15 +430,15 @@ def _scalar_op(name, kernel, deriv, attrs, **kw):
 
 
 _scalar_op("_plus_scalar", UfuncForm("scalar", np.add), None, _SCALAR, gradient=_copy_grad,
-               doc="x + scalar")
+               infer_stype=stype.sparse_if_scalar_zero, doc="x + scalar")
 _scalar_op("_minus_scalar", UfuncForm("scalar", np.subtract), None, _SCALAR, gradient=_copy_grad,
-               doc="x - scalar")
+               infer_stype=stype.sparse_if_scalar_zero, doc="x - scalar")
 _scalar_op("_rminus_scalar", UfuncForm("rscalar", np.subtract), None, _SCALAR, gradient=_neg_grad,
                doc="scalar - x")
 _scalar_op("_mul_scalar", UfuncForm("scalar", np.multiply), None, _SCALAR, gradient=_mul_scalar_grad,
-               doc="x * scalar")
+               infer_stype=stype.keeps_sparse, doc="x * scalar")
 _scalar_op("_div_scalar", UfuncForm("scalar", np.divide), None, _SCALAR, gradient=_div_scalar_grad,
-               doc="x / scalar")
+               infer_stype=stype.keeps_sparse, doc="x / scalar")
 # d(s/x) = -s/x^2 from x alone (-y/x would need both, and fails for s = 0)
 _scalar_op("_rdiv_scalar", UfuncForm("rscalar", np.divide),
                _errs(lambda xp, x, y, a: -a["scalar"] / (x * x)), _SCALAR, uses="in",
@@ -460,6 +469,7 @@ for _name, _ufunc in _COMPARE.items():
     if _name.startswith("logical"):
         continue
     _scalar_op(f"_{_name}_scalar", UfuncForm("scalar", getattr(np, _ufunc)), None, _SCALAR, gradient=no_gradient(1),
+                   infer_stype=stype.sparse_if_zero_maps_to_zero(getattr(np, _ufunc)),
                    doc=f"1 where x {_name} scalar else 0, in x's dtype")
 _scalar_op("_logical_and_scalar", UfuncForm("scalar", np.logical_and), None, _SCALAR,
                gradient=no_gradient(1), doc="x and scalar (as 1/0)")
@@ -467,6 +477,24 @@ _scalar_op("_logical_or_scalar", UfuncForm("scalar", np.logical_or), None, _SCAL
                gradient=no_gradient(1), doc="x or scalar (as 1/0)")
 _scalar_op("_logical_xor_scalar", UfuncForm("scalar", np.logical_xor), None, _SCALAR,
                gradient=no_gradient(1), doc="x xor scalar (as 1/0)")
+
+
+# -- MXNet's _scatter_* ops: on a sparse input only the stored values are computed ------------------
+# (the result keeps the input's sparsity pattern, `keeps_pattern_of`); on dense input the plain op
+register(OpDef(name="_scatter_elemwise_div", inputs=_BIN_INPUTS, outputs=["output"],
+               infer_shape=same_shape("_scatter_elemwise_div", names=_BIN_INPUTS),
+               infer_type=same_type("_scatter_elemwise_div", names=_BIN_INPUTS),
+               kernel_of="broadcast_div", elementwise=True, gradient=_same_shape_grad("div"),
+               # MXNet's StorageTypeRspOrDenseOutput: a row_sparse lhs gives row_sparse, else dense
+               infer_stype=stype.lhs_row_sparse, keeps_pattern_of=0,
+               doc="lhs / rhs (same shapes); for a row_sparse lhs computed at its stored rows only, the result "
+                   "storing exactly those rows."))
+for _name, _ufunc in (("plus", np.add), ("minus", np.subtract)):
+    register_unary(f"_scatter_{_name}_scalar", _scalar_kernel(_ufunc.__name__), None, _SCALAR,
+                   gradient=_copy_grad, ufunc_form=UfuncForm("scalar", _ufunc),
+                   infer_stype=stype.keeps_sparse, keeps_pattern_of=0,
+                   doc=f"x {'+' if _name == 'plus' else '-'} scalar; for row_sparse or csr x computed at the stored "
+                       "values only (the result keeps x's sparsity pattern).")
 
 
 # -- negative, copy ---------------------------------------------------------------------
@@ -481,8 +509,9 @@ def _copy(ctx, attrs, inputs, outputs, aux):
         o[...] = x
 
 
-register_unary("negative", _negative, None, gradient=_neg_grad, doc="-x")
-register_unary("_copy", _copy, None, gradient=_copy_grad, aliases=["identity", "_copyto"], doc="A copy of x.")
+register_unary("negative", _negative, None, gradient=_neg_grad, infer_stype=stype.elemwise(), doc="-x")
+register_unary("_copy", _copy, None, gradient=_copy_grad, aliases=["identity", "_copyto"], infer_stype=stype.elemwise(),
+               doc="A copy of x.")
 
 
 def _lhs_kernel(ctx, attrs, inputs, outputs, aux):

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..base import DTypeError, IndexRangeError, OperatorError, ShapeError
 from ._common import known, no_gradient, norm_axis, unify, via
+from . import stype
 from .registry import Attr, OpDef, register
 
 
@@ -87,6 +88,7 @@ register(OpDef(name="_backward_slice", attrs=_SLICE_ATTRS, inputs=["ograd", "dat
                infer_shape=_grad_shape_of_data, infer_type=_grad_type_of_ograd,
                kernels={"any": _slice_backward}, doc="Gradient of slice: ograd placed in a zero array."))
 register(OpDef(name="slice", aliases=["crop"], attrs=_SLICE_ATTRS, infer_shape=_slice_infer,
+               infer_stype=stype.csr_unit_step_slice,
                kernels={"any": _slice}, gradient=via("_backward_slice", lambda i, o, g: [g[0], i[0]], 1),
                doc="x[begin:end:step] per axis (None entries: the whole axis)."))
 
@@ -238,7 +240,7 @@ register(OpDef(name="_backward_take", attrs=_TAKE_ATTRS, inputs=["ograd", "indic
                infer_shape=lambda at, s: (s, [s[2]]), infer_type=lambda at, d: (list(d), [d[0]]),
                kernels={"any": _take_backward}, doc="Gradient of take w.r.t. a: ograd summed into the taken rows."))
 register(OpDef(name="take", attrs=_TAKE_ATTRS, inputs=["a", "indices"], infer_shape=_take_infer,
-               infer_type=_keep_input_type, kernels={"any": _take},
+               infer_type=_keep_input_type, kernels={"any": _take}, infer_stype=stype.csr_rows,
                gradient=lambda F, at, i, o, g: [F._backward_take(g[0], i[1], i[0], **at), None],
                doc="Elements of `a` at `indices` along `axis`; out-of-range indices clip, wrap or raise."))
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ._common import no_gradient, np_shape, same_shape
+from . import stype
 from .registry import Attr, OpDef, as_dtype, register
 
 _CREATE = {
@@ -116,7 +117,7 @@ register(OpDef(
 
 # -- *_like ---------------------------------------------------------------------------------
 register(OpDef(name="zeros_like", inputs=["data"], outputs=["output"],
-               infer_shape=same_shape("zeros_like"), kernels={"any": _fill(lambda a: 0)},
+               infer_shape=same_shape("zeros_like"), kernels={"any": _fill(lambda a: 0)}, infer_stype=stype.elemwise(),
                gradient=no_gradient(1), inplace=[(0, 0)], doc="Zeros with the shape and dtype of data."))
 register(OpDef(name="ones_like", inputs=["data"], outputs=["output"],
                infer_shape=same_shape("ones_like"), kernels={"any": _fill(lambda a: 1)},

@@ -9,6 +9,7 @@ from typing import List
 
 from ..base import OperatorError, ShapeError
 from ._common import known, norm_axis, ograds_or_zeros, same_type, unify
+from . import stype
 from .registry import Attr, OpDef, register
 
 
@@ -225,5 +226,6 @@ register(OpDef(name="ElementWiseSum", aliases=["add_n"], attrs={"num_args": Attr
                key_var_num_args="num_args", infer_shape=lambda a, s: (
                    [unify("ElementWiseSum", s, _args(a))] * len(s), [unify("ElementWiseSum", s, _args(a))]),
                infer_type=same_type("ElementWiseSum"), kernels={"any": _add_n}, inplace=[(0, 0)],
+               infer_stype=stype.elemwise(rsp=True, csr=False),  # MXNet: row_sparse inputs only
                gradient=lambda F, a, i, o, g: [F._copy(g[0]) for _ in i],
                doc="The sum of all inputs (same shapes)."))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..base import OperatorError, ShapeError
 from ._common import fmt, known, same_type
+from . import stype
 from .registry import Attr, OpDef, register
 
 _DOT_ATTRS = {"transpose_a": Attr("bool", False), "transpose_b": Attr("bool", False),
@@ -98,7 +99,7 @@ def _dot_backward(ctx, attrs, inputs, outputs, aux):
 _BWD_ATTRS = {"transpose_a": Attr("bool", False), "transpose_b": Attr("bool", False)}
 
 
-def _register_product(name: str, infer_shape, kernel, backward_kernel, doc: str) -> None:
+def _register_product(name: str, infer_shape, kernel, backward_kernel, doc: str, infer_stype=None) -> None:
     """`name` (lhs, rhs; transpose_a/b) and `_backward_<name>` (ograd, lhs, rhs) -> (lhs_grad, rhs_grad)."""
     bwd = f"_backward_{name}"
 
@@ -111,11 +112,12 @@ def _register_product(name: str, infer_shape, kernel, backward_kernel, doc: str)
                    kernels={"any": backward_kernel}, doc=f"Gradient of {name} w.r.t. lhs and rhs."))
     register(OpDef(name=name, attrs=_DOT_ATTRS, inputs=["lhs", "rhs"], infer_shape=infer_shape,
                    infer_type=same_type(name, names=["lhs", "rhs"]), kernels={"any": kernel}, expensive=True,
-                   gradient=gradient, doc=doc))
+                   gradient=gradient, infer_stype=infer_stype, doc=doc))
 
 
 _register_product("dot", _dot_infer, _dot, _dot_backward,
-                  "Matrix product; N-D inputs contract lhs's last axis with rhs's first (see module doc).")
+                  "Matrix product; N-D inputs contract lhs's last axis with rhs's first (see module doc).",
+                  infer_stype=stype.dot)
 
 
 # -- batch_dot ----------------------------------------------------------------------------------

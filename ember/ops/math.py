@@ -13,6 +13,7 @@ import numpy as np
 from ..base import OperatorError
 from ._common import no_gradient
 from ._unary import expr_kernel, register_unary, ufunc_kernel
+from . import stype
 from .registry import Attr, UfuncForm
 
 try:  # scipy gives exact erf/gamma; without it, the math module (per element) is the fallback
@@ -204,8 +205,16 @@ _OPS = {
 _FLOAT_ONLY_DOC = {"sign": "sign of x (-1, 0, 1)", "fix": "round towards zero",
                    "rint": "nearest integer, halves rounded down (MXNet's rint)"}
 
+# zero-preserving ops MXNet registers with sparse kernels (MXNET_OPERATOR_REGISTER_UNARY_WITH_RSP_CSR):
+# a row_sparse or csr input gives a result of its storage type
+_KEEPS_SPARSE = ("abs", "sign", "round", "rint", "ceil", "floor", "trunc", "fix", "square", "sqrt", "cbrt",
+                 "sin", "tan", "arcsin", "arctan", "sinh", "tanh", "arcsinh", "arctanh", "degrees", "radians",
+                 "expm1", "log1p", "relu")
+
 for _name, (_kernel, _deriv, _uses, _second) in _OPS.items():
     _fields = {"ufunc_form": _KERNEL_FORMS[_name]} if _name in _KERNEL_FORMS else {}
+    if _name in _KEEPS_SPARSE:
+        _fields["infer_stype"] = stype.elemwise()
     if isinstance(_kernel, str):  # numpy's ufunc of that name, called straight into the output
         _fields["ufunc_form"] = UfuncForm("unary", getattr(np, _kernel))
         _kernel = ufunc_kernel(_kernel)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..base import DTypeError, OperatorError
 from .reduce import _REDUCE_ATTRS, reduced_axes, reduced_shape
+from . import stype
 from .registry import Attr, OpDef, register
 
 _F32 = np.dtype(np.float32)
@@ -116,7 +117,7 @@ register(OpDef(name="_backward_square_sum", attrs=dict(_REDUCE_ATTRS), inputs=["
                doc="Gradient of _square_sum: 2 * data * ograd (broadcast over the reduced axes)."))
 register(OpDef(name="_square_sum", attrs=dict(_REDUCE_ATTRS), inputs=["data"], outputs=["output"],
                infer_shape=_square_sum_infer, infer_type=lambda a, d: (list(d), [d[0]]),
-               kernels={"any": _square_sum},
+               kernels={"any": _square_sum}, infer_stype=stype.square_sum,
                gradient=lambda F, a, i, o, g: [F._backward_square_sum(g[0], i[0], **a)],
                doc="sum(data ** 2) over `axis` (sum's axis/keepdims/exclude); MXNet computes it for "
                    "row_sparse data, ember for any (its sparse arrays are dense underneath)."))

@@ -84,6 +84,8 @@ register(OpDef(
     name="_backward_Embedding", attrs=_ATTRS, inputs=["out_grad", "data"], outputs=["weight_grad"],
     infer_shape=lambda a, s: (s, [(a["input_dim"], a["output_dim"])]),
     infer_type=lambda a, d: (d, [as_dtype(a["dtype"])]),
+    # MXNet's EmbeddingOpBackwardStorageType: with sparse_grad the weight's gradient is row_sparse
+    infer_stype=lambda a, s: ["row_sparse" if a["sparse_grad"] else "default"],
     kernels={"any": _backward}, doc="Gradient of Embedding w.r.t. weight (scatter-add of out_grad rows)."))
 
 

@@ -194,8 +194,18 @@ def _bn_backward(ctx, attrs, inputs, outputs, aux):
         dx[...] = dyw * view(gs) + centered
 
 
+def _bn_stypes(attrs, in_stypes):
+    """Dense outputs (MXNet's storage fallback); fix_gamma=True with any sparse input or aux state is
+    refused, as MXNet 1.9.1's BatchNormStorageType does (apache/mxnet#11647: the forward sets gamma to 1
+    in its input, which the fallback would not write back to a sparse gamma)."""
+    if attrs["fix_gamma"] and any(s != "default" for s in in_stypes):
+        raise OperatorError("BatchNorm: fix_gamma=True is not supported for sparse ndarrays "
+                         f"(input storage types {list(in_stypes)}); use fix_gamma=False")
+    return ["default"] * 3
+
+
 register(OpDef(
-    name="BatchNorm", attrs=_BN_ATTRS, inputs=["data", "gamma", "beta"], outputs=["output", "mean", "var"],
+    name="BatchNorm", attrs=_BN_ATTRS, infer_stype=_bn_stypes, inputs=["data", "gamma", "beta"], outputs=["output", "mean", "var"],
     aux=["moving_mean", "moving_var"], num_visible_outputs=lambda a: 3 if a["output_mean_var"] else 1,
     infer_shape_backward=data_like_output,
     aliases=["BatchNorm_v1"],  # MXNet's legacy BatchNorm: the same attributes less axis/cudnn_off, same math

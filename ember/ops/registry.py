@@ -267,6 +267,15 @@ class OpDef:
     # A step that runs a whole graph (a hybridized block's taped call): (its Symbol, the names of its
     # inputs in the step's input order), so `autograd.get_symbol` can show it as one `_CachedOp` node.
     subgraph: Optional[tuple] = None
+    # Storage-type inference (MXNet's FInferStorageType): (attrs, in_stypes) -> out_stypes, in_stypes
+    # being the inputs' then the aux states' ('default', 'row_sparse' or 'csr').  None: every output is
+    # 'default' (the op has dense kernels only; sparse inputs are read densely, MXNet's storage
+    # fallback).  Imperative sparse dispatch and executors both give results these storage types; a
+    # rule may raise MXNetError for a combination the op refuses (BatchNorm's fix_gamma on sparse input).
+    infer_stype: Optional[Callable] = None
+    # On a sparse input at this position, the result is computed at that input's stored positions only
+    # and keeps its sparsity pattern (MXNet's _scatter_* ops); a dense input gives the plain op's result.
+    keeps_pattern_of: Optional[int] = None
     doc: str = ""
 
     def __post_init__(self):
@@ -384,6 +393,16 @@ class OpDef:
         if got[0] == target and got[1] != target:
             return [target if d is None else None for d in ins]
         return None
+
+    def stypes(self, attrs: dict, in_stypes: Sequence[str]) -> List[str]:
+        """The output storage types for inputs (then aux states) of storage types `in_stypes`."""
+        n = len(self.output_names(attrs))
+        if self.infer_stype is None:
+            return ["default"] * n
+        out = list(self.infer_stype(attrs, list(in_stypes)))
+        if len(out) != n:
+            raise OperatorError(f"{self.name}: storage-type inference gave {len(out)} storage types for {n} outputs")
+        return out
 
     # -- kernels --------------------------------------------------------------
     def kernel(self, device_type: str) -> Callable:

@@ -14,6 +14,7 @@ import numpy as np
 from ..base import OperatorError, ShapeError
 from ._common import data_like_output, known, no_gradient, norm_axis, ograds_or_zeros, sum_to, via
 from ._common import np_shape as _np_shape
+from . import stype
 from .registry import Attr, OpDef, register
 
 Shape = Tuple[int, ...]
@@ -565,7 +566,7 @@ register(OpDef(name="_backward_Cast", inputs=["ograd", "data"], outputs=["data_g
 register(OpDef(name="Cast", aliases=["cast"], attrs={"dtype": Attr("dtype")},
                infer_shape=lambda a, s: (s, [s[0]]), infer_shape_backward=data_like_output,
                infer_type=lambda a, d: (list(d), [a["dtype"]]),
-               kernels={"any": _cast}, elementwise=True,
+               kernels={"any": _cast}, elementwise=True, infer_stype=stype.elemwise(),
                gradient=via("_backward_Cast", lambda i, o, g: [g[0], i[0]], 1, False),
                doc="Convert to `dtype`."))
 
@@ -815,5 +816,6 @@ register(OpDef(name="amp_multicast", attrs={"num_outputs": Attr("int"), "cast_na
 # executor reads sparse arguments densely and casts sparse gradient arrays after the backward)
 register(OpDef(name="cast_storage", attrs={"stype": Attr("str", choices=("default", "row_sparse", "csr"))},
                infer_shape=lambda attrs, in_shapes: (in_shapes, [in_shapes[0]]), kernels={"any": _copy_into},
+               infer_stype=stype.requested,
                inplace=[(0, 0)], gradient=lambda F, a, i, o, g: [F._copy(g[0])],
                doc="Storage conversion; in a graph (computed densely) a copy of the values."))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..base import IndexRangeError, ShapeError
 from ._common import via
+from . import stype
 from .registry import OpDef, register
 
 _NAME = "_sparse_retain"
@@ -56,5 +57,6 @@ register(OpDef(
 register(OpDef(
     name=_NAME, inputs=["data", "indices"], outputs=["output"],
     infer_shape=_infer_shape, infer_type=lambda a, d: (d, [d[0]]), kernels={"any": _kernel},
+    infer_stype=stype.lhs_row_sparse,
     gradient=via("_backward_sparse_retain", lambda ins, outs, og: [og[0], ins[1]], 2),
     doc="The rows of data listed in indices, every other row zero (row_sparse in, row_sparse out)."))
