@@ -26,6 +26,7 @@ from ..ops.ufunc_loops import Loop
 from .expand import expand_loops
 from .cse import optimized_heads
 from .passes import GraphState, compile_graph, mirror_enabled
+from .storage_types import STYPE_IDS, declared_stype, infer_entry_stypes
 
 _MB = 1 << 20
 
@@ -465,6 +466,20 @@ def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context,
         None
 
 
+def _pattern_kept(run: Callable, src, out, stype: str, xp) -> Callable:
+    """`run` restricted to the sparsity pattern of its input `src` (an op declaring `keeps_pattern_of`,
+    MXNet's _scatter_* ops, on a sparse input): the graph holds `src` densely, so its stored positions
+    are its non-zero rows (row_sparse) or elements (csr); the output is zeroed elsewhere, and the
+    output's cast to `stype` then stores those positions."""
+    def masked(is_train, rng):
+        nonzero = src != 0
+        if stype == "row_sparse":
+            nonzero = nonzero.any(axis=tuple(range(1, src.ndim)), keepdims=True)
+        run(is_train, rng)  # after the mask is taken: the output may share the input's storage
+        xp.copyto(out, 0, where=~nonzero)
+    return masked
+
+
 class Executor:
     """A symbol bound to arrays on one device; forward/backward push the graph's nodes to the engine."""
 
@@ -537,6 +552,11 @@ class Executor:
         g = GraphState(heads=heads, grad_req=reqs, known_shapes=shapes, known_dtypes=dtypes,
                        mirror=mirror_enabled(), plan_method=plan_method)
         self._graph = g = compile_graph(g)
+        # storage types of every entry (MXNet's storage inference), from the bound arrays' own: bind-time
+        # work only; a rule refusing a combination (BatchNorm's fix_gamma on sparse input) raises here
+        self._given_sparse = {n: a for n, a in zip(self._arg_names, self.arg_arrays) if a.stype != "default"}
+        self._given_sparse.update((n, a) for n, a in zip(self._aux_names, self.aux_arrays) if a.stype != "default")
+        self._entry_stypes = infer_entry_stypes(g.nodes, {n: a.stype for n, a in self._given_sparse.items()})
         for n in g.nodes:
             if n.op is None and n.name in shapes and g.shapes[(id(n), 0)] != shapes[n.name]:
                 raise ShapeError(f"bind: array for '{n.name}' has shape {shapes[n.name]}, "
@@ -572,15 +592,26 @@ class Executor:
 
     # -- construction helpers -----------------------------------------------------------
     def _make_outputs(self):
+        """The output NDArrays: views of the planned storage; an output whose inferred storage type is
+        sparse is a sparse array the forward casts the dense values into (`_sparse_outs`)."""
         from ..imperative.ndarray import NDArray
+        from ..imperative.sparse_ndarray import sparse_zeros
         outs = []
+        self._sparse_outs: List[Tuple[NDArray, NDArray]] = []  # (dense head, sparse output)
         for node, i in self._graph.heads:
             key = (id(node), i)
             if node.op is None:
-                outs.append(self._var_arrays[id(node)])
+                given = self._given_sparse.get(node.name)
+                outs.append(given if given is not None else self._var_arrays[id(node)])
                 continue
             var = self._storage.head_var[self._graph.plan.group_of[key]]
-            outs.append(NDArray._wrap(self._storage.views[key], var, self._ctx))
+            dense = NDArray._wrap(self._storage.views[key], var, self._ctx)
+            stype = self._entry_stypes.get(key, "default")
+            if stype != "default":
+                out = sparse_zeros(stype, dense.shape, self._ctx, dense.dtype)
+                self._sparse_outs.append((dense, out))
+                dense = out
+            outs.append(dense)
         return outs
 
     def _make_runner(self, node) -> Optional["_Step"]:
@@ -621,6 +652,11 @@ class Executor:
         outs = [x._data if isinstance(x, NDArray) else x for x in out_get]
         reads, writes = _distinct_access(reads, writes)
         run, calls, loop = _node_runner(node, ins[:k], outs, ins[k:], self._ctx, self._xp)
+        keep = node.op.keeps_pattern_of
+        if keep is not None:
+            src_stype = self._entry_stypes.get((id(node.inputs[keep][0]), node.inputs[keep][1]), "default")
+            if src_stype != "default" and self._entry_stypes.get((id(node), 0)) == src_stype:
+                run, calls, loop = _pattern_kept(run, ins[keep], outs[0], src_stype, self._xp), None, None
         return _Step(run, reads, writes, var_reads, var_writes,
                      "rng" in tuple(node.op.resources), node.name, sum(int(o.size) for o in outs), calls, loop)
 
@@ -684,7 +720,10 @@ class Executor:
             if hasattr(v, "shape") and tuple(v.shape) != tuple(dst.shape):
                 raise ShapeError(f"forward: '{k}' has shape {tuple(v.shape)}, the executor was bound with "
                                  f"{tuple(dst.shape)} (use reshape)")
-            dst[...] = v
+            if dst.stype != "default":
+                dst[:] = v  # a sparse argument: the one assignment sparse arrays take
+            else:
+                dst[...] = v
         self._is_train = bool(is_train)
         for given, dense in self._sparse_args:
             given.copyto(dense)  # the sparse argument's values now, densely
@@ -695,6 +734,8 @@ class Executor:
             self._run_segments(False, self._is_train)
         for dense, given in self._sparse_aux:
             dense.copyto(given)  # what the forward wrote into the aux state, cast into its storage
+        for dense, out in self._sparse_outs:
+            dense.copyto(out)  # a sparse output: the dense values cast into its storage type
         return self.outputs
 
     def forward_copied(self, sources: Sequence, targets: Sequence, is_train: bool) -> Optional[list]:
@@ -706,7 +747,7 @@ class Executor:
         shares its storage, a call too large to run in the caller with several segments (pushed
         one by one, independent branches may run in parallel)."""
         ctx = self._ctx
-        if ctx.device_type != "cpu" or self._monitor is not None or self._sparse_args:
+        if ctx.device_type != "cpu" or self._monitor is not None or self._sparse_args or self._sparse_outs:
             return None
         for src, dst in zip(sources, targets):
             chunk = src._chunk
@@ -820,6 +861,23 @@ class Executor:
             engine.push(fn, read=reads, write=[dst._chunk.var], device=self._ctx, name=f"grad:{name}:{req}")
         for dense, target in sparse.values():
             dense.copyto(target)  # cast into the sparse array's storage, after the gradient was written
+
+    def _sparse_grads_as_inferred(self) -> None:
+        """Replace each dense gradient array (grad_req 'write') whose gradient storage inference makes
+        sparse by a sparse array of that storage type, cast from the dense gradient after each backward
+        (simple_bind allocates gradients as MXNet's does)."""
+        from ..imperative.sparse_ndarray import sparse_zeros
+        for name, entry in self._graph.grad_entries.items():
+            if entry is None or self._grad_req.get(name) != "write" or name in self._sparse_grads:
+                continue
+            stype = self._entry_stypes.get((id(entry[0]), entry[1]), "default")
+            i = self._arg_names.index(name)
+            dense = self.grad_arrays[i]
+            if stype == "default" or dense is None or dense.stype != "default":
+                continue
+            sparse = sparse_zeros(stype, dense.shape, dense.context, dense.dtype)
+            self._sparse_grads[name] = (dense, sparse)
+            self.grad_arrays[i] = sparse
 
     # -- dictionaries --------------------------------------------------------------------
     @property
@@ -1068,14 +1126,17 @@ def _arg_contexts(symbol, ctx: Context, group2ctx) -> Dict[str, Context]:
 
 
 def simple_bind(symbol, ctx, grad_req="write", type_dict=None, shared_exec=None, shared_arg_names=None,
-                shared_buffer=None, group2ctx=None, **shapes) -> Executor:
+                shared_buffer=None, group2ctx=None, stype_dict=None, **shapes) -> Executor:
     """Allocate argument, gradient and aux arrays from the given input shapes, then bind.
 
     As MXNet: keywords that name no input are ignored; arguments in shared_arg_names take
     shared_exec's arrays (new ones when shape or dtype differ); other arguments are taken from
     shared_buffer (name -> NDArray, filled with what is allocated here) as views when the buffer
     holds enough elements; aux states are shared_exec's when their shapes agree; the executor's
-    intermediates reuse shared_exec's storage.  group2ctx places each ctx_group's variables."""
+    intermediates reuse shared_exec's storage.  group2ctx places each ctx_group's variables.
+    Storage types as MXNet's: an argument's array has the storage type stype_dict gives it or its
+    variable declares (`var(stype=...)`), a gradient array the one storage inference gives its
+    gradient (Embedding(sparse_grad=True)'s weight: row_sparse; grad_req 'write' only)."""
     nd = _nd()
     ctx = ctx if ctx is not None else current_context()
     inputs = set(symbol.list_inputs())
@@ -1116,12 +1177,25 @@ def simple_bind(symbol, ctx, grad_req="write", type_dict=None, shared_exec=None,
         shared_buffer[key] = arr
         return arr
 
+    declared = symbol.attr_dict()
+    stypes = {n: (stype_dict or {}).get(n) or declared_stype(declared.get(n, {}).get("__storage_type__"))
+              for n in names}
+    for n, st in stypes.items():
+        if st not in STYPE_IDS:
+            raise ValueError(f"simple_bind: storage type of '{n}' must be one of {list(STYPE_IDS)}, got {st!r}")
     args, grads = [], []
     for n, shape, dtype in zip(names, arg_shapes, arg_types):
         want_grad = reqs[n] != "null"
         if n in shared_names and shared_exec is not None:
-            args.append(from_shared_exec(shared_exec.arg_dict, n, shape, dtype))
+            old = shared_exec.arg_dict.get(n)
+            if stypes[n] != "default" and (old is None or old.stype != stypes[n]):
+                args.append(nd.zeros(shape, ctx=where.get(n, ctx), dtype=dtype, stype=stypes[n]))
+            else:
+                args.append(from_shared_exec(shared_exec.arg_dict, n, shape, dtype))
             grads.append(from_shared_exec(shared_exec.grad_dict, n, shape, dtype) if want_grad else None)
+        elif stypes[n] != "default":
+            args.append(nd.zeros(shape, ctx=where.get(n, ctx), dtype=dtype, stype=stypes[n]))
+            grads.append(fresh(n, shape, dtype) if want_grad else None)
         elif n in shared_names:
             args.append(fresh(n, shape, dtype))
             grads.append(fresh(n, shape, dtype) if want_grad else None)
@@ -1135,4 +1209,6 @@ def simple_bind(symbol, ctx, grad_req="write", type_dict=None, shared_exec=None,
         same = old is not None and tuple(old.shape) == tuple(shape) and np.dtype(old.dtype) == np.dtype(dtype)
         aux.append(old if same else fresh(n, shape, dtype))
     pool = shared_exec._storage.pool if shared_exec is not None else None
-    return Executor(symbol, ctx, args, grads, reqs, aux, group2ctx=group2ctx, shared_pool=pool)
+    exe = Executor(symbol, ctx, args, grads, reqs, aux, group2ctx=group2ctx, shared_pool=pool)
+    exe._sparse_grads_as_inferred()
+    return exe

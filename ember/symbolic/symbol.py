@@ -317,7 +317,7 @@ class Symbol:
         from .executor import simple_bind
         return simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict, shared_exec=shared_exec,
                            shared_arg_names=shared_arg_names, shared_buffer=shared_buffer, group2ctx=group2ctx,
-                           **kwargs)
+                           stype_dict=stype_dict, **kwargs)
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
              shared_exec=None):
