@@ -40,6 +40,7 @@ from . import numpy as np  # noqa: F401,E402
 from .numpy import extension as numpy_extension  # noqa: F401,E402  (mx.npx)
 from .numpy import extension as npx  # noqa: F401,E402
 from . import numpy_dispatch_protocol  # noqa: F401,E402  (numpy functions on mx.np arrays run mx.np's)
+from . import numpy_op_signature  # noqa: F401,E402  (signatures of the _np_* operators' functions)
 
 from . import contrib  # noqa: F401,E402  (mx.contrib: contrib operator namespaces, amp)
 from . import runtime  # noqa: F401,E402  (mx.runtime.Features: what this installation can do)

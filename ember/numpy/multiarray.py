@@ -259,8 +259,15 @@ ndarray.__hash__ = NDArray.__hash__
 
 # ------------------------------------------------------------------ numpy's reshape rules
 
-def reshape(a: NDArray, newshape, order: str = "C") -> ndarray:
-    """`a` with shape `newshape` (numpy's rules: one -1 inferred, 0 a zero-size dimension)."""
+def reshape(a: NDArray, newshape, order: str = "C", out: Optional[NDArray] = None) -> ndarray:
+    """`a` with shape `newshape` (numpy's rules: one -1 inferred, 0 a zero-size dimension);
+    with `out`, the values are written there (MXNet's signature has it)."""
+    if out is not None:
+        result = reshape(a, newshape, order)
+        if tuple(out.shape) != tuple(result.shape):
+            raise ValueError(f"reshape: out has shape {tuple(out.shape)}, the result {tuple(result.shape)}")
+        result.copyto(out)
+        return out
     if order != "C":
         raise NotImplementedError(f"reshape: order={order!r} is not supported, only 'C'")
     if isinstance(a, _Symbol):
