@@ -97,6 +97,7 @@ def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
     try:
-        return getattr(_ns, name)
+        fn = getattr(_ns, name)
     except AttributeError:
         raise AttributeError(f"mx.sym.np has no function '{name}'") from None
+    return getattr(fn, "_symbol_form", fn)  # a creation function's node-building form (functions_more.py)
