@@ -21,3 +21,4 @@ PZERO, NZERO, PINF, NINF = 0.0, -0.0, float("inf"), float("-inf")
 from . import functions as _functions  # noqa: E402  (installs numpy-semantics operators on ndarray)
 from . import random  # noqa: E402,F401
 from .functions import *  # noqa: E402,F401,F403
+from .functions_more import *  # noqa: E402,F401,F403  (composed functions: tensordot, diag, roll, tril, ...)

@@ -149,8 +149,33 @@ def _binary(name: str, x1, x2) -> ndarray:
     return _as_np(out)
 
 
+def _check_ufunc_kwargs(name: str, kwargs: dict) -> None:
+    """numpy ufunc keywords mx.np accepts: `where` only as True (MXNet raises NotImplementedError
+    for a mask), `casting`/`order`/`dtype`/`subok` only at numpy's defaults; anything else a TypeError."""
+    for key, value in kwargs.items():
+        if key == "where":
+            if value is not True:
+                raise NotImplementedError(f"{name}: where={value!r} is not supported, only where=True")
+        elif key == "dtype":
+            if value is not None:
+                _np.dtype(value)  # TypeError for what is not a dtype, as numpy
+                raise NotImplementedError(f"{name}: dtype={value!r} is not supported, only dtype=None")
+        elif key == "casting":
+            if value not in ("no", "equiv", "safe", "same_kind", "unsafe"):
+                raise TypeError(f"{name}: casting must be one of 'no', 'equiv', 'safe', 'same_kind', "
+                                f"or 'unsafe', got {value!r}")
+            if value != "same_kind":
+                raise NotImplementedError(f"{name}: casting={value!r} is not supported, only 'same_kind'")
+        elif key in ("order", "subok"):
+            if value != {"order": "K", "subok": True}[key]:
+                raise NotImplementedError(f"{name}: {key}={value!r} is not supported")
+        else:
+            raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+
+
 def _make_binary(name: str):
-    def fn(x1, x2, out=None):
+    def fn(x1, x2, out=None, **kwargs):
+        _check_ufunc_kwargs(name, kwargs)
         result = _binary(name, x1, x2)
         if out is not None:
             result.copyto(out)
@@ -187,7 +212,8 @@ _UNARY = ("exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "squa
 
 
 def _make_unary(op: str):
-    def fn(x, out=None):
+    def fn(x, out=None, **kwargs):
+        _check_ufunc_kwargs(op, kwargs)
         x = asarray(x)
         if x.dtype.kind == "b" and op != "abs":
             raise MXNetError(f"{op}: operator does not support the bool dtype (as MXNet's mx.np)")

@@ -104,7 +104,10 @@ class ndarray(NDArray):  # noqa: N801 - MXNet's (and numpy's) class name
 
     @property
     def grad(self) -> Optional["ndarray"]:
-        """The gradient buffer (attach_grad) as an mx.np.ndarray view of the same storage."""
+        """The gradient buffer (attach_grad) as an mx.np.ndarray view of the same storage; None for a
+        variable attached with grad_req='null' (MXNet's mx.np.ndarray has no buffer then)."""
+        if getattr(self._ag, "grad_req", None) == "null":
+            return None
         g = NDArray.grad.fget(self)
         return None if g is None else _as_np(g)
 
