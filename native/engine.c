@@ -898,40 +898,93 @@ ember_opr *ember_claim(ember_engine *e, ember_var *const *vars, int nread, int n
 
 /* ---------------------------------------------------------------- waiting */
 
-typedef struct {
+/* A waiter is shared by the WaitForVar op and the waiting thread, which may give up before the op
+ * ran (ember_wait_end after a timeout): whichever of the two lets go last frees it. */
+struct ember_waiter {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int done;
-} waiter;
+    int refs;
+};
+
+/* Drop one reference; called with w->mu held, which it releases. */
+static void waiter_unref_unlock(ember_waiter *w) {
+    int last = --w->refs == 0;
+    pthread_mutex_unlock(&w->mu);
+    if (last) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        free(w);
+    }
+}
 
 static int waiter_fn(void *ctx, ember_opr *op) {
     (void)op;
-    waiter *w = ctx;
+    ember_waiter *w = ctx;
     pthread_mutex_lock(&w->mu);
     w->done = 1;
     pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+    waiter_unref_unlock(w);
     return 0;
 }
 
-int ember_wait_var(ember_engine *e, ember_var *v) {
+/* The absolute CLOCK_REALTIME time timeout_ms (>= 0) from now, for pthread_cond_timedwait. */
+static struct timespec deadline_after(int timeout_ms) {
+    struct timespec d;
+    clock_gettime(CLOCK_REALTIME, &d);
+    d.tv_sec += timeout_ms / 1000;
+    d.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (d.tv_nsec >= 1000000000L) {
+        d.tv_sec++;
+        d.tv_nsec -= 1000000000L;
+    }
+    return d;
+}
+
+ember_waiter *ember_wait_begin(ember_engine *e, ember_var *v) {
     pthread_mutex_lock(&v->mu);
     int idle = v->pending_write == NULL;
     pthread_mutex_unlock(&v->mu);
-    if (!idle) {
-        waiter w;
-        pthread_mutex_init(&w.mu, NULL);
-        pthread_cond_init(&w.cv, NULL);
-        w.done = 0;
-        ember_var *r[1] = {v};
-        static const ember_op_attrs wait_attrs = {0, 0, EMBER_PROP_NORMAL, 0, "WaitForVar", 0};
-        push_op(e, op_new(e, waiter_fn, &w, r, 1, 0, &wait_attrs, OPF_NOSKIP | OPF_ANYWHERE));
-        pthread_mutex_lock(&w.mu);
-        while (!w.done) pthread_cond_wait(&w.cv, &w.mu);
-        pthread_mutex_unlock(&w.mu);
-        pthread_cond_destroy(&w.cv);
-        pthread_mutex_destroy(&w.mu);
+    if (idle) return NULL;
+    ember_waiter *w = malloc(sizeof *w);
+    if (!w) abort();
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->done = 0;
+    w->refs = 2;
+    ember_var *r[1] = {v};
+    static const ember_op_attrs wait_attrs = {0, 0, EMBER_PROP_NORMAL, 0, "WaitForVar", 0};
+    push_op(e, op_new(e, waiter_fn, w, r, 1, 0, &wait_attrs, OPF_NOSKIP | OPF_ANYWHERE));
+    return w;
+}
+
+int ember_wait_poll(ember_waiter *w, int timeout_ms) {
+    if (!w) return 1;
+    struct timespec deadline = {0, 0};
+    if (timeout_ms >= 0) deadline = deadline_after(timeout_ms);
+    pthread_mutex_lock(&w->mu);
+    while (!w->done) {
+        if (timeout_ms < 0) {
+            pthread_cond_wait(&w->cv, &w->mu);
+        } else if (pthread_cond_timedwait(&w->cv, &w->mu, &deadline) == ETIMEDOUT) {
+            break;
+        }
     }
+    int done = w->done;
+    pthread_mutex_unlock(&w->mu);
+    return done;
+}
+
+void ember_wait_end(ember_waiter *w) {
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    waiter_unref_unlock(w);
+}
+
+int ember_wait_var(ember_engine *e, ember_var *v) {
+    ember_waiter *w = ember_wait_begin(e, v);
+    ember_wait_poll(w, -1);
+    ember_wait_end(w);
     return ember_var_error(v);
 }
 
@@ -951,13 +1004,8 @@ void ember_var_delete(ember_engine *e, ember_var *v) {
 }
 
 int ember_wait_all(ember_engine *e, int timeout_ms) {
-    struct timespec deadline;
-    if (timeout_ms >= 0) {
-        clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_sec += timeout_ms / 1000;
-        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) { deadline.tv_sec++; deadline.tv_nsec -= 1000000000L; }
-    }
+    struct timespec deadline = {0, 0};
+    if (timeout_ms >= 0) deadline = deadline_after(timeout_ms);
     pthread_mutex_lock(&e->mu);
     while (atomic_load(&e->pending) > 0) {
         if (timeout_ms < 0) {

@@ -301,6 +301,34 @@ static int check_restart(void) {
     return bad;
 }
 
+/* A wait given up before its write ends (ember_wait_end after a poll timed out, as Ctrl-C does in
+ * Python): the waiter op still runs later and frees the waiter (ASan/valgrind check it); a wait
+ * that is not given up sees the write done; an idle var needs no waiter. */
+static int check_abandoned_wait(void) {
+    int bad = 0;
+    for (int round = 0; round < 20; round++) {
+        ember_engine *e = ember_engine_create(0, 2, 1);
+        ember_var *v = ember_var_new(e);
+        atomic_store(&release_flag, 0);
+        atomic_store(&blocked_started, 0);
+        push_task(e, blocked_op, NULL, NULL, 0, &v, 1, 0, 0, "blocked");
+        ember_waiter *w = ember_wait_begin(e, v);
+        if (!w || ember_wait_poll(w, 1) != 0) bad = 1; /* still blocked */
+        ember_wait_end(w);                              /* given up: the op frees it */
+        ember_waiter *w2 = ember_wait_begin(e, v);
+        atomic_store(&release_flag, 1);
+        if (!w2 || ember_wait_poll(w2, -1) != 1) bad = 1;
+        ember_wait_end(w2);
+        if (ember_wait_begin(e, v) != NULL || ember_wait_poll(NULL, 0) != 1) bad = 1;
+        ember_wait_end(NULL);
+        if (ember_wait_all(e, -1) != 0) bad = 1;
+        ember_var_delete(e, v);
+        ember_engine_destroy(e);
+    }
+    if (bad) fprintf(stderr, "abandoned waits failed\n");
+    return bad;
+}
+
 /* Ops run in one session by a worker while the engine cancels (a stop that could not drain):
  * the same rules as for a single op (op_start): an EMBER_ON_ERROR op still runs, told it failed,
  * a plain one is dropped; both end with EMBER_ERR_CANCELLED on what they write. */
@@ -553,6 +581,7 @@ int main(int argc, char **argv) {
     bad |= check_async(0);
     bad |= check_async(1);
     bad |= check_restart();
+    bad |= check_abandoned_wait();
     bad |= check_batch_under_cancel();
     bad |= check_pushes_under_idle_claim();
     bad |= check_fork_after_stuck_stop();

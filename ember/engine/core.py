@@ -23,6 +23,7 @@ from functools import partial
 import itertools
 import os
 import threading
+import time
 from typing import Callable, Iterable, Optional, Sequence
 
 from ..base import EngineError
@@ -564,11 +565,24 @@ def flush_bulk() -> None:
         bulk.flush()
 
 
+# A blocking wait returns to Python this often (ms), so that a signal handler gets its turn: Ctrl-C
+# (KeyboardInterrupt) stops a wait for an op that takes long or never ends, as it stops Python code.
+WAIT_SLICE_MS = 100
+
+
 def wait(var: Var) -> None:
     """Block until `var` has no pending write; raise the error recorded on it, if any."""
     flush_bulk()
     var._check()
-    eid = lib.ember_wait_var(_E, var._h)
+    h = var._h
+    waiter = lib.ember_wait_begin(_E, h)
+    if waiter != _NULL:
+        try:
+            while not lib.ember_wait_poll(waiter, WAIT_SLICE_MS):
+                pass  # (the loop's turn is where Python runs a pending signal handler)
+        finally:
+            lib.ember_wait_end(waiter)
+    eid = lib.ember_var_error(h)
     if eid:
         _errors.raise_for(eid)
 
@@ -579,9 +593,16 @@ def wait_all(timeout: Optional[float] = None) -> None:
     With a timeout (seconds), raise TimeoutError if ops are still pending then.
     """
     flush_bulk()
-    eid = lib.ember_wait_all(_E, -1 if timeout is None else int(timeout * 1000))
-    if eid == -1:
-        raise TimeoutError(f"engine still has {stats()['pending']} pending ops after {timeout} s")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        slice_ms = WAIT_SLICE_MS
+        if deadline is not None:
+            slice_ms = max(0, min(slice_ms, int((deadline - time.monotonic()) * 1000)))
+        eid = lib.ember_wait_all(_E, slice_ms)
+        if eid != -1:
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            raise TimeoutError(f"engine still has {stats()['pending']} pending ops after {timeout} s")
     _errors.raise_for_wait_all(eid)
 
 
