@@ -22,3 +22,4 @@ from . import functions as _functions  # noqa: E402  (installs numpy-semantics o
 from . import random  # noqa: E402,F401
 from .functions import *  # noqa: E402,F401,F403
 from .functions_more import *  # noqa: E402,F401,F403  (composed functions: tensordot, diag, roll, tril, ...)
+from . import linalg  # noqa: E402,F401  (mx.np.linalg)
