@@ -941,6 +941,13 @@ static struct timespec deadline_after(int timeout_ms) {
     return d;
 }
 
+int ember_wait_var_now(ember_var *v) {
+    pthread_mutex_lock(&v->mu);
+    int idle = v->pending_write == NULL;
+    pthread_mutex_unlock(&v->mu);
+    return idle ? ember_var_error(v) : -1;
+}
+
 ember_waiter *ember_wait_begin(ember_engine *e, ember_var *v) {
     pthread_mutex_lock(&v->mu);
     int idle = v->pending_write == NULL;

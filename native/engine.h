@@ -108,11 +108,13 @@ ember_opr *ember_claim(ember_engine *e, ember_var *const *vars, int nread, int n
 int ember_wait_var(ember_engine *e, ember_var *v);
 int ember_wait_all(ember_engine *e, int timeout_ms);
 /* ember_wait_var in steps its caller may give up between (a Python thread handling Ctrl-C):
+ * ember_wait_var_now returns v's error id (0: none) when v has no pending write, -1 otherwise;
  * ember_wait_begin returns NULL when v has no pending write, else a waiter ordered after every
  * write pending now; ember_wait_poll(w, timeout_ms) returns 1 once they are done (at once for
  * NULL), 0 when timeout_ms (< 0: forever) passed first; ember_wait_end(w) lets go of it, done or
  * not (NULL is fine).  Read the error with ember_var_error afterwards. */
 typedef struct ember_waiter ember_waiter;
+int ember_wait_var_now(ember_var *v);
 ember_waiter *ember_wait_begin(ember_engine *e, ember_var *v);
 int ember_wait_poll(ember_waiter *w, int timeout_ms);
 void ember_wait_end(ember_waiter *w);

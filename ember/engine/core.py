@@ -568,6 +568,7 @@ def flush_bulk() -> None:
 # A blocking wait returns to Python this often (ms), so that a signal handler gets its turn: Ctrl-C
 # (KeyboardInterrupt) stops a wait for an op that takes long or never ends, as it stops Python code.
 WAIT_SLICE_MS = 100
+_wait_now = lib.ember_wait_var_now
 
 
 def wait(var: Var) -> None:
@@ -575,14 +576,15 @@ def wait(var: Var) -> None:
     flush_bulk()
     var._check()
     h = var._h
-    waiter = lib.ember_wait_begin(_E, h)
-    if waiter != _NULL:
+    eid = _wait_now(h)
+    if eid < 0:  # a write is pending
+        waiter = lib.ember_wait_begin(_E, h)
         try:
             while not lib.ember_wait_poll(waiter, WAIT_SLICE_MS):
                 pass  # (the loop's turn is where Python runs a pending signal handler)
         finally:
             lib.ember_wait_end(waiter)
-    eid = lib.ember_var_error(h)
+        eid = lib.ember_var_error(h)
     if eid:
         _errors.raise_for(eid)
 
