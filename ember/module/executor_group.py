@@ -224,7 +224,11 @@ class DataParallelExecutorGroup:
             if code is not None and code != "-1":
                 from ..symbolic.symbol import CODE_TO_DTYPE
                 types[name] = CODE_TO_DTYPE.get(int(code), types[name])
+        # the executors' arguments stay dense: the module keeps its parameter copies in the declared
+        # storage types and its kvstore / updater path works on the dense device arrays
+        dense = {n: "default" for n in self.symbol.list_arguments()}
         exe = self.symbol.simple_bind(ctx=self.contexts[i], grad_req=self.grad_req, type_dict=types,
+                                      stype_dict=dense,
                                       shared_arg_names=self.param_names, shared_exec=shared_exec,
                                       group2ctx=self.group2ctxs[i], shared_buffer=self.shared_data_arrays[i],
                                       **{d.name: tuple(d.shape) for d in shapes})
