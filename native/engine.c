@@ -1063,10 +1063,7 @@ void ember_run_ahead_wait(ember_engine *e) {
     uint64_t seen = atomic_load(&e->completed); /* skipped ops count as completed too */
     int64_t since = ember_now_ns();
     while (atomic_load(&e->pending) > low) {
-        struct timespec deadline;
-        clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_nsec += 10000000L; /* look for progress every 10 ms */
-        if (deadline.tv_nsec >= 1000000000L) { deadline.tv_sec++; deadline.tv_nsec -= 1000000000L; }
+        struct timespec deadline = deadline_after(10); /* look for progress every 10 ms */
         pthread_cond_timedwait(&e->cv, &e->mu, &deadline);
         uint64_t now_seen = atomic_load(&e->completed);
         if (now_seen != seen) {
