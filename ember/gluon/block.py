@@ -660,6 +660,14 @@ class HybridBlock(Block):
             sum(1 for n in out._nodes() if n.op is not None) <= flags.get("inline_limit", 2)
 
     def _call_cached_op(self, *args):
+        if is_np_array():
+            # a graph traced under NumPy semantics is built for its inputs' shapes and dtypes (the mx.np
+            # functions pick casts and reshapes from them): another signature is traced anew
+            sig = tuple((tuple(a.shape), a.dtype) if isinstance(a, NDArray) else None
+                        for a in _flatten(args, "input")[0])
+            if self._cached_op is not None and getattr(self, "_np_signature", sig) != sig:
+                self._clear_cached_op()
+            self._np_signature = sig
         if self._cached_op is None:
             self._build_cache(*args)
         flat, fmt = _flatten(args, "input")

@@ -128,10 +128,10 @@ def _binary(name: str, x1, x2) -> ndarray:
         exact = float(scalar) == int(scalar) if _np.isfinite(float(scalar)) else False
         if dt is None:
             pass  # a symbol of unknown dtype: the operator's own type rule decides
+        elif name == "true_divide" and dt.kind != "f":
+            dt = _F32  # integer and bool division is float32, as MXNet
         elif dt.kind == "b" and name not in _COMPARISONS:
             dt = _I64 if isinstance(scalar, (int, _np.integer)) else _F32
-        elif name == "true_divide" and dt.kind != "f":
-            dt = _F32
         elif name in _COMPARISONS and dt.kind != "f" and not exact:
             dt = _np.dtype(_np.float64)  # 2 == 2.5 is False, as numpy (comparing in the int type would not be)
         out = _call(op, (_cast(arr, dt),), {"scalar": float(scalar)})
@@ -229,21 +229,62 @@ for _op in _UNARY:
 absolute = globals()["abs"]
 
 
-def isnan(x) -> ndarray:
+def _deliver_bool(result, out, name: str):
+    """A bool result, into `out` when given (which must be a bool array, as MXNet: TypeError otherwise)."""
+    if out is not None and _np.dtype(out.dtype) != _BOOL:
+        raise TypeError(f"{name}: the output array must have dtype bool, got {_np.dtype(out.dtype)}")
+    return _deliver(result, out)
+
+
+def isnan(x, out=None, **kwargs) -> ndarray:
     """Where x is NaN (bool)."""
+    _check_ufunc_kwargs("isnan", kwargs)
     x = asarray(x)
-    return not_equal(x, x)
+    return _deliver_bool(not_equal(x, x), out, "isnan")
 
 
-def isinf(x) -> ndarray:
+def _int_never(x, name: str, out):
+    """isinf & co of an integer or bool array: False everywhere (no value is infinite)."""
+    return _deliver_bool(not_equal(x, x), out, name)
+
+
+def isinf(x, out=None, **kwargs) -> ndarray:
     """Where x is +-inf (bool)."""
-    return equal(globals()["abs"](asarray(x)), _np.inf)
+    _check_ufunc_kwargs("isinf", kwargs)
+    if asarray(x).dtype.kind in "biu":
+        return _int_never(asarray(x), "isinf", out)
+    return _deliver_bool(equal(globals()["abs"](asarray(x)), _np.inf), out, "isinf")
 
 
-def isfinite(x) -> ndarray:
+def isposinf(x, out=None, **kwargs) -> ndarray:
+    """Where x is +inf (bool)."""
+    _check_ufunc_kwargs("isposinf", kwargs)
+    if asarray(x).dtype.kind in "biu":
+        return _int_never(asarray(x), "isposinf", out)
+    return _deliver_bool(equal(asarray(x), _np.inf), out, "isposinf")
+
+
+def isneginf(x, out=None, **kwargs) -> ndarray:
+    """Where x is -inf (bool)."""
+    _check_ufunc_kwargs("isneginf", kwargs)
+    if asarray(x).dtype.kind in "biu":
+        return _int_never(asarray(x), "isneginf", out)
+    return _deliver_bool(equal(asarray(x), -_np.inf), out, "isneginf")
+
+
+def isfinite(x, out=None, **kwargs) -> ndarray:
     """Where x is neither NaN nor +-inf (bool)."""
+    _check_ufunc_kwargs("isfinite", kwargs)
     x = asarray(x)
-    return less(globals()["abs"](x), _np.inf)
+    if x.dtype.kind in "biu":
+        return _deliver_bool(equal(x, x), out, "isfinite")
+    return _deliver_bool(less(globals()["abs"](x), _np.inf), out, "isfinite")
+
+
+def logical_not(x, out=None, **kwargs) -> ndarray:
+    """Where x is zero (bool), as numpy.logical_not."""
+    _check_ufunc_kwargs("logical_not", kwargs)
+    return _deliver_bool(equal(asarray(x), 0), out, "logical_not")
 
 
 # ------------------------------------------------------------------ reductions
@@ -331,13 +372,17 @@ def std(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
 
 def _arg(op: str, a, axis, keepdims: bool = False) -> ndarray:
     a = asarray(a)
-    if a.size == 0:
+    if a.size == 0 and (axis is None or a.shape[_axes(axis, a.ndim, op)[0]] == 0):
         raise MXNetError(f"{op}: attempt to get {op} of an empty sequence")
     if axis is None:
         flat = reshape(a, (-1,))
         res = _call(op, (flat,), {"axis": 0, "keepdims": False})
         return _np_reshape(_cast(res, _I64), (1,) * a.ndim if keepdims else ())
-    ax = _axes(axis, a.ndim, op)[0]
+    ax = _axes(axis, builtins.max(a.ndim, 1), op)[0]
+    if a.size == 0:  # other axes empty: an empty int64 result (the operator refuses empty inputs)
+        return _full_array(_reduced_shape(a.shape, (ax,), keepdims), 0, _I64, a)
+    if a.ndim == 0:  # numpy takes axis 0 / -1 of a 0-d array: the only element, index 0
+        return _np_reshape(_cast(_call(op, (reshape(a, (1,)),), {"axis": 0, "keepdims": False}), _I64), ())
     res = _call(op, (a,), {"axis": ax, "keepdims": keepdims})
     return _np_reshape(_cast(res, _I64), _reduced_shape(a.shape, (ax,), keepdims))
 
@@ -376,8 +421,13 @@ def cumsum(a, axis=None, dtype=None, out=None) -> ndarray:
     a = asarray(a)
     if axis is None:
         a, axis = reshape(a, (-1,)), 0
-    attrs = {"axis": int(axis)}
-    if dtype is not None:
+    if a.ndim == 0:
+        a = reshape(a, (1,))
+    attrs = {"axis": _axes(axis, a.ndim, "cumsum")[0]}
+    if dtype is None and a.dtype.kind == "b":
+        dtype = _I64  # bools count as int64, as MXNet and numpy
+    if dtype is not None:  # accumulate in the requested type (float16 data summed in float32, as numpy)
+        a = _cast(a, _np.dtype(dtype))
         attrs["dtype"] = _np.dtype(dtype).name
     return _deliver(_call("cumsum", (a,), attrs), out)
 
@@ -425,7 +475,10 @@ def matmul(a, b, out=None) -> ndarray:
     if a2.ndim == 2 and b2.ndim == 2:
         res = _call("dot", (a2, b2), {})
     else:
-        batch = _np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+        try:
+            batch = _np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+        except ValueError:
+            raise MXNetError(f"matmul: batch dimensions of {a.shape} and {b.shape} do not broadcast") from None
         a3 = broadcast_to(a2, batch + a2.shape[-2:])
         b3 = broadcast_to(b2, batch + b2.shape[-2:])
         flat = _call("batch_dot", (reshape(a3, (-1,) + a2.shape[-2:]), reshape(b3, (-1,) + b2.shape[-2:])), {})
@@ -443,9 +496,19 @@ def matmul(a, b, out=None) -> ndarray:
 def transpose(a, axes=None) -> ndarray:
     """The axes of `a` permuted (reversed by default)."""
     a = asarray(a)
-    if a.ndim < 2 and axes is None:
-        return a
-    return _as_np(_call("transpose", (a,), {} if axes is None else {"axes": tuple(axes)}))
+    if axes is not None:
+        axes = tuple(int(x) for x in axes)
+        if len(axes) != a.ndim:
+            raise MXNetError(f"transpose: the number of axes {axes} does not match the dimension {a.ndim}")
+        for x in axes:
+            if not -a.ndim <= x < a.ndim:
+                raise MXNetError(f"transpose: axis {x} exceeds the range [0, {a.ndim})")
+        axes = tuple(x % a.ndim for x in axes)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"transpose: repeated axis in {axes}")
+    if a.ndim < 2:
+        return _as_np(_call("_copy", (a,), {}))  # a new array (numpy: a view), still differentiable
+    return _as_np(_call("transpose", (a,), {} if axes is None else {"axes": axes}))
 
 
 def swapaxes(a, axis1: int, axis2: int) -> ndarray:
@@ -483,6 +546,9 @@ def squeeze(a, axis=None) -> ndarray:
     if axis is None:
         axes = tuple(i for i, d in enumerate(a.shape) if d == 1)
     else:
+        if a.ndim == 0:  # numpy: axis 0 or -1 of a 0-d array names nothing to remove
+            _axes(axis, 1, "squeeze")
+            return _np_reshape(_call("_copy", (a,), {}), ())
         axes = _axes(axis, a.ndim, "squeeze")
         for i in axes:
             if a.shape[i] != 1:
@@ -502,6 +568,12 @@ def broadcast_to(array, shape) -> ndarray:  # noqa: A002 - numpy's parameter nam
     shape = (int(shape),) if isinstance(shape, (int, _np.integer)) else tuple(int(d) for d in shape)
     if a.ndim > len(shape):
         raise MXNetError(f"broadcast_to: input operand has more dimensions than allowed by the shape {shape}")
+    if builtins.any(d < 0 for d in shape):  # MXNet's -2: keep the (trailing-aligned) input's length
+        lead = len(shape) - a.ndim
+        if builtins.any(d < 0 and (d != -2 or i < lead) for i, d in enumerate(shape)):
+            raise MXNetError(f"broadcast_to: negative dimensions other than -2 over an input axis are not "
+                             f"allowed in shape {shape}")
+        shape = tuple(a.shape[i - lead] if d == -2 else d for i, d in enumerate(shape))
     lifted = _np_reshape(a, (1,) * (len(shape) - a.ndim) + tuple(a.shape))
     try:
         _np.broadcast_shapes(lifted.shape, shape)
@@ -509,9 +581,17 @@ def broadcast_to(array, shape) -> ndarray:  # noqa: A002 - numpy's parameter nam
         raise MXNetError(f"broadcast_to: operands could not be broadcast together with remapped shapes "
                          f"{a.shape} and requested shape {shape}") from None
     if tuple(lifted.shape) == shape:
-        return lifted
+        return _as_np(_call("_copy", (lifted,), {}))  # a node of its own, so the result is differentiable
     if 0 in shape:
-        return _full_array(shape, 0, a.dtype, a)  # nothing to copy
+        # the registry's broadcast_to reads a 0 as "keep the input's length": cut a length-1 axis
+        # that becomes 0 down to 0 first (a differentiable slice), then every 0 is kept
+        for i, (d, t) in enumerate(zip(lifted.shape, shape)):
+            if t == 0 and d == 1:
+                begin, end = [None] * len(shape), [None] * len(shape)
+                begin[i], end[i] = 0, 0
+                lifted = _call("slice", (lifted,), {"begin": tuple(begin), "end": tuple(end)})
+        if tuple(lifted.shape) == shape:
+            return _as_np(lifted)
     return _as_np(_call("broadcast_to", (lifted,), {"shape": shape}))
 
 
@@ -644,8 +724,12 @@ def tile(A, reps) -> ndarray:
     """`A` repeated `reps` times per axis (numpy's rules for differing lengths)."""
     a = asarray(A)
     reps = (int(reps),) if isinstance(reps, (int, _np.integer)) else tuple(int(r) for r in reps)
+    if builtins.any(r < 0 for r in reps):
+        raise MXNetError(f"tile: reps {reps} must be non-negative")
+    if not reps:
+        return _as_np(_call("_copy", (a,), {}))
     if a.ndim == 0:
-        a = reshape(a, (1,))
+        a = reshape(a, (1,) * len(reps))
     if len(reps) < a.ndim:
         reps = (1,) * (a.ndim - len(reps)) + reps
     return _as_np(_call("tile", (a,), {"reps": reps}))
@@ -694,6 +778,8 @@ def _full_array(shape, value, dtype, like) -> ndarray:
 
 def clip(a, a_min, a_max, out=None) -> ndarray:
     """`a` limited to [a_min, a_max] (either bound may be None)."""
+    if _is_scalar(a) and not isinstance(a, NDArray):  # a Python scalar: numpy's answer
+        return _np.clip(a, a_min, a_max)
     a = asarray(a)
     if a_min is None and a_max is None:
         raise ValueError("clip: one of a_min and a_max must be given")
@@ -755,7 +841,12 @@ def eye(N: int, M: Optional[int] = None, k: int = 0, dtype=None, ctx=None) -> nd
     """An N x M array with ones on the k-th diagonal (float32 by default)."""
     from ..imperative.invoke import invoke
     dt = _np.dtype(dtype) if dtype is not None else _F32
-    return _as_np(invoke("_eye", [], {"N": int(N), "M": int(M or 0), "k": int(k), "dtype": dt.name}, ctx=ctx))
+    if N < 0 or (M is not None and M < 0):
+        raise MXNetError(f"eye: negative dimensions are not allowed (N={N}, M={M})")
+    if M is not None and int(M) == 0 or int(N) == 0:  # the registry's M=0 means "M = N"
+        from .multiarray import zeros
+        return zeros((int(N), 0 if M is None else int(M)), dtype=dt, ctx=ctx)
+    return _as_np(invoke("_eye", [], {"N": int(N), "M": int(M or N), "k": int(k), "dtype": dt.name}, ctx=ctx))
 
 
 def identity(n: int, dtype=None, ctx=None) -> ndarray:
@@ -933,6 +1024,11 @@ def _symbol_getitem(self, key):
     return _np_reshape(sliced, want)
 
 
+def _clip_method(self, min=None, max=None, out=None):  # noqa: A002 - MXNet's method parameter names
+    """ndarray.clip(min, max): `clip` with MXNet's method keywords."""
+    return clip(self, min, max, out=out)
+
+
 def _install_methods() -> None:
     """numpy's operators and methods on mx.np.ndarray, and the same (less the in-place ones) on np symbols."""
     ops = {"add": add, "sub": subtract, "mul": multiply, "truediv": true_divide, "mod": mod, "pow": power}
@@ -953,7 +1049,7 @@ def _install_methods() -> None:
         setattr(ndarray, f"__i{stem}__", inplace)
     methods = (("sum", sum), ("prod", prod), ("mean", mean), ("max", max), ("min", min), ("std", std),
                ("var", var), ("argmax", argmax), ("argmin", argmin), ("all", all), ("any", any),
-               ("cumsum", cumsum), ("dot", dot), ("clip", clip), ("squeeze", squeeze), ("ravel", ravel),
+               ("cumsum", cumsum), ("dot", dot), ("clip", _clip_method), ("squeeze", squeeze), ("ravel", ravel),
                ("swapaxes", swapaxes), ("repeat", repeat), ("sort", sort), ("argsort", argsort))
     for cls in (ndarray, _NpSymbol):
         for stem, fn in (("eq", equal), ("ne", not_equal), ("gt", greater), ("ge", greater_equal), ("lt", less),
@@ -976,8 +1072,10 @@ def _install_methods() -> None:
     _NpSymbol.flatten = ravel
     _NpSymbol.reshape = lambda self, *shape, order="C": reshape(
         self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape, order)
-    _NpSymbol.transpose = lambda self, *axes: transpose(
-        self, (axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes) or None)
+    for cls in (ndarray, _NpSymbol):  # x.transpose(), x.transpose(None), x.transpose((1, 0)), x.transpose(1, 0)
+        cls.transpose = lambda self, *axes: transpose(
+            self, (axes[0] if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list)))
+                   else axes) or None)
     _NpSymbol.T = property(lambda self: transpose(self))
     _NpSymbol.astype = lambda self, dtype, copy=True: _as_np(_call("Cast", (self,), {"dtype": _np.dtype(dtype).name}))
     _NpSymbol.expand_dims = expand_dims

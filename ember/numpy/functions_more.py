@@ -323,6 +323,13 @@ def diagflat(v, k: int = 0) -> ndarray:
 
 def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, out=None) -> ndarray:
     """Sum along the diagonal `offset` of the planes on axis1/axis2."""
+    nd = asarray(a).ndim
+    if nd < 2:
+        raise MXNetError(f"trace: the input must have at least 2 dimensions, got {nd}")
+    if not (-nd <= axis1 < nd and -nd <= axis2 < nd):
+        raise MXNetError(f"trace: axis1 {axis1} or axis2 {axis2} is out of range for {nd} dimensions")
+    if axis1 % nd == axis2 % nd:
+        raise MXNetError(f"trace: axis1 and axis2 cannot be the same ({axis1}, {axis2})")
     d = diagonal(a, offset, axis1, axis2)
     return _deliver(_f.sum(d, axis=-1), out)
 
@@ -400,7 +407,12 @@ def ediff1d(ary, to_end=None, to_begin=None) -> ndarray:
                  else _as_np(_slice(a, 0, 0, 0)))
     if to_end is not None:
         parts.append(_end_part(to_end, a))
-    return _f.concatenate([_cast(p, a.dtype) for p in parts], axis=0)
+    # joined by the registry's Concat itself: concatenate drops empty parts, and the (possibly
+    # empty) differences must stay in the graph for the input's gradient
+    parts = [_cast(p, a.dtype) for p in parts]
+    if len(parts) == 1:
+        return _as_np(_call("_copy", (parts[0],), {}))
+    return _as_np(_call("Concat", tuple(parts), {"num_args": len(parts), "dim": 0}))
 
 
 # ------------------------------------------------------------------ rounding and cleaning

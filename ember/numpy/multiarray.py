@@ -332,13 +332,16 @@ def full(shape, fill_value, dtype=None, order: str = "C", ctx=None, out: Optiona
         if fill_value.ndim > len(shape):
             raise ValueError(f"full: fill_value of shape {fill_value.shape} cannot broadcast to {shape}")
         # numpy broadcasting aligns trailing dimensions: lift the value to the target's rank first
-        lifted = fill_value.astype(target, copy=False).reshape((1,) * (len(shape) - fill_value.ndim)
-                                                              + tuple(fill_value.shape))
-        result = _call("broadcast_to", (lifted,), {"shape": shape})
+        from .functions import broadcast_to  # numpy's rules (a 0 in `shape` is a zero size)
+        result = broadcast_to(fill_value.astype(target, copy=False), shape)
+        if tuple(result.shape) == tuple(fill_value.shape):
+            result = result.copy()  # a new array, never a view of fill_value
         if out is not None:
             result.copyto(out)
             return out
         return _as_np(result)
+    if dtype is None and isinstance(fill_value, (bool, _np.bool_)):
+        dtype = _np.bool_  # numpy: a bool fill makes a bool array (MXNet too)
     return _as_np(_creation.full(shape, fill_value, ctx=ctx, dtype=_dtype(dtype), out=out))
 
 
@@ -346,6 +349,8 @@ def arange(start, stop=None, step=1, dtype=None, ctx=None) -> ndarray:
     """Evenly spaced values in [start, stop) (float32 by default, as MXNet)."""
     if stop is None:
         start, stop = 0, start
+    if step is None:
+        step = 1
     if step == 0:
         raise ValueError("arange: step must not be zero")
     target = _dtype(dtype)

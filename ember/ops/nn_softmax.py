@@ -9,7 +9,7 @@ from ..base import OperatorError, ShapeError
 from ..engine import native
 from ._nn_util import backward_via, float_types, known, merge
 from .registry import Attr, OpDef, as_dtype, register
-from ._common import data_like_output
+from ._common import data_like_output, np_shape
 
 
 def _norm_axis(op, axis, ndim):
@@ -60,7 +60,8 @@ def _sm_shape(name):
             raise OperatorError(f"{name}: use_length=True is not supported (MXNet's {name} takes no length "
                                 "input; use softmax)")
         d = in_shapes[0]
-        if not known(d):
+        # under NumPy shape semantics a 0 is a real (empty) length, and an empty input gives an empty output
+        if not (known(d) or (np_shape() and d is not None and len(d) > 0 and None not in d)):
             return in_shapes, [None]
         d = tuple(d)
         ax = _norm_axis(name, attrs["axis"], len(d))
@@ -102,6 +103,8 @@ def _make_sm_kernel(log):
         xp = ctx.xp
         x = inputs[0]
         ax = attrs["axis"] % x.ndim
+        if x.size == 0:  # an empty input (NumPy shape semantics): nothing to normalise
+            return
         work = x.astype(np.float32) if x.dtype == np.float16 else x
         if not attrs["use_length"] and _native_rows(xp, attrs, ax, work, outputs[0]) \
                 and native.softmax_rows_f32(work, outputs[0], log):

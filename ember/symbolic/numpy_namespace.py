@@ -11,6 +11,7 @@ from typing import Optional
 import numpy as _np
 
 from .np_symbol import _Symbol, apply
+from .symbol import Symbol
 
 _F32 = _np.dtype(_np.float32)
 
@@ -34,17 +35,27 @@ def ones(shape, dtype=None, order: str = "C", ctx=None) -> _Symbol:
 
 
 def full(shape, fill_value, dtype=None, order: str = "C", ctx=None, out=None) -> _Symbol:
-    """A node of `shape` filled with the scalar `fill_value`."""
+    """A node of `shape` filled with `fill_value`: a scalar, or a symbol broadcast to `shape` (its
+    dtype kept unless `dtype` is given, as numpy)."""
+    if isinstance(fill_value, Symbol):
+        value = _ns.asarray(fill_value)
+        if dtype is not None:
+            value = value.astype(dtype)
+        return _ns.broadcast_to(value, _shape(shape))
+    if dtype is None and isinstance(fill_value, (bool, _np.bool_)):
+        dtype = _np.bool_  # numpy: a bool fill makes a bool array
     return apply("_full", (), {"shape": _shape(shape), "value": float(fill_value), "dtype": _dtype(dtype)})
 
 
 empty = zeros  # a graph has no uninitialised memory to hand out
 
 
-def arange(start, stop=None, step=1, dtype=None, ctx=None) -> _Symbol:
+def arange(start, stop=None, step=1, dtype=None, ctx=None) -> _Symbol:  # noqa: D401
     """Evenly spaced values in [start, stop) (float32 by default)."""
     if stop is None:
         start, stop = 0, start
+    if step is None:
+        step = 1
     if step == 0:
         raise ValueError("arange: step must not be zero")
     return apply("_arange", (), {"start": float(start), "stop": float(stop), "step": float(step),
@@ -53,7 +64,9 @@ def arange(start, stop=None, step=1, dtype=None, ctx=None) -> _Symbol:
 
 def eye(N: int, M: Optional[int] = None, k: int = 0, dtype=None, ctx=None) -> _Symbol:
     """An N x M node with ones on the k-th diagonal."""
-    return apply("_eye", (), {"N": int(N), "M": int(M or 0), "k": int(k), "dtype": _dtype(dtype)})
+    if M is not None and int(M) == 0 or int(N) == 0:  # the operator's M=0 means "M = N"
+        return zeros((int(N), 0 if M is None else int(M)), dtype)
+    return apply("_eye", (), {"N": int(N), "M": int(M or N), "k": int(k), "dtype": _dtype(dtype)})
 
 
 def identity(n: int, dtype=None, ctx=None) -> _Symbol:
