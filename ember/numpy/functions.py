@@ -310,33 +310,32 @@ def _reduce(op: str, a, axis, keepdims: bool, dtype=None, name: Optional[str] = 
     return _np_reshape(out, target)
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False) -> ndarray:  # noqa: A001
+def _np_reduce(name: str, a, axis, dtype, keepdims: bool, initial=None) -> ndarray:
+    """The registry's `_np_<name>` (ember/ops/np_reduce.py): numpy's shapes and dtypes, inferred by the
+    operator itself, so a symbol whose shape is not known yet reduces too."""
+    a = asarray(a)
+    attrs = {"axis": axis, "keepdims": bool(keepdims)}
+    if dtype is not None:
+        attrs["dtype"] = _np.dtype(dtype).name
+    if initial is not None:
+        attrs["initial"] = float(initial)
+    return _as_np(_call(f"_np_{name}", (a,), attrs))
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None) -> ndarray:  # noqa: A001
     """Sum over `axis` (all axes: a 0-d array); bool sums to int64."""
-    a = asarray(a)
-    if dtype is None and a.dtype.kind == "b":
-        dtype = _I64
-    return _deliver(_reduce("sum", a, axis, keepdims, dtype, "sum"), out)
+    return _deliver(_np_reduce("sum", a, axis, dtype, keepdims, initial), out)
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False) -> ndarray:
+def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None) -> ndarray:
     """Product over `axis`; bool multiplies as int64."""
-    a = asarray(a)
-    if dtype is None and a.dtype.kind == "b":
-        dtype = _I64
-    return _deliver(_reduce("prod", a, axis, keepdims, dtype, "prod"), out)
+    return _deliver(_np_reduce("prod", a, axis, dtype, keepdims, initial), out)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False) -> ndarray:
-    """Mean over `axis`; integers and bools average in float32 (MXNet's default float)."""
-    a = asarray(a)
-    if dtype is None and a.dtype.kind != "f":
-        dtype = _F32
-    axes = _axes(axis, a.ndim, "mean")
-    count = int(_np.prod([a.shape[i] for i in axes])) if axes else 1
-    total = _reduce("sum", a, axis, keepdims, dtype, "mean")
-    if count == 0:  # the mean of nothing is NaN, as numpy (without its warning)
-        return _deliver(_full_array(total.shape, _np.nan, total.dtype, total), out)
-    return _deliver(_as_np(_call("_div_scalar", (total,), {"scalar": float(count) if count else 0.0})), out)
+    """Mean over `axis`; integers and bools average in float32 (MXNet's default float); the mean of
+    nothing is NaN, as numpy (without its warning)."""
+    return _deliver(_np_reduce("mean", a, axis, dtype, keepdims), out)
 
 
 def max(a, axis=None, out=None, keepdims: bool = False) -> ndarray:  # noqa: A001

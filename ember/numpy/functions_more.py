@@ -130,7 +130,7 @@ def average(a, axis=None, weights=None, returned: bool = False, out=None):
         avg = _f.mean(a, axis=axis)
         count = a.size if axis is None else int(_np.prod([a.shape[i] for i in _axes(axis, a.ndim, "average")]))
         res = _deliver(avg, out)
-        return (res, _m.full_like(res, count)) if returned else res
+        return (res, _filled_like(res, count)) if returned else res
     w = asarray(weights)
     if a.shape != w.shape:
         if axis is None:

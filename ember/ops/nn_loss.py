@@ -6,7 +6,7 @@ import numpy as np
 from ..base import ShapeError
 from ._nn_util import backward_via, float_types, known, sigmoid
 from .registry import Attr, OpDef, register
-from ._common import data_like_output
+from ._common import data_like_output, np_shape
 
 
 # -- regression outputs ---------------------------------------------------------------
@@ -94,7 +94,10 @@ def _identity(ctx, attrs, inputs, outputs, aux):
 
 
 def _same(attrs, in_shapes):
-    return in_shapes, [tuple(in_shapes[0]) if known(in_shapes[0]) else None]
+    x = in_shapes[0]
+    # under NumPy shape semantics () (a 0-d loss) and 0 are real shapes
+    full = known(x) or (np_shape() and x is not None and None not in x)
+    return in_shapes, [tuple(x) if full else None]
 
 
 def _make_loss_backward(ctx, attrs, inputs, outputs, aux):
