@@ -13,6 +13,9 @@ _SCRIPT = textwrap.dedent('''
     import ember as mx
     from ember import engine
 
+    # Python's own Ctrl-C handler, also where this process inherited SIGINT ignored (a background job)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
     release = threading.Event()
     backstop = threading.Timer(60, release.set)  # a failing wait ends after all, and says so below
     backstop.start()
