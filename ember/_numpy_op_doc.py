@@ -23,3 +23,49 @@ def _np_reshape(a, newshape, order='C', out=None):
     -------
     reshaped_array : ndarray
     """
+
+
+def _np_sum(a, axis=None, dtype=None, keepdims=False, initial=None, out=None):
+    """Sum of array elements over the given axes (numpy.sum; bool and small integers accumulate wider).
+
+    Parameters
+    ----------
+    a : ndarray
+        Elements to sum.
+    axis : None or int or tuple of ints, optional
+        Axes to sum over: None every axis, () none, negative counting from the last.
+    dtype : dtype, optional
+        The result's type (default: the input's; bool sums to int64).
+    keepdims : bool, optional
+        Keep the reduced axes with length one.
+    initial : scalar, optional
+        The starting value of the sum.
+    out : ndarray, optional
+        Where to write the result.
+
+    Returns
+    -------
+    sum_along_axis : ndarray
+    """
+
+
+def _np_prod(a, axis=None, dtype=None, out=None, keepdims=False):
+    """Product of array elements over the given axes (numpy.prod).
+
+    Parameters
+    ----------
+    a : ndarray
+        Input data.
+    axis : None or int or tuple of ints, optional
+        Axes to multiply over: None every axis, () none.
+    dtype : dtype, optional
+        The result's type (default: the input's; bool multiplies as int64).
+    out : ndarray, optional
+        Where to write the result.
+    keepdims : bool, optional
+        Keep the reduced axes with length one.
+
+    Returns
+    -------
+    product_along_axis : ndarray
+    """

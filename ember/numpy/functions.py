@@ -311,7 +311,7 @@ def _reduce(op: str, a, axis, keepdims: bool, dtype=None, name: Optional[str] = 
 
 
 def _np_reduce(name: str, a, axis, dtype, keepdims: bool, initial=None) -> ndarray:
-    """The registry's `_np_<name>` (ember/ops/np_reduce.py): numpy's shapes and dtypes, inferred by the
+    """The registry's `_np_sum` / `_np_prod` / `_npi_mean` (ember/ops/np_reduce.py): numpy's shapes and dtypes, inferred by the
     operator itself, so a symbol whose shape is not known yet reduces too."""
     a = asarray(a)
     attrs = {"axis": axis, "keepdims": bool(keepdims)}
@@ -319,7 +319,7 @@ def _np_reduce(name: str, a, axis, dtype, keepdims: bool, initial=None) -> ndarr
         attrs["dtype"] = _np.dtype(dtype).name
     if initial is not None:
         attrs["initial"] = float(initial)
-    return _as_np(_call(f"_np_{name}", (a,), attrs))
+    return _as_np(_call("_npi_mean" if name == "mean" else f"_np_{name}", (a,), attrs))
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None) -> ndarray:  # noqa: A001

@@ -1,4 +1,4 @@
-"""numpy-semantics reductions `_np_sum`, `_np_prod`, `_np_mean` (MXNet 1.9.1's names): shape and
+"""numpy-semantics reductions `_np_sum`, `_np_prod`, `_npi_mean` (MXNet 1.9.1's names): shape and
 dtype inference of their own, so a graph built from symbols whose shapes are not known yet (MXNet's
 `mx.sym.np.sum(mx.sym.Variable('x'), ...)`) infers them later, as any operator.
 
@@ -6,7 +6,7 @@ numpy's rules: `axis` None reduces every axis, () none, negative axes count from
 reduction is 0-d; `keepdims` keeps length-1 axes.  dtype: `dtype` if given, else bool sums and
 multiplies as int64, `mean` of integers is float32 (MXNet), others keep the input's.  Accumulation
 in MXNet's wider type (float16 in float32, int8 in int32...), the result cast to the output dtype.
-Gradients: `_backward_np_<name>(ograd, data)` spreads ograd back over the reduced axes (mean / count;
+Gradients: `_backward<op>(ograd, data)` spreads ograd back over the reduced axes (mean / count;
 prod * product / x), in the data's dtype.
 """
 from __future__ import annotations
@@ -81,14 +81,14 @@ def _kernel(name: str):
     def kernel(ctx, attrs, inputs, outputs, aux):
         xp = ctx.xp
         x, out = inputs[0], outputs[0]
-        axes = _axes(f"_np_{name}", attrs, x.ndim)
+        axes = _axes(f"reduce {name}", attrs, x.ndim)
         acc = _ACC.get(x.dtype.name, x.dtype)
         if out.dtype.kind == "f" and np.dtype(acc).kind != "f":
             acc = np.float64 if out.dtype == np.float64 else np.float32  # e.g. mean of integers
         with np.errstate(invalid="ignore", divide="ignore"):
             if name == "mean":
-                if attrs["dtype"] is not None:
-                    acc = attrs["dtype"]  # numpy (and MXNet) accumulate a mean in the dtype asked for
+                if attrs["dtype"] is not None and np.dtype(attrs["dtype"]).kind != "f":
+                    acc = attrs["dtype"]  # numpy (and MXNet) accumulate an integer mean in the dtype asked for
                 res = xp.mean(x, axis=axes, dtype=acc, keepdims=True) if x.size or not axes else \
                     xp.full([1 if i in axes else d for i, d in enumerate(x.shape)], np.nan, dtype=acc)
             else:
@@ -103,7 +103,7 @@ def _backward_kernel(name: str):
     def kernel(ctx, attrs, inputs, outputs, aux):
         xp = ctx.xp
         g, x = inputs[0], inputs[1]
-        axes = _axes(f"_np_{name}", attrs, x.ndim)
+        axes = _axes(f"reduce {name}", attrs, x.ndim)
         kshape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
         g = g.reshape(kshape).astype(outputs[0].dtype, copy=False)  # computed in the data's dtype
         if name == "sum":
@@ -122,7 +122,9 @@ def _backward_kernel(name: str):
 
 
 for _name in ("sum", "prod", "mean"):
-    _op, _bwd = f"_np_{_name}", f"_backward_np_{_name}"
+    # MXNet 1.9.1's names: _np_sum / _np_prod, and _npi_mean (an internal operator there)
+    _op = f"_npi_{_name}" if _name == "mean" else f"_np_{_name}"
+    _bwd = f"_backward{_op}"
     register(OpDef(name=_bwd, attrs=_ATTRS, inputs=["ograd", "data"], outputs=["data_grad"],
                    infer_shape=lambda a, s: (s, [s[1]]),
                    infer_type=lambda a, d: (list(d), [d[1]]),

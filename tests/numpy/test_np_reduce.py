@@ -1,4 +1,4 @@
-"""mx.np.sum / prod / mean on the registry's _np_sum/_np_prod/_np_mean: numpy's shapes and dtypes,
+"""mx.np.sum / prod / mean on the registry's _np_sum/_np_prod/_npi_mean: numpy's shapes and dtypes,
 graphs built from variables without shapes (MXNet's mx.sym.np.sum(mx.sym.Variable('x'))), gradients
 by finite differences, imperative and hybridized."""
 import numpy as onp
