@@ -151,13 +151,19 @@ def _gc_phase(phase, info) -> None:
 
 gc.callbacks.append(_gc_phase)
 
-# Vars that GC passes collected, waiting to be deleted (Var.__del__).
+# Vars that GC passes collected, waiting to be deleted (Var.__del__), and what must happen before
+# (ember.imperative.storage registers the releases of the storage collected with them).
 _collected_vars: list = []
+after_gc_hooks: list = []
 
 
-def delete_collected_vars() -> None:
-    """Delete the vars GC passes collected (called outside a pass, after the releases of the
-    storage collected with them were pushed: ember.imperative.storage.release_after_gc)."""
+def settle_after_gc() -> None:
+    """Do what GC passes left for later: the hooks' work, then the collected vars' deletion.
+    Called outside a pass: at a wait_all, when a var is made, and by ember.imperative.storage."""
+    if gc_running:
+        return
+    for hook in after_gc_hooks:
+        hook()
     while _collected_vars:
         try:
             v = _collected_vars.pop()
@@ -176,6 +182,8 @@ class Var:
     __slots__ = ("_h", "name", "nbytes", "__weakref__")
 
     def __init__(self, name: Optional[str] = None, nbytes: int = 0):
+        if _collected_vars:
+            settle_after_gc()
         self._h = _var_new()
         self.name = name
         self.nbytes = nbytes  # bytes of the resource it stands for (0: unknown); read by ember.engine.lab
@@ -595,6 +603,8 @@ def wait_all(timeout: Optional[float] = None) -> None:
     With a timeout (seconds), raise TimeoutError if ops are still pending then.
     """
     flush_bulk()
+    if _collected_vars:
+        settle_after_gc()
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         slice_ms = WAIT_SLICE_MS

@@ -31,25 +31,25 @@ def _memory_api():
     return _memory
 
 
-
-
 # Releases asked for during a cyclic GC pass.  The pass may have started in any thread at any
 # allocation, also inside a memory manager's lock or in a thread whose pushes run at once in that
 # thread (a custom operator's code, every thread under NaiveEngine): releasing there would deadlock
-# on that lock.  So they wait here until the next allocation or release outside a GC pass.
+# on that lock.  So they wait here until the next allocation, release or wait outside a GC pass
+# (engine.core.settle_after_gc, which deletes the vars the pass collected after them).
 _after_gc: list = []
 
 
-def release_after_gc() -> None:
-    """Do the releases that GC passes left for later (see `_after_gc`), then delete the vars
-    collected with them (engine.core.delete_collected_vars)."""
+def _release_deferred() -> None:
     while _after_gc:
         try:
             item = _after_gc.pop()
         except IndexError:  # another thread took the last one
-            break
+            return
         _release_now(*item)
-    _core.delete_collected_vars()
+
+
+_core.after_gc_hooks.append(_release_deferred)
+release_after_gc = _core.settle_after_gc
 
 
 def _release_later(block, var, owns_var: bool) -> None:
