@@ -15,8 +15,8 @@ from typing import Tuple
 
 import numpy as np
 
-from ..base import ShapeError
-from ._common import norm_axis, via
+from ._common import via
+from .reduce import reduced_axes
 from .registry import Attr, OpDef, register
 
 _ATTRS = {
@@ -30,18 +30,11 @@ _ACC = {"float16": np.float32, "float32": np.float64, "int8": np.int32, "uint8":
 
 
 def _axes(op: str, attrs: dict, ndim: int) -> Tuple[int, ...]:
+    """The sorted axes reduced: numpy's meaning of axis=() (none) over the legacy reductions' rules."""
     axis = attrs["axis"]
-    if axis is None:
-        return tuple(range(ndim))
-    out = []
-    for a in axis:
-        if a is None:
-            raise ShapeError(f"{op}: axis {axis} must hold integers")
-        n = norm_axis(op, a, ndim)
-        if n in out:
-            raise ShapeError(f"{op}: duplicate value in 'axis' {axis}")
-        out.append(n)
-    return tuple(sorted(out))
+    if axis is not None and len(axis) == 0:
+        return ()
+    return reduced_axes(op, attrs, ndim)
 
 
 def _out_shape(op: str, attrs: dict, shape) -> tuple:
