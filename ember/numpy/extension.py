@@ -14,6 +14,7 @@ from ..context import cpu, current_context, gpu, num_gpus  # noqa: F401
 from ..imperative.creation import waitall  # noqa: F401
 from ..util import is_np_array, is_np_shape, reset_np, set_np, use_np, use_np_array, use_np_shape  # noqa: F401
 from .multiarray import _as_np, _call, ndarray
+from . import extension_random as random  # noqa: E402,F401  (npx.random)
 
 # npx name -> registry operator (MXNet registers these as _npx_<name> aliases of the same kernels)
 OPERATORS = {
@@ -26,6 +27,11 @@ OPERATORS = {
     "gamma": "gamma", "gammaln": "gammaln", "smooth_l1": "smooth_l1", "gather_nd": "gather_nd", "rnn": "RNN",
     "arange_like": "_contrib_arange_like",
 }
+
+
+def constraint_check(input, msg="Constraint violated."):  # noqa: A002 - MXNet's parameter name
+    """A 0-d bool True when every element of `input` is true, else ValueError(msg) (when waited on)."""
+    return _as_np(_call("_npx_constraint_check", (input,), {"msg": str(msg)}))
 
 
 def _operator(npx_name: str, op: str):
