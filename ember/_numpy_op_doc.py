@@ -69,3 +69,42 @@ def _np_prod(a, axis=None, dtype=None, out=None, keepdims=False):
     -------
     product_along_axis : ndarray
     """
+
+
+def _np_dot(a, b, out=None):
+    """Dot product of two arrays (numpy.dot): 0-d operands multiply, two vectors give a 0-d inner
+    product, an N-D array and a vector contract a's last axis, N-D . M-D contracts a's last axis with
+    b's second-to-last.
+
+    Parameters
+    ----------
+    a : ndarray
+        First operand.
+    b : ndarray
+        Second operand (a's dtype).
+    out : ndarray, optional
+        Where to write the result.
+
+    Returns
+    -------
+    output : ndarray
+    """
+
+
+def _np_roll(a, shift=None, axis=None):
+    """Roll array elements along the given axes (numpy.roll): elements shifted past the end come back
+    at the start.
+
+    Parameters
+    ----------
+    a : ndarray
+        Input array.
+    shift : int or tuple of ints
+        Places to shift by (one per axis, or one for every axis).
+    axis : int or tuple of ints, optional
+        Axes to roll along; None rolls the flattened array and restores the shape.
+
+    Returns
+    -------
+    res : ndarray
+    """

@@ -46,61 +46,14 @@ for _name, _op in OPERATORS.items():
     globals()[_name] = _operator(_name, _op)
 
 
-def _npx_reshape_target(shape: tuple, newshape) -> tuple:
-    """npx.reshape's special values over `shape`: -1 inferred, -2 copies a dimension, -3 drops a
-    dimension of size 1, -4 copies the rest, -5 merges two, -6 splits one into the next two values."""
-    from ..ops.shape import numpy_reshape_target
-    spec = (int(newshape),) if isinstance(newshape, int) else tuple(int(d) for d in newshape)
-    out, i, j = [], 0, 0
-    bad = f"npx.reshape: cannot reshape shape {shape} with {spec}"
-    while j < len(spec):
-        d = spec[j]
-        if d >= 0 or d == -1:
-            out.append(d)
-            i += 1
-        elif d == -2:
-            if i >= len(shape):
-                raise MXNetError(bad + ": -2 has no input dimension to copy")
-            out.append(shape[i])
-            i += 1
-        elif d == -3:
-            if i >= len(shape) or shape[i] != 1:
-                raise MXNetError(bad + ": -3 skips an input dimension of size 1")
-            i += 1
-        elif d == -4:
-            out.extend(shape[i:])
-            i = len(shape)
-        elif d == -5:
-            if i + 1 >= len(shape):
-                raise MXNetError(bad + ": -5 needs two input dimensions to merge")
-            out.append(shape[i] * shape[i + 1])
-            i += 2
-        elif d == -6:
-            if j + 2 >= len(spec) or i >= len(shape):
-                raise MXNetError(bad + ": -6 must be followed by two values and split an input dimension")
-            a, b = spec[j + 1], spec[j + 2]
-            if a == -1 and b == -1 or (a != -1 and b != -1 and a * b != shape[i]):
-                raise MXNetError(bad + f": cannot split {shape[i]} into ({a}, {b})")
-            a = shape[i] // b if a == -1 else a
-            b = shape[i] // a if b == -1 else b
-            out.extend((a, b))
-            i += 1
-            j += 2
-        else:
-            raise MXNetError(bad + f": invalid value {d}")
-        j += 1
-    return numpy_reshape_target(int(_np.prod(shape)), shape, out)
-
-
 def reshape(a, newshape, reverse: bool = False, order: str = "C"):
-    """npx.reshape: numpy's reshape with MXNet's special values (see `_npx_reshape_target`)."""
-    if reverse:
-        raise MXNetError("npx.reshape: reverse=True is not supported by ember")
+    """npx.reshape: numpy's reshape with MXNet's special values (-1 infer, -2 copy, -3 drop a size-1
+    dimension, -4 copy the rest, -5 merge two, -6 split one; `reverse` applies them from the right): the
+    registry's `_npx_reshape` (ember/ops/np_products.py), which infers its own shapes."""
     if order != "C":
         raise MXNetError(f"npx.reshape: order={order!r} is not supported, only 'C'")
-    from .multiarray import reshape as np_reshape
-    a = _as_np(a)
-    return np_reshape(a, _npx_reshape_target(tuple(a.shape), newshape))
+    spec = (int(newshape),) if isinstance(newshape, (int, _np.integer)) else tuple(int(d) for d in newshape)
+    return _as_np(_call("_npx_reshape", (a,), {"newshape": spec, "reverse": bool(reverse)}))
 
 
 def _require_np_semantics(what: str) -> None:

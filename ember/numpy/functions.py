@@ -434,24 +434,15 @@ def cumsum(a, axis=None, dtype=None, out=None) -> ndarray:
 # ------------------------------------------------------------------ products
 
 def dot(a, b, out=None) -> ndarray:
-    """numpy.dot: vectors give a 0-d inner product; N-D . M-D contracts a's last axis with b's
-    second-to-last."""
+    """numpy.dot (the registry's `_np_dot`, which infers its own shapes): vectors give a 0-d inner product;
+    N-D . M-D contracts a's last axis with b's second-to-last; a 0-d operand multiplies."""
     a, b = asarray(a), asarray(b)
-    if a.ndim == 0 or b.ndim == 0:
-        return _deliver(multiply(a, b), out)
     dt = _result_type(a.dtype, b.dtype)
     a, b = _cast(a, dt), _cast(b, dt)
     sa, sb = _known_shape(a), _known_shape(b)
-    if b.ndim > 2:  # bring b's contracted (second-to-last) axis to the front for the registry's dot
-        order = (b.ndim - 2,) + tuple(i for i in range(b.ndim) if i != b.ndim - 2)
-        b = _call("transpose", (b,), {"axes": order})
-    if sa is not None and sb is not None and sa[-1] != sb[-2 if len(sb) > 1 else 0]:
+    if sa is not None and sb is not None and len(sa) and len(sb) and sa[-1] != sb[-2 if len(sb) > 1 else 0]:
         raise MXNetError(f"dot: shapes {sa} and {sb} not aligned")
-    res = _call("dot", (a, b), {})
-    if sa is None or sb is None:  # a symbol with a deferred dimension: both are matrices or more here
-        return _deliver(res, out)
-    target = tuple(sa[:-1]) + tuple(sb[:-2]) + tuple(sb[-1:] if len(sb) > 1 else ())
-    return _deliver(_np_reshape(res, target), out)
+    return _deliver(_call("_np_dot", (a, b), {}), out)
 
 
 def _known_shape(x):

@@ -73,48 +73,53 @@ def _arange_node(n: int, dtype, like) -> ndarray:
 
 # ------------------------------------------------------------------ products
 
+def _shape_or_none(x):
+    """x's shape, or None for a traced symbol whose shape is not (wholly) known yet."""
+    return x._known_shape() if isinstance(x, _NpSymbol) else tuple(x.shape)
+
+
 def tensordot(a, b, axes=2) -> ndarray:
-    """Sum of products over `axes` (an int N: a's last N and b's first N axes; or two lists)."""
+    """Sum of products over `axes` (an int N: a's last N and b's first N axes; or two lists): the registry's
+    `_npi_tensordot_int_axes` / `_npi_tensordot`, which infer their own shapes."""
     a, b = asarray(a), asarray(b)
+    dt = _result_type(a.dtype, b.dtype)
+    a, b = _cast(a, dt), _cast(b, dt)
+    sa, sb = _shape_or_none(a), _shape_or_none(b)
     if isinstance(axes, (int, _np.integer)):
         n = int(axes)
-        if n < 0 or n > a.ndim or n > b.ndim:
-            raise ValueError(f"tensordot: axes={n} is out of range for inputs of {a.ndim} and {b.ndim} dimensions")
-        ax_a, ax_b = list(range(a.ndim - n, a.ndim)), list(range(n))
-    else:
-        ax_a, ax_b = axes
-        ax_a = [ax_a] if isinstance(ax_a, (int, _np.integer)) else list(ax_a)
-        ax_b = [ax_b] if isinstance(ax_b, (int, _np.integer)) else list(ax_b)
-        if len(ax_a) != len(ax_b):
-            raise ValueError("tensordot: shape-mismatch for sum (axes lists differ in length)")
-        ax_a = [int(x) % builtins.max(a.ndim, 1) for x in ax_a]
-        ax_b = [int(x) % builtins.max(b.ndim, 1) for x in ax_b]
-    for i, j in zip(ax_a, ax_b):
-        if a.shape[i] != b.shape[j]:
-            raise ValueError(f"tensordot: shape-mismatch for sum: {a.shape} axis {i} vs {b.shape} axis {j}")
-    free_a = [i for i in range(a.ndim) if i not in ax_a]
-    free_b = [i for i in range(b.ndim) if i not in ax_b]
-    k = int(_np.prod([a.shape[i] for i in ax_a])) if ax_a else 1
-    out_shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b)
-    at = _f.transpose(a, free_a + ax_a) if a.ndim else a
-    bt = _f.transpose(b, ax_b + free_b) if b.ndim else b
-    m = int(_np.prod([a.shape[i] for i in free_a])) if free_a else 1
-    n = int(_np.prod([b.shape[i] for i in free_b])) if free_b else 1
-    res = _f.dot(reshape(at, (m, k)), reshape(bt, (k, n)))
-    return reshape(res, out_shape)
+        if sa is not None and sb is not None and (n < 0 or n > len(sa) or n > len(sb)):
+            raise ValueError(f"tensordot: axes={n} is out of range for inputs of {len(sa)} and {len(sb)} dimensions")
+        if sa is not None and sb is not None:
+            for i, j in zip(range(len(sa) - n, len(sa)), range(n)):
+                if sa[i] != sb[j]:
+                    raise ValueError(f"tensordot: shape-mismatch for sum: {sa} axis {i} vs {sb} axis {j}")
+        return _as_np(_call("_npi_tensordot_int_axes", (a, b), {"axes": n}))
+    ax_a, ax_b = axes
+    ax_a = [int(ax_a)] if isinstance(ax_a, (int, _np.integer)) else [int(x) for x in ax_a]
+    ax_b = [int(ax_b)] if isinstance(ax_b, (int, _np.integer)) else [int(x) for x in ax_b]
+    if len(ax_a) != len(ax_b):
+        raise ValueError("tensordot: shape-mismatch for sum (axes lists differ in length)")
+    if sa is not None and sb is not None:
+        for i, j in zip(ax_a, ax_b):
+            if sa[i % builtins.max(len(sa), 1)] != sb[j % builtins.max(len(sb), 1)]:
+                raise ValueError(f"tensordot: shape-mismatch for sum: {sa} axis {i} vs {sb} axis {j}")
+    return _as_np(_call("_npi_tensordot", (a, b), {"a_axes_summed": tuple(ax_a), "b_axes_summed": tuple(ax_b)}))
 
 
 def vdot(a, b) -> ndarray:
     """Dot product of the flattened arrays (a 0-d array)."""
-    return tensordot(_f.ravel(a), _f.ravel(b), 1)
+    a, b = asarray(a), asarray(b)
+    return tensordot(_as_np(_call("_np_reshape", (a,), {"newshape": (-1,)})),
+                     _as_np(_call("_np_reshape", (b,), {"newshape": (-1,)})), 1)
 
 
 def inner(a, b) -> ndarray:
     """Sum of products over the last axes of a and b (a scalar operand multiplies)."""
     a, b = asarray(a), asarray(b)
-    if a.ndim == 0 or b.ndim == 0:
+    sa, sb = _shape_or_none(a), _shape_or_none(b)
+    if (sa is not None and len(sa) == 0) or (sb is not None and len(sb) == 0):
         return _f.multiply(a, b)
-    return tensordot(a, b, ([a.ndim - 1], [b.ndim - 1]))
+    return tensordot(a, b, ([-1], [-1]))
 
 
 def outer(a, b) -> ndarray:
@@ -254,30 +259,21 @@ def rot90(m, k: int = 1, axes=(0, 1)) -> ndarray:
 
 
 def roll(a, shift, axis=None) -> ndarray:
-    """Elements shifted cyclically by `shift` along `axis` (of the flattened array when None)."""
+    """Elements shifted cyclically by `shift` along `axis` (of the flattened array when None): the
+    registry's `_np_roll`, which infers its own shapes."""
     a = asarray(a)
-    if axis is None:
-        return reshape(roll(_f.ravel(a), shift, 0), a.shape)
-    shifts = (shift,) if isinstance(shift, (int, _np.integer)) else tuple(shift)
-    axes = (axis,) if isinstance(axis, (int, _np.integer)) else tuple(axis)
-    if len(shifts) == 1 and len(axes) > 1:
-        shifts = shifts * len(axes)
-    if len(axes) == 1 and len(shifts) > 1:
-        axes = axes * len(shifts)
-    if len(shifts) != len(axes):
+    shifts = (int(shift),) if isinstance(shift, (int, _np.integer)) else tuple(int(s) for s in shift)
+    axes = None if axis is None else ((int(axis),) if isinstance(axis, (int, _np.integer)) else
+                                      tuple(int(x) for x in axis))
+    if axes is None and len(shifts) != 1:
+        raise ValueError("roll: 'shift' must be a scalar when axis is None")
+    if axes is not None and len(shifts) != len(axes) and len(shifts) != 1 and len(axes) != 1:
         raise ValueError("roll: 'shift' and 'axis' should be scalars or 1D sequences of the same length")
-    total = {}
-    for s, ax in zip(shifts, axes):
-        ax = _axes(ax, a.ndim, "roll")[0]
-        total[ax] = total.get(ax, 0) + int(s)
-    res = a
-    for ax, s in total.items():
-        n = a.shape[ax]
-        if n == 0 or s % n == 0:
-            continue
-        s %= n
-        res = _call("Concat", (_slice(res, ax, n - s, n), _slice(res, ax, 0, n - s)), {"num_args": 2, "dim": ax})
-    return _as_np(res) if res is not a else _as_np(_call("_copy", (a,), {}))
+    sa = _shape_or_none(a)
+    if axes is not None and sa is not None:
+        for x in axes:
+            _axes(x, len(sa), "roll")
+    return _as_np(_call("_np_roll", (a,), {"shift": shifts, "axis": axes}))
 
 
 # ------------------------------------------------------------------ diagonals and triangles
