@@ -61,6 +61,7 @@ image = _PrefixedNamespace("image", ("_image_",), short_names=True)
 # gives the same values as its dense form.
 sparse = _PrefixedNamespace("sparse", ("_sparse_", ""), short_names=True)
 _internal = _PrefixedNamespace("_internal", ("_", ""))
+_internal._CachedOp = _control_flow.cached_op_symbol  # a graph given as JSON (MXNet's subgraph=)
 op = _PrefixedNamespace("op", ("",))
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from .. import nested
 from ..base import DTypeError, MXNetError, ShapeError
 from ..ops.registry import Attr, OpDef, register
-from .graph import Entry, Node, topo_order
+from .graph import Entry, Node, aux_variable_ids, topo_order
 from .graph_run import (BoundGraphs, GradFeed, backward_opdef, generator_in, gradient_by, kernel_device, rng_state,
                         scalar_truth)
 from .infer import infer_dtypes, infer_shapes
@@ -429,42 +429,81 @@ register(backward_opdef(
 
 # -- a call of a whole graph (a hybridized block's step, as autograd.get_symbol shows it) ----------
 class CallBody:
-    """A graph called as one node: its `heads`, and the variables `inputs` the node's inputs feed."""
+    """A graph called as one node: its `heads`, and the variables `inputs` the node's inputs feed (the
+    last `num_aux` of them are auxiliary states inside the graph: the node's aux inputs)."""
 
-    __slots__ = ("heads", "inputs", "order")
+    __slots__ = ("heads", "inputs", "order", "num_aux")
 
-    def __init__(self, heads: List[Entry], inputs: List[Node]):
+    def __init__(self, heads: List[Entry], inputs: List[Node], num_aux: int = 0):
         self.heads = heads
         self.inputs = inputs
         self.order = topo_order(heads)
+        self.num_aux = num_aux
 
     def __repr__(self) -> str:
         return f"<cached graph: {sum(n.op is not None for n in self.order)} operators>"
 
 
-def call(graph: Symbol, input_names: Sequence[str], args: Sequence[Symbol]) -> Symbol:
+def call(graph: Symbol, input_names: Sequence[str], args: Sequence[Symbol], name: Optional[str] = None) -> Symbol:
     """One `_CachedOp` node running `graph` on `args` (fed to its variables `input_names`, in order)."""
     by_name = {n.name: n for n in topo_order(graph._outputs) if n.op is None}
     missing = [n for n in input_names if n not in by_name]
     if missing:
         raise MXNetError(f"_CachedOp: the graph has no inputs {missing}")
-    body = CallBody(list(graph._outputs), [by_name[n] for n in input_names])
-    node = Node(_CACHED_OP, NameManager.current.get(None, "_cachedop"), {"body": body},
-                [a._outputs[0] for a in args])
+    # variables the graph uses as auxiliary states (BatchNorm's moving statistics) are the node's aux
+    # inputs, after the others (each group in the given order), as list_arguments/list_auxiliary_states expect
+    aux_ids = aux_variable_ids(topo_order(graph._outputs))
+    fed = [(by_name[n], a) for n, a in zip(input_names, args)]
+    fed = [p for p in fed if id(p[0]) not in aux_ids] + [p for p in fed if id(p[0]) in aux_ids]
+    body = CallBody(list(graph._outputs), [v for v, _ in fed], sum(id(v) in aux_ids for v, _ in fed))
+    node = Node(_CACHED_OP, NameManager.current.get(name, "_cachedop"), {"body": body},
+                [a._outputs[0] for _, a in fed])
     return Symbol([(node, i) for i in range(len(body.heads))])
 
 
-def _call_infer(attrs, given: Sequence, kind: str):
+# MXNet's CachedOp flags: accepted by cached_op_symbol; ember's executors inline and plan the graph anyway
+_CACHED_OP_FLAGS = {"static_alloc", "static_shape", "is_dynamic", "inline_limit", "forward_bulk_size",
+                    "backward_bulk_size", "data_indices", "param_indices"}
+
+
+def cached_op_symbol(*args: Symbol, subgraph: str, name: Optional[str] = None, **flags) -> Symbol:
+    """MXNet's `mx.sym._internal._CachedOp(*args, subgraph=json)`: one `_CachedOp` node running the graph
+    whose JSON is `subgraph` on `args`, fed to its inputs in `list_inputs()` order."""
+    from .json_io import load_json
+    unknown = sorted(set(flags) - _CACHED_OP_FLAGS)
+    if unknown:
+        raise MXNetError(f"_CachedOp: unknown attributes {unknown} (known: subgraph, "
+                         f"{', '.join(sorted(_CACHED_OP_FLAGS))})")
+    if not isinstance(subgraph, str):
+        raise MXNetError(f"_CachedOp: 'subgraph' must be a symbol's JSON string, got {type(subgraph).__name__}")
+    graph = load_json(subgraph)
+    inputs = graph.list_inputs()
+    if len(args) != len(inputs) or not all(isinstance(a, Symbol) for a in args):
+        raise MXNetError(f"_CachedOp: the graph takes {len(inputs)} symbols ({', '.join(inputs)}), "
+                         f"got {len(args)}: {[type(a).__name__ for a in args]}")
+    return call(graph, inputs, args, name)
+
+
+def _call_infer(attrs, given: Sequence, kind: str, aux_given: Optional[Sequence] = None):
+    """`kind` inference through the called graph: (inputs, outputs), and the aux states' values when the
+    graph has any (given: `aux_given` for shapes; unknown for dtypes, which the registry gives no aux of)."""
     body: CallBody = attrs["body"]
-    return _infer_through(body.order, body.inputs, given, body.heads, kind)
+    if not body.num_aux:
+        return _infer_through(body.order, body.inputs, given, body.heads, kind)
+    aux_given = list(aux_given) if aux_given is not None else [None] * body.num_aux
+    learnt, outs = _infer_through(body.order, body.inputs, list(given) + aux_given, body.heads, kind)
+    n = len(body.inputs) - body.num_aux
+    return learnt[:n], outs, learnt[n:]
 
 
 _CACHED_OP = register(OpDef(
     name="_CachedOp",
     attrs={"body": _BodyAttr("any", doc="the graph called")},
-    inputs=lambda a: [f"arg{i}" for i in range(len(a["body"].inputs))],
+    inputs=lambda a: [f"arg{i}" for i in range(len(a["body"].inputs) - a["body"].num_aux)],
+    aux=lambda a: [f"aux{i}" for i in range(a["body"].num_aux)],
     outputs=lambda a: [f"output{i}" for i in range(len(a["body"].heads))],
-    infer_shape=lambda a, s: _call_infer(a, s, "shape"), infer_type=lambda a, d: _call_infer(a, d, "dtype"),
+    infer_shape=lambda a, s, aux=None: _call_infer(a, s, "shape", aux),
+    infer_type=lambda a, d: _call_infer(a, d, "dtype"),
     kernels={}, probe_partial_shapes=False,
     doc="A graph run as one step (a hybridized block's call, as autograd.get_symbol shows it); executors "
         "inline it before their passes (ember/symbolic/control_flow.py)."))

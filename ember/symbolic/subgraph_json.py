@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Tuple
 from ..base import MXNetError
 from .cond import CondBody
 from .control_flow import CallBody, ForeachBody, WhileBody, _counts
-from .graph import Entry, Node, topo_order
+from .graph import Entry, Node, aux_variable_ids, topo_order
 
 
 def foreach_to_json(node: Node) -> Tuple[Dict[str, str], List[Entry]]:
@@ -52,7 +52,9 @@ def call_from_json(params: Dict[str, str], body_heads: Optional[List[Entry]], nu
     if len(locs) != num_inputs or not all(isinstance(i, int) and 0 <= i < len(inputs) for i in locs):
         raise ValueError(f"input_locs {locs} do not match the node's {num_inputs} inputs and the graph's "
                          f"{len(inputs)} variables")
-    return {"body": CallBody(body_heads, [inputs[i] for i in locs])}
+    fed = [inputs[i] for i in locs]
+    aux_ids = aux_variable_ids(topo_order(body_heads))  # the node's aux inputs come last (call())
+    return {"body": CallBody(body_heads, fed, sum(id(v) in aux_ids for v in fed))}
 
 
 def foreach_from_json(params: Dict[str, str], body_heads: List[Entry], num_inputs: int) -> dict:
