@@ -23,4 +23,5 @@ from . import random  # noqa: E402,F401
 from .functions import *  # noqa: E402,F401,F403
 from .functions_more import *  # noqa: E402,F401,F403  (composed functions: tensordot, diag, roll, tril, ...)
 from .functions_ufunc import *  # noqa: E402,F401,F403  (arctan2 hypot copysign ldexp lcm bitwise_*)
+from .functions_index import *  # noqa: E402,F401,F403  (delete insert unravel_index pad)
 from . import linalg  # noqa: E402,F401  (mx.np.linalg)

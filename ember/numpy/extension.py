@@ -56,6 +56,17 @@ def reshape(a, newshape, reverse: bool = False, order: str = "C"):
     return _as_np(_call("_npx_reshape", (a,), {"newshape": spec, "reverse": bool(reverse)}))
 
 
+def slice(a, begin, end, step=None):  # noqa: A001 - MXNet's name
+    """npx.slice: a[begin[0]:end[0]:step[0], ...] over the leading len(begin) axes (None entries take
+    the whole axis): the registry's `slice` operator (differentiable, hybridizable)."""
+    def spec(v):
+        return () if v is None else tuple(None if d is None else int(d) for d in v)
+    b, e, s = spec(begin), spec(end), spec(step)
+    if len(b) != len(e) or (s and len(s) != len(b)):
+        raise MXNetError(f"npx.slice: begin {b}, end {e} and step {s} must have one length")
+    return _as_np(_call("slice", (a,), {"begin": b, "end": e, "step": s}))
+
+
 def _require_np_semantics(what: str) -> None:
     """npx.save/npx.load work only under NumPy shape and array semantics, as MXNet's: the file records
     0-d and zero-size shapes that legacy mode would read as unknown."""
