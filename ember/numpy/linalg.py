@@ -17,7 +17,8 @@ from . import functions as _f
 from .functions import _call, _cast, asarray
 from .multiarray import _as_np, ndarray, reshape
 
-__all__ = ["cholesky", "inv", "det", "slogdet", "eigh", "eigvalsh", "solve", "tensorinv", "tensorsolve", "norm"]
+__all__ = ["cholesky", "inv", "det", "slogdet", "eigh", "eigvalsh", "solve", "tensorinv", "tensorsolve", "norm",
+           "svd", "pinv", "eig", "eigvals"]
 
 
 def _square(name: str, a) -> ndarray:
@@ -128,8 +129,10 @@ def tensorsolve(a, b, axes=None) -> ndarray:
 
 def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 - numpy's parameter name
     """Matrix or vector norm: 'fro' / 2-norm by default; vector ords inf, -inf, 0, p; matrix ords
-    'fro', 'nuc' is not supported, 1, -1, inf, -inf."""
+    'fro', 'nuc', 2, -2 (from singular values), 1, -1, inf, -inf."""
     x = asarray(x)
+    if isinstance(ord, str) and ord in ("inf", "-inf"):  # MXNet takes numpy's infinities spelled out too
+        ord = float(ord)  # noqa: A001
     if x.dtype.kind not in "f":
         x = _cast(x, _np.float32)
     if axis is None:
@@ -180,6 +183,52 @@ def _matrix_norm(x, ord, axes, keepdims: bool):  # noqa: A002
     elif ord in (_np.inf, -_np.inf):
         row = _f.sum(ab, axis=c, keepdims=True)
         res = (_f.max if ord == _np.inf else _f.min)(row, axis=r, keepdims=True)
+    elif ord in (2, -2, "nuc"):
+        # singular values of the (r, c) matrices: those axes moved last, the longer one last (svd's M <= N)
+        rest = [i for i in range(x.ndim) if i not in (r, c)]
+        last = (r, c) if x.shape[r] <= x.shape[c] else (c, r)
+        sv = svd(_f.transpose(x, tuple(rest) + last))[1]
+        res = _f.sum(sv, axis=-1) if ord == "nuc" else (_f.max if ord == 2 else _f.min)(sv, axis=-1)
+        if keepdims:
+            res = _f.expand_dims(_f.expand_dims(res, min(r, c)), max(r, c))
+        return res
     else:
-        raise NotImplementedError(f"norm: matrix norm ord={ord!r} is not supported")
+        raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
     return res if keepdims else _f.squeeze(res, axis=(r, c))
+
+
+def svd(a):
+    """(UT, L, V) with a = UT @ diag(L) @ V for a of shape (..., M, N), M <= N (MXNet's form of numpy's
+    svd(full_matrices=False)): the registry's `_npi_svd` (differentiable)."""
+    a = asarray(a)
+    ut, l, v = _call("_npi_svd", (a,), {})
+    return _as_np(ut), _as_np(l), _as_np(v)
+
+
+def pinv(a, rcond=1e-15, hermitian: bool = False):
+    """The Moore-Penrose pseudo-inverse of each (..., M, N) matrix in a; rcond a scalar or an array
+    broadcast over the batch."""
+    a = asarray(a)
+    if isinstance(rcond, (ndarray,)) or _is_symbol(rcond):
+        return _as_np(_call("_npi_pinv", (a, rcond), {"hermitian": bool(hermitian)}))
+    if _np.ndim(rcond) != 0:
+        rcond = asarray(_np.asarray(rcond, dtype=a.dtype), ctx=a.context)
+        return _as_np(_call("_npi_pinv", (a, rcond), {"hermitian": bool(hermitian)}))
+    return _as_np(_call("_npi_pinv_scalar_rcond", (a,), {"rcond": float(rcond), "hermitian": bool(hermitian)}))
+
+
+def _is_symbol(x) -> bool:
+    from ..symbolic.symbol import Symbol
+    return isinstance(x, Symbol)
+
+
+def eig(a):
+    """(w, v): eigenvalues and right eigenvectors (columns) of each square matrix in a (real spectra only,
+    as MXNet; integer inputs give float32)."""
+    w, v = _call("_npi_eig", (asarray(a),), {})
+    return _as_np(w), _as_np(v)
+
+
+def eigvals(a):
+    """Eigenvalues of each square matrix in a (real spectra only, as MXNet)."""
+    return _as_np(_call("_npi_eigvals", (asarray(a),), {}))
