@@ -201,6 +201,9 @@ def from_numpy(ndarray: np.ndarray, zero_copy: bool = True) -> NDArray:
 
 def waitall() -> None:
     """Wait for every pushed op; re-raise the first asynchronous error."""
-    if storage._after_gc or storage._collected_vars:
-        storage.release_after_gc()  # so memory statistics read after the wait see them
     engine.wait_all()
+    # storage that GC passes freed (one may have run in an op: a worker's) goes back now, so memory
+    # statistics read after the wait see it
+    while storage._after_gc or storage._collected_vars:
+        storage.release_after_gc()
+        engine.wait_all()
