@@ -977,6 +977,12 @@ def _symbol_getitem(self, key):
     if len(self._outputs) > 1:
         return _NpSymbol(Symbol.__getitem__(self, key)._outputs)
     if isinstance(key, (Symbol, NDArray)):
+        dtype = key.dtype if isinstance(key, NDArray) else getattr(_as_np(key), "dtype", None)
+        if dtype is not None and _np.dtype(dtype) == _np.bool_:
+            # a mask selects a number of elements its values decide; a graph's shapes are fixed when traced
+            raise IndexError("boolean mask indexing of a traced np symbol is not supported (the result's "
+                             "shape depends on the mask's values): index outside the hybridized block, or "
+                             "use np.where(mask, x, 0) to keep the shape")
         return _as_np(_call("take", (self, asarray(key)), {"axis": 0, "mode": "raise"}))
     keys = key if isinstance(key, tuple) else (key,)
     for k in keys:

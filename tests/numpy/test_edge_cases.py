@@ -191,3 +191,18 @@ def test_softmax_zero_size():
             y = fn(x, axis=1)
         y.backward()
         assert y.shape == (3, 0, 4) and x.grad.shape == (3, 0, 4)
+
+
+def test_boolean_mask_of_a_traced_symbol_is_refused_not_misread():
+    # x[x > 0] in a hybridized block: the result's shape depends on the mask's values, which a traced
+    # graph cannot have; it was read as an integer index array (take): [1, -1, 2, -3] -> [-1, 1, -1, 1]
+    from ember.gluon.block import HybridizeError
+    x = np.array([1.0, -1.0, 2.0, -3.0])
+    blk = _Fn(lambda F, a: a[a > 0])
+    onp.testing.assert_array_equal(blk(x).asnumpy(), [1.0, 2.0])
+    blk.hybridize()
+    with pytest.raises(HybridizeError, match="boolean mask indexing"):
+        blk(x)
+    ints = _Fn(lambda F, a: a[a.astype("int32")])
+    ints.hybridize()  # an integer index array still takes
+    onp.testing.assert_array_equal(ints(np.array([1.0, 0.0, 1.0])).asnumpy(), [0.0, 1.0, 0.0])
