@@ -944,7 +944,9 @@ def _getitem(self, key):
 
 def _setitem(self, key, value):
     mask = _bool_mask(self, key)
-    if mask is None and _has_bool_index(key):  # value broadcast over the selected positions, scattered in
+    if (mask is not None and not _is_scalar(value)) or (mask is None and _has_bool_index(key)):
+        # an array value broadcasts to the selected elements' shape, as numpy's (count, trailing...):
+        # broadcast over the selected positions, scattered in
         positions = key_positions(self.shape, _host_key(key))
         if not _is_scalar(value):
             value = reshape(broadcast_to(_cast(asarray(value), self.dtype), positions.shape), (-1,))
@@ -956,11 +958,9 @@ def _setitem(self, key, value):
         return None
     if mask is None:
         return NDArray.__setitem__(self, key, value)
-    # x[mask] = scalar or a value broadcastable to x: x = where(mask, value, x), written in place
+    # x[mask] = scalar: x = where(mask, value, x), written in place
     key = mask[0]
     lifted = _np_reshape(key, tuple(key.shape) + (1,) * (self.ndim - key.ndim))
-    if not _is_scalar(value):  # an array broadcastable to x (numpy's value-per-selected-element form is not)
-        value = broadcast_to(_cast(asarray(value), self.dtype), self.shape)
     new_values = where(broadcast_to(lifted, self.shape), value, self)
     NDArray.__setitem__(self, slice(None), _cast(new_values, self.dtype))
 

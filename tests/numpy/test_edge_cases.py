@@ -206,3 +206,45 @@ def test_boolean_mask_of_a_traced_symbol_is_refused_not_misread():
     ints = _Fn(lambda F, a: a[a.astype("int32")])
     ints.hybridize()  # an integer index array still takes
     onp.testing.assert_array_equal(ints(np.array([1.0, 0.0, 1.0])).asnumpy(), [0.0, 1.0, 0.0])
+
+
+def test_boolean_mask_setitem_takes_values_for_the_selected_elements():
+    # numpy's x[mask] = values: values broadcast to the selected elements' shape (count, trailing...);
+    # an array shaped like x is refused as numpy refuses it (ember took that form and refused numpy's)
+    rng = onp.random.RandomState(0)
+    m = rng.rand(3, 4) > 0.5
+    v = rng.rand(int(m.sum())).astype(onp.float32)
+    x, ref = np.zeros((3, 4)), onp.zeros((3, 4), onp.float32)
+    x[np.array(m, dtype=np.bool_)] = np.array(v)
+    ref[m] = v
+    onp.testing.assert_array_equal(x.asnumpy(), ref)
+    rows = onp.array([True, False, True])
+    y, ry = np.zeros((2, 3, 4)), onp.zeros((2, 3, 4), onp.float32)
+    val = rng.rand(2, 2, 4).astype(onp.float32)
+    y[:, np.array(rows, dtype=np.bool_), :] = np.array(val)
+    ry[:, rows, :] = val
+    onp.testing.assert_array_equal(y.asnumpy(), ry)
+    z = np.zeros((3, 4))
+    z[np.array(rows, dtype=np.bool_)] = np.array(onp.arange(4, dtype=onp.float32))  # broadcast per row
+    onp.testing.assert_array_equal(z.asnumpy()[[0, 2]], onp.tile(onp.arange(4), (2, 1)))
+    with pytest.raises(MXNetError):
+        x[np.array(m, dtype=np.bool_)] = np.ones((3, 4))
+
+
+def test_internal_boolean_mask_assign():
+    a = np.array(onp.arange(24, dtype=onp.float32).reshape(2, 3, 4))
+    mask = np.array(onp.array([[True, False, True, False], [False, True, True, True], [True, True, False, False]]),
+                    dtype=np.bool_)
+    out = np._internal.boolean_mask_assign_scalar(a, mask, 42.0, start_axis=1, out=a)
+    ref = onp.arange(24, dtype=onp.float32).reshape(2, 3, 4)
+    ref[:, mask.asnumpy()] = 42.0
+    assert out is a
+    onp.testing.assert_array_equal(a.asnumpy(), ref)
+    vals = onp.arange(2 * 7, dtype=onp.float32).reshape(2, 7)
+    np._internal.boolean_mask_assign_tensor(a, mask, np.array(vals), start_axis=1, out=a)
+    ref[:, mask.asnumpy()] = vals
+    onp.testing.assert_array_equal(a.asnumpy(), ref)
+    with pytest.raises(MXNetError, match="does not match"):
+        np._internal.boolean_mask_assign_scalar(a, mask, 1.0, start_axis=0, out=a)
+    with pytest.raises(MXNetError, match="must be boolean"):
+        np._internal.boolean_mask_assign_scalar(a, np.ones((3, 4)), 1.0, start_axis=1)
