@@ -231,13 +231,9 @@ def _attrs_of(a):
     return {k: v for k, v in a.items() if k != "ctx"}  # the device is the arrays'
 
 
-def _register(dist, params, checks, draw, grads):
-    op, bwd = f"_npi_{dist}", f"_backward_npi_{dist}"
-    attrs = {p: Attr("float_or_none", None, doc=f"{p} (None: given as an array input)") for p in params}
-    attrs.update({"size": Attr("shape_or_none", None, doc="output shape (None: the parameters' broadcast shape)"),
-                  "ctx": Attr("str", ""), "dtype": Attr("str", "None", choices=_DTYPES)})
-    names = _array_params(params)
-
+def _register_backward(op: str, bwd: str, attrs: dict, names, params, grads):
+    """Register sampler `op`'s backward op `bwd` (the gradient w.r.t. its array parameters, reparameterized
+    through the noise output) and return `op`'s gradient function, which calls it."""
     def gradient(F, a, inputs, outputs, out_grads):
         if not inputs:
             return []
@@ -249,6 +245,16 @@ def _register(dist, params, checks, draw, grads):
                    infer_shape=lambda a, s: (s, [tuple(x) if x is not None else None for x in s[3:]]),
                    infer_type=lambda a, d: (list(d), list(d[3:])), kernels={"any": _backward(params, grads)},
                    doc=f"Gradient of {op} w.r.t. its array parameters (reparameterized through the noise)."))
+    return gradient
+
+
+def _register(dist, params, checks, draw, grads):
+    op, bwd = f"_npi_{dist}", f"_backward_npi_{dist}"
+    attrs = {p: Attr("float_or_none", None, doc=f"{p} (None: given as an array input)") for p in params}
+    attrs.update({"size": Attr("shape_or_none", None, doc="output shape (None: the parameters' broadcast shape)"),
+                  "ctx": Attr("str", ""), "dtype": Attr("str", "None", choices=_DTYPES)})
+    names = _array_params(params)
+    gradient = _register_backward(op, bwd, attrs, names, params, grads)
     register(OpDef(name=op, attrs=attrs, inputs=names, outputs=["output", "noise"],
                    num_visible_outputs=lambda a: 1, infer_shape=_infer_shape(op, params),
                    infer_type=lambda a, d: (list(d), [_out_dtype(a)] * 2),
@@ -321,17 +327,7 @@ def _register_n(dist):
         out = tuple(a["size"] or ()) + _broadcast(op, in_shapes)
         return in_shapes, [out, out]
 
-    def gradient(F, a, inputs, outputs, out_grads):
-        if not inputs:
-            return []
-        res = getattr(F, bwd)(out_grads[0], outputs[1], outputs[0], *inputs, **_attrs_of(a))
-        return [res] if len(inputs) == 1 else [res[i] for i in range(len(inputs))]
-
-    register(OpDef(name=bwd, attrs=attrs, inputs=lambda a: ["ograd", "noise", "output"] + names(a),
-                   outputs=lambda a: [f"{p}_grad" for p in names(a)],
-                   infer_shape=lambda a, s: (s, [tuple(x) if x is not None else None for x in s[3:]]),
-                   infer_type=lambda a, d: (list(d), list(d[3:])), kernels={"any": _backward(params, grads)},
-                   doc=f"Gradient of {op} w.r.t. its array parameters."))
+    gradient = _register_backward(op, bwd, attrs, names, params, grads)
     register(OpDef(name=op, attrs=attrs, inputs=names, outputs=["output", "noise"],
                    num_visible_outputs=lambda a: 1, infer_shape=infer,
                    infer_type=lambda a, d: (list(d), [_out_dtype(a)] * 2),
