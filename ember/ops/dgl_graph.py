@@ -73,6 +73,21 @@ def _host_csr(x):
     return np.asarray(values), np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64)
 
 
+def _checked_csr_call(inputs, attrs, stype_rule, shape_rule=None, type_rule=None, n_graphs: int = 1) -> bool:
+    """The op's storage-type rule on this call, then, when its first `n_graphs` inputs are CSR, its shape
+    and dtype rules (MXNet's checks, in its order).  False, having checked only storage, when a graph is not
+    CSR: the op's dense kernel refuses it."""
+    from ..imperative.sparse_ndarray import CSRNDArray
+    stype_rule(attrs, [getattr(x, "stype", "default") for x in inputs])
+    if not all(isinstance(x, CSRNDArray) for x in inputs[:n_graphs]):
+        return False
+    if shape_rule is not None:
+        shape_rule(attrs, [tuple(x.shape) for x in inputs])
+    if type_rule is not None:
+        type_rule(attrs, [x.dtype for x in inputs])
+    return True
+
+
 def _host(x) -> np.ndarray:
     return x.asnumpy()
 
@@ -289,12 +304,8 @@ def _sampler_kernel(non_uniform: bool):
         _sampler_type(non_uniform)
 
     def kernel(inputs, attrs):
-        from ..imperative.sparse_ndarray import CSRNDArray
-        stype_rule(attrs, [getattr(x, "stype", "default") for x in inputs])
-        if not isinstance(inputs[0], CSRNDArray):
+        if not _checked_csr_call(inputs, attrs, stype_rule, shape_rule, type_rule):
             return None
-        shape_rule(attrs, [tuple(x.shape) for x in inputs])
-        type_rule(attrs, [x.dtype for x in inputs])
         graph = inputs[0]
         ctx = graph.context
         values, indptr, indices = _host_csr(graph)
@@ -411,12 +422,8 @@ def induced_subgraph(values, indptr, indices, vids, op=_SUBGRAPH_OP):
 
 
 def _subgraph_kernel(inputs, attrs):
-    from ..imperative.sparse_ndarray import CSRNDArray
-    _subgraph_stype(attrs, [getattr(x, "stype", "default") for x in inputs])
-    if not isinstance(inputs[0], CSRNDArray):
+    if not _checked_csr_call(inputs, attrs, _subgraph_stype, _subgraph_shape, _subgraph_type):
         return None
-    _subgraph_shape(attrs, [tuple(x.shape) for x in inputs])
-    _subgraph_type(attrs, [x.dtype for x in inputs])
     graph = inputs[0]
     ctx = graph.context
     values, indptr, indices = _host_csr(graph)
@@ -489,11 +496,8 @@ def edge_ids(values, indptr, indices, shape, u, v, op=_EDGE_OP):
 
 
 def _edge_kernel(inputs, attrs):
-    from ..imperative.sparse_ndarray import CSRNDArray
-    _edge_stype(attrs, [getattr(x, "stype", "default") for x in inputs])
-    if not isinstance(inputs[0], CSRNDArray):
+    if not _checked_csr_call(inputs, attrs, _edge_stype, _edge_shape):
         return None
-    _edge_shape(attrs, [tuple(x.shape) for x in inputs])
     data = inputs[0]
     values, indptr, indices = _host_csr(data)
     out = edge_ids(values, indptr, indices, data.shape, _host(inputs[1]), _host(inputs[2]))
@@ -531,11 +535,8 @@ def _adj_shape(attrs, in_shapes):
 
 
 def _adj_kernel(inputs, attrs):
-    from ..imperative.sparse_ndarray import CSRNDArray
-    _adj_stype(attrs, [getattr(x, "stype", "default") for x in inputs])
-    if not isinstance(inputs[0], CSRNDArray):
+    if not _checked_csr_call(inputs, attrs, _adj_stype, type_rule=_adj_type):
         return None
-    _adj_type(attrs, [inputs[0].dtype])
     _, indptr, indices = _host_csr(inputs[0])
     return _make_csr(np.ones(indices.size, dtype=_F32), indptr, indices, inputs[0].shape, inputs[0].context, _F32)
 
@@ -661,13 +662,9 @@ def compact(values, indptr, indices, vids, size, op=_COMPACT_OP, which=0):
 
 
 def _compact_kernel(inputs, attrs):
-    from ..imperative.sparse_ndarray import CSRNDArray
-    _compact_stype(attrs, [getattr(x, "stype", "default") for x in inputs])
     n = _compact_n(attrs)
-    if not all(isinstance(x, CSRNDArray) for x in inputs[:n]):
+    if not _checked_csr_call(inputs, attrs, _compact_stype, _compact_shape, _compact_type, n_graphs=n):
         return None
-    _compact_shape(attrs, [tuple(x.shape) for x in inputs])
-    _compact_type(attrs, [x.dtype for x in inputs])
     outs, maps = [], []
     for i in range(n):
         g, k = inputs[i], attrs["graph_sizes"][i]
