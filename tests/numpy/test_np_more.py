@@ -1,29 +1,21 @@
 """mx.np delete / insert / unravel_index / pad and npx.slice (ember/ops/np_more.py,
 ember/numpy/functions_index.py): numpy's results imperatively and hybridized, gradients against finite
 differences, MXNet's errors."""
+import os
+import sys
+
 import numpy as onp
 import pytest
 
 import ember as mx
 from ember import autograd, np, npx
 from ember.base import MXNetError
-from ember.gluon import HybridBlock
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _np_blocks import FnBlock as _Fn  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _np_semantics():
-    npx.set_np()
-    yield
-    npx.reset_np()
-
-
-class _Fn(HybridBlock):
-    def __init__(self, fn):
-        super().__init__()
-        self._fn = fn
-
-    def hybrid_forward(self, F, *args):
-        return self._fn(F, *args)
+pytestmark = pytest.mark.usefixtures("np_semantics")
 
 
 def _rand(shape, seed=0):

@@ -9,11 +9,7 @@ from ember.base import MXNetError
 from ember.gluon import HybridBlock
 
 
-@pytest.fixture(autouse=True)
-def _np_semantics():
-    npx.set_np()
-    yield
-    npx.reset_np()
+pytestmark = pytest.mark.usefixtures("np_semantics")
 
 
 def _rand(shape, seed):

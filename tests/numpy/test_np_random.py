@@ -8,11 +8,7 @@ from ember import autograd, np, npx
 from ember.gluon import HybridBlock
 
 
-@pytest.fixture(autouse=True)
-def _np_semantics():
-    npx.set_np()
-    yield
-    npx.reset_np()
+pytestmark = pytest.mark.usefixtures("np_semantics")
 
 
 N = 200000

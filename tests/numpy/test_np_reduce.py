@@ -5,17 +5,13 @@ import numpy as onp
 import pytest
 
 import ember as mx
-from ember import np, npx
+from ember import np
 from ember.base import MXNetError
 from ember.gluon import HybridBlock
 from ember.test_utils import check_numeric_gradient
 
 
-@pytest.fixture(autouse=True)
-def _np_semantics():
-    npx.set_np()
-    yield
-    npx.reset_np()
+pytestmark = pytest.mark.usefixtures("np_semantics")
 
 
 class _Red(HybridBlock):
