@@ -1,21 +1,23 @@
 """`mx.np.linalg`: numpy.linalg on the registry's batched LAPACK operators (linalg_potrf, linalg_inverse,
-linalg_det, linalg_slogdet, linalg_syevd), so each function runs on the engine, is differentiated by
-those operators' gradients and hybridizes (`F.np.linalg` while tracing is this module).
+and MXNet's `_npi_det _npi_slogdet _npi_solve _npi_tensorinv _npi_tensorsolve _npi_eigh _npi_eigvalsh`
+in ember/ops/np_linalg.py, `_npi_svd _npi_pinv _npi_eig _npi_eigvals` in ember/ops/np_linalg_more.py), so
+each function runs on the engine, is differentiated by those operators' gradients and hybridizes
+(`F.np.linalg` while tracing is this module).  The `_npi_*` functions are one node each, which infers
+its shapes itself, so they also build graphs from symbols whose shapes are known only at bind time.
 
-Matrices are the last two axes; leading axes are a batch.  A non-square input is a ValueError; a
-singular matrix given to inv/solve/det-based gradients follows the LAPACK operators (MXNetError).
-Not here: svd, pinv, eig, eigvals (no registry operator yet).
+Matrices are the last two axes; leading axes are a batch.  A non-square input is a ValueError (a
+ShapeError, also MXNet's MXNetError); a singular matrix is a MXNetError when the operator runs.
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Tuple
 
 import numpy as _np
 
-from ..base import MXNetError
+from ..base import ArgumentError
 from . import functions as _f
 from .functions import _call, _cast, asarray
-from .multiarray import _as_np, ndarray, reshape
+from .multiarray import _as_np, ndarray
 
 __all__ = ["cholesky", "inv", "det", "slogdet", "eigh", "eigvalsh", "solve", "tensorinv", "tensorsolve", "norm",
            "svd", "pinv", "eig", "eigvals"]
@@ -49,82 +51,50 @@ def inv(a) -> ndarray:
 
 
 def det(a) -> ndarray:
-    """The determinant of each square matrix in a (shape a.shape[:-2])."""
-    a = _square("det", a)
-    return reshape(_as_np(_call("linalg_det", (a,), {})), a.shape[:-2])
+    """The determinant of each square matrix in a (shape a.shape[:-2]): the registry's `_npi_det`."""
+    return _as_np(_call("_npi_det", (asarray(a),), {}))
 
 
 def slogdet(a) -> Tuple[ndarray, ndarray]:
-    """(sign, log|det|) of each square matrix in a."""
-    a = _square("slogdet", a)
-    sign, logdet = _call("linalg_slogdet", (a,), {})
-    return reshape(_as_np(sign), a.shape[:-2]), reshape(_as_np(logdet), a.shape[:-2])
+    """(sign, log|det|) of each square matrix in a: the registry's `_npi_slogdet`."""
+    sign, logdet = _call("_npi_slogdet", (asarray(a),), {})
+    return _as_np(sign), _as_np(logdet)
+
+
+def _uplo(name: str, uplo: str) -> str:
+    if uplo not in ("L", "U"):
+        raise ArgumentError(f"{name}: UPLO argument must be 'L' or 'U', got {uplo!r}")
+    return uplo
 
 
 def eigh(a, UPLO: str = "L") -> Tuple[ndarray, ndarray]:  # noqa: N803 - numpy's parameter name
     """Eigenvalues (ascending) and eigenvectors (columns) of each symmetric matrix in a, read from its
-    lower ('L') or upper ('U') triangle."""
-    a = _square("eigh", a)
-    if UPLO not in ("L", "U"):
-        raise ValueError(f"eigh: UPLO argument must be 'L' or 'U', got {UPLO!r}")
-    sym = _symmetrized(a, UPLO)
-    vecs_rows, vals = _call("linalg_syevd", (sym,), {})
-    return _as_np(vals), _f.swapaxes(_as_np(vecs_rows), -1, -2)
+    lower ('L') or upper ('U') triangle: the registry's `_npi_eigh` (float32 stays float32, any other
+    dtype gives float64, as MXNet)."""
+    w, v = _call("_npi_eigh", (asarray(a),), {"UPLO": _uplo("eigh", UPLO)})
+    return _as_np(w), _as_np(v)
 
 
 def eigvalsh(a, UPLO: str = "L") -> ndarray:  # noqa: N803
-    """Eigenvalues (ascending) of each symmetric matrix in a."""
-    return eigh(a, UPLO)[0]
-
-
-def _symmetrized(a, uplo: str):
-    """The symmetric matrix numpy's eigh reads: the chosen triangle mirrored onto the other."""
-    from .functions_more import tril, triu
-    tri = tril(a) if uplo == "L" else triu(a)
-    diag_only = _f.multiply(tril(triu(a)), 0.5)
-    half = _f.subtract(tri, diag_only)
-    return _f.add(half, _f.swapaxes(half, -1, -2))
+    """Eigenvalues (ascending) of each symmetric matrix in a: the registry's `_npi_eigvalsh`."""
+    return _as_np(_call("_npi_eigvalsh", (asarray(a),), {"UPLO": _uplo("eigvalsh", UPLO)}))
 
 
 def solve(a, b) -> ndarray:
-    """x with a @ x = b: b of shape (..., M) or (..., M, K) for a of shape (..., M, M)."""
-    a = _square("solve", a)
-    b = asarray(b)
-    vector = b.ndim == a.ndim - 1
-    if vector:
-        b = _f.expand_dims(b, -1)
-    if b.shape[-2] != a.shape[-1]:
-        raise ValueError(f"solve: a {a.shape} and b {b.shape} do not match")
-    x = _f.matmul(inv(a), b)
-    return _f.squeeze(x, -1) if vector else x
+    """x with a @ x = b: b of shape (..., M) or (..., M, K) for a of shape (..., M, M), the same batch
+    shape (MXNet does not broadcast it): the registry's `_npi_solve`."""
+    return _as_np(_call("_npi_solve", (asarray(a), asarray(b)), {}))
 
 
 def tensorinv(a, ind: int = 2) -> ndarray:
-    """The inverse of a with respect to tensordot over its first `ind` axes."""
-    a = asarray(a)
-    if ind <= 0:
-        raise ValueError(f"tensorinv: invalid ind argument {ind}")
-    old = a.shape
-    rows = int(_np.prod(old[:ind]))
-    cols = int(_np.prod(old[ind:]))
-    if rows != cols:
-        raise ValueError(f"tensorinv: prod(a.shape[:ind]) = {rows} must equal prod(a.shape[ind:]) = {cols}")
-    return reshape(inv(reshape(a, (rows, cols))), old[ind:] + old[:ind])
+    """The inverse of a with respect to tensordot over its first `ind` axes: `_npi_tensorinv`."""
+    return _as_np(_call("_npi_tensorinv", (asarray(a),), {"ind": int(ind)}))
 
 
 def tensorsolve(a, b, axes=None) -> ndarray:
-    """x with tensordot(a, x, x.ndim) = b."""
-    a, b = asarray(a), asarray(b)
-    if axes is not None:
-        order = [i for i in range(a.ndim) if i not in [ax % a.ndim for ax in axes]] + [ax % a.ndim for ax in axes]
-        a = _f.transpose(a, order)
-    x_shape = a.shape[b.ndim:]
-    rows = int(_np.prod(a.shape[:b.ndim]))
-    cols = int(_np.prod(x_shape))
-    if rows != cols:
-        raise ValueError(f"tensorsolve: a's leading dimensions ({rows} elements) must match the rest ({cols})")
-    x = solve(reshape(a, (rows, cols)), reshape(b, (rows,)))
-    return reshape(x, x_shape)
+    """x with tensordot(a, x, x.ndim) = b, a's `axes` moved to the end first: `_npi_tensorsolve`."""
+    a_axes = () if axes is None else tuple(int(ax) for ax in axes)
+    return _as_np(_call("_npi_tensorsolve", (asarray(a), asarray(b)), {"a_axes": a_axes}))
 
 
 def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 - numpy's parameter name
