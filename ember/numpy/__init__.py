@@ -24,5 +24,6 @@ from .functions import *  # noqa: E402,F401,F403
 from .functions_more import *  # noqa: E402,F401,F403  (composed functions: tensordot, diag, roll, tril, ...)
 from .functions_ufunc import *  # noqa: E402,F401,F403  (arctan2 hypot copysign ldexp lcm bitwise_*)
 from .functions_index import *  # noqa: E402,F401,F403  (delete insert unravel_index pad)
+from .functions_einsum import *  # noqa: E402,F401,F403  (einsum)
 from . import linalg  # noqa: E402,F401  (mx.np.linalg)
 from . import _internal  # noqa: E402,F401  (mx.np._internal: boolean_mask_assign_*)
