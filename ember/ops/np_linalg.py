@@ -4,7 +4,8 @@ shapes (`mx.sym.np.linalg.det(mx.sym.Variable('a'))`, a legacy block traced with
 at bind time as any other:
 
 * `_npi_det(A)`, `_npi_slogdet(A)` -> (sign, logabsdet): of each (..., N, N) matrix; results of shape
-  A.shape[:-2] (a 2-D input gives () under NumPy shape semantics or when empty, else (1,), as MXNet).
+  A.shape[:-2], 0-d for a matrix (MXNet gives (1,) outside NumPy shape semantics; ember's mx.np results
+  are 0-d either way).
   Gradients: the `linalg_det` / `linalg_slogdet` backward ops.
 * `_npi_solve(A, B)`: X with A @ X = B, B of shape (..., N) or (..., N, K) with A's batch shape exactly
   (no broadcasting, as MXNet).  Gradient `_backward_npi_solve`.
@@ -27,7 +28,7 @@ from typing import Sequence, Tuple
 import numpy as np
 
 from ..base import DTypeError, MXNetError, ShapeError
-from ._common import known, np_shape
+from ._common import known
 from .registry import Attr, OpDef, register
 
 _UPLO = {"UPLO": Attr("str", "L", choices=("L", "U"), doc="which triangle of A is read")}
@@ -114,13 +115,9 @@ def _det_shape(op: str, n_out: int):
         if s is None:
             return in_shapes, [None] * n_out
         _check_square(op, s)
-        if not known(s):
-            return in_shapes, [tuple(s[:-2]) if len(s) > 2 else None] * n_out
-        if len(s) == 2:
-            out = () if np_shape() or _prod(s) == 0 else (1,)
-        else:
-            out = tuple(s[:-2])
-        return in_shapes, [out] * n_out
+        # numpy's shape, also outside NumPy shape semantics (MXNet gives (1,) for a matrix there), as
+        # every mx.np function's result is 0-d either way in ember
+        return in_shapes, [tuple(s[:-2])] * n_out
     return infer
 
 
