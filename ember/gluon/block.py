@@ -488,6 +488,7 @@ class HybridBlock(Block):
         self._cached_graph: tuple = ()
         self._cached_op: Optional[CachedGraph] = None
         self._inline = False  # record the cached graph's few operators one by one (see _build_cache)
+        self._op_by_op = False  # the graph's output shapes depend on values: always run op by op
         self._out_format = None
         self._in_format = None
         self._active = False
@@ -549,6 +550,7 @@ class HybridBlock(Block):
         self._cached_graph = ()
         self._cached_op = None
         self._inline = False
+        self._op_by_op = False
 
     # -- tracing ------------------------------------------------------------------------------
     def _get_graph(self, *args):
@@ -658,6 +660,8 @@ class HybridBlock(Block):
         flags = dict(self._flags)
         self._inline = not flags.get("static_alloc", False) and \
             sum(1 for n in out._nodes() if n.op is not None) <= flags.get("inline_limit", 2)
+        # MXNet's dynamic-shape CachedOp: an op sized by its input values (unique) has no static plan
+        self._op_by_op = any(n.op is not None and n.op.value_dependent_shape for n in out._nodes())
 
     def _call_cached_op(self, *args):
         if is_np_array():
@@ -676,7 +680,7 @@ class HybridBlock(Block):
                                  f"version: it was hybridized with input format {self._in_format}, called with "
                                  f"{fmt}. Call hybridize() again to trace it anew.")
         inputs = [a for a in flat if a is not None]
-        if self._inline and _ag.is_recording():
+        if (self._inline and _ag.is_recording()) or self._op_by_op:
             return self._forward_imperative(inputs[0].context, *args)
         self._cached_op.set_op_hook(self._callback, self._monitor_all)
         out = self._cached_op(inputs)
@@ -685,7 +689,8 @@ class HybridBlock(Block):
     def forward(self, x, *args):
         """Run `hybrid_forward` on NDArrays (op by op, or as the cached graph once hybridized) or Symbols."""
         if not args and self._active and type(x) is NDArray and self._cached_op is not None \
-                and self._in_format == _ONE_INPUT and not (self._inline and _ag.is_recording()):
+                and self._in_format == _ONE_INPUT and not (self._inline and _ag.is_recording()) \
+                and not self._op_by_op:
             # the common hybridized call, one array in (a DataLoader's transforms run it per sample):
             # what the general path below checks and regroups holds trivially
             with x.context:

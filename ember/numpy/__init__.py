@@ -25,5 +25,6 @@ from .functions_more import *  # noqa: E402,F401,F403  (composed functions: tens
 from .functions_ufunc import *  # noqa: E402,F401,F403  (arctan2 hypot copysign ldexp lcm bitwise_*)
 from .functions_index import *  # noqa: E402,F401,F403  (delete insert unravel_index pad)
 from .functions_einsum import *  # noqa: E402,F401,F403  (einsum)
+from .functions_counting import *  # noqa: E402,F401,F403  (unique histogram)
 from . import linalg  # noqa: E402,F401  (mx.np.linalg)
 from . import _internal  # noqa: E402,F401  (mx.np._internal: boolean_mask_assign_*)

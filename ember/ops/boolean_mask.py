@@ -75,7 +75,7 @@ register(OpDef(
 register(OpDef(
     name=_NAME, attrs={"axis": Attr("int", 0, doc="the axis whose slices index selects")},
     inputs=["data", "index"], outputs=["output"],
-    infer_shape=_infer_shape, infer_type=_infer_type, kernels={"any": _kernel},
+    infer_shape=_infer_shape, infer_type=_infer_type, kernels={"any": _kernel}, value_dependent_shape=True,
     gradient=via("_backward_contrib_boolean_mask", lambda ins, outs, og: [og[0], ins[0], ins[1]], 2),
     doc="The slices of data along axis where the 1-D index is non-zero (output length depends on the "
         "index values)."))

@@ -258,6 +258,10 @@ class OpDef:
     # the dimensions that do not depend on them; False keeps the outputs unknown until the function
     # itself can tell (MXNet's `where` knows nothing before its condition's shape is whole).
     probe_partial_shapes: bool = True
+    # Output shapes depend on the input *values* (unique, boolean_mask): shape inference leaves them
+    # unknown, the function calling the op sizes them from the values, and a hybridized block whose
+    # graph holds such an op runs op by op (MXNet's dynamic-shape CachedOp) instead of on an executor.
+    value_dependent_shape: bool = False
     # The ufunc call the CPU kernel registered here is exactly; see `cpu_ufunc`.
     ufunc_form: Optional[UfuncForm] = None
     # The op whose current kernel this one runs (elemwise_add runs broadcast_add's, so overriding one
