@@ -29,6 +29,7 @@ def _wire() -> None:
     _ndarray._call = _invoke.call
     _ndarray.indexing, _ndarray.copying, _ndarray.dlpack = _indexing, _copying, _dlpack
     _invoke.try_plan = _fastpath.kernel_call
+    _invoke.try_plan_out = _fastpath.kernel_call_out
 
 
 _wire()

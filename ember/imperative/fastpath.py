@@ -29,8 +29,8 @@ from ..engine import core as _engine
 from ..ops import registry
 from ..ops.registry import OpContext
 from . import autograd_state
-from .invoke import (FreshVars, _raise, _record, check as _check, execute as _execute, infer as _infer_general,
-                     invoke as _general, runs_in_caller)
+from .invoke import (FreshVars, _aliased_outputs, _raise, _record, check as _check, dependencies as _dependencies,
+                     execute as _execute, infer as _infer_general, invoke as _general, runs_in_caller)
 from .ndarray import NDArray, _is_scalar
 from .storage import Chunk, alloc as _alloc
 
@@ -397,6 +397,124 @@ def _fresh_deps(inputs, results) -> tuple:
         if v not in reads:
             reads.append(v)
     return reads, (), FreshVars([r._chunk for r in results])
+
+
+# -- mx.nd.<op>(..., out=...) ---------------------------------------------------------------
+# (op name, input Sigs, input count, output Sigs, attribute items) -> (opdef, kernel, attrs, output
+# elements, declared in-place pairs), or False when such calls take the general path
+_OUT_PLANS: dict = {}
+_CACHES.append(_OUT_PLANS)
+_MAX_OUT_PLANNED_INPUTS = 64  # an optimizer's multi-weight update: up to 16 weights x 4 arrays
+
+
+def kernel_call_out(name: str, args: tuple, kwargs: dict):
+    """`mx.nd.<name>(*inputs, out=..., **attrs)` with NDArray inputs only, outside autograd recording
+    (an optimizer's update, a backward op writing into gradient buffers); None if the general path
+    must run it.  The plan holds what the general path's check, infer and allocate established for
+    such inputs and outputs; each call still checks that the arrays are live on one CPU device and
+    that no output shares storage with an input other than as the op declares (`_aliased_outputs`)."""
+    if _is_recording():  # the general path refuses writes into taped arrays and tapes the call
+        return None
+    out = kwargs["out"]
+    outs = (out,) if type(out) is NDArray else out
+    if (type(outs) is not tuple and type(outs) is not list) or not outs or len(args) > _MAX_OUT_PLANNED_INPUTS:
+        return None
+    key = [name]
+    for x in args:
+        if type(x) is not NDArray:
+            return None
+        key.append(x._sig or _sig(x))
+    key.append(len(args))
+    for o in outs:
+        if type(o) is not NDArray:
+            return None
+        key.append(o._sig or _sig(o))
+    for k, v in kwargs.items():
+        if k != "out" and k != "name":
+            if isinstance(v, NDArray):  # an input passed by name
+                return None
+            key.append(k)
+            key.append(tuple(v) if type(v) is list else v)  # per-weight lists (lrs=, wds=)
+    key = tuple(key)
+    try:
+        plan = _OUT_PLANS.get(key)
+    except TypeError:  # an unhashable attribute value: not cached
+        return None
+    if plan is None:
+        plan = _out_plan(key, name, args, outs, kwargs)
+    if not plan:
+        return None
+    ctx = _common_cpu_ctx(args, outs)
+    if ctx is None:
+        return None
+    opdef, kernel, attrs, size, inplace = plan
+    if _shares_storage(args, outs, inplace) and _aliased_outputs(opdef, attrs, args, outs):
+        return None  # an output shares storage with an input: the general path computes it through scratch
+    is_train = _is_training()
+    opctx = _CPU0_OPCTX[is_train] if ctx is _CPU0 else OpContext(np, is_train, ctx)
+    call = (opctx, attrs, [x._data for x in args], [o._data for o in outs], _NO_AUX)
+    _execute(kernel, call, name, size, partial(_dependencies, opdef, attrs, args, outs, len(args), True), ctx)
+    return out
+
+
+def _out_plan(key: tuple, name: str, inputs, outs, kwargs: dict):
+    """(opdef, kernel, attrs, output elements, in-place pairs) of an op without aux states, resources or hidden
+    outputs whose outputs are exactly `outs`' shapes and dtypes; False where such calls take the
+    general path (which raises the proper error where there is one)."""
+    plan = False
+    try:
+        opdef = registry.get(name)
+        given = {k: v for k, v in kwargs.items() if k != "out" and k != "name"}
+        varargs = opdef.key_var_num_args
+        if varargs and varargs not in given and varargs in opdef.attrs:  # as invoke.call fills it in
+            given[varargs] = len(inputs)
+        attrs = opdef.parse_attrs(given)
+        plain = not (opdef.aux or opdef.resources or opdef.num_visible_outputs is not None) \
+            and len(opdef.input_names(attrs)) == len(inputs)
+    except Exception:  # noqa: BLE001 - the general path raises the proper error for this call
+        plain = False
+    kernel = (opdef.kernels.get("cpu") or opdef.kernels.get("any")) if plain else None
+    if kernel is not None:
+        inferred = _infer_outputs(opdef, attrs, inputs)
+        if inferred is not None and len(inferred) == len(outs) and all(
+                o._data.shape == shape and o._data.dtype == dtype for o, (shape, dtype) in zip(outs, inferred)):
+            plan = (opdef, kernel, attrs, sum(math.prod(shape) for shape, _ in inferred),
+                    frozenset(opdef.inplace_pairs(attrs)))
+    return _remember(_OUT_PLANS, key, plan)
+
+
+def _shares_storage(inputs, outs, inplace: frozenset) -> bool:
+    """Whether an output shares its chunk with an input other than as a declared in-place pair (an
+    optimizer's weight i -> output i); `_aliased_outputs` then decides whether that needs scratch."""
+    where: dict = {}
+    for i, x in enumerate(inputs):
+        where.setdefault(id(x._chunk), []).append(i)
+    for o_i, o in enumerate(outs):
+        hits = where.get(id(o._chunk))
+        if hits is not None:
+            for i in hits:
+                if (i, o_i) not in inplace:
+                    return True
+    return False
+
+
+def _common_cpu_ctx(inputs, outs):
+    """The one CPU device every array lives on; None if one is freed or they differ."""
+    ctx = None
+    for group in (inputs, outs):
+        for a in group:
+            c = a._c
+            if c is None:  # a fresh live cpu(0) array (NDArray._c)
+                here = _CPU0
+            elif c.freed:
+                return None
+            else:
+                here = c.ctx
+            if ctx is None:
+                ctx = here
+            elif here is not ctx and here != ctx:
+                return None
+    return ctx if ctx.device_type == "cpu" else None
 
 
 # -- shared ---------------------------------------------------------------------------------

@@ -240,29 +240,32 @@ def dispatch(opdef: OpDef, attrs: dict, inputs, outputs, ctx: Context, given: bo
             for scratch, target, _ in copy_back.values():
                 target[...] = scratch
 
-    def dependencies():
-        # fresh outputs (no out=) need no ordering: their vars are made only if the engine needs them
-        write = [o._chunk.var for o in outputs] if given else []
-        if len(write) > 1 or opdef.mutates or n_aux:
-            extra = [inputs[i]._chunk.var for i in opdef.mutated_inputs(attrs)] + [x._chunk.var for x in inputs[n_in:]]
-            vs, write = write + extra, []
-            for v in vs:  # each var once, even when outputs/mutated inputs share storage
-                if v not in write:
-                    write.append(v)
-        read = []
-        for x in inputs[:n_in]:
-            v = x._chunk.var
-            if v not in write and v not in read:
-                read.append(v)
-        if rng_var is not None:  # a draw reads and advances the generator (see resources.rng)
-            read.append(rng_var)
-            write.append(rng_var)
-        return read, write, () if given else FreshVars([o._chunk for o in outputs])
-
     if devtype != "cpu":
         op_fn = backend.of(ctx).run_on(op_fn, ctx.device_id)
     size = out_data[0].size if len(out_data) == 1 else sum(d.size for d in out_data)
-    execute(op_fn, (), name, size, dependencies, ctx)
+    execute(op_fn, (), name, size, partial(dependencies, opdef, attrs, inputs, outputs, n_in, given, rng_var), ctx)
+
+
+def dependencies(opdef: OpDef, attrs: dict, inputs, outputs, n_in: int, given: bool, rng_var=None) -> tuple:
+    """(reads, writes, fresh) engine vars of one op call (`execute`'s `deps`): the given outputs
+    (`out=`), mutated inputs and aux states are written, each var once; the other inputs read;
+    outputs made for the call (not `given`) are `fresh`, their vars made only if the engine needs them."""
+    write = [o._chunk.var for o in outputs] if given else []
+    if len(write) > 1 or opdef.mutates or n_in < len(inputs):
+        extra = [inputs[i]._chunk.var for i in opdef.mutated_inputs(attrs)] + [x._chunk.var for x in inputs[n_in:]]
+        vs, write = write + extra, []
+        for v in vs:  # each var once, even when outputs/mutated inputs share storage
+            if v not in write:
+                write.append(v)
+    read = []
+    for x in inputs[:n_in]:
+        v = x._chunk.var
+        if v not in write and v not in read:
+            read.append(v)
+    if rng_var is not None:  # a draw reads and advances the generator (see resources.rng)
+        read.append(rng_var)
+        write.append(rng_var)
+    return read, write, () if given else FreshVars([o._chunk for o in outputs])
 
 
 def execute(fn: Callable, args: tuple, name: str, size: int, deps: Callable, ctx: Context) -> None:
@@ -366,10 +369,12 @@ def _no_plan(op: str, args: tuple, kwargs: dict):
     return None
 
 
-# `mx.nd.<op>(...)` tries this first: ember/imperative/__init__.py sets it to fastpath.kernel_call
-# (fastpath builds on this module, so this module does not import it), which runs small CPU calls
-# from a cached plan and returns None for every call the general path must take.
+# `mx.nd.<op>(...)` tries these first: ember/imperative/__init__.py sets them to fastpath.kernel_call
+# and kernel_call_out (calls with `out=`; fastpath builds on this module, so this module does not
+# import it), which run CPU calls from a cached plan and return None for every call the general
+# path must take.
 try_plan: Callable = _no_plan
+try_plan_out: Callable = _no_plan
 
 
 def call(op, args: Sequence[Any], kwargs: Dict[str, Any]):
@@ -380,8 +385,11 @@ def call(op, args: Sequence[Any], kwargs: Dict[str, Any]):
     keyword NDArrays are inputs by name; `out=` writes into given arrays, `ctx=`
     places ops without inputs, `name=` is ignored.
     """
-    if type(op) is str and args and not ("out" in kwargs or "ctx" in kwargs):
-        result = try_plan(op, args, {k: v for k, v in kwargs.items() if k != "name"} if "name" in kwargs else kwargs)
+    if type(op) is str and args and "ctx" not in kwargs:
+        if "out" in kwargs:
+            result = try_plan_out(op, args, kwargs)
+        else:
+            result = try_plan(op, args, {k: v for k, v in kwargs.items() if k != "name"} if "name" in kwargs else kwargs)
         if result is not None:
             return result
     opdef = op if isinstance(op, OpDef) else _get_op(op)

@@ -274,13 +274,14 @@ def test_fresh_tiny_outputs_are_numpy_arrays_and_large_ones_come_from_the_memory
 def _no_plans():
     """Within the block no plan is made (every call takes the general path)."""
     fastpath._forget_plans()
-    plan_makers = fastpath._operator_plan, fastpath._kernel_plan
+    plan_makers = fastpath._operator_plan, fastpath._kernel_plan, fastpath._out_plan
     fastpath._operator_plan = lambda plans, key, *rest: False
     fastpath._kernel_plan = lambda key, *rest: False
+    fastpath._out_plan = lambda key, *rest: False
     try:
         yield
     finally:
-        fastpath._operator_plan, fastpath._kernel_plan = plan_makers
+        fastpath._operator_plan, fastpath._kernel_plan, fastpath._out_plan = plan_makers
         fastpath._forget_plans()
 
 
@@ -533,3 +534,120 @@ def test_fresh_outputs_get_a_chunk_only_when_something_needs_one():
     finally:
         gate.set()
     np.testing.assert_array_equal(f.asnumpy(), np.full((2, 3), 2.0))
+
+
+# -- calls with out= ----------------------------------------------------------------------------
+def _out_planned(name):
+    return [k for k, v in fastpath._OUT_PLANS.items() if k[0] == name and v]
+
+
+def _sgd_group(rng, shapes):
+    weights = [mx.nd.array(rng.standard_normal(s)) for s in shapes]
+    grads = [mx.nd.array(rng.standard_normal(s)) for s in shapes]
+    return weights, grads
+
+
+def test_out_plans_update_weights_like_the_general_path():
+    """An optimizer's multi-weight update (out= the weights, lrs/wds as lists) runs from a plan
+    from the second call on and gives the general path's values; `name=` is ignored."""
+    shapes = [(5, 3), (3,), (2, 2, 2)]
+    lrs, wds = [0.1, 0.2, 0.3], [0.0, 0.01, 0.02]
+
+    def update(weights, grads):
+        flat = [a for pair in zip(weights, grads) for a in pair]
+        return mx.nd.multi_sgd_update(*flat, out=weights, num_weights=3, lrs=lrs, wds=wds,
+                                      rescale_grad=0.5, clip_gradient=1.0, name="upd")
+
+    runs = []
+    for general in (True, False):
+        weights, grads = _sgd_group(np.random.default_rng(7), shapes)
+        start = [w.asnumpy() for w in weights]
+        with _no_plans() if general else contextlib.nullcontext():
+            fastpath._forget_plans()
+            for _ in range(3):
+                assert update(weights, grads) is weights
+            if not general:
+                assert _out_planned("multi_sgd_update")
+        runs.append([w.asnumpy() for w in weights])
+    for got, want in zip(*runs):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    w = start[1].copy()  # the same three steps by numpy's formula (weight 1)
+    g = np.clip(0.5 * grads[1].asnumpy(), -1.0, 1.0)
+    for _ in range(3):
+        w = w - 0.2 * (g + 0.01 * w)
+    np.testing.assert_allclose(runs[1][1], w, rtol=1e-5)
+
+
+def test_out_plans_keep_engine_order():
+    """A planned out= call writes after a pending write of its input and before a later read."""
+    a, b, out = mx.nd.zeros((4,)), mx.nd.ones((4,)), mx.nd.zeros((4,))
+    for _ in range(2):
+        mx.nd.elemwise_add(a, b, out=out)
+    assert _out_planned("elemwise_add")
+    _slow_write(a, 5.0)
+    mx.nd.elemwise_add(a, b, out=out)
+    np.testing.assert_array_equal(out.asnumpy(), np.full(4, 6.0))
+    _slow_write(out, -1.0)
+    mx.nd.elemwise_add(out, b, out=out)  # the same elements in and out: element-wise, in place
+    np.testing.assert_array_equal(out.asnumpy(), np.zeros(4))
+
+
+def test_out_plans_compute_through_scratch_when_an_output_overlaps_an_input():
+    """An out= array that is also the input, other than as the op declares, goes through scratch
+    from a plan too: here `reverse` with a kernel that overwrites elements it reads later (numpy's
+    own kernels guard against overlap; a user's override need not)."""
+    def reverse_by_loop(ctx, attrs, inputs, outputs, aux):
+        x, out = inputs[0], outputs[0]
+        for i in range(x.shape[0]):
+            out[i] = x[x.shape[0] - 1 - i]
+    old = ops.override("reverse", "cpu", reverse_by_loop)
+    try:
+        v = np.arange(6.0, dtype=np.float32)
+        for _ in range(2):
+            mx.nd.reverse(mx.nd.array(v), axis=0, out=mx.nd.zeros(6))
+        assert _out_planned("reverse")
+        a = mx.nd.array(v)
+        mx.nd.reverse(a, axis=0, out=a)
+        np.testing.assert_array_equal(a.asnumpy(), v[::-1])
+    finally:
+        ops.override("reverse", "cpu", old)
+
+
+def test_out_plans_refuse_what_the_general_path_refuses():
+    x, y = mx.nd.ones((2, 3)), mx.nd.ones((2, 3))
+    out = mx.nd.zeros((2, 3))
+    for _ in range(2):
+        mx.nd.elemwise_add(x, y, out=out)
+    assert _out_planned("elemwise_add")
+    with pytest.raises(mx.base.ShapeError, match="out= array 0 has shape"):
+        mx.nd.elemwise_add(x, y, out=mx.nd.zeros((3, 2)))
+    with pytest.raises(mx.base.DTypeError, match="out= array 0 has dtype"):
+        mx.nd.elemwise_add(x, y, out=mx.nd.zeros((2, 3), dtype="float64"))
+    dead = mx.nd.zeros((2, 3))
+    dead._free()
+    with pytest.raises(mx.base.FreedArrayError, match="freed"):
+        mx.nd.elemwise_add(x, y, out=dead)
+    x.attach_grad()
+    with mx.autograd.record():
+        z = x * 2.0
+        with pytest.raises(mx.base.EmberError, match="in-place update while recording"):
+            mx.nd.elemwise_add(x, y, out=z)
+    np.testing.assert_array_equal(out.asnumpy(), np.full((2, 3), 2.0))
+
+
+def test_trainer_steps_take_out_plans():
+    """gluon.Trainer's SGD step goes through planned multi_sgd_update calls and gives SGD's values."""
+    net = mx.gluon.nn.Dense(3, in_units=4)
+    net.initialize(mx.init.Constant(0.5))
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    x = mx.nd.array(np.arange(8.0).reshape(2, 4))
+    fastpath._forget_plans()
+    for _ in range(2):
+        with mx.autograd.record():
+            loss = net(x).sum()
+        loss.backward()
+        trainer.step(2)
+    assert _out_planned("multi_sgd_update")
+    # d(sum)/dW = column sums of x for every row; two steps of lr 0.1 / batch 2
+    want = 0.5 - 2 * 0.1 * x.asnumpy().sum(axis=0) / 2
+    np.testing.assert_allclose(net.weight.data().asnumpy(), np.tile(want, (3, 1)), rtol=1e-6)
