@@ -26,5 +26,6 @@ from .functions_ufunc import *  # noqa: E402,F401,F403  (arctan2 hypot copysign 
 from .functions_index import *  # noqa: E402,F401,F403  (delete insert unravel_index pad)
 from .functions_einsum import *  # noqa: E402,F401,F403  (einsum)
 from .functions_counting import *  # noqa: E402,F401,F403  (unique histogram)
+from .functions_stats import *  # noqa: E402,F401,F403  (bincount percentile quantile)
 from . import linalg  # noqa: E402,F401  (mx.np.linalg)
 from . import _internal  # noqa: E402,F401  (mx.np._internal: boolean_mask_assign_*)
