@@ -872,6 +872,12 @@ class SymbolBlock(HybridBlock):
         super()._clear_cached_op()
         self._cached_graph = graph
 
+    def _build_cache(self, *args) -> None:
+        super()._build_cache(*args)
+        # no Python code to run op by op: a graph with value-dependent shapes stays on the executor,
+        # whose shape inference names the node it cannot size
+        self._op_by_op = False
+
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError("SymbolBlock runs its symbol; it has no hybrid_forward")
 

@@ -95,6 +95,18 @@ def test_unique_in_a_larger_hybridized_graph():
     assert '"_npi_unique"' in net._cached_graph[1].tojson()
 
 
+def test_unique_graph_loaded_as_symbol_block_names_the_node(tmp_path):
+    # a SymbolBlock has no Python code to run op by op: its executor refuses the graph, naming the node
+    block = FnBlock(lambda F, a: F.np.unique(a * 2))
+    block.hybridize()
+    x = np.array([1.0, 2.0, 2.0])
+    block(x)
+    sym_file, _ = block.export(str(tmp_path / "uq"))
+    loaded = mx.gluon.SymbolBlock.imports(sym_file, ["data"])
+    with pytest.raises(MXNetError, match="_npi_unique"):
+        loaded(x)
+
+
 def test_unique_gradient_is_zero():
     x = np.array([[1.0, 2.0], [2.0, 3.0]])
     x.attach_grad()
