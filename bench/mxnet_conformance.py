@@ -101,14 +101,60 @@ import numpy as _np
 
 _OUT = os.environ["CONFORMANCE_RECORD"]
 
-# MXNet 1.9.1's own test code uses numpy 1.x aliases that numpy 2 removed (np.int, np.NaN, ...): they are put
-# back for that code, so that a test measures the library and not its own numpy calls (a no-op on numpy 1.x,
-# where MXNet's side runs).
+# MXNet 1.9.1's own test code uses numpy 1.x APIs that numpy 2 removed (np.int, np.NaN, np.round_, quantile's
+# interpolation=, nonzero of a 0-d array, unique's 1-D inverse): they are put back for that code, so that a test measures the library
+# and not its own numpy calls (a no-op on numpy 1.x, where MXNet's side runs).
 for _name, _value in (("int", int), ("float", float), ("bool", bool), ("object", object), ("complex", complex),
                       ("str", str), ("NaN", _np.nan), ("NAN", _np.nan), ("Inf", _np.inf), ("Infinity", _np.inf),
                       ("PINF", _np.inf), ("NINF", -_np.inf)):
     if not hasattr(_np, _name):
         setattr(_np, _name, _value)
+if not hasattr(_np, "round_"):
+    _np.round_ = _np.round
+
+
+def _numpy1_keyword(fn):
+    """numpy 1.x's `interpolation=` of quantile/percentile, which numpy 2.4 removed, as `method=`."""
+    def call(*args, interpolation=None, **kwargs):
+        if interpolation is not None:
+            kwargs["method"] = interpolation
+        return fn(*args, **kwargs)
+    return call
+
+
+try:
+    _np.quantile([0.0], 0.5, interpolation="linear")
+except TypeError:
+    _np.quantile, _np.percentile = _numpy1_keyword(_np.quantile), _numpy1_keyword(_np.percentile)
+
+
+def _numpy1_nonzero(fn):
+    """numpy 1.x's nonzero of a 0-d array (as of its 1-d view), which numpy 2 refuses."""
+    def nonzero(a):
+        return fn(_np.atleast_1d(a)) if _np.ndim(a) == 0 else fn(a)
+    return nonzero
+
+
+try:
+    _np.nonzero(_np.array(1))
+except ValueError:
+    _np.nonzero = _numpy1_nonzero(_np.nonzero)
+
+
+def _numpy1_unique(fn):
+    """numpy 1.x's unique: a 1-D inverse for axis=None (numpy 2 shapes it like the input)."""
+    def unique(ar, *args, **kwargs):
+        res = fn(ar, *args, **kwargs)
+        inverse = kwargs.get("return_inverse", len(args) > 1 and args[1])
+        if inverse and kwargs.get("axis", args[3] if len(args) > 3 else None) is None:
+            k = 2 if kwargs.get("return_index", args[0] if args else False) else 1
+            res = res[:k] + (res[k].reshape(-1),) + res[k + 1:]
+        return res
+    return unique
+
+
+if _np.unique(_np.zeros((2, 2)), return_inverse=True)[1].ndim == 2:
+    _np.unique = _numpy1_unique(_np.unique)
 
 
 def _write(rec):

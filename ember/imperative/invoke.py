@@ -95,6 +95,20 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
     return outputs[0] if n_vis == 1 else outputs[:n_vis]
 
 
+def run_value_sized(opdef: OpDef, attrs: dict, inputs, out_shapes, out_dtypes) -> List[NDArray]:
+    """Run an op whose output shapes depend on its inputs' values (`OpDef.value_dependent_shape`:
+    unique, bincount, nonzero) with the shapes its caller worked out from those values: the
+    ordinary check, allocate and dispatch (engine dependencies) and autograd taping; every output."""
+    dev = check(opdef, attrs, inputs)
+    if dev is None:
+        raise OperatorError(f"{opdef.name}: only default storage is supported")
+    outputs = allocate(opdef, attrs, out_shapes, out_dtypes, dev)
+    dispatch(opdef, attrs, inputs, outputs, dev)
+    if autograd_state.is_recording():
+        _record(opdef, attrs, inputs, outputs, autograd_state.is_training())
+    return outputs
+
+
 # -- 1. check ------------------------------------------------------------------------------
 def check(opdef: OpDef, attrs: dict, inputs, ctx: Optional[Context] = None) -> Optional[Context]:
     """The device the op runs on, after checking the number of inputs, their types and liveness

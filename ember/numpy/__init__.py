@@ -27,5 +27,6 @@ from .functions_index import *  # noqa: E402,F401,F403  (delete insert unravel_i
 from .functions_einsum import *  # noqa: E402,F401,F403  (einsum)
 from .functions_counting import *  # noqa: E402,F401,F403  (unique histogram)
 from .functions_stats import *  # noqa: E402,F401,F403  (bincount percentile quantile)
+from .functions_nonzero import *  # noqa: E402,F401,F403  (nonzero flatnonzero)
 from . import linalg  # noqa: E402,F401  (mx.np.linalg)
 from . import _internal  # noqa: E402,F401  (mx.np._internal: boolean_mask_assign_*)

@@ -29,6 +29,13 @@ OPERATORS = {
 }
 
 
+def nonzero(x):
+    """The (N, max(x.ndim, 1)) int64 indices of x's non-zero elements, one row each in C order (MXNet's
+    npx.nonzero: numpy's transpose(nonzero(x))); hybridized, the block runs op by op."""
+    from .functions_nonzero import nonzero_rows
+    return nonzero_rows(x)
+
+
 def constraint_check(input, msg="Constraint violated."):  # noqa: A002 - MXNet's parameter name
     """A 0-d bool True when every element of `input` is true, else ValueError(msg) (when waited on)."""
     return _as_np(_call("_npx_constraint_check", (input,), {"msg": str(msg)}))

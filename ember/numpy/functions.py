@@ -734,9 +734,13 @@ def repeat(a, repeats: int, axis: Optional[int] = None) -> ndarray:
 
 
 def where(condition, x=None, y=None) -> ndarray:
-    """x where condition is non-zero, else y, all three broadcast together."""
+    """x where condition is non-zero, else y, all three broadcast together; without x and y the
+    indices of condition's non-zero elements (`nonzero`)."""
+    if x is None and y is None:
+        from .functions_nonzero import nonzero
+        return nonzero(condition)
     if x is None or y is None:
-        raise NotImplementedError("where(condition) without x and y (nonzero indices) is not supported")
+        raise ValueError("where: either both or neither of x and y should be given")
     c = asarray(condition)
     xs, ys = _is_scalar(x), _is_scalar(y)
     xa = asarray(x) if not xs else None

@@ -26,20 +26,15 @@ __all__ = ["unique", "histogram"]
 
 
 def _unique_of_array(ar: ndarray, attrs: dict):
-    from ..imperative import autograd_state
-    from ..imperative.invoke import _record, allocate, check, dispatch
+    from ..imperative.invoke import run_value_sized
     from ..ops import registry
     from ..ops.np_unique import unique_results
     opdef = registry.get("_npi_unique")
     attrs = opdef.parse_attrs(attrs)
-    dev = check(opdef, attrs, [ar])
-    if dev is None:
+    if ar.stype != "default":
         raise MXNetError("unique: only default storage is supported")
     sized = unique_results(ar.asnumpy(), attrs)  # the values decide the output sizes
-    outputs = allocate(opdef, attrs, [r.shape for r in sized], [r.dtype for r in sized], dev)
-    dispatch(opdef, attrs, [ar], outputs, dev)
-    if autograd_state.is_recording():
-        _record(opdef, attrs, [ar], outputs, autograd_state.is_training())
+    outputs = run_value_sized(opdef, attrs, [ar], [r.shape for r in sized], [r.dtype for r in sized])
     return [_as_np(o) for o in outputs]
 
 

@@ -26,24 +26,18 @@ __all__ = ["bincount", "percentile", "quantile"]
 
 
 def _bincount_of_array(x: ndarray, weights: Optional[ndarray], attrs: dict) -> ndarray:
-    from ..imperative import autograd_state
-    from ..imperative.invoke import _record, allocate, check, dispatch
+    from ..imperative.invoke import run_value_sized
     from ..ops import registry
     from ..ops.np_stats import bincount_length
     opdef = registry.get("_npi_bincount")
     attrs = opdef.parse_attrs(attrs)
     inputs = [x] if weights is None else [x, weights]
-    dev = check(opdef, attrs, inputs)
-    if dev is None:
+    if any(a.stype != "default" for a in inputs):
         raise MXNetError("bincount: only default storage is supported")
     dtypes = opdef.dtypes(attrs, [a.dtype for a in inputs])[1]  # checks data is integer
     opdef.shapes(attrs, [a.shape for a in inputs])  # checks weights against data
     length = bincount_length(x.asnumpy(), attrs["minlength"])  # the values decide the output length
-    outputs = allocate(opdef, attrs, [(length,)], dtypes, dev)
-    dispatch(opdef, attrs, inputs, outputs, dev)
-    if autograd_state.is_recording():
-        _record(opdef, attrs, inputs, outputs, autograd_state.is_training())
-    return _as_np(outputs[0])
+    return _as_np(run_value_sized(opdef, attrs, inputs, [(length,)], dtypes)[0])
 
 
 def bincount(x: Union[ndarray, _NpSymbol], weights=None, minlength: int = 0):
