@@ -1,11 +1,14 @@
 """Parallel speed-up of 8 independent GIL-free workloads (numpy 512x512 matmuls) pushed to the engine,
 against the same 8 matmuls as a dependent chain.  BLAS is pinned to one thread per call (as MXNet's
 OMP_NUM_THREADS=1 setting) so the parallelism measured is the engine's, across its CPU workers.
+`two_threads_ms` is the machine's own ceiling for it: the 8 matmuls split 4 / 4 by hand over two plain
+Python threads (on this shared VM both sometimes run slow for a whole process: compare the two).
 
     python bench/engine_parallel.py [--reps 7]
 """
 import argparse
 import os
+import threading
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -43,6 +46,14 @@ def chain():
     engine.wait_all()
 
 
+def two_threads():
+    parts = [threading.Thread(target=lambda k=k: [A @ Bs[i] for i in range(k, 8, 2)]) for k in (0, 1)]
+    for t in parts:
+        t.start()
+    for t in parts:
+        t.join()
+
+
 def serial_numpy():
     for i in range(8):
         A @ Bs[i]
@@ -52,9 +63,11 @@ independent(), chain()
 t_ind = best_of(independent, args.reps)
 t_chain = best_of(chain, args.reps)
 t_np = best_of(serial_numpy, args.reps)
+t_threads = best_of(two_threads, args.reps)
 flops = 8 * 2 * n ** 3
 emit("engine_parallel", results={
     "independent_ms": round(t_ind * 1e3, 2), "chain_ms": round(t_chain * 1e3, 2),
     "serial_numpy_ms": round(t_np * 1e3, 2), "speedup_chain_over_independent": round(t_chain / t_ind, 2),
+    "two_threads_ms": round(t_threads * 1e3, 2), "speedup_chain_over_two_threads": round(t_chain / t_threads, 2),
     "independent_gflops": round(flops / t_ind / 1e9, 1), "workers": os.environ.get("EMBER_CPU_WORKER_NTHREADS",
                                                                                   os.cpu_count())})
