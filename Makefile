@@ -8,7 +8,7 @@ CFLAGS_NATIVE := -std=c11 -O1 -g -Wall -Wextra -Werror -pthread -Inative
 .PHONY: install demo demo-module engine-demo test test-python memcheck bench clean
 
 $(STAMP): setup.cfg setup.py pyproject.toml native/engine.c native/engine.h native/collectives.c native/collectives.h \
-          native/host_copy.c native/host_copy.h native/ufunc_loops.c native/ufunc_loops.h native/image_kernels.c native/image_kernels.h native/update_kernels.c native/update_kernels.h native/pool_kernels.c native/pool_kernels.h native/conv_kernels.c native/conv_kernels.h native/norm_kernels.c native/norm_kernels.h native/lstm_kernels.c native/lstm_kernels.h native/softmax_kernels.c native/softmax_kernels.h native/fast_math.h native/engine_bench.c native/engine_bench.h native/build_engine.py
+          native/host_copy.c native/host_copy.h native/ufunc_loops.c native/ufunc_loops.h native/image_kernels.c native/image_kernels.h native/update_kernels.c native/update_kernels.h native/act_kernels.c native/act_kernels.h native/pool_kernels.c native/pool_kernels.h native/conv_kernels.c native/conv_kernels.h native/norm_kernels.c native/norm_kernels.h native/lstm_kernels.c native/lstm_kernels.h native/softmax_kernels.c native/softmax_kernels.h native/fast_math.h native/engine_bench.c native/engine_bench.h native/build_engine.py
 	$(PIP) install -q -e '.[test,dist,demo,image]'
 	@touch $(STAMP)
 
@@ -29,11 +29,11 @@ test-python: install
 	$(PY) -m pytest -q tests
 
 # The C core's stress tests (the engine; the collective queue over a fake MPI; the image, update,
-# pool, conv, norm, LSTM and softmax kernels) under
+# activation, pool, conv, norm, LSTM and softmax kernels) under
 # AddressSanitizer + UndefinedBehaviorSanitizer (leaks included), then under valgrind memcheck
 # when valgrind is installed.
 ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer
-KERNEL_TESTS := image update pool conv norm lstm softmax  # native/<name>_kernels.c and its _test.c
+KERNEL_TESTS := image update act pool conv norm lstm softmax  # native/<name>_kernels.c and its _test.c
 VALGRIND := valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect -q
 memcheck:
 	@mkdir -p build

@@ -10,6 +10,7 @@ engine ops uses engine.h only, like any other C client of the engine:
 - ufunc_loops: numpy ufunc inner loops run back to back, for executors (ufunc_loops.h);
 - image_kernels: the per-sample image kernels (flip, ToTensor) of the image ops on CPU (image_kernels.h);
 - update_kernels: the one-pass SGD step of the optimizer update ops on CPU (update_kernels.h);
+- act_kernels: relu and its gradient, each in one pass, on CPU (act_kernels.h);
 - pool_kernels: 2-D max pooling and its gradient on CPU (pool_kernels.h);
 - conv_kernels: a convolution's window copies on CPU, im2col and col2im (conv_kernels.h);
 - norm_kernels: BatchNorm's per-channel statistics, gradient sums and affine passes on CPU (norm_kernels.h);
@@ -28,7 +29,8 @@ import re
 from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-COMPONENTS = ("engine", "collectives", "host_copy", "ufunc_loops", "image_kernels", "update_kernels", "pool_kernels",
+COMPONENTS = ("engine", "collectives", "host_copy", "ufunc_loops", "image_kernels", "update_kernels", "act_kernels",
+              "pool_kernels",
               "conv_kernels", "norm_kernels", "lstm_kernels", "softmax_kernels", "engine_bench")
 
 
@@ -344,7 +346,7 @@ static PyObject *pyfn_release_idle_ok(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-/* The image kernels (image_kernels.h), the SGD step (update_kernels.h), max pooling
+/* The image kernels (image_kernels.h), the SGD step (update_kernels.h), relu (act_kernels.h), max pooling
  * (pool_kernels.h), the convolution window copies (conv_kernels.h), BatchNorm's passes
  * (norm_kernels.h), the LSTM step (lstm_kernels.h) and softmax rows (softmax_kernels.h) on numpy arrays, read
  * through the buffer protocol: one call that checks and runs (a cffi call and its argument
@@ -515,6 +517,37 @@ static PyObject *upd_sgd_f32(PyObject *self, PyObject *args) {
     int ok = w->len == g->len && w->len == out->len && w->len > 0 && writes_apart(&v, 1, same);
     if (ok) KERNEL_RUN(w->len, ember_sgd_f32(w->buf, g->buf, out->buf, (int64_t)(w->len / (Py_ssize_t)sizeof(float)), a,
                                              b, clip, keep));
+    f32_release(&v);
+    return PyBool_FromLong(ok);
+}
+
+/* relu_f32(x, y) -> bool: ember_relu_f32 on two float32 buffers of one length, C-contiguous; y is x
+ * itself or overlaps it not at all (False, nothing done, otherwise) */
+static PyObject *act_relu(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[2];
+    if (!PyArg_ParseTuple(args, "OO:relu_f32", &o[1], &o[0])) return NULL;
+    f32_buffers v;
+    if (!f32_take(&v, o, 2, 1, 0)) Py_RETURN_FALSE;
+    static const unsigned same[1] = {1u << 1}; /* y may be x */
+    int ok = v.v[1].len == v.v[0].len && v.v[0].len > 0 && writes_apart(&v, 1, same);
+    if (ok) KERNEL_RUN(v.v[0].len, ember_relu_f32(v.v[1].buf, v.v[0].buf, (int64_t)(v.v[0].len / 4)));
+    f32_release(&v);
+    return PyBool_FromLong(ok);
+}
+
+/* relu_backward_f32(dy, y, dx) -> bool: ember_relu_backward_f32 on three float32 buffers of one length,
+ * C-contiguous; dx is dy or y itself or overlaps neither (False, nothing done, otherwise) */
+static PyObject *act_relu_backward(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3];
+    if (!PyArg_ParseTuple(args, "OOO:relu_backward_f32", &o[1], &o[2], &o[0])) return NULL;
+    f32_buffers v;
+    if (!f32_take(&v, o, 3, 1, 0)) Py_RETURN_FALSE;
+    static const unsigned same[1] = {1u << 1 | 1u << 2}; /* dx may be dy or y */
+    Py_ssize_t len = v.v[0].len;
+    int ok = v.v[1].len == len && v.v[2].len == len && len > 0 && writes_apart(&v, 1, same);
+    if (ok) KERNEL_RUN(len, ember_relu_backward_f32(v.v[1].buf, v.v[2].buf, v.v[0].buf, (int64_t)(len / 4)));
     f32_release(&v);
     return PyBool_FromLong(ok);
 }
@@ -801,6 +834,9 @@ static PyMethodDef pyfn_methods[] = {
     {"max_pool2d_backward_f32", pool_max2d_backward, METH_VARARGS,
      "ember_max_pool2d_backward_f32 on buffers (False: they do not fit)"},
     {"sgd_f32", upd_sgd_f32, METH_VARARGS, "ember_sgd_f32 on buffers (False: they do not fit)"},
+    {"relu_f32", act_relu, METH_VARARGS, "ember_relu_f32 on buffers (False: they do not fit)"},
+    {"relu_backward_f32", act_relu_backward, METH_VARARGS,
+     "ember_relu_backward_f32 on buffers (False: they do not fit)"},
     {"reverse_axis", img_reverse_axis, METH_VARARGS, "ember_reverse_axis on buffers (False: they do not fit)"},
     {"bytes_to_unit_chw", img_bytes_to_unit_chw, METH_VARARGS,
      "ember_u8_hwc_to_chw_unit on buffers (False: they do not fit)"},

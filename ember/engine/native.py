@@ -5,7 +5,7 @@ module") holds the engine and the C components built with it: the collective que
 distributed kvstore runs on (native/collectives.h) and host copies as engine ops
 (native/host_copy.h), numpy inner loops run back to back (native/ufunc_loops.h), the image
 ops' per-sample kernels (native/image_kernels.h), the one-pass SGD step of the update ops
-(native/update_kernels.h), 2-D max pooling (native/pool_kernels.h), a convolution's window
+(native/update_kernels.h), relu and its gradient (native/act_kernels.h), 2-D max pooling (native/pool_kernels.h), a convolution's window
 copies (native/conv_kernels.h), BatchNorm's per-channel passes (native/norm_kernels.h), an LSTM
 time step's element-wise part (native/lstm_kernels.h) and softmax over rows (native/softmax_kernels.h).
 Python code outside ember/engine reaches them only through this module.
@@ -19,6 +19,7 @@ Python code outside ember/engine reaches them only through this module.
     reverse_axis(src, dst, axis)    a flip copy of a C-contiguous array
     bytes_to_unit_chw(src, dst)     ToTensor of uint8 HWC (NHWC) images
     sgd_f32(w, g, out, a, b, clip, keep)   the SGD step in one pass
+    relu_f32(x, y), relu_backward_f32(dy, y, dx)   relu and its gradient in one pass
     max_pool2d_f32(x, y, ...), max_pool2d_backward_f32(x, y, dy, dx, ...)   2-D max pooling
     im2col_f32(x, cols, ...), col2im_f32(cols, x, ...)   a convolution's window copies
     channel_mean_var_f32, channel_grad_sums_f32, channel_affine_f32   BatchNorm's passes
@@ -89,6 +90,12 @@ bytes_to_unit_chw: Callable[..., bool] = _native.bytes_to_unit_chw
 # sgd_f32(w, g, out, a, b, clip, keep): out = w * keep - step(g), step(g) = g * a (b == 1, clip < 0)
 # or clip(g * a) * b, each operation rounded to float32 as numpy's.
 sgd_f32: Callable[..., bool] = _native.sgd_f32
+
+# relu over float32 buffers of one length, C-contiguous (native/act_kernels.h): False (nothing done)
+# where they do not fit.  relu_f32(x, y): y = x < 0 ? 0 : x (numpy's maximum(x, 0), bit for bit; y may
+# be x).  relu_backward_f32(dy, y, dx): dx = dy * (y > 0) (dx may be dy or y).
+relu_f32: Callable[..., bool] = _native.relu_f32
+relu_backward_f32: Callable[..., bool] = _native.relu_backward_f32
 
 # Max pooling over 2-D maps (native/pool_kernels.h): False (nothing done) unless the arrays are 4-D
 # C-contiguous float32 buffers, x (N, C, H, W) and y (N, C, OH, OW), dy shaped as y and dx as x, the

@@ -14,6 +14,7 @@ from ..base import OperatorError
 from ._common import no_gradient
 from ._unary import expr_kernel, register_unary, ufunc_kernel
 from . import stype
+from .nn_activation import relu_into
 from .registry import Attr, UfuncForm
 
 try:  # scipy gives exact erf/gamma; without it, the math module (per element) is the fallback
@@ -68,7 +69,7 @@ def _digamma(xp, x):
 
 
 def _relu_kernel(ctx, attrs, inputs, outputs, aux):
-    ctx.xp.maximum(inputs[0], 0, out=outputs[0])
+    relu_into(ctx.xp, inputs[0], outputs[0])
 
 
 # the one ufunc call a kernel above is (registered as the op's `ufunc_form`)

@@ -1,7 +1,10 @@
 """Activation and LeakyReLU (leaky, elu, selu, gelu, prelu, rrelu) with their backward ops."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..base import OperatorError, ShapeError
+from ..engine import native
 from ._nn_util import (INV_SQRT_2PI, SQRT_2, backward_via, erf, float_types, known, merge, sigmoid,
                        softplus)
 from .registry import Attr, OpDef, register
@@ -25,8 +28,8 @@ def _act_forward(xp, kind, x):
 
 def _act_derivative(xp, kind, y):
     """d act / d x from the output y alone, so the forward may overwrite its input."""
-    if kind == "relu":
-        return (y > 0).astype(y.dtype)
+    if kind == "relu":  # 1 above 0, NaN at NaN (MXNet's relu_grad passes NaN through), else 0
+        return xp.where(xp.isnan(y), y, y > 0).astype(y.dtype, copy=False)
     if kind == "sigmoid":
         return y * (1 - y)
     if kind == "tanh":
@@ -56,13 +59,22 @@ def _float_types_1(name):
 def _activation(ctx, attrs, inputs, outputs, aux):
     x, out = inputs[0], outputs[0]
     if attrs["act_type"] == "relu" and out.dtype == x.dtype:
-        ctx.xp.maximum(x, 0, out=out)  # one pass, no temporary (x may be out: in place)
+        relu_into(ctx.xp, x, out)
         return
     out[...] = _act_forward(ctx.xp, attrs["act_type"], x)
 
 
+def relu_into(xp, x, out) -> None:
+    """out = relu(x) in one pass, no temporary (x may be out: in place): the native kernel on float32
+    CPU arrays (numpy's maximum with a scalar zero runs its scalar loop), else maximum(x, 0)."""
+    if xp is not np or not native.relu_f32(x, out):
+        xp.maximum(x, 0, out=out)
+
+
 def _activation_backward(ctx, attrs, inputs, outputs, aux):
     dy, y = inputs
+    if attrs["act_type"] == "relu" and ctx.xp is np and native.relu_backward_f32(dy, y, outputs[0]):
+        return
     d = _act_derivative(ctx.xp, attrs["act_type"], y)
     ctx.xp.multiply(dy, d, out=outputs[0])
 
