@@ -206,6 +206,10 @@ class UfuncForm(NamedTuple):
     ufunc: Callable
     kinds: str = "biuf"
     constant: Optional[float] = None  # scalar forms: the scalar operand, fixed (relu: maximum(data, 0))
+    # executors run the kernel instead from this many output elements on (None: never): where the
+    # kernel has a faster loop than the ufunc's (relu's native one; numpy's maximum with a scalar
+    # runs its scalar loop), once the call's Python cost is small beside the pass
+    kernel_from: Optional[int] = None
 
 
 @dataclass

@@ -425,6 +425,8 @@ def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context,
     registry's of now: executors rebuild their steps when it changes."""
     opdef, attrs, dev = node.op, node.parsed_attrs, ctx.device_type
     form = opdef.cpu_ufunc() if dev == "cpu" and not aux and len(outs) == 1 else None
+    if form is not None and form.kernel_from is not None and outs[0].size >= form.kernel_from:
+        form = None
     operands = _form_operands(form, attrs, ins) if form is not None and outs[0].dtype.kind in form.kinds else None
     if operands is not None:
         out = outs[0]

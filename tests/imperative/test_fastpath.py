@@ -72,7 +72,7 @@ def test_every_ufunc_form_equals_its_kernel():
     rng = np.random.default_rng(1)
     checked = 0
     for name, kernel in _forms():
-        form, ufunc, kinds, constant = ops.get(name).cpu_ufunc()
+        form, ufunc, kinds, constant, _ = ops.get(name).cpu_ufunc()
         for dtype in ("float32", "int32"):
             if np.dtype(dtype).kind not in kinds:
                 continue
@@ -119,7 +119,7 @@ def test_override_applies_at_once_and_restores():
         ops.get("broadcast_add").kernels.pop("cpu")
         registry._changed()
     assert old is ops.get("broadcast_add").kernels["any"]
-    assert ops.get("broadcast_add").cpu_ufunc() == ("binary", np.add, "biuf", None)
+    assert ops.get("broadcast_add").cpu_ufunc() == ("binary", np.add, "biuf", None, None)
     np.testing.assert_array_equal((a + b).asnumpy(), [2, 2, 2])
 
 

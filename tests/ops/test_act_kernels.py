@@ -80,3 +80,16 @@ def test_the_native_functions_refuse_what_does_not_fit():
     assert not native.relu_f32(a[:6], a[2:])                          # overlapping, not the same buffer
     assert not native.relu_backward_f32(a, a, np.empty(4, np.float32))
     assert native.relu_backward_f32(a, a, a) and native.relu_f32(a, a)
+
+
+@pytest.mark.parametrize("shape, kernel_runs", [((4, 16), False), ((128, 512), True)])
+def test_executors_run_the_relu_kernel_on_large_outputs(shape, kernel_runs, monkeypatch):
+    """A bound graph's relu node runs numpy's inner loop on small outputs (chained with its
+    neighbours) and the native kernel from `UfuncForm.kernel_from` elements on."""
+    taken = spy_native(monkeypatch, nn_activation, ["relu_f32"], True)
+    v = _values(int(np.prod(shape)), 5).reshape(shape)
+    ex = mx.sym.relu(mx.sym.var("x") * 2.0).simple_bind(mx.cpu(), x=shape)
+    ex.arg_dict["x"][:] = v
+    out = ex.forward()[0].asnumpy()
+    _same_bits(out, np.maximum(v * np.float32(2.0), np.float32(0)))
+    assert bool(taken) == kernel_runs

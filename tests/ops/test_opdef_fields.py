@@ -56,9 +56,9 @@ def test_ufunc_forms_are_checked_and_dropped_by_override():
     with pytest.raises(ValueError, match="ufunc form"):
         OpDef("_test_bad_form", kernels={"any": lambda *a: None}, ufunc_form=UfuncForm("ternary", np.add))
     op = ops.get("_mul_scalar")
-    assert op.cpu_ufunc() == ("scalar", np.multiply, "biuf", None)
-    assert ops.get("tanh").cpu_ufunc() == ("unary", np.tanh, "biuf", None)
-    assert ops.get("relu").cpu_ufunc() == ("scalar", np.maximum, "iuf", 0.0)
+    assert op.cpu_ufunc() == ("scalar", np.multiply, "biuf", None, None)
+    assert ops.get("tanh").cpu_ufunc() == ("unary", np.tanh, "biuf", None, None)
+    assert ops.get("relu").cpu_ufunc() == ("scalar", np.maximum, "iuf", 0.0, 4096)  # its native kernel from 4096 on
     old = ops.override("_mul_scalar", "cpu", op.kernel("cpu"))  # the same function: the form still holds
     try:
         assert op.cpu_ufunc() is not None
