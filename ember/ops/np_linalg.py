@@ -29,6 +29,7 @@ import numpy as np
 
 from ..base import DTypeError, MXNetError, ShapeError
 from ._common import known
+from .np_products import _norm_axes
 from .registry import Attr, OpDef, register
 
 _UPLO = {"UPLO": Attr("str", "L", choices=("L", "U"), doc="which triangle of A is read")}
@@ -246,13 +247,7 @@ register(OpDef(name="_npi_tensorinv", attrs={"ind": Attr("int", 2, doc="how many
 # -- tensorsolve ------------------------------------------------------------------------------------------
 def _tensorsolve_order(a_axes: Sequence[int], ndim: int) -> Tuple[int, ...]:
     """a's axes with the ones in a_axes moved to the end, in a_axes' order."""
-    moved = []
-    for ax in a_axes:
-        if not -ndim <= ax < ndim:
-            raise ShapeError(f"_npi_tensorsolve: axis {ax} is out of bounds for a of dimension {ndim}")
-        moved.append(ax % ndim)
-    if len(set(moved)) != len(moved):
-        raise ShapeError(f"_npi_tensorsolve: repeated axis in a_axes {tuple(a_axes)}")
+    moved = _norm_axes("_npi_tensorsolve", a_axes, ndim)  # ShapeError for an axis out of range or repeated
     return tuple(i for i in range(ndim) if i not in moved) + tuple(moved)
 
 

@@ -7,17 +7,13 @@ import ember as mx
 from ember import np
 from ember.gluon import HybridBlock
 
+from ._numeric import central_difference
+
 
 def _fd_grad(f, x, eps=1e-3):
     """Central finite differences of sum(f(x) * w) for a fixed random w, and w."""
     w = onp.random.RandomState(1).uniform(-1, 1, f(x).shape)
-    g = onp.zeros_like(x)
-    for i in onp.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[i] += eps
-        xm[i] -= eps
-        g[i] = ((f(xp) * w).sum() - (f(xm) * w).sum()) / (2 * eps)
-    return g, w
+    return central_difference(f, x, w, eps), w
 
 
 CASES = [

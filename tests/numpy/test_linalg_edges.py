@@ -9,17 +9,11 @@ from ember import np
 from ember.base import MXNetError
 
 from ._np_blocks import FnBlock
+from ._numeric import central_difference
 
 
-def _fd(f, x, w, eps=1e-6):
-    """Finite-difference gradient of sum(f(x) * w)."""
-    g = onp.zeros_like(x)
-    for i in onp.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[i] += eps
-        xm[i] -= eps
-        g[i] = ((f(xp) * w).sum() - (f(xm) * w).sum()) / (2 * eps)
-    return g
+def _fd(f, x, w):
+    return central_difference(f, x, w, eps=1e-6)
 
 
 def _well_conditioned(shape, seed=0):
