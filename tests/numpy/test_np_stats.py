@@ -80,3 +80,17 @@ def test_quantile_dtypes_and_errors():
         np.quantile(np.array([1.0, 2.0]), 0.5, interpolation="cubic")
     with pytest.raises(NotImplementedError):
         np.quantile(np.array([1.0, 2.0]), 0.5, overwrite_input=True)
+
+
+@pytest.mark.parametrize("interpolation", ["lower", "higher", "nearest", "midpoint"])
+def test_float16_quantiles_are_computed_in_float16(interpolation):
+    """numpy (and MXNet's kernel) interpolate float16 data in float16: a midpoint near zero rounds there;
+    the float32 result holds that float16 value, not the exact one."""
+    rs = onp.random.RandomState(3)
+    for _ in range(20):
+        a = rs.uniform(-10, 10, (2, 3, 4)).astype(onp.float16)
+        q = rs.uniform(0, 1, (3,)).astype(onp.float32)
+        ref = onp.quantile(a, q, axis=1, method=interpolation)
+        out = np.quantile(np.array(a, dtype="float16"), np.array(q), axis=1, interpolation=interpolation)
+        assert out.dtype == onp.float32
+        onp.testing.assert_array_equal(out.asnumpy(), ref.astype(onp.float32))
