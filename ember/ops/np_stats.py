@@ -9,8 +9,8 @@
 * `_npi_percentile(a[, q], axis, interpolation, keepdims, q_scalar)`: numpy.percentile of a over `axis`
   (None: all) at q in [0, 100] (a 0-d or 1-D array input, or the scalar attribute `q_scalar`), with
   interpolation linear/lower/higher/midpoint/nearest; shape q.shape + the reduced shape.  float64 for a
-  float64 input, float32 otherwise (MXNet's), computed in the data's own float dtype (numpy's, MXNet's).  q outside [0, 100] is a MXNetError when the op runs.
-  Zero gradients (MXNet's).
+  float64 input, float32 otherwise (MXNet's), computed in the data's own float dtype (numpy's, MXNet's).
+  q outside [0, 100] is a MXNetError when the op runs.  Zero gradients (MXNet's).
 """
 from __future__ import annotations
 
