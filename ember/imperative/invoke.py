@@ -403,7 +403,8 @@ def call(op, args: Sequence[Any], kwargs: Dict[str, Any]):
         if "out" in kwargs:
             result = try_plan_out(op, args, kwargs)
         else:
-            result = try_plan(op, args, {k: v for k, v in kwargs.items() if k != "name"} if "name" in kwargs else kwargs)
+            plain = {k: v for k, v in kwargs.items() if k != "name"} if "name" in kwargs else kwargs
+            result = try_plan(op, args, plain)
         if result is not None:
             return result
     opdef = op if isinstance(op, OpDef) else _get_op(op)
