@@ -742,7 +742,7 @@ def _float_types(op):
 
 
 register(OpDef(
-    name="Convolution", attrs=_CONV_ATTRS, inputs=_inputs, outputs=["output"],
+    name="Convolution", aliases=["Convolution_v1"], attrs=_CONV_ATTRS, inputs=_inputs, outputs=["output"],
     infer_shape=_conv_shape, infer_shape_backward=_conv_backward_infer, infer_type=_float_types("Convolution"),
     kernels={"any": _conv_forward}, expensive=True, gradient=_conv_gradient, gradient_takes_needed=True,
     doc="1-D/2-D/3-D convolution (NCW/NCHW/NCDHW) with stride, pad, dilate and groups, via im2col + GEMM."))
