@@ -102,7 +102,8 @@ import numpy as _np
 _OUT = os.environ["CONFORMANCE_RECORD"]
 
 # MXNet 1.9.1's own test code uses numpy 1.x APIs that numpy 2 removed (np.int, np.NaN, np.round_, quantile's
-# interpolation=, nonzero of a 0-d array, unique's 1-D inverse): they are put back for that code, so that a test measures the library
+# interpolation=, nonzero of a 0-d array, unique's 1-D inverse,
+# arange into an unsigned dtype from a negative bound): they are put back for that code, so that a test measures the library
 # and not its own numpy calls (a no-op on numpy 1.x, where MXNet's side runs).
 for _name, _value in (("int", int), ("float", float), ("bool", bool), ("object", object), ("complex", complex),
                       ("str", str), ("NaN", _np.nan), ("NAN", _np.nan), ("Inf", _np.inf), ("Infinity", _np.inf),
@@ -139,6 +140,28 @@ try:
     _np.nonzero(_np.array(1))
 except ValueError:
     _np.nonzero = _numpy1_nonzero(_np.nonzero)
+
+
+def _numpy1_arange(fn):
+    """numpy 1.x's arange into an integer dtype that a bound overflows (uint8 from -100; numpy 2 refuses):
+    the first two values cast, then their difference repeated, wrapping, as numpy 1.x filled it."""
+    def arange(*args, dtype=None, **kwargs):
+        try:
+            return fn(*args, dtype=dtype, **kwargs)
+        except OverflowError:
+            if dtype is None or _np.dtype(dtype).kind not in "iu" or kwargs or not 1 <= len(args) <= 3:
+                raise
+            start, step = (0, 1) if len(args) == 1 else (args[0], args[2] if len(args) == 3 else 1)
+            n = len(fn(*args))
+            first, second = int(start), int(start + step)
+            return (first + fn(n, dtype=_np.int64) * (second - first)).astype(dtype)
+    return arange
+
+
+try:
+    _np.arange(-1, 1, 1, dtype=_np.uint8)
+except OverflowError:
+    _np.arange = _numpy1_arange(_np.arange)
 
 
 def _numpy1_unique(fn):

@@ -49,8 +49,9 @@ for _name, _value, _extra in (("_zeros", lambda a: 0, {}), ("_ones", lambda a: 1
 
 # -- arange -------------------------------------------------------------------------------
 def _arange_bounds(attrs):
+    """(start, stop, step); stop None with infer_range (the length comes from the graph, MXNet's)."""
     start, stop, step = attrs["start"], attrs["stop"], attrs["step"]
-    if stop is None:
+    if stop is None and not attrs["infer_range"]:
         start, stop = 0.0, start
     if step == 0:
         raise OperatorError("_arange: step must not be 0")
@@ -61,6 +62,8 @@ def _arange_bounds(attrs):
 
 def _arange_shape(attrs, in_shapes):
     start, stop, step = _arange_bounds(attrs)
+    if stop is None:  # infer_range: the output's length is what its consumers need (backward inference)
+        return [], [None]
     n = max(0, int(math.ceil((stop - start) / step)))
     return [], [(n * attrs["repeat"],)]
 
@@ -88,7 +91,8 @@ def _arange(ctx, attrs, inputs, outputs, aux):
 register(OpDef(
     name="_arange", inputs=[], outputs=["output"],
     attrs={"start": Attr("float", 0.0), "stop": Attr("float_or_none", None), "step": Attr("float", 1.0),
-           "repeat": Attr("int", 1), "infer_range": Attr("bool", False),
+           "repeat": Attr("int", 1),
+           "infer_range": Attr("bool", False, doc="stop None: the length is inferred from the graph"),
            "ctx": Attr("str", ""), "dtype": Attr("dtype", np.dtype(np.float32))},
     infer_shape=_arange_shape, infer_type=_dtype_of, kernels={"any": _arange},
     doc="Evenly spaced values in [start, stop) (stop None: [0, start)), each repeated `repeat` times."))

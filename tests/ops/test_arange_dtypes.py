@@ -24,3 +24,16 @@ def test_symbolic_arange_is_the_same_operator():
     assert ex.forward()[0].asnumpy().tolist() == [2, 5, 8]
     with pytest.raises(ValueError, match="step must not be zero"):
         mx.nd.arange(0, 3, 0)
+
+
+def test_infer_range_takes_the_length_from_the_graph():
+    """MXNet's `infer_range=True` without stop: the length is what the consumer needs (backward shape
+    inference), the values start + i * step (each repeated)."""
+    s = mx.sym.elemwise_add(mx.sym.arange(start=0, stop=None, infer_range=True), mx.sym.zeros(shape=[5]))
+    np.testing.assert_array_equal(s.bind(mx.cpu(), args={}).forward()[0].asnumpy(), np.arange(5))
+    s = mx.sym.arange(start=2, step=3, infer_range=True, repeat=2) + mx.sym.var("x")
+    assert s.infer_shape(x=(6,))[1] == [(6,)]
+    out = s.bind(mx.cpu(), {"x": mx.nd.zeros(6)}).forward()[0].asnumpy()
+    np.testing.assert_array_equal(out, [2, 2, 5, 5, 8, 8])
+    # without infer_range a missing stop still means [0, start)
+    assert mx.sym.arange(4).infer_shape()[1] == [(4,)]
