@@ -101,7 +101,7 @@ import numpy as _np
 
 _OUT = os.environ["CONFORMANCE_RECORD"]
 
-# MXNet 1.9.1's own test code uses numpy 1.x APIs that numpy 2 removed (np.int, np.NaN, np.round_, quantile's
+# MXNet 1.9.1's own test code uses numpy 1.x APIs that numpy 2 removed (np.int, np.NaN, np.round_, np.sometrue, quantile's
 # interpolation=, nonzero of a 0-d array, unique's 1-D inverse,
 # arange into an unsigned dtype from a negative bound): they are put back for that code, so that a test measures the library
 # and not its own numpy calls (a no-op on numpy 1.x, where MXNet's side runs).
@@ -110,8 +110,10 @@ for _name, _value in (("int", int), ("float", float), ("bool", bool), ("object",
                       ("PINF", _np.inf), ("NINF", -_np.inf)):
     if not hasattr(_np, _name):
         setattr(_np, _name, _value)
-if not hasattr(_np, "round_"):
-    _np.round_ = _np.round
+for _name, _value in (("round_", _np.round), ("sometrue", _np.any), ("alltrue", _np.all), ("product", _np.prod),
+                      ("cumproduct", _np.cumprod)):
+    if not hasattr(_np, _name):
+        setattr(_np, _name, _value)
 
 
 def _numpy1_keyword(fn):
@@ -126,7 +128,25 @@ def _numpy1_keyword(fn):
 try:
     _np.quantile([0.0], 0.5, interpolation="linear")
 except TypeError:
-    _np.quantile, _np.percentile = _numpy1_keyword(_np.quantile), _numpy1_keyword(_np.percentile)
+    for _name in ("quantile", "percentile", "nanquantile", "nanpercentile"):
+        setattr(_np, _name, _numpy1_keyword(getattr(_np, _name)))
+if not hasattr(_np, "in1d"):
+    _np.in1d = lambda ar1, ar2, assume_unique=False, invert=False: _np.isin(
+        ar1, ar2, assume_unique=assume_unique, invert=invert).ravel()
+if not hasattr(_np, "msort"):
+    _np.msort = lambda a: _np.sort(a, axis=0)
+
+
+def _numpy1_list(fn):
+    """numpy 1.x's broadcast_arrays: a list (numpy 2 gives a tuple)."""
+    def call(*args, **kwargs):
+        res = fn(*args, **kwargs)
+        return list(res) if isinstance(res, tuple) else res
+    return call
+
+
+if isinstance(_np.broadcast_arrays(_np.zeros(1)), tuple):
+    _np.broadcast_arrays = _numpy1_list(_np.broadcast_arrays)
 
 
 def _numpy1_nonzero(fn):

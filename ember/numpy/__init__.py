@@ -29,4 +29,12 @@ from .functions_counting import *  # noqa: E402,F401,F403  (unique histogram)
 from .functions_stats import *  # noqa: E402,F401,F403  (bincount percentile quantile)
 from .functions_nonzero import *  # noqa: E402,F401,F403  (nonzero flatnonzero)
 from . import linalg  # noqa: E402,F401  (mx.np.linalg)
+from . import fallback, fallback_linalg  # noqa: E402,F401  (numpy's own functions, as MXNet's mx.np.fallback)
+
+for _name in fallback.__all__:  # mx.np's own function wins where there is one
+    if _name not in globals():
+        globals()[_name] = getattr(fallback, _name)
+for _name in fallback_linalg.__all__:
+    if not hasattr(linalg, _name):
+        setattr(linalg, _name, getattr(fallback_linalg, _name))
 from . import _internal  # noqa: E402,F401  (mx.np._internal: boolean_mask_assign_*)

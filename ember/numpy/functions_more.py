@@ -414,19 +414,11 @@ def ediff1d(ary, to_end=None, to_begin=None) -> ndarray:
 # ------------------------------------------------------------------ rounding and cleaning
 
 def around(x, decimals: int = 0, out=None) -> ndarray:
-    """`x` rounded half-to-even to `decimals` places (integers: negative decimals round to tens...)."""
+    """`x` rounded half to even to `decimals` places (MXNet's `_npi_around`: ember/ops/np_around.py)."""
     x = asarray(x)
-    if x.dtype.kind in "iu" and decimals >= 0:
-        return _deliver(_call("_copy", (x,), {}), out)
     if x.dtype.kind == "b":
         raise TypeError("around: the bool dtype is not supported")
-    if decimals == 0:
-        return _deliver(_call("rint", (x,), {}), out)
-    scale = 10.0 ** decimals
-    src = _cast(x, _np.float64) if x.dtype.kind in "iu" else x  # integers round to tens, hundreds, ... in float
-    scaled = _call("_mul_scalar", (src,), {"scalar": scale})
-    res = _call("_div_scalar", (_call("rint", (scaled,), {}),), {"scalar": scale})
-    return _deliver(_cast(res, x.dtype), out)
+    return _deliver(_call("_npi_around", (x,), {"decimals": int(decimals)}), out)
 
 
 round = around  # noqa: A001 - numpy's name

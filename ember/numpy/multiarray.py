@@ -204,12 +204,14 @@ def _to_host(value, ctxs: list):
 
 def _from_host(value, ctx):
     """numpy arrays (and numpy bools) in `value` as mx.np.ndarrays on `ctx`; other values unchanged."""
-    if isinstance(value, _np.ndarray):
-        return array(_np.ascontiguousarray(value), dtype=value.dtype, ctx=ctx)
+    if isinstance(value, _np.ndarray):  # (not ascontiguousarray: it makes a 0-d result 1-d)
+        host = value if value.flags.c_contiguous else value.copy(order="C")
+        return array(host, dtype=value.dtype, ctx=ctx)
     if isinstance(value, _np.bool_):
         return array(value, dtype=_np.bool_, ctx=ctx)
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        return type(value)(_from_host(v, ctx) for v in value)
+    if isinstance(value, (list, tuple)):
+        items = (_from_host(v, ctx) for v in value)
+        return type(value)._make(items) if hasattr(value, "_fields") else type(value)(items)  # (qr's QRResult)
     return value
 
 
