@@ -20,8 +20,9 @@ def _scale(xp, v, times: int, up: bool):
     for _ in range(times):
         if up:
             v = v * ten
-        elif v.dtype.kind in "iu":  # C's integer division: truncation toward zero
-            v = xp.where(v < 0, -((-v) // ten), v // ten)
+        elif v.dtype.kind in "iu":  # C's integer division: truncation toward zero (floor, then up for
+            q = v // ten               # an inexact negative quotient; no negation, which overflows at the minimum)
+            v = q + ((v < 0) & (q * ten != v)).astype(v.dtype)
         else:
             v = v / ten
     return v
