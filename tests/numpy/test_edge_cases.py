@@ -1,7 +1,5 @@
 """mx.np edge cases MXNet 1.9.1 handles: 0-d and zero-size inputs, dtype rules, numpy keywords, and
 hybridized blocks traced once per input signature.  Checked against numpy and finite differences."""
-import os
-import sys
 
 import numpy as onp
 import pytest
@@ -10,8 +8,7 @@ import ember as mx
 from ember import np, npx
 from ember.base import MXNetError
 
-sys.path.insert(0, os.path.dirname(__file__))
-from _np_blocks import FnBlock as _Fn  # noqa: E402
+from ._np_blocks import FnBlock as _Fn
 
 
 pytestmark = pytest.mark.usefixtures("np_semantics")

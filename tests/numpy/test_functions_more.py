@@ -7,6 +7,7 @@ import ember as mx
 from ember import np
 from ember.gluon import HybridBlock
 
+from ._np_blocks import FnBlock
 from ._numeric import central_difference
 
 
@@ -76,15 +77,6 @@ def test_values_and_gradient(name, make, kwargs, shape):
     onp.testing.assert_allclose(xm.grad.asnumpy(), w_fd, rtol=1e-4, atol=1e-6)
 
 
-class _Fn(HybridBlock):
-    def __init__(self, fn, **kw):
-        super().__init__()
-        self._fn, self._kw = fn, kw
-
-    def hybrid_forward(self, F, x):
-        return getattr(F.np, self._fn)(x, **self._kw)
-
-
 @pytest.mark.parametrize("name,kw,shape", [
     ("tril", {"k": 1}, (3, 4)), ("roll", {"shift": 2, "axis": 1}, (2, 5)), ("rot90", {"k": 1}, (3, 4)),
     ("trace", {}, (3, 3)), ("diff", {"n": 1}, (2, 4)), ("around", {"decimals": 1}, (3,)),
@@ -96,7 +88,7 @@ def test_hybridized_matches_imperative(name, kw, shape):
         x = np.array(onp.random.RandomState(2).uniform(-3, 3, shape))
         outs = []
         for hybrid in (False, True):
-            blk = _Fn(name, **kw)
+            blk = FnBlock(lambda F, v: getattr(F.np, name)(v, **kw))
             if hybrid:
                 blk.hybridize()
             outs.append(blk(x).asnumpy())

@@ -1,8 +1,5 @@
 """mx.np.linalg svd / pinv / eig / eigvals (ember/ops/np_linalg_more.py) and norm ord 2 / -2 / 'nuc':
 numpy's results imperatively and hybridized, svd's gradient against finite differences, MXNet's errors."""
-import os
-import sys
-
 import numpy as onp
 import pytest
 
@@ -10,8 +7,7 @@ import ember as mx
 from ember import autograd, np
 from ember.base import MXNetError
 
-sys.path.insert(0, os.path.dirname(__file__))
-from _np_blocks import FnBlock as _Fn  # noqa: E402
+from ._np_blocks import FnBlock as _Fn
 
 
 pytestmark = pytest.mark.usefixtures("np_semantics")

@@ -1,9 +1,6 @@
 """mx.np delete / insert / unravel_index / pad and npx.slice (ember/ops/np_more.py,
 ember/numpy/functions_index.py): numpy's results imperatively and hybridized, gradients against finite
 differences, MXNet's errors."""
-import os
-import sys
-
 import numpy as onp
 import pytest
 
@@ -11,8 +8,7 @@ import ember as mx
 from ember import autograd, np, npx
 from ember.base import MXNetError
 
-sys.path.insert(0, os.path.dirname(__file__))
-from _np_blocks import FnBlock as _Fn  # noqa: E402
+from ._np_blocks import FnBlock as _Fn
 
 
 pytestmark = pytest.mark.usefixtures("np_semantics")

@@ -6,19 +6,11 @@ import pytest
 import ember as mx
 from ember import np
 from ember.base import MXNetError
-from ember.gluon import HybridBlock
+
+from ._np_blocks import FnBlock
 
 
 pytestmark = pytest.mark.usefixtures("np_semantics")
-
-
-class _Bin(HybridBlock):
-    def __init__(self, name):
-        super().__init__()
-        self._name = name
-
-    def hybrid_forward(self, F, a, b):
-        return getattr(F.np, self._name)(a, b)
 
 
 _REF = {"ldexp": lambda u, v: u * onp.exp2(v)}  # numpy's ldexp takes integer exponents only
@@ -49,7 +41,7 @@ def test_float_binary_values_and_gradients(name, shapes, hybridize):
     b = onp.asarray(rng.uniform(-1, 1, shapes[1]) + 0.1, dtype=onp.float64)
     if name == "ldexp":
         b = onp.asarray(onp.round(b * 3))
-    blk = _Bin(name)
+    blk = FnBlock(lambda F, u, v: getattr(F.np, name)(u, v))
     if hybridize:
         blk.hybridize()
     x, y = np.array(a, dtype=onp.float64), np.array(b, dtype=onp.float64)
@@ -74,7 +66,7 @@ def test_integer_binary(name):
     a = rng.randint(-100, 100, (3, 2)).astype(onp.int32)
     b = rng.randint(-100, 100, (3, 1)).astype(onp.int32)
     for hybridize in (False, True):
-        blk = _Bin(name)
+        blk = FnBlock(lambda F, u, v: getattr(F.np, name)(u, v))
         if hybridize:
             blk.hybridize()
         onp.testing.assert_array_equal(blk(np.array(a, dtype=onp.int32), np.array(b, dtype=onp.int32)).asnumpy(),
