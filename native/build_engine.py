@@ -12,7 +12,8 @@ engine ops uses engine.h only, like any other C client of the engine:
 - update_kernels: the one-pass SGD step of the optimizer update ops on CPU (update_kernels.h);
 - act_kernels: relu and its gradient, each in one pass, on CPU (act_kernels.h);
 - pool_kernels: 2-D max pooling and its gradient on CPU (pool_kernels.h);
-- conv_kernels: a convolution's window copies on CPU, im2col and col2im (conv_kernels.h);
+- conv_kernels: a convolution's window copies on CPU, im2col and col2im, and the Winograd F(2x2, 3x3)
+  transforms (conv_kernels.h);
 - norm_kernels: BatchNorm's per-channel statistics, gradient sums and affine passes on CPU (norm_kernels.h);
 - lstm_kernels: the element-wise part of an LSTM time step, forward and backward, on CPU (lstm_kernels.h);
 - softmax_kernels: softmax and log_softmax over rows, forward and backward, on CPU (softmax_kernels.h);
@@ -657,6 +658,101 @@ static PyObject *conv_col2im(PyObject *self, PyObject *args) {
     return conv_copy(args, 0);
 }
 
+/* winograd_weights_f32(w, u, data_grad) -> bool: ember_winograd_weights_f32 on float32 buffers,
+ * C-contiguous: w 4-D (f, c, 3, 3), u of 16 * f * c values, apart from w */
+static PyObject *winograd_weights(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[2]; /* written first: u; then w */
+    int data_grad;
+    if (!PyArg_ParseTuple(args, "OOp:winograd_weights_f32", &o[1], &o[0], &data_grad)) return NULL;
+    f32_buffers b;
+    if (!f32_take(&b, o, 2, 1, 0)) Py_RETURN_FALSE;
+    const Py_buffer *w = &b.v[1];
+    int ok = w->ndim == 4 && w->shape[2] == 3 && w->shape[3] == 3 && w->len > 0 &&
+             b.v[0].len == (Py_ssize_t)(16 * w->shape[0] * w->shape[1] * 4) && writes_apart(&b, 1, NULL);
+    if (ok) KERNEL_RUN(b.v[0].len, ok = ember_winograd_weights_f32(w->buf, w->shape[0], w->shape[1], data_grad, b.v[0].buf));
+    f32_release(&b);
+    return PyBool_FromLong(ok);
+}
+
+/* winograd_input_f32(x, v) -> bool: ember_winograd_input_f32 on float32 buffers, C-contiguous: x 4-D
+ * (n, c, h, w), v of 16 * n * ((h + 1) / 2) * ((w + 1) / 2) * c values, apart from x */
+static PyObject *winograd_input(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[2]; /* written first: v; then x */
+    if (!PyArg_ParseTuple(args, "OO:winograd_input_f32", &o[1], &o[0])) return NULL;
+    f32_buffers b;
+    if (!f32_take(&b, o, 2, 1, 0)) Py_RETURN_FALSE;
+    const Py_buffer *x = &b.v[1];
+    int ok = x->ndim == 4 && x->len > 0 && writes_apart(&b, 1, NULL);
+    if (ok) {
+        const int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], w = x->shape[3];
+        ok = b.v[0].len == (Py_ssize_t)(16 * c * n * ((h + 1) / 2) * ((w + 1) / 2) * 4);
+        if (ok) KERNEL_RUN(b.v[0].len, ok = ember_winograd_input_f32(x->buf, n, c, h, w, b.v[0].buf));
+    }
+    f32_release(&b);
+    return PyBool_FromLong(ok);
+}
+
+/* winograd_output_f32(m, y, shift, relu) -> bool: ember_winograd_output_f32 on float32 buffers,
+ * C-contiguous: y 4-D (n, f, h, w), m of 16 * n * ((h + 1) / 2) * ((w + 1) / 2) * f values, shift None or
+ * of f values; y overlaps neither */
+static PyObject *winograd_output(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3]; /* written first: y; then m, shift */
+    int relu;
+    if (!PyArg_ParseTuple(args, "OOOp:winograd_output_f32", &o[1], &o[0], &o[2], &relu)) return NULL;
+    f32_buffers b;
+    if (!f32_take(&b, o, 3, 1, 1u << 2)) Py_RETURN_FALSE;
+    const Py_buffer *y = &b.v[0];
+    int ok = y->ndim == 4 && y->len > 0 && writes_apart(&b, 1, NULL);
+    if (ok) {
+        const int64_t n = y->shape[0], f = y->shape[1], h = y->shape[2], w = y->shape[3];
+        ok = b.v[1].len == (Py_ssize_t)(16 * f * n * ((h + 1) / 2) * ((w + 1) / 2) * 4) &&
+             (!b.held[2] || b.v[2].len == (Py_ssize_t)(f * 4));
+        if (ok)
+            KERNEL_RUN(b.v[1].len, ok = ember_winograd_output_f32(b.v[1].buf, n, f, h, w,
+                                                                  b.held[2] ? b.v[2].buf : NULL, relu, y->buf));
+    }
+    f32_release(&b);
+    return PyBool_FromLong(ok);
+}
+
+/* winograd_grad_output_f32(dy, dm) -> bool: ember_winograd_grad_output_f32 on float32 buffers,
+ * C-contiguous: dy 4-D (n, f, h, w), dm of 16 * n * ((h + 1) / 2) * ((w + 1) / 2) * f values, apart from dy */
+static PyObject *winograd_grad_output(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[2]; /* written first: dm; then dy */
+    if (!PyArg_ParseTuple(args, "OO:winograd_grad_output_f32", &o[1], &o[0])) return NULL;
+    f32_buffers b;
+    if (!f32_take(&b, o, 2, 1, 0)) Py_RETURN_FALSE;
+    const Py_buffer *dy = &b.v[1];
+    int ok = dy->ndim == 4 && dy->len > 0 && writes_apart(&b, 1, NULL);
+    if (ok) {
+        const int64_t n = dy->shape[0], f = dy->shape[1], h = dy->shape[2], w = dy->shape[3];
+        ok = b.v[0].len == (Py_ssize_t)(16 * n * ((h + 1) / 2) * ((w + 1) / 2) * f * 4);
+        if (ok) KERNEL_RUN(b.v[0].len, ok = ember_winograd_grad_output_f32(dy->buf, n, f, h, w, b.v[0].buf));
+    }
+    f32_release(&b);
+    return PyBool_FromLong(ok);
+}
+
+/* winograd_grad_weights_f32(du, dw) -> bool: ember_winograd_grad_weights_f32 on float32 buffers,
+ * C-contiguous: dw 4-D (f, c, 3, 3), du of 16 * f * c values, apart from dw */
+static PyObject *winograd_grad_weights(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[2]; /* written first: dw; then du */
+    if (!PyArg_ParseTuple(args, "OO:winograd_grad_weights_f32", &o[1], &o[0])) return NULL;
+    f32_buffers b;
+    if (!f32_take(&b, o, 2, 1, 0)) Py_RETURN_FALSE;
+    const Py_buffer *dw = &b.v[0];
+    int ok = dw->ndim == 4 && dw->shape[2] == 3 && dw->shape[3] == 3 && dw->len > 0 &&
+             b.v[1].len == (Py_ssize_t)(16 * dw->shape[0] * dw->shape[1] * 4) && writes_apart(&b, 1, NULL);
+    if (ok) KERNEL_RUN(dw->len, ok = ember_winograd_grad_weights_f32(b.v[1].buf, dw->shape[0], dw->shape[1], dw->buf));
+    f32_release(&b);
+    return PyBool_FromLong(ok);
+}
+
 /* channel_mean_var_f32(x, axis, mean, var) -> bool: mean and var (float32, one per channel) of x along
  * every axis but `axis` (False, nothing done, where the arrays do not fit) */
 static PyObject *norm_mean_var(PyObject *self, PyObject *args) {
@@ -829,6 +925,16 @@ static PyMethodDef pyfn_methods[] = {
      "ember_channel_grad_sums_f32 on buffers (False: they do not fit)"},
     {"channel_affine_f32", norm_affine, METH_VARARGS, "ember_channel_affine_f32 on buffers (False: they do not fit)"},
     {"im2col_f32", conv_im2col, METH_VARARGS, "ember_im2col_f32 on buffers (False: they do not fit)"},
+    {"winograd_weights_f32", winograd_weights, METH_VARARGS,
+     "ember_winograd_weights_f32 on buffers (False: they do not fit)"},
+    {"winograd_grad_output_f32", winograd_grad_output, METH_VARARGS,
+     "ember_winograd_grad_output_f32 on buffers (False: they do not fit)"},
+    {"winograd_grad_weights_f32", winograd_grad_weights, METH_VARARGS,
+     "ember_winograd_grad_weights_f32 on buffers (False: they do not fit)"},
+    {"winograd_input_f32", winograd_input, METH_VARARGS,
+     "ember_winograd_input_f32 on buffers (False: they do not fit)"},
+    {"winograd_output_f32", winograd_output, METH_VARARGS,
+     "ember_winograd_output_f32 on buffers (False: they do not fit)"},
     {"col2im_f32", conv_col2im, METH_VARARGS, "ember_col2im_f32 on buffers (False: they do not fit)"},
     {"max_pool2d_f32", pool_max2d, METH_VARARGS, "ember_max_pool2d_f32 on buffers (False: they do not fit)"},
     {"max_pool2d_backward_f32", pool_max2d_backward, METH_VARARGS,

@@ -1,6 +1,7 @@
 /* Convolution window copies (conv_kernels.h). */
 #include "conv_kernels.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Inner loops of unknown length are the point of this file: vectorized (GCC leaves them scalar at -O2). */
@@ -55,4 +56,220 @@ void ember_im2col_f32(const ember_conv_windows *g, const float *x, float *cols) 
 
 void ember_col2im_f32(const ember_conv_windows *g, const float *cols, float *x) {
     each_window(g, x, (float *)cols, 0); /* (the columns are only read when adding back) */
+}
+
+/* ---- Winograd F(2x2, 3x3) transforms ---------------------------------------------------------------
+ * G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1], B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1] and
+ * A^T = [1 1 1 0; 0 1 -1 -1].  Channels are innermost in v and m, so each tile's arithmetic is a loop
+ * over the channels (long, contiguous: it vectorizes); each image is turned to (h, w, c) in a buffer
+ * that stays in cache, and back. */
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define IVDEP _Pragma("GCC ivdep") /* the streams of these loops never overlap: vectorize without checks */
+#else
+#define IVDEP
+#endif
+
+#define WEIGHT_BLOCK 64 /* kernels transformed together, each step a vector op across them */
+
+/* 1 if no value is NaN or infinite (exponent bits not all ones).  The transforms add and subtract
+ * neighbouring values, so one such value would reach outputs that do not depend on it: the callers
+ * refuse those arrays (the direct form then keeps a NaN where it belongs). */
+static int all_finite(const float *x, int64_t count) {
+    uint32_t bad = 0;
+    for (int64_t i = 0; i < count; i++) {
+        uint32_t bits;
+        memcpy(&bits, x + i, sizeof bits);
+        bad |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    return !bad;
+}
+
+int ember_winograd_weights_f32(const float *w, int64_t f, int64_t c, int data_grad, float *u) {
+    const int64_t pairs = f * c;
+    if (!all_finite(w, pairs * 9)) return 0;
+    float g[9][WEIGHT_BLOCK], gg[4][3][WEIGHT_BLOCK];
+    for (int64_t p0 = 0; p0 < pairs; p0 += WEIGHT_BLOCK) {
+        const int64_t nb = pairs - p0 < WEIGHT_BLOCK ? pairs - p0 : WEIGHT_BLOCK;
+        for (int64_t i = 0; i < nb; i++) { /* output position p0 + i is (f, c) with data_grad, else (c, f) */
+            const int64_t p = p0 + i, fi = data_grad ? p / c : p % f, ci = data_grad ? p % c : p / f;
+            const float *k = w + (fi * c + ci) * 9;
+            for (int q = 0; q < 9; q++) g[q][i] = k[data_grad ? 8 - q : q]; /* rotated by 180 degrees */
+        }
+        for (int col = 0; col < 3; col++) { /* G g: G down each column */
+            const float *a = g[col], *b = g[3 + col], *cc = g[6 + col];
+            IVDEP for (int64_t i = 0; i < nb; i++) {
+                gg[0][col][i] = a[i];
+                gg[1][col][i] = 0.5f * (a[i] + b[i] + cc[i]);
+                gg[2][col][i] = 0.5f * (a[i] - b[i] + cc[i]);
+                gg[3][col][i] = cc[i];
+            }
+        }
+        for (int r = 0; r < 4; r++) { /* (G g) G^T: across each row */
+            const float *a = gg[r][0], *b = gg[r][1], *cc = gg[r][2];
+            float *o0 = u + (4 * r) * pairs + p0, *o1 = o0 + pairs, *o2 = o1 + pairs, *o3 = o2 + pairs;
+            IVDEP for (int64_t i = 0; i < nb; i++) {
+                o0[i] = a[i];
+                o1[i] = 0.5f * (a[i] + b[i] + cc[i]);
+                o2[i] = 0.5f * (a[i] - b[i] + cc[i]);
+                o3[i] = cc[i];
+            }
+        }
+    }
+    return 1;
+}
+
+int ember_winograd_input_f32(const float *x, int64_t n, int64_t c, int64_t h, int64_t w, float *v) {
+    const int64_t th = (h + 1) / 2, tw = (w + 1) / 2, tiles = n * th * tw, wp = 2 * tw + 2, plane = tiles * c;
+    if (!all_finite(x, n * c * h * w)) return 0;
+    float *img = calloc((size_t)((2 * th + 2) * wp * c), sizeof(float)); /* padded (h, w, c): the border stays 0 */
+    if (!img) return 0;
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t y = 0; y < h; y++) {
+                const float *src = x + ((i * c + ch) * h + y) * w;
+                float *dst = img + ((y + 1) * wp + 1) * c + ch;
+                for (int64_t q = 0; q < w; q++) dst[q * c] = src[q];
+            }
+        for (int64_t ty = 0; ty < th; ty++)
+            for (int64_t tx = 0; tx < tw; tx++) {
+                const float *d = img + (2 * ty * wp + 2 * tx) * c;
+                float *o = v + ((i * th + ty) * tw + tx) * c;
+                const float *r0 = d, *r1 = d + wp * c, *r2 = d + 2 * wp * c, *r3 = d + 3 * wp * c;
+                for (int a = 0; a < 4; a++) {
+                    /* row a of B^T d is ra = (r0 - r2, r1 + r2, r2 - r1, r1 - r3)[a], per column l */
+                    const float *p = a == 0 ? r0 : r1, *q = a == 0 ? r2 : a == 3 ? r3 : r2;
+                    const float sp = a == 2 ? -1.0f : 1.0f, sq = a == 1 || a == 2 ? 1.0f : -1.0f;
+                    float *o0 = o + (4 * a) * plane, *o1 = o0 + plane, *o2 = o1 + plane, *o3 = o2 + plane;
+                    IVDEP for (int64_t ch = 0; ch < c; ch++) {
+                        const float t0 = sp * p[ch] + sq * q[ch], t1 = sp * p[c + ch] + sq * q[c + ch];
+                        const float t2 = sp * p[2 * c + ch] + sq * q[2 * c + ch];
+                        const float t3 = sp * p[3 * c + ch] + sq * q[3 * c + ch];
+                        o0[ch] = t0 - t2;
+                        o1[ch] = t1 + t2;
+                        o2[ch] = t2 - t1;
+                        o3[ch] = t1 - t3;
+                    }
+                }
+            }
+    }
+    free(img);
+    return 1;
+}
+
+int ember_winograd_output_f32(const float *m, int64_t n, int64_t f, int64_t h, int64_t w, const float *shift,
+                              int relu, float *y) {
+    const int64_t th = (h + 1) / 2, tw = (w + 1) / 2, tiles = n * th * tw, w2 = 2 * tw, plane = tiles * f;
+    float *img = malloc((size_t)(2 * th * w2 * f + 3 * f) * sizeof(float)); /* one image (2 th, 2 tw, f), more */
+    if (!img) return 0;
+    float *add = img + 2 * th * w2 * f, *s0 = add + f, *s1 = s0 + f;
+    for (int64_t ch = 0; ch < f; ch++) add[ch] = shift ? shift[ch] : 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t ty = 0; ty < th; ty++)
+            for (int64_t tx = 0; tx < tw; tx++) {
+                const float *p = m + ((i * th + ty) * tw + tx) * f;
+                float *o00 = img + (2 * ty * w2 + 2 * tx) * f, *o01 = o00 + f, *o10 = o00 + w2 * f, *o11 = o10 + f;
+                IVDEP for (int64_t ch = 0; ch < f; ch++) {
+                    o00[ch] = add[ch];
+                    o01[ch] = add[ch];
+                    o10[ch] = add[ch];
+                    o11[ch] = add[ch];
+                }
+                for (int b = 0; b < 4; b++) { /* column b of A^T m, then its share of each output */
+                    const float *p0 = p + b * plane, *p1 = p0 + 4 * plane, *p2 = p1 + 4 * plane, *p3 = p2 + 4 * plane;
+                    IVDEP for (int64_t ch = 0; ch < f; ch++) {
+                        s0[ch] = p0[ch] + p1[ch] + p2[ch];
+                        s1[ch] = p1[ch] - p2[ch] - p3[ch];
+                    }
+                    /* A's column b: (1, 0) for b = 0, (1, 1) for 1, (1, -1) for 2, (0, -1) for 3 */
+                    const float e0 = b == 3 ? 0.0f : 1.0f, e1 = b == 0 ? 0.0f : b == 1 ? 1.0f : -1.0f;
+                    IVDEP for (int64_t ch = 0; ch < f; ch++) {
+                        o00[ch] += e0 * s0[ch];
+                        o01[ch] += e1 * s0[ch];
+                        o10[ch] += e0 * s1[ch];
+                        o11[ch] += e1 * s1[ch];
+                    }
+                }
+                if (relu)
+                    IVDEP for (int64_t ch = 0; ch < f; ch++) { /* max(., 0) with NaN kept, as numpy's maximum */
+                        o00[ch] = o00[ch] < 0.0f ? 0.0f : o00[ch];
+                        o01[ch] = o01[ch] < 0.0f ? 0.0f : o01[ch];
+                        o10[ch] = o10[ch] < 0.0f ? 0.0f : o10[ch];
+                        o11[ch] = o11[ch] < 0.0f ? 0.0f : o11[ch];
+                    }
+            }
+        for (int64_t ch = 0; ch < f; ch++) /* back to (f, h, w), cropped */
+            for (int64_t yy = 0; yy < h; yy++) {
+                float *dst = y + ((i * f + ch) * h + yy) * w;
+                const float *src = img + yy * w2 * f + ch;
+                for (int64_t q = 0; q < w; q++) dst[q] = src[q * f];
+            }
+    }
+    free(img);
+    return 1;
+}
+
+int ember_winograd_grad_output_f32(const float *dy, int64_t n, int64_t f, int64_t h, int64_t w, float *dm) {
+    const int64_t th = (h + 1) / 2, tw = (w + 1) / 2, tiles = n * th * tw, w2 = 2 * tw, plane = tiles * f;
+    if (!all_finite(dy, n * f * h * w)) return 0;
+    float *img = calloc((size_t)(2 * th * w2 * f), sizeof(float)); /* one image (2 th, 2 tw, f): odd edges 0 */
+    if (!img) return 0;
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t ch = 0; ch < f; ch++)
+            for (int64_t y = 0; y < h; y++) {
+                const float *src = dy + ((i * f + ch) * h + y) * w;
+                float *dst = img + y * w2 * f + ch;
+                for (int64_t q = 0; q < w; q++) dst[q * f] = src[q];
+            }
+        for (int64_t ty = 0; ty < th; ty++)
+            for (int64_t tx = 0; tx < tw; tx++) {
+                const float *d00 = img + (2 * ty * w2 + 2 * tx) * f, *d01 = d00 + f, *d10 = d00 + w2 * f,
+                            *d11 = d10 + f;
+                float *o = dm + ((i * th + ty) * tw + tx) * f;
+                /* A dY A^T, A = [1 0; 1 1; 1 -1; 0 -1]: row a of A dY is (r0, r0 + r1, r0 - r1, -r1)[a] */
+                for (int a = 0; a < 4; a++) {
+                    const float e0 = a == 3 ? 0.0f : 1.0f, e1 = a == 0 ? 0.0f : a == 1 ? 1.0f : -1.0f;
+                    float *o0 = o + (4 * a) * plane, *o1 = o0 + plane, *o2 = o1 + plane, *o3 = o2 + plane;
+                    IVDEP for (int64_t ch = 0; ch < f; ch++) {
+                        const float c0 = e0 * d00[ch] + e1 * d10[ch], c1 = e0 * d01[ch] + e1 * d11[ch];
+                        o0[ch] = c0;
+                        o1[ch] = c0 + c1;
+                        o2[ch] = c0 - c1;
+                        o3[ch] = -c1;
+                    }
+                }
+            }
+    }
+    free(img);
+    return 1;
+}
+
+int ember_winograd_grad_weights_f32(const float *du, int64_t f, int64_t c, float *dw) {
+    const int64_t pairs = f * c;
+    float gt[4][3][WEIGHT_BLOCK], out[9][WEIGHT_BLOCK];
+    for (int64_t p0 = 0; p0 < pairs; p0 += WEIGHT_BLOCK) { /* pair p = ci * f + fi, as du's planes hold them */
+        const int64_t nb = pairs - p0 < WEIGHT_BLOCK ? pairs - p0 : WEIGHT_BLOCK;
+        for (int r = 0; r < 4; r++) { /* du G: G^T across each row, u -> (u0 + (u1 + u2) / 2, (u1 - u2) / 2, ...) */
+            const float *u0 = du + (4 * r) * pairs + p0, *u1 = u0 + pairs, *u2 = u1 + pairs, *u3 = u2 + pairs;
+            IVDEP for (int64_t i = 0; i < nb; i++) {
+                gt[r][0][i] = u0[i] + 0.5f * (u1[i] + u2[i]);
+                gt[r][1][i] = 0.5f * (u1[i] - u2[i]);
+                gt[r][2][i] = 0.5f * (u1[i] + u2[i]) + u3[i];
+            }
+        }
+        for (int col = 0; col < 3; col++) { /* G^T (du G): down each column */
+            const float *a = gt[0][col], *b = gt[1][col], *cc = gt[2][col], *d = gt[3][col];
+            IVDEP for (int64_t i = 0; i < nb; i++) {
+                out[col][i] = a[i] + 0.5f * (b[i] + cc[i]);
+                out[3 + col][i] = 0.5f * (b[i] - cc[i]);
+                out[6 + col][i] = 0.5f * (b[i] + cc[i]) + d[i];
+            }
+        }
+        for (int64_t i = 0; i < nb; i++) {
+            const int64_t p = p0 + i, fi = p % f, ci = p / f;
+            float *k = dw + (fi * c + ci) * 9;
+            for (int q = 0; q < 9; q++) k[q] = out[q][i];
+        }
+    }
+    return 1;
 }

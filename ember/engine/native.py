@@ -22,6 +22,7 @@ Python code outside ember/engine reaches them only through this module.
     relu_f32(x, y), relu_backward_f32(dy, y, dx)   relu and its gradient in one pass
     max_pool2d_f32(x, y, ...), max_pool2d_backward_f32(x, y, dy, dx, ...)   2-D max pooling
     im2col_f32(x, cols, ...), col2im_f32(cols, x, ...)   a convolution's window copies
+    winograd_*_f32                  Winograd F(2x2, 3x3) transforms (3x3 convolutions and their gradients)
     channel_mean_var_f32, channel_grad_sums_f32, channel_affine_f32   BatchNorm's passes
     lstm_step_f32, lstm_step_backward_f32   an LSTM time step's element-wise part
     fast_math_available()           whether the LSTM and softmax kernels' vector math runs here
@@ -114,6 +115,22 @@ im2col_f32: Callable[..., bool] = _native.im2col_f32
 # col2im_f32(cols, x, batch_last, oh, ow, kh, kw, sh, sw, dh, dw): x += cols summed onto their windows,
 # kernel position by kernel position (numpy's order of additions).
 col2im_f32: Callable[..., bool] = _native.col2im_f32
+# Winograd F(2x2, 3x3) for 3x3 convolutions with stride 1 and padding 1 (native/conv_kernels.h): False
+# (nothing done) unless the arrays are C-contiguous float32 buffers of the sizes below, the written
+# one apart from the others, and (for the transforms of w, x and dy) every value finite.  Tiles:
+# t = n * ((h + 1) // 2) * ((w + 1) // 2).
+# winograd_weights_f32(w, u, data_grad): u (16, c, f) = G g G^T of every kernel of w (f, c, 3, 3);
+# data_grad: u (16, f, c) of the kernels rotated by 180 degrees (the data gradient's convolution).
+winograd_weights_f32: Callable[..., bool] = _native.winograd_weights_f32
+# winograd_input_f32(x, v): v (16, t, c) = B^T d B of every 4x4 tile d of x (n, c, h, w) padded by 1.
+winograd_input_f32: Callable[..., bool] = _native.winograd_input_f32
+# winograd_output_f32(m, y, shift, relu): y (n, f, h, w) = A^T m A of every tile of m (16, t, f), plus
+# shift (f values, or None) per channel, then max(., 0) when relu.
+winograd_output_f32: Callable[..., bool] = _native.winograd_output_f32
+# The weight gradient: winograd_grad_output_f32(dy, dm): dm (16, t, f) = A dY A^T of every 2x2 block of
+# dy (n, f, h, w); winograd_grad_weights_f32(du, dw): dw (f, c, 3, 3) = G^T dU G of du (16, c, f).
+winograd_grad_output_f32: Callable[..., bool] = _native.winograd_grad_output_f32
+winograd_grad_weights_f32: Callable[..., bool] = _native.winograd_grad_weights_f32
 
 # BatchNorm's per-channel passes (native/norm_kernels.h) over data viewed as (outer, channels, inner)
 # around `axis`: False (nothing done) unless every array is a C-contiguous float32 buffer, the

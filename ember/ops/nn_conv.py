@@ -269,6 +269,69 @@ def _conv_per_image(xp, x, w, geo: Geometry, out, shift, relu: bool = False) -> 
             _relu_inplace(xp, out[i])
 
 
+# -- Winograd F(2x2, 3x3): 3x3 layers with stride 1 and padding 1 -------------------------------------
+# 16 matrix products over transformed 4x4 tiles instead of one over 9x as many columns: 2.25x fewer
+# multiply-adds, no im2col and no layout transposes (native/conv_kernels.h: the three transforms).  The
+# weights' transform costs in proportion to filters x channels and the products lose speed when they are
+# narrow (few tiles), so layers with fewer tiles than half their channels keep the direct form: measured
+# (bench/conv.py --winograd, batch 8 / 4) ResNet-18's 16x16 and 8x8 layers and ResNet-50's 56x56 to 14x14
+# ones gain, their 4x4 and 7x7 ones (32 tiles for 256 channels, 64 for 512) lose.  The results differ from
+# the direct form's by float32 rounding (the transforms' adds, G's halves).
+_WINOGRAD = True
+
+
+def _winograd_fits(xp, geo: Geometry, x, w, out) -> bool:
+    """3x3, stride 1, no dilation, padding 1 on every side (output maps of the input's size), ungrouped,
+    float32 numpy arrays, at least half as many tiles as input or output channels."""
+    n, c, h, wd = x.shape
+    tiles = n * ((h + 1) // 2) * ((wd + 1) // 2)
+    return (_WINOGRAD and xp is np and x.dtype == w.dtype == out.dtype == np.float32 and geo.kernel == (3, 3)
+            and geo.stride == (1, 1) and geo.dilate == (1, 1) and geo.pad_before == (1, 1)
+            and geo.pad_after == (1, 1) and geo.groups == 1 and tuple(out.shape[2:]) == (h, wd)
+            and 2 * tiles >= max(c, out.shape[1]))
+
+
+def _winograd_conv(x, w, out, shift=None, relu: bool = False, data_grad: bool = False) -> bool:
+    """out (N, F, H, W) = the stride-1, padding-1 3x3 convolution of x (N, C, H, W) by w (F, C, 3, 3)
+    (+ shift, then relu, as conv_forward's); with data_grad, out (N, C, H, W) = the data gradient for
+    x = dy (N, F, H, W).  False, out untouched, where the kernels refuse."""
+    n, c, h, wd = x.shape
+    u = np.empty((16, c, out.shape[1]), np.float32)
+    v = np.empty((16, n * ((h + 1) // 2) * ((wd + 1) // 2), c), np.float32)
+    if not (native.winograd_weights_f32(np.ascontiguousarray(w), u, data_grad)
+            and native.winograd_input_f32(np.ascontiguousarray(x), v)):
+        return False
+    m = np.matmul(v, u)   # (16, tiles, out channels)
+    if shift is not None:
+        shift = np.ascontiguousarray(shift, dtype=np.float32)
+    if out.flags.c_contiguous:
+        return native.winograd_output_f32(m, out, shift, relu)
+    res = np.empty(out.shape, np.float32)
+    if not native.winograd_output_f32(m, res, shift, relu):
+        return False
+    out[...] = res
+    return True
+
+
+def _winograd_weight_grad(x, dy, out) -> bool:
+    """out (F, C, 3, 3) = the weight gradient of the stride-1, padding-1 3x3 convolution of x (N, C, H, W)
+    given dy (N, F, H, W), in the Winograd form; False, out untouched, where the kernels refuse."""
+    n, c, h, wd = x.shape
+    tiles = n * ((h + 1) // 2) * ((wd + 1) // 2)
+    v = np.empty((16, tiles, c), np.float32)
+    dm = np.empty((16, tiles, dy.shape[1]), np.float32)
+    if not (native.winograd_input_f32(np.ascontiguousarray(x), v)
+            and native.winograd_grad_output_f32(np.ascontiguousarray(dy), dm)):
+        return False
+    du = np.matmul(v.transpose(0, 2, 1), dm)   # (16, C, F)
+    res = out if out.flags.c_contiguous else np.empty(out.shape, np.float32)
+    if not native.winograd_grad_weights_f32(du, res):
+        return False
+    if res is not out:
+        out[...] = res
+    return True
+
+
 def conv_forward(xp, x, w, geo: Geometry, out, shift=None, relu: bool = False) -> None:
     """out (N, F, OH, OW) = conv(x (N, C, H, W), w (F, C/g, kh, kw)) (+ shift (F,) per output channel:
     a bias, or a folded BatchNorm's shift, added while the GEMM's result is stored), then
@@ -279,6 +342,8 @@ def conv_forward(xp, x, w, geo: Geometry, out, shift=None, relu: bool = False) -
     oh, ow = out.shape[2:]
     if _is_pointwise(geo, c, f):
         _pointwise_forward(xp, x, w, geo.groups, out, shift, relu)
+        return
+    if _winograd_fits(xp, geo, x, w, out) and _winograd_conv(x, w, out, shift, relu):
         return
     if _per_image_fits(geo, c, f, out):
         _conv_per_image(xp, x, w, geo, out, shift, relu)
@@ -308,6 +373,10 @@ def conv_backward_data(xp, dy, w, geo: Geometry, x_shape, out, dy_in=None) -> No
     fg, cg = f // geo.groups, c // geo.groups
     if _is_pointwise(geo, c, f) and tuple(dy.shape[2:]) == (h, wd):
         _pointwise_backward_data(xp, dy, w, geo.groups, out)
+        return
+    # with stride 1 and padding 1 the data gradient is the same convolution of dy by the kernels
+    # flipped and with filters and channels swapped
+    if _winograd_fits(xp, geo, dy, w, out) and _winograd_conv(dy, w, out, data_grad=True):
         return
     (kh, kw), (sh, sw), (dh, dw) = geo.kernel, geo.stride, geo.dilate
     (pt, pl), (pb, pr) = geo.pad_before, geo.pad_after
@@ -342,6 +411,8 @@ def conv_backward_weight(xp, x, dy, geo: Geometry, out, dy_in=None) -> None:
     oh, ow = dy.shape[2:]
     if _is_pointwise(geo, c, f):
         _pointwise_backward_weight(xp, x, dy, geo.groups, out)
+        return
+    if _winograd_fits(xp, geo, x, out, dy) and _winograd_weight_grad(x, dy, out):   # (out: w's shape, dy: y's)
         return
     lay = choose_layout(geo, c, f)
     xpad = _padded(xp, x, geo, lay)
@@ -702,7 +773,8 @@ def _conv_backward(ctx, attrs, inputs, outputs, aux):
     dy, x, w = inputs
     depth, geo = conv_geometries(attrs)
     dy_in = None
-    if depth is None and not _is_pointwise(geo, x.shape[1], w.shape[0]):
+    if (depth is None and not _is_pointwise(geo, x.shape[1], w.shape[0])
+            and not _winograd_fits(xp, geo, _as4d(x), _as4d(w), _as4d(dy))):  # (the Winograd form needs none)
         dy_in = _internal(xp, _as4d(dy), choose_layout(geo, x.shape[1], w.shape[0]))  # one copy for both gradients
     if attrs["no_data_grad"]:  # nobody reads it (MXNet leaves such an output unwritten): zeros, no GEMM
         outputs[0][...] = 0

@@ -22,7 +22,9 @@ def _use_native(monkeypatch, on: bool) -> list:
 
 
 def _run(op, x, w, on, monkeypatch, **attrs):
-    """op's output and the gradients of x and w (as float32 numpy), native copies on or off."""
+    """op's output and the gradients of x and w (as float32 numpy), native copies on or off (the
+    Winograd form, which copies no windows, off: tests/ops/test_winograd.py has it)."""
+    monkeypatch.setattr(nn_conv, "_WINOGRAD", False)
     taken = _use_native(monkeypatch, on)
     xa, wa = mx.nd.array(x), mx.nd.array(w)
     xa.attach_grad()
