@@ -675,23 +675,34 @@ static PyObject *winograd_weights(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
-/* winograd_input_f32(x, v) -> bool: ember_winograd_input_f32 on float32 buffers, C-contiguous: x 4-D
- * (n, c, h, w), v of 16 * n * ((h + 1) / 2) * ((w + 1) / 2) * c values, apart from x */
-static PyObject *winograd_input(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *o[2]; /* written first: v; then x */
-    if (!PyArg_ParseTuple(args, "OO:winograd_input_f32", &o[1], &o[0])) return NULL;
+/* winograd_input_f32(x, v), winograd_grad_output_f32(dy, dm) -> bool: ember_winograd_input_f32 /
+ * ember_winograd_grad_output_f32 on float32 buffers, C-contiguous: the map x (dy) 4-D (n, c, h, w), its
+ * transform v (dm) of 16 * n * ((h + 1) / 2) * ((w + 1) / 2) * c values, apart from the map */
+static PyObject *winograd_tiles(PyObject *args, const char *format,
+                                int (*transform)(const float *, int64_t, int64_t, int64_t, int64_t, float *)) {
+    PyObject *o[2]; /* written first: the transform; then the map */
+    if (!PyArg_ParseTuple(args, format, &o[1], &o[0])) return NULL;
     f32_buffers b;
     if (!f32_take(&b, o, 2, 1, 0)) Py_RETURN_FALSE;
     const Py_buffer *x = &b.v[1];
     int ok = x->ndim == 4 && x->len > 0 && writes_apart(&b, 1, NULL);
     if (ok) {
         const int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], w = x->shape[3];
-        ok = b.v[0].len == (Py_ssize_t)(16 * c * n * ((h + 1) / 2) * ((w + 1) / 2) * 4);
-        if (ok) KERNEL_RUN(b.v[0].len, ok = ember_winograd_input_f32(x->buf, n, c, h, w, b.v[0].buf));
+        ok = b.v[0].len == (Py_ssize_t)(16 * n * ((h + 1) / 2) * ((w + 1) / 2) * c * 4);
+        if (ok) KERNEL_RUN(b.v[0].len, ok = transform(x->buf, n, c, h, w, b.v[0].buf));
     }
     f32_release(&b);
     return PyBool_FromLong(ok);
+}
+
+static PyObject *winograd_input(PyObject *self, PyObject *args) {
+    (void)self;
+    return winograd_tiles(args, "OO:winograd_input_f32", ember_winograd_input_f32);
+}
+
+static PyObject *winograd_grad_output(PyObject *self, PyObject *args) {
+    (void)self;
+    return winograd_tiles(args, "OO:winograd_grad_output_f32", ember_winograd_grad_output_f32);
 }
 
 /* winograd_output_f32(m, y, shift, relu) -> bool: ember_winograd_output_f32 on float32 buffers,
@@ -713,25 +724,6 @@ static PyObject *winograd_output(PyObject *self, PyObject *args) {
         if (ok)
             KERNEL_RUN(b.v[1].len, ok = ember_winograd_output_f32(b.v[1].buf, n, f, h, w,
                                                                   b.held[2] ? b.v[2].buf : NULL, relu, y->buf));
-    }
-    f32_release(&b);
-    return PyBool_FromLong(ok);
-}
-
-/* winograd_grad_output_f32(dy, dm) -> bool: ember_winograd_grad_output_f32 on float32 buffers,
- * C-contiguous: dy 4-D (n, f, h, w), dm of 16 * n * ((h + 1) / 2) * ((w + 1) / 2) * f values, apart from dy */
-static PyObject *winograd_grad_output(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *o[2]; /* written first: dm; then dy */
-    if (!PyArg_ParseTuple(args, "OO:winograd_grad_output_f32", &o[1], &o[0])) return NULL;
-    f32_buffers b;
-    if (!f32_take(&b, o, 2, 1, 0)) Py_RETURN_FALSE;
-    const Py_buffer *dy = &b.v[1];
-    int ok = dy->ndim == 4 && dy->len > 0 && writes_apart(&b, 1, NULL);
-    if (ok) {
-        const int64_t n = dy->shape[0], f = dy->shape[1], h = dy->shape[2], w = dy->shape[3];
-        ok = b.v[0].len == (Py_ssize_t)(16 * n * ((h + 1) / 2) * ((w + 1) / 2) * f * 4);
-        if (ok) KERNEL_RUN(b.v[0].len, ok = ember_winograd_grad_output_f32(dy->buf, n, f, h, w, b.v[0].buf));
     }
     f32_release(&b);
     return PyBool_FromLong(ok);
