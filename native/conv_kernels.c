@@ -91,10 +91,17 @@ int ember_winograd_weights_f32(const float *w, int64_t f, int64_t c, int data_gr
     float g[9][WEIGHT_BLOCK], gg[4][3][WEIGHT_BLOCK];
     for (int64_t p0 = 0; p0 < pairs; p0 += WEIGHT_BLOCK) {
         const int64_t nb = pairs - p0 < WEIGHT_BLOCK ? pairs - p0 : WEIGHT_BLOCK;
-        for (int64_t i = 0; i < nb; i++) { /* output position p0 + i is (f, c) with data_grad, else (c, f) */
-            const int64_t p = p0 + i, fi = data_grad ? p / c : p % f, ci = data_grad ? p % c : p / f;
+        /* output position p0 + i is (f, c) with data_grad, else (c, f): stepped, not divided, per kernel */
+        int64_t fi = data_grad ? p0 / c : p0 % f, ci = data_grad ? p0 % c : p0 / f;
+        for (int64_t i = 0; i < nb; i++) {
             const float *k = w + (fi * c + ci) * 9;
-            for (int q = 0; q < 9; q++) g[q][i] = k[data_grad ? 8 - q : q]; /* rotated by 180 degrees */
+            if (data_grad) { /* rotated by 180 degrees */
+                for (int q = 0; q < 9; q++) g[q][i] = k[8 - q];
+                if (++ci == c) ci = 0, fi++;
+            } else {
+                for (int q = 0; q < 9; q++) g[q][i] = k[q];
+                if (++fi == f) fi = 0, ci++;
+            }
         }
         for (int col = 0; col < 3; col++) { /* G g: G down each column */
             const float *a = g[col], *b = g[3 + col], *cc = g[6 + col];
@@ -265,10 +272,11 @@ int ember_winograd_grad_weights_f32(const float *du, int64_t f, int64_t c, float
                 out[6 + col][i] = 0.5f * (b[i] + cc[i]) + d[i];
             }
         }
+        int64_t fi = p0 % f, ci = p0 / f; /* stepped, not divided, per kernel */
         for (int64_t i = 0; i < nb; i++) {
-            const int64_t p = p0 + i, fi = p % f, ci = p / f;
             float *k = dw + (fi * c + ci) * 9;
             for (int q = 0; q < 9; q++) k[q] = out[q][i];
+            if (++fi == f) fi = 0, ci++;
         }
     }
     return 1;
