@@ -4,8 +4,9 @@ The column matrix is built from a strided window view (no Python loop over pixel
 the data gradient scatters columns back with one vectorised add per kernel position
 (kh*kw iterations); on float32 CPU arrays both run as native loops instead (native/conv_kernels.h:
 the same bits, one channel's windows at a time while its plane is in cache).  Depthwise
-convolutions use one multiply-add per kernel position, and pointwise ones (1x1, stride 1, no
-padding) one matrix product per image.
+convolutions use one multiply-add per kernel position, pointwise ones (1x1, stride 1, no
+padding) one matrix product per image, and 3x3 ones with stride 1 and padding 1 the Winograd F(2x2, 3x3)
+form where it pays (`_winograd_fits`).
 Kernels work on a channel-first internal copy, CNHW or batch-last CHWN, whichever makes the
 window copies cheaper for the layer (`choose_layout`).  1-D convolutions run as 2-D ones with
 a height of 1; 3-D ones as one 2-D convolution per kernel depth tap, with the output depths folded
