@@ -14,6 +14,7 @@ into the batch (`conv3d_*`).
 """
 from __future__ import annotations
 
+import os
 from typing import Callable, NamedTuple, Tuple
 
 import numpy as np
@@ -277,8 +278,14 @@ def _conv_per_image(xp, x, w, geo: Geometry, out, shift, relu: bool = False) -> 
 # narrow (few tiles), so layers with fewer tiles than half their channels keep the direct form: measured
 # (bench/conv.py --winograd, batch 8 / 4) ResNet-18's 16x16 and 8x8 layers and ResNet-50's 56x56 to 14x14
 # ones gain, their 4x4 and 7x7 ones (32 tiles for 256 channels, 64 for 512) lose.  The results differ from
-# the direct form's by float32 rounding (the transforms' adds, G's halves).
+# the direct form's by float32 rounding (the transforms' adds, G's halves); EMBER_CONV_WINOGRAD=0 keeps
+# every layer in the direct form (the bits of earlier versions).
 _WINOGRAD = True
+
+
+def _winograd_enabled() -> bool:
+    """_WINOGRAD, unless EMBER_CONV_WINOGRAD is 0 / false / no (read per call, as EMBER_FUSE_CONV_BN)."""
+    return _WINOGRAD and os.environ.get("EMBER_CONV_WINOGRAD", "1").strip().lower() not in ("0", "false", "no")
 
 
 def _winograd_fits(xp, geo: Geometry, x, w, out) -> bool:
@@ -286,10 +293,10 @@ def _winograd_fits(xp, geo: Geometry, x, w, out) -> bool:
     float32 numpy arrays, at least half as many tiles as input or output channels."""
     n, c, h, wd = x.shape
     tiles = n * ((h + 1) // 2) * ((wd + 1) // 2)
-    return (_WINOGRAD and xp is np and x.dtype == w.dtype == out.dtype == np.float32 and geo.kernel == (3, 3)
+    return (xp is np and x.dtype == w.dtype == out.dtype == np.float32 and geo.kernel == (3, 3)
             and geo.stride == (1, 1) and geo.dilate == (1, 1) and geo.pad_before == (1, 1)
             and geo.pad_after == (1, 1) and geo.groups == 1 and tuple(out.shape[2:]) == (h, wd)
-            and 2 * tiles >= max(c, out.shape[1]))
+            and 2 * tiles >= max(c, out.shape[1]) and _winograd_enabled())
 
 
 def _winograd_conv(x, w, out, shift=None, relu: bool = False, data_grad: bool = False) -> bool:

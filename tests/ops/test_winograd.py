@@ -174,3 +174,15 @@ def test_entry_points_refuse_what_does_not_fit():
         assert not call()
     shared = np.zeros(x.size + v.size, f32)   # input and transform overlapping
     assert not native.winograd_input_f32(shared[:x.size].reshape(x.shape), shared[x.size // 2:][:v.size].reshape(v.shape))
+
+
+def test_environment_variable_keeps_the_direct_form(monkeypatch):
+    """EMBER_CONV_WINOGRAD=0 keeps every layer in the direct form (read per call)."""
+    rs = np.random.RandomState(8)
+    x, wt, b = rs.standard_normal((2, 4, 6, 6)), rs.standard_normal((5, 4, 3, 3)), rs.standard_normal(5)
+    monkeypatch.setenv("EMBER_CONV_WINOGRAD", "0")
+    _, taken, _ = _conv(x, wt, b, True, monkeypatch)
+    assert taken == []
+    monkeypatch.setenv("EMBER_CONV_WINOGRAD", "1")
+    _, taken, _ = _conv(x, wt, b, True, monkeypatch)
+    assert taken and all(taken)
