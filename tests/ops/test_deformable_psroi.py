@@ -103,3 +103,31 @@ def test_bad_inputs_raise_clear_errors(change, match):
     with pytest.raises(MXNetError, match=match):
         mx.nd.contrib.DeformablePSROIPooling(*[mx.nd.array(arrays[n], dtype=arrays[n].dtype)
                                                for n in ("data", "rois", "trans")], **attrs).wait_to_read()
+
+
+def test_hybridized_block_equals_imperative():
+    """Inside a hybridized Gluon block (one cached graph: forward, hidden output, backward) the results are
+    the imperative call's."""
+    k = 0
+    inputs = [DATA[f"c{k}_in{i}"] for i in range(CASES[k]["n_in"])]
+    attrs, head = CASES[k]["attrs"], DATA[f"c{k}_w"]
+
+    class Pool(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, data, rois, trans):
+            return F.contrib.DeformablePSROIPooling(data, rois, trans, **attrs) * 2
+
+    got = {}
+    for hybrid in (False, True):
+        block = Pool()
+        if hybrid:
+            block.hybridize()
+        xs = [mx.nd.array(x) for x in inputs]
+        for x in xs:
+            x.attach_grad()
+        with autograd.record():
+            out = block(*xs)
+        out.backward(mx.nd.array(head))
+        got[hybrid] = [out.asnumpy()] + [xs[i].grad.asnumpy() for i in (0, 2)]
+    for a, b in zip(got[False], got[True]):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got[True][0], 2 * DATA[f"c{k}_out"], rtol=1e-5, atol=1e-6)
