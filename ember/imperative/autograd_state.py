@@ -64,15 +64,16 @@ class Node:
     """
 
     # __weakref__: a hybridized block's executor stays reserved while its recorded node lives
-    __slots__ = ("opdef", "attrs", "inputs", "outputs", "is_train", "freed", "__weakref__")
+    __slots__ = ("opdef", "attrs", "inputs", "outputs", "is_train", "freed", "aux", "__weakref__")
 
-    def __init__(self, opdef, attrs, inputs, outputs, is_train):
+    def __init__(self, opdef, attrs, inputs, outputs, is_train, aux=()):
         self.opdef = opdef
         self.attrs = attrs
         self.inputs = inputs
         self.outputs = outputs
         self.is_train = is_train
         self.freed = False
+        self.aux = list(aux)   # the aux states, kept only for an op whose gradient takes them
 
 
 class Entry:

@@ -133,6 +133,8 @@ def run_backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Optiona
             out_grads = [creation.zeros_like(outputs[i]) if g is None else g for i, g in enumerate(out_grads)]
             # inputs outside the graph need no gradient: an op that says so may skip them
             kw = {"needed": [x._ag is not None for x in node.inputs]} if opdef.gradient_takes_needed else {}
+            if opdef.gradient_takes_aux:
+                kw["aux"] = list(node.aux)
             if direct and opdef.gradient_into is not None:
                 dests = [direct.get(_key(x._ag)) if isinstance(x._ag, state.Leaf) else None for x in node.inputs]
                 in_grads = opdef.gradient_into(F, node.attrs, list(node.inputs), outputs, out_grads, dests, **kw)
@@ -158,6 +160,7 @@ def run_backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Optiona
         for node in nodes:
             node.freed = True
             node.inputs = []
+            node.aux = []
             node.outputs = []
     return grads
 

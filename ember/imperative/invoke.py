@@ -89,7 +89,9 @@ def run(opdef: OpDef, inputs, attrs: dict, out=None, ctx: Optional[Context] = No
                                  "(in-place update while recording); compute into a new array instead")
     dispatch(opdef, attrs, inputs, outputs, dev, given=out is not None)
     if recording:
-        _record(opdef, attrs, inputs[:len(inputs) - _n_aux(opdef, attrs)], outputs, autograd_state.is_training())
+        n_in = len(inputs) - _n_aux(opdef, attrs)
+        _record(opdef, attrs, inputs[:n_in], outputs, autograd_state.is_training(),
+                inputs[n_in:] if opdef.gradient_takes_aux else ())
     if out is not None:
         return out
     return outputs[0] if n_vis == 1 else outputs[:n_vis]
@@ -361,14 +363,14 @@ def _aliased_outputs(opdef: OpDef, attrs: dict, inputs, outputs) -> Optional[dic
     return found
 
 
-def _record(opdef: OpDef, attrs: dict, inputs, outputs, is_train: bool) -> None:
+def _record(opdef: OpDef, attrs: dict, inputs, outputs, is_train: bool, aux=()) -> None:
     for x in inputs:
         if x._ag is not None:
             break
     else:
         return  # no input needs a gradient: nothing to record
     node = autograd_state.Node(opdef, attrs, list(inputs),
-                               [(o._data, o._chunk) for o in outputs], is_train)
+                               [(o._data, o._chunk) for o in outputs], is_train, aux)
     for i, o in enumerate(outputs):
         o._ag = autograd_state.Entry(node, i)
 

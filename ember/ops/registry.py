@@ -237,6 +237,9 @@ class OpDef:
     # `gradient` (and `gradient_into`) take needed= (per input: does anyone want its gradient) and
     # may return None for the others without computing them (FullyConnected's first layer).
     gradient_takes_needed: bool = False
+    # `gradient` also takes aux= (the aux states' arrays, or symbols in a graph), for a backward that
+    # reads or updates them (IdentityAttachKLSparseReg's moving average is updated by its backward)
+    gradient_takes_aux: bool = False
     # (input, output) pairs that may share storage; a callable attrs -> pairs when they depend on
     # attributes (multi_sgd_update: weight i is input 2*i and output i)
     inplace: Union[Sequence[Tuple[int, int]], Callable[[dict], Sequence[Tuple[int, int]]]] = ()

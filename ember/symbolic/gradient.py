@@ -76,11 +76,12 @@ def build_gradient(heads: Sequence[Entry], wrt: Sequence[Node],
         inputs = [Symbol([e]) for e in node.inputs[:k]]
         outputs = [Symbol([(node, i)]) for i in range(nout)]
         with Prefix(f"{node.name}_"):
+            kw = {}
             if node.op.gradient_takes_needed:  # it may skip gradients nobody reads
-                needed = [id(child) in needs for child, _ in node.inputs[:k]]
-                res = node.op.gradient(F, node.parsed_attrs, inputs, outputs, out_grads, needed=needed)
-            else:
-                res = node.op.gradient(F, node.parsed_attrs, inputs, outputs, out_grads)
+                kw["needed"] = [id(child) in needs for child, _ in node.inputs[:k]]
+            if node.op.gradient_takes_aux:
+                kw["aux"] = [Symbol([e]) for e in node.inputs[k:]]
+            res = node.op.gradient(F, node.parsed_attrs, inputs, outputs, out_grads, **kw)
         res = list(res) if res is not None else []
         if len(res) not in (k, k + node.num_aux()):
             raise OperatorError(f"gradient of '{node.op.name}' (node '{node.name}') returned {len(res)} "
