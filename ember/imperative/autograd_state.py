@@ -73,7 +73,7 @@ class Node:
         self.outputs = outputs
         self.is_train = is_train
         self.freed = False
-        self.aux = list(aux)   # the aux states, kept only for an op whose gradient takes them
+        self.aux = aux   # the aux states (a sequence), kept only for an op whose gradient takes them
 
 
 class Entry:

@@ -160,7 +160,7 @@ def run_backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Optiona
         for node in nodes:
             node.freed = True
             node.inputs = []
-            node.aux = []
+            node.aux = ()
             node.outputs = []
     return grads
 
