@@ -34,6 +34,7 @@ PRESENT = [
     ("contrib", "BilinearResize2D", True, True), ("contrib", "AdaptiveAvgPooling2D", True, True),
     ("contrib", "boolean_mask", True, True), ("contrib", "SyncBatchNorm", True, True),
     ("contrib", "DeformablePSROIPooling", True, True), ("", "IdentityAttachKLSparseReg", True, True),
+    ("contrib", "fft", True, True), ("contrib", "ifft", True, True), ("contrib", "count_sketch", True, True),
     ("contrib", "index_copy", True, True), ("contrib", "index_array", True, True),
     ("contrib", "arange_like", True, True), ("contrib", "rand_zipfian", True, True),
     ("contrib", "interleaved_matmul_selfatt_qk", True, True),
