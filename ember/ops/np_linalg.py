@@ -44,6 +44,19 @@ def _check_square(op: str, s) -> None:
         raise ShapeError(f"{op}: last 2 dimensions of the array must be square, got shape {tuple(s)}")
 
 
+def _square_shape(op: str, outputs):
+    """Shape rule of an op on a stack of square matrices s (..., n, n): outputs(s) lists its output shapes."""
+    n_out = len(outputs((1, 1)))
+
+    def infer(attrs, in_shapes):
+        s = in_shapes[0]
+        if s is None:
+            return in_shapes, [None] * n_out
+        _check_square(op, s)
+        return in_shapes, outputs(tuple(s))
+    return infer
+
+
 def _no_half(op: str, dtypes) -> None:
     for d in dtypes:
         if d is not None and np.dtype(d) == np.float16:
@@ -111,15 +124,9 @@ def _inv(xp, a):
 
 # -- det / slogdet ----------------------------------------------------------------------------------------
 def _det_shape(op: str, n_out: int):
-    def infer(attrs, in_shapes):
-        s = in_shapes[0]
-        if s is None:
-            return in_shapes, [None] * n_out
-        _check_square(op, s)
-        # numpy's shape, also outside NumPy shape semantics (MXNet gives (1,) for a matrix there), as
-        # every mx.np function's result is 0-d either way in ember
-        return in_shapes, [tuple(s[:-2])] * n_out
-    return infer
+    # numpy's shape, also outside NumPy shape semantics (MXNet gives (1,) for a matrix there), as
+    # every mx.np function's result is 0-d either way in ember
+    return _square_shape(op, lambda s: [s[:-2]] * n_out)
 
 
 def _det(ctx, attrs, inputs, outputs, aux):
@@ -324,13 +331,7 @@ register(OpDef(name="_npi_tensorsolve", attrs=_AXES, inputs=["a", "b"], infer_sh
 
 # -- eigh / eigvalsh --------------------------------------------------------------------------------------
 def _eig_shape(op: str, n_out: int):
-    def infer(attrs, in_shapes):
-        s = in_shapes[0]
-        if s is None:
-            return in_shapes, [None] * n_out
-        _check_square(op, s)
-        return in_shapes, [tuple(s[:-1]), tuple(s)][:n_out]
-    return infer
+    return _square_shape(op, lambda s: [s[:-1], s][:n_out])
 
 
 def _eigh(xp, a, uplo: str, dtype):
