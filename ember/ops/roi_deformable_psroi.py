@@ -16,6 +16,7 @@ from typing import Dict
 
 import numpy as np
 
+from ..backend import to_host
 from ..base import OperatorError, ShapeError
 from ._nn_util import float_types, scatter_add
 from .registry import Attr, OpDef, register
@@ -138,6 +139,14 @@ def _corners(sm):
     return y0, y1, x0, x1, w - x0.astype(w.dtype), h - y0.astype(h.dtype)
 
 
+def _taps(corners):
+    """The four (row, column, weight) taps of every sample's bilinear interpolation."""
+    y0, y1, x0, x1, dx, dy = corners
+    one = dx.dtype.type(1)
+    return ((y0, x0, (one - dx) * (one - dy)), (y1, x0, (one - dx) * dy), (y0, x1, dx * (one - dy)),
+            (y1, x1, dx * dy))
+
+
 def _check_batch(rois, n: int) -> None:
     bad = (rois[:, 0] < 0) | (rois[:, 0] >= n)
     if bad.any():
@@ -152,18 +161,15 @@ def _chunks(n_rois: int):
 
 def _forward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
-    data, rois = (np.asarray(x) if xp is np else x.get() for x in inputs[:2])
-    trans = None if attrs["no_trans"] else (inputs[2] if xp is np else inputs[2].get())
+    data, rois = to_host(inputs[0]), to_host(inputs[1])
+    trans = None if attrs["no_trans"] else to_host(inputs[2])
     _check_batch(rois, data.shape[0])
     out = np.zeros(outputs[0].shape, data.dtype)
     count = np.zeros(outputs[1].shape, data.dtype)
     for sl in _chunks(rois.shape[0]):
         sm = _samples(attrs, data, rois[sl], None if trans is None else trans[sl])
-        y0, y1, x0, x1, dx, dy = _corners(sm)
         b, c = sm["batch"], sm["chan"]
-        one = data.dtype.type(1)
-        val = ((one - dx) * (one - dy) * data[b, c, y0, x0] + (one - dx) * dy * data[b, c, y1, x0]
-               + dx * (one - dy) * data[b, c, y0, x1] + dx * dy * data[b, c, y1, x1])
+        val = sum(q * data[b, c, ys, xs] for ys, xs, q in _taps(_corners(sm)))
         n = sm["valid"].sum(axis=(-2, -1))
         total = np.where(sm["valid"], val, 0).sum(axis=(-2, -1))
         out[sl] = np.where(n > 0, total / np.maximum(n, 1).astype(data.dtype), 0)
@@ -174,7 +180,7 @@ def _forward(ctx, attrs, inputs, outputs, aux):
 
 def _backward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
-    host = [np.asarray(x) if xp is np else x.get() for x in inputs]
+    host = [to_host(x) for x in inputs]
     gout, data, rois = host[0], host[1], host[2]
     trans = None if attrs["no_trans"] else host[3]
     count = host[-1]
@@ -184,15 +190,15 @@ def _backward(ctx, attrs, inputs, outputs, aux):
     std = float(attrs["trans_std"])
     for sl in _chunks(rois.shape[0]):
         sm = _samples(attrs, data, rois[sl], None if trans is None else trans[sl])
-        y0, y1, x0, x1, dx, dy = _corners(sm)
+        corners = _corners(sm)
+        y0, y1, x0, x1, dx, dy = corners
         b, c, valid = sm["batch"], sm["chan"], sm["valid"]
         cnt = count[sl]
         share = np.where(cnt > 0, gout[sl] / np.where(cnt > 0, cnt, 1), 0).astype(dt)[..., None, None]
         share = np.broadcast_to(share, valid.shape)
         one = dt(1)
         keep = valid & (share != 0)
-        for ys, xs, q in ((y0, x0, (one - dx) * (one - dy)), (y1, x0, (one - dx) * dy),
-                          (y0, x1, dx * (one - dy)), (y1, x1, dx * dy)):
+        for ys, xs, q in _taps(corners):
             scatter_add(np, ddata, (b[keep], c[keep], ys[keep], xs[keep]), (q * share)[keep].astype(np.float64))
         if dtrans is None:
             continue
