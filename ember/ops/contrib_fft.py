@@ -44,7 +44,7 @@ def _ifft_shape(attrs, in_shapes):
     return in_shapes, [tuple(d[:-1]) + (d[-1] // 2,)]
 
 
-def _interleave(xp, z, out) -> None:
+def _interleave(z, out) -> None:
     """out (..., 2d) = z's real and imaginary parts, alternating."""
     pairs = out.reshape(out.shape[:-1] + (out.shape[-1] // 2, 2))
     pairs[..., 0] = z.real
@@ -59,7 +59,7 @@ def _complex(x):
 
 def _dft(ctx, attrs, inputs, outputs, aux):
     """out = the interleaved DFT of the real first input (fft's data, ifft's output gradient)."""
-    _interleave(ctx.xp, ctx.xp.fft.fft(inputs[0], axis=-1), outputs[0])
+    _interleave(ctx.xp.fft.fft(inputs[0], axis=-1), outputs[0])
 
 
 def _inverse_dft(ctx, attrs, inputs, outputs, aux):

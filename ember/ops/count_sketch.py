@@ -40,9 +40,10 @@ def _infer_shape(attrs, in_shapes):
 def _positions(xp, h, out_dim: int):
     pos = h.reshape(-1)
     idx = pos.astype(np.int64)
-    if (idx != pos).any() or (idx < 0).any() or (idx >= out_dim).any():
-        bad = int(xp.argmax((idx != pos) | (idx < 0) | (idx >= out_dim)))
-        raise OperatorError(f"{_OP}: h[{bad}] = {float(pos[bad]):g} is not an output position in [0, {out_dim})")
+    bad = (idx != pos) | (idx < 0) | (idx >= out_dim)
+    if bad.any():
+        at = int(xp.argmax(bad))
+        raise OperatorError(f"{_OP}: h[{at}] = {float(pos[at]):g} is not an output position in [0, {out_dim})")
     return idx
 
 
