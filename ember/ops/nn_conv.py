@@ -288,56 +288,61 @@ def _winograd_enabled() -> bool:
     return _WINOGRAD and os.environ.get("EMBER_CONV_WINOGRAD", "1").strip().lower() not in ("0", "false", "no")
 
 
+def _winograd_tiles(shape) -> int:
+    """The 2x2 output tiles of an (N, C, H, W) map."""
+    n, _, h, w = shape
+    return n * ((h + 1) // 2) * ((w + 1) // 2)
+
+
 def _winograd_fits(xp, geo: Geometry, x, w, out) -> bool:
     """3x3, stride 1, no dilation, padding 1 on every side (output maps of the input's size), ungrouped,
     float32 numpy arrays, at least half as many tiles as input or output channels."""
-    n, c, h, wd = x.shape
-    tiles = n * ((h + 1) // 2) * ((wd + 1) // 2)
+    _, c, h, wd = x.shape
+    tiles = _winograd_tiles(x.shape)
     return (xp is np and x.dtype == w.dtype == out.dtype == np.float32 and geo.kernel == (3, 3)
             and geo.stride == (1, 1) and geo.dilate == (1, 1) and geo.pad_before == (1, 1)
             and geo.pad_after == (1, 1) and geo.groups == 1 and tuple(out.shape[2:]) == (h, wd)
             and 2 * tiles >= max(c, out.shape[1]) and _winograd_enabled())
 
 
+def _into(out, write) -> bool:
+    """write(res) into out's own buffer when it is C-contiguous, else into a copy then out; False, out
+    untouched, where write refuses."""
+    res = out if out.flags.c_contiguous else np.empty(out.shape, out.dtype)
+    if not write(res):
+        return False
+    if res is not out:
+        out[...] = res
+    return True
+
+
 def _winograd_conv(x, w, out, shift=None, relu: bool = False, data_grad: bool = False) -> bool:
     """out (N, F, H, W) = the stride-1, padding-1 3x3 convolution of x (N, C, H, W) by w (F, C, 3, 3)
     (+ shift, then relu, as conv_forward's); with data_grad, out (N, C, H, W) = the data gradient for
     x = dy (N, F, H, W).  False, out untouched, where the kernels refuse."""
-    n, c, h, wd = x.shape
+    c = x.shape[1]
     u = np.empty((16, c, out.shape[1]), np.float32)
-    v = np.empty((16, n * ((h + 1) // 2) * ((wd + 1) // 2), c), np.float32)
+    v = np.empty((16, _winograd_tiles(x.shape), c), np.float32)
     if not (native.winograd_weights_f32(np.ascontiguousarray(w), u, data_grad)
             and native.winograd_input_f32(np.ascontiguousarray(x), v)):
         return False
     m = np.matmul(v, u)   # (16, tiles, out channels)
     if shift is not None:
         shift = np.ascontiguousarray(shift, dtype=np.float32)
-    if out.flags.c_contiguous:
-        return native.winograd_output_f32(m, out, shift, relu)
-    res = np.empty(out.shape, np.float32)
-    if not native.winograd_output_f32(m, res, shift, relu):
-        return False
-    out[...] = res
-    return True
+    return _into(out, lambda res: native.winograd_output_f32(m, res, shift, relu))
 
 
 def _winograd_weight_grad(x, dy, out) -> bool:
     """out (F, C, 3, 3) = the weight gradient of the stride-1, padding-1 3x3 convolution of x (N, C, H, W)
     given dy (N, F, H, W), in the Winograd form; False, out untouched, where the kernels refuse."""
-    n, c, h, wd = x.shape
-    tiles = n * ((h + 1) // 2) * ((wd + 1) // 2)
-    v = np.empty((16, tiles, c), np.float32)
+    tiles = _winograd_tiles(x.shape)
+    v = np.empty((16, tiles, x.shape[1]), np.float32)
     dm = np.empty((16, tiles, dy.shape[1]), np.float32)
     if not (native.winograd_input_f32(np.ascontiguousarray(x), v)
             and native.winograd_grad_output_f32(np.ascontiguousarray(dy), dm)):
         return False
     du = np.matmul(v.transpose(0, 2, 1), dm)   # (16, C, F)
-    res = out if out.flags.c_contiguous else np.empty(out.shape, np.float32)
-    if not native.winograd_grad_weights_f32(du, res):
-        return False
-    if res is not out:
-        out[...] = res
-    return True
+    return _into(out, lambda res: native.winograd_grad_weights_f32(du, res))
 
 
 def conv_forward(xp, x, w, geo: Geometry, out, shift=None, relu: bool = False) -> None:
