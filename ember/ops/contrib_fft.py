@@ -9,8 +9,6 @@ gradient; ifft's: the interleaved DFT of the real gradient), which is each op's 
 `compute_size` (MXNet's cuFFT batch size) is accepted and checked, not needed."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..base import OperatorError, ShapeError
 from ._nn_util import float_types
 from .registry import Attr, OpDef, register

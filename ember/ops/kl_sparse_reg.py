@@ -8,8 +8,6 @@ more than two dimensions runs forward only: MXNet's backward flattens it to (N, 
 moving_avg of data.shape[1] values and fails."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..base import OperatorError, ShapeError
 from ._nn_util import float_types, merge
 from .registry import Attr, OpDef, register
@@ -45,7 +43,6 @@ def _forward(ctx, attrs, inputs, outputs, aux):
 
 
 def _backward(ctx, attrs, inputs, outputs, aux):
-    xp = ctx.xp
     gout, data, moving = inputs
     if data.ndim != 2:
         raise OperatorError(f"{_OP}: the backward takes 2-D data (batch, units) as MXNet's does, got shape "
