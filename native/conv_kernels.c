@@ -126,18 +126,23 @@ int ember_winograd_weights_f32(const float *w, int64_t f, int64_t c, int data_gr
     return 1;
 }
 
+/* One image (c, h, w) into dst as (h, row, c): dst[(y * row + x) * c + ch] = map[ch][y][x], x < w <= row. */
+static void image_to_hwc(const float *map, int64_t c, int64_t h, int64_t w, int64_t row, float *dst) {
+    for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t y = 0; y < h; y++) {
+            const float *src = map + (ch * h + y) * w;
+            float *out = dst + y * row * c + ch;
+            for (int64_t q = 0; q < w; q++) out[q * c] = src[q];
+        }
+}
+
 int ember_winograd_input_f32(const float *x, int64_t n, int64_t c, int64_t h, int64_t w, float *v) {
     const int64_t th = (h + 1) / 2, tw = (w + 1) / 2, tiles = n * th * tw, wp = 2 * tw + 2, plane = tiles * c;
     if (!all_finite(x, n * c * h * w)) return 0;
     float *img = calloc((size_t)((2 * th + 2) * wp * c), sizeof(float)); /* padded (h, w, c): the border stays 0 */
     if (!img) return 0;
     for (int64_t i = 0; i < n; i++) {
-        for (int64_t ch = 0; ch < c; ch++)
-            for (int64_t y = 0; y < h; y++) {
-                const float *src = x + ((i * c + ch) * h + y) * w;
-                float *dst = img + ((y + 1) * wp + 1) * c + ch;
-                for (int64_t q = 0; q < w; q++) dst[q * c] = src[q];
-            }
+        image_to_hwc(x + i * c * h * w, c, h, w, wp, img + (wp + 1) * c);
         for (int64_t ty = 0; ty < th; ty++)
             for (int64_t tx = 0; tx < tw; tx++) {
                 const float *d = img + (2 * ty * wp + 2 * tx) * c;
@@ -222,12 +227,7 @@ int ember_winograd_grad_output_f32(const float *dy, int64_t n, int64_t f, int64_
     float *img = calloc((size_t)(2 * th * w2 * f), sizeof(float)); /* one image (2 th, 2 tw, f): odd edges 0 */
     if (!img) return 0;
     for (int64_t i = 0; i < n; i++) {
-        for (int64_t ch = 0; ch < f; ch++)
-            for (int64_t y = 0; y < h; y++) {
-                const float *src = dy + ((i * f + ch) * h + y) * w;
-                float *dst = img + y * w2 * f + ch;
-                for (int64_t q = 0; q < w; q++) dst[q * f] = src[q];
-            }
+        image_to_hwc(dy + i * f * h * w, f, h, w, w2, img);
         for (int64_t ty = 0; ty < th; ty++)
             for (int64_t tx = 0; tx < tw; tx++) {
                 const float *d00 = img + (2 * ty * w2 + 2 * tx) * f, *d01 = d00 + f, *d10 = d00 + w2 * f,
