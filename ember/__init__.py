@@ -44,5 +44,7 @@ from . import numpy_op_signature  # noqa: F401,E402  (signatures of the _np_* op
 
 from . import contrib  # noqa: F401,E402  (mx.contrib: contrib operator namespaces, amp)
 from . import runtime  # noqa: F401,E402  (mx.runtime.Features: what this installation can do)
-# Last, once every module (and the BLAS libraries they load) is imported: EMBER_BLAS_THREADS.
+# Last, once every module (and the BLAS libraries they load) is imported: EMBER_BLAS_THREADS, and
+# BLAS's parallel regions handed to ember's CPU team.
 engine.blas.configure()
+engine.cpu_team.install()

@@ -17,6 +17,8 @@ engine ops uses engine.h only, like any other C client of the engine:
 - norm_kernels: BatchNorm's per-channel statistics, gradient sums and affine passes on CPU (norm_kernels.h);
 - lstm_kernels: the element-wise part of an LSTM time step, forward and backward, on CPU (lstm_kernels.h);
 - softmax_kernels: softmax and log_softmax over rows, forward and backward, on CPU (softmax_kernels.h);
+- thread_pool: the one team of CPU threads that BLAS's parallel regions and the kernels' split loops
+  share (thread_pool.h);
 - engine_bench: benchmark-only helpers (an empty op, a C-side push loop: engine_bench.h).
 
 fast_math.h (vectorizable exp, tanh and sigmoid) is a header the LSTM and softmax kernels share,
@@ -32,7 +34,7 @@ from cffi import FFI
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMPONENTS = ("engine", "collectives", "host_copy", "ufunc_loops", "image_kernels", "update_kernels", "act_kernels",
               "pool_kernels",
-              "conv_kernels", "norm_kernels", "lstm_kernels", "softmax_kernels", "engine_bench")
+              "conv_kernels", "norm_kernels", "lstm_kernels", "softmax_kernels", "thread_pool", "engine_bench")
 
 
 def cdef_from_header(path: str) -> str:

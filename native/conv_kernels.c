@@ -1,5 +1,6 @@
 /* Convolution window copies (conv_kernels.h). */
 #include "conv_kernels.h"
+#include "thread_pool.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,12 +43,29 @@ static void windows(const ember_conv_windows *g, int64_t i, int64_t j, float *ma
         }
 }
 
-static void each_window(const ember_conv_windows *g, float *x, float *cols, int to_cols) {
+typedef struct {
+    const ember_conv_windows *g;
+    float *x, *cols;
+    int to_cols;
+} window_job;
+
+/* Channels [first, end): each reads and writes only its own map and column blocks. */
+static void channel_windows(void *ctx, size_t first, size_t end, int chunk) {
+    const window_job *job = ctx;
+    const ember_conv_windows *g = job->g;
     const int64_t map = g->outer * g->h * g->w * g->inner, block = g->outer * g->oh * g->ow * g->inner;
-    for (int64_t c = 0; c < g->channels; c++)
+    (void)chunk;
+    for (int64_t c = (int64_t)first; c < (int64_t)end; c++)
         for (int64_t i = 0; i < g->kh; i++)
             for (int64_t j = 0; j < g->kw; j++)
-                windows(g, i, j, x + c * map, cols + ((c * g->kh + i) * g->kw + j) * block, to_cols);
+                windows(g, i, j, job->x + c * map, job->cols + ((c * g->kh + i) * g->kw + j) * block, job->to_cols);
+}
+
+static void each_window(const ember_conv_windows *g, float *x, float *cols, int to_cols) {
+    const int64_t per_channel = g->kh * g->kw * g->outer * g->oh * g->ow * g->inner;
+    window_job job = {g, x, cols, to_cols};
+    size_t grain = per_channel >= EMBER_PARALLEL_GRAIN ? 1 : (size_t)(EMBER_PARALLEL_GRAIN / (per_channel ? per_channel : 1));
+    ember_parallel_for((size_t)g->channels, grain, 0, channel_windows, &job);
 }
 
 void ember_im2col_f32(const ember_conv_windows *g, const float *x, float *cols) {
@@ -75,26 +93,52 @@ void ember_col2im_f32(const ember_conv_windows *g, const float *cols, float *x) 
 /* 1 if no value is NaN or infinite (exponent bits not all ones).  The transforms add and subtract
  * neighbouring values, so one such value would reach outputs that do not depend on it: the callers
  * refuse those arrays (the direct form then keeps a NaN where it belongs). */
-static int all_finite(const float *x, int64_t count) {
+typedef struct {
+    const float *x;
+    uint32_t bad[64]; /* per chunk (thread_pool.h: chunk < 64) */
+} finite_job;
+
+static void finite_range(void *ctx, size_t first, size_t end, int chunk) {
+    finite_job *j = ctx;
     uint32_t bad = 0;
-    for (int64_t i = 0; i < count; i++) {
+    for (size_t i = first; i < end; i++) {
         uint32_t bits;
-        memcpy(&bits, x + i, sizeof bits);
+        memcpy(&bits, j->x + i, sizeof bits);
         bad |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
     }
+    j->bad[chunk] |= bad;
+}
+
+static int all_finite(const float *x, int64_t count) {
+    finite_job job = {.x = x};
+    ember_parallel_for((size_t)count, EMBER_PARALLEL_GRAIN * 4, 64, finite_range, &job); /* a light loop */
+    uint32_t bad = 0;
+    for (int k = 0; k < 64; k++) bad |= job.bad[k];
     return !bad;
 }
 
-int ember_winograd_weights_f32(const float *w, int64_t f, int64_t c, int data_grad, float *u) {
-    const int64_t pairs = f * c;
-    if (!all_finite(w, pairs * 9)) return 0;
+/* The kernel transforms run blocks of WEIGHT_BLOCK kernels in parallel (thread_pool.h). */
+typedef struct {
+    const float *src;
+    float *dst;
+    int64_t f, c;
+    int data_grad;
+} weight_job;
+
+#define WEIGHT_GRAIN (EMBER_PARALLEL_GRAIN / (16 * WEIGHT_BLOCK)) /* blocks: 16 floats out per kernel */
+
+static void weight_blocks(void *ctx, size_t first, size_t end, int chunk) {
+    const weight_job *j = ctx;
+    const int64_t f = j->f, c = j->c, pairs = f * c;
+    const int data_grad = j->data_grad;
     float g[9][WEIGHT_BLOCK], gg[4][3][WEIGHT_BLOCK];
-    for (int64_t p0 = 0; p0 < pairs; p0 += WEIGHT_BLOCK) {
+    (void)chunk;
+    for (int64_t p0 = (int64_t)first * WEIGHT_BLOCK; p0 < pairs && p0 < (int64_t)end * WEIGHT_BLOCK; p0 += WEIGHT_BLOCK) {
         const int64_t nb = pairs - p0 < WEIGHT_BLOCK ? pairs - p0 : WEIGHT_BLOCK;
         /* output position p0 + i is (f, c) with data_grad, else (c, f): stepped, not divided, per kernel */
         int64_t fi = data_grad ? p0 / c : p0 % f, ci = data_grad ? p0 % c : p0 / f;
         for (int64_t i = 0; i < nb; i++) {
-            const float *k = w + (fi * c + ci) * 9;
+            const float *k = j->src + (fi * c + ci) * 9;
             if (data_grad) { /* rotated by 180 degrees */
                 for (int q = 0; q < 9; q++) g[q][i] = k[8 - q];
                 if (++ci == c) ci = 0, fi++;
@@ -114,7 +158,7 @@ int ember_winograd_weights_f32(const float *w, int64_t f, int64_t c, int data_gr
         }
         for (int r = 0; r < 4; r++) { /* (G g) G^T: across each row */
             const float *a = gg[r][0], *b = gg[r][1], *cc = gg[r][2];
-            float *o0 = u + (4 * r) * pairs + p0, *o1 = o0 + pairs, *o2 = o1 + pairs, *o3 = o2 + pairs;
+            float *o0 = j->dst + (4 * r) * pairs + p0, *o1 = o0 + pairs, *o2 = o1 + pairs, *o3 = o2 + pairs;
             IVDEP for (int64_t i = 0; i < nb; i++) {
                 o0[i] = a[i];
                 o1[i] = 0.5f * (a[i] + b[i] + cc[i]);
@@ -123,6 +167,13 @@ int ember_winograd_weights_f32(const float *w, int64_t f, int64_t c, int data_gr
             }
         }
     }
+}
+
+int ember_winograd_weights_f32(const float *w, int64_t f, int64_t c, int data_grad, float *u) {
+    const int64_t pairs = f * c;
+    if (!all_finite(w, pairs * 9)) return 0;
+    weight_job job = {w, u, f, c, data_grad};
+    ember_parallel_for((size_t)((pairs + WEIGHT_BLOCK - 1) / WEIGHT_BLOCK), WEIGHT_GRAIN, 0, weight_blocks, &job);
     return 1;
 }
 
@@ -136,17 +187,41 @@ static void image_to_hwc(const float *map, int64_t c, int64_t h, int64_t w, int6
         }
 }
 
-int ember_winograd_input_f32(const float *x, int64_t n, int64_t c, int64_t h, int64_t w, float *v) {
-    const int64_t th = (h + 1) / 2, tw = (w + 1) / 2, tiles = n * th * tw, wp = 2 * tw + 2, plane = tiles * c;
-    if (!all_finite(x, n * c * h * w)) return 0;
-    float *img = calloc((size_t)((2 * th + 2) * wp * c), sizeof(float)); /* padded (h, w, c): the border stays 0 */
-    if (!img) return 0;
-    for (int64_t i = 0; i < n; i++) {
-        image_to_hwc(x + i * c * h * w, c, h, w, wp, img + (wp + 1) * c);
+/* The image transforms run their images in parallel (thread_pool.h), each chunk of images with a
+ * scratch buffer of its own: one image as (h, w, c), which stays in cache. */
+typedef struct {
+    const float *src, *shift;
+    float *dst;
+    int64_t c, h, w, plane; /* plane: tiles * channels, the stride between the 16 planes of v, m, dm */
+    int relu;
+    float *scratch;
+    int64_t scratch_floats; /* per chunk */
+} image_job;
+
+/* Runs body over n images, each chunk with a buffer of `floats` floats (zeroed if `zero`); 0 with
+ * nothing run when the buffers cannot be had. */
+static int each_image(image_job *job, int64_t n, int64_t floats, int zero, ember_range_fn body) {
+    int chunks = ember_pool_threads();
+    if (chunks > n) chunks = n < 1 ? 1 : (int)n;
+    size_t count = (size_t)(floats * chunks);
+    job->scratch_floats = floats;
+    job->scratch = zero ? calloc(count, sizeof(float)) : malloc(count * sizeof(float));
+    if (!job->scratch) return 0;
+    ember_parallel_for((size_t)n, 1, chunks, body, job);
+    free(job->scratch);
+    return 1;
+}
+
+static void input_images(void *ctx, size_t first, size_t end, int chunk) {
+    const image_job *j = ctx;
+    const int64_t c = j->c, h = j->h, w = j->w, th = (h + 1) / 2, tw = (w + 1) / 2, wp = 2 * tw + 2, plane = j->plane;
+    float *img = j->scratch + chunk * j->scratch_floats; /* padded (h, w, c): the border stays 0 */
+    for (int64_t i = (int64_t)first; i < (int64_t)end; i++) {
+        image_to_hwc(j->src + i * c * h * w, c, h, w, wp, img + (wp + 1) * c);
         for (int64_t ty = 0; ty < th; ty++)
             for (int64_t tx = 0; tx < tw; tx++) {
                 const float *d = img + (2 * ty * wp + 2 * tx) * c;
-                float *o = v + ((i * th + ty) * tw + tx) * c;
+                float *o = j->dst + ((i * th + ty) * tw + tx) * c;
                 const float *r0 = d, *r1 = d + wp * c, *r2 = d + 2 * wp * c, *r3 = d + 3 * wp * c;
                 for (int a = 0; a < 4; a++) {
                     /* row a of B^T d is ra = (r0 - r2, r1 + r2, r2 - r1, r1 - r3)[a], per column l */
@@ -165,21 +240,25 @@ int ember_winograd_input_f32(const float *x, int64_t n, int64_t c, int64_t h, in
                 }
             }
     }
-    free(img);
-    return 1;
 }
 
-int ember_winograd_output_f32(const float *m, int64_t n, int64_t f, int64_t h, int64_t w, const float *shift,
-                              int relu, float *y) {
-    const int64_t th = (h + 1) / 2, tw = (w + 1) / 2, tiles = n * th * tw, w2 = 2 * tw, plane = tiles * f;
-    float *img = malloc((size_t)(2 * th * w2 * f + 3 * f) * sizeof(float)); /* one image (2 th, 2 tw, f), more */
-    if (!img) return 0;
+int ember_winograd_input_f32(const float *x, int64_t n, int64_t c, int64_t h, int64_t w, float *v) {
+    const int64_t th = (h + 1) / 2, tw = (w + 1) / 2;
+    if (!all_finite(x, n * c * h * w)) return 0;
+    image_job job = {.src = x, .dst = v, .c = c, .h = h, .w = w, .plane = n * th * tw * c};
+    return each_image(&job, n, (2 * th + 2) * (2 * tw + 2) * c, 1, input_images);
+}
+
+static void output_images(void *ctx, size_t first, size_t end, int chunk) {
+    const image_job *j = ctx;
+    const int64_t f = j->c, h = j->h, w = j->w, th = (h + 1) / 2, tw = (w + 1) / 2, w2 = 2 * tw, plane = j->plane;
+    float *img = j->scratch + chunk * j->scratch_floats; /* one image (2 th, 2 tw, f), then 3 rows of f */
     float *add = img + 2 * th * w2 * f, *s0 = add + f, *s1 = s0 + f;
-    for (int64_t ch = 0; ch < f; ch++) add[ch] = shift ? shift[ch] : 0.0f;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t ch = 0; ch < f; ch++) add[ch] = j->shift ? j->shift[ch] : 0.0f;
+    for (int64_t i = (int64_t)first; i < (int64_t)end; i++) {
         for (int64_t ty = 0; ty < th; ty++)
             for (int64_t tx = 0; tx < tw; tx++) {
-                const float *p = m + ((i * th + ty) * tw + tx) * f;
+                const float *p = j->src + ((i * th + ty) * tw + tx) * f;
                 float *o00 = img + (2 * ty * w2 + 2 * tx) * f, *o01 = o00 + f, *o10 = o00 + w2 * f, *o11 = o10 + f;
                 IVDEP for (int64_t ch = 0; ch < f; ch++) {
                     o00[ch] = add[ch];
@@ -202,7 +281,7 @@ int ember_winograd_output_f32(const float *m, int64_t n, int64_t f, int64_t h, i
                         o11[ch] += e1 * s1[ch];
                     }
                 }
-                if (relu)
+                if (j->relu)
                     IVDEP for (int64_t ch = 0; ch < f; ch++) { /* max(., 0) with NaN kept, as numpy's maximum */
                         o00[ch] = o00[ch] < 0.0f ? 0.0f : o00[ch];
                         o01[ch] = o01[ch] < 0.0f ? 0.0f : o01[ch];
@@ -212,27 +291,31 @@ int ember_winograd_output_f32(const float *m, int64_t n, int64_t f, int64_t h, i
             }
         for (int64_t ch = 0; ch < f; ch++) /* back to (f, h, w), cropped */
             for (int64_t yy = 0; yy < h; yy++) {
-                float *dst = y + ((i * f + ch) * h + yy) * w;
+                float *dst = j->dst + ((i * f + ch) * h + yy) * w;
                 const float *src = img + yy * w2 * f + ch;
                 for (int64_t q = 0; q < w; q++) dst[q] = src[q * f];
             }
     }
-    free(img);
-    return 1;
 }
 
-int ember_winograd_grad_output_f32(const float *dy, int64_t n, int64_t f, int64_t h, int64_t w, float *dm) {
-    const int64_t th = (h + 1) / 2, tw = (w + 1) / 2, tiles = n * th * tw, w2 = 2 * tw, plane = tiles * f;
-    if (!all_finite(dy, n * f * h * w)) return 0;
-    float *img = calloc((size_t)(2 * th * w2 * f), sizeof(float)); /* one image (2 th, 2 tw, f): odd edges 0 */
-    if (!img) return 0;
-    for (int64_t i = 0; i < n; i++) {
-        image_to_hwc(dy + i * f * h * w, f, h, w, w2, img);
+int ember_winograd_output_f32(const float *m, int64_t n, int64_t f, int64_t h, int64_t w, const float *shift,
+                              int relu, float *y) {
+    const int64_t th = (h + 1) / 2, tw = (w + 1) / 2;
+    image_job job = {.src = m, .shift = shift, .dst = y, .c = f, .h = h, .w = w, .plane = n * th * tw * f, .relu = relu};
+    return each_image(&job, n, 2 * th * 2 * tw * f + 3 * f, 0, output_images);
+}
+
+static void grad_output_images(void *ctx, size_t first, size_t end, int chunk) {
+    const image_job *j = ctx;
+    const int64_t f = j->c, h = j->h, w = j->w, th = (h + 1) / 2, tw = (w + 1) / 2, w2 = 2 * tw, plane = j->plane;
+    float *img = j->scratch + chunk * j->scratch_floats; /* one image (2 th, 2 tw, f): odd edges 0 */
+    for (int64_t i = (int64_t)first; i < (int64_t)end; i++) {
+        image_to_hwc(j->src + i * f * h * w, f, h, w, w2, img);
         for (int64_t ty = 0; ty < th; ty++)
             for (int64_t tx = 0; tx < tw; tx++) {
                 const float *d00 = img + (2 * ty * w2 + 2 * tx) * f, *d01 = d00 + f, *d10 = d00 + w2 * f,
                             *d11 = d10 + f;
-                float *o = dm + ((i * th + ty) * tw + tx) * f;
+                float *o = j->dst + ((i * th + ty) * tw + tx) * f;
                 /* A dY A^T, A = [1 0; 1 1; 1 -1; 0 -1]: row a of A dY is (r0, r0 + r1, r0 - r1, -r1)[a] */
                 for (int a = 0; a < 4; a++) {
                     const float e0 = a == 3 ? 0.0f : 1.0f, e1 = a == 0 ? 0.0f : a == 1 ? 1.0f : -1.0f;
@@ -247,17 +330,25 @@ int ember_winograd_grad_output_f32(const float *dy, int64_t n, int64_t f, int64_
                 }
             }
     }
-    free(img);
-    return 1;
 }
 
-int ember_winograd_grad_weights_f32(const float *du, int64_t f, int64_t c, float *dw) {
-    const int64_t pairs = f * c;
+int ember_winograd_grad_output_f32(const float *dy, int64_t n, int64_t f, int64_t h, int64_t w, float *dm) {
+    const int64_t th = (h + 1) / 2, tw = (w + 1) / 2;
+    if (!all_finite(dy, n * f * h * w)) return 0;
+    image_job job = {.src = dy, .dst = dm, .c = f, .h = h, .w = w, .plane = n * th * tw * f};
+    return each_image(&job, n, 2 * th * 2 * tw * f, 1, grad_output_images);
+}
+
+static void grad_weight_blocks(void *ctx, size_t first, size_t end, int chunk) {
+    const weight_job *j = ctx;
+    const int64_t f = j->f, c = j->c, pairs = f * c;
     float gt[4][3][WEIGHT_BLOCK], out[9][WEIGHT_BLOCK];
-    for (int64_t p0 = 0; p0 < pairs; p0 += WEIGHT_BLOCK) { /* pair p = ci * f + fi, as du's planes hold them */
+    (void)chunk;
+    /* pair p = ci * f + fi, as du's planes hold them */
+    for (int64_t p0 = (int64_t)first * WEIGHT_BLOCK; p0 < pairs && p0 < (int64_t)end * WEIGHT_BLOCK; p0 += WEIGHT_BLOCK) {
         const int64_t nb = pairs - p0 < WEIGHT_BLOCK ? pairs - p0 : WEIGHT_BLOCK;
         for (int r = 0; r < 4; r++) { /* du G: G^T across each row, u -> (u0 + (u1 + u2) / 2, (u1 - u2) / 2, ...) */
-            const float *u0 = du + (4 * r) * pairs + p0, *u1 = u0 + pairs, *u2 = u1 + pairs, *u3 = u2 + pairs;
+            const float *u0 = j->src + (4 * r) * pairs + p0, *u1 = u0 + pairs, *u2 = u1 + pairs, *u3 = u2 + pairs;
             IVDEP for (int64_t i = 0; i < nb; i++) {
                 gt[r][0][i] = u0[i] + 0.5f * (u1[i] + u2[i]);
                 gt[r][1][i] = 0.5f * (u1[i] - u2[i]);
@@ -274,10 +365,16 @@ int ember_winograd_grad_weights_f32(const float *du, int64_t f, int64_t c, float
         }
         int64_t fi = p0 % f, ci = p0 / f; /* stepped, not divided, per kernel */
         for (int64_t i = 0; i < nb; i++) {
-            float *k = dw + (fi * c + ci) * 9;
+            float *k = j->dst + (fi * c + ci) * 9;
             for (int q = 0; q < 9; q++) k[q] = out[q][i];
             if (++fi == f) fi = 0, ci++;
         }
     }
+}
+
+int ember_winograd_grad_weights_f32(const float *du, int64_t f, int64_t c, float *dw) {
+    const int64_t pairs = f * c;
+    weight_job job = {du, dw, f, c, 0};
+    ember_parallel_for((size_t)((pairs + WEIGHT_BLOCK - 1) / WEIGHT_BLOCK), WEIGHT_GRAIN, 0, grad_weight_blocks, &job);
     return 1;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "conv_kernels.h"
+#include "thread_pool.h"
 
 static int64_t x_at(const ember_conv_windows *g, int64_t c, int64_t p, int64_t y, int64_t x, int64_t q) {
     return (((c * g->outer + p) * g->h + y) * g->w + x) * g->inner + q;
@@ -163,9 +164,14 @@ int main(void) {
     /* n, c, f, h, w: even and odd maps, one pixel, channel counts off the 64-kernel weight blocks */
     const int64_t wino[][5] = {{1, 1, 1, 1, 1}, {2, 3, 4, 4, 4}, {1, 2, 3, 5, 7}, {3, 5, 2, 6, 3}, {1, 9, 8, 2, 9},
                                {2, 13, 7, 3, 4}};
-    for (size_t k = 0; k < sizeof wino / sizeof *wino; k++)
-        for (int relu = 0; relu <= 1; relu++)
-            bad |= check_winograd(wino[k][0], wino[k][1], wino[k][2], wino[k][3], wino[k][4], relu, (unsigned)(k + 1));
+    for (int team = 1; team <= 3; team += 2) { /* serially, then images split over a team of 3 */
+        ember_pool_set_threads(team);
+        for (size_t k = 0; k < sizeof wino / sizeof *wino; k++)
+            for (int relu = 0; relu <= 1; relu++)
+                bad |= check_winograd(wino[k][0], wino[k][1], wino[k][2], wino[k][3], wino[k][4], relu, (unsigned)(k + 1));
+        bad |= check_winograd(7, 3, 5, 4, 6, 1, 99); /* more images than threads */
+        bad |= check_winograd(2, 64, 97, 4, 4, 0, 98); /* kernel blocks split over the team (with a last short one) */
+    }
     /* a NaN or an infinity in w, x or dy: refused, nothing else to check */
     float ok3[9] = {0}, odd[9] = {0}, u[16], v[16 * 4], dm[16 * 4];
     odd[4] = NAN;
@@ -174,6 +180,14 @@ int main(void) {
     bad |= ember_winograd_input_f32(odd, 1, 1, 3, 3, v) || ember_winograd_grad_output_f32(odd, 1, 1, 3, 3, dm);
     odd[4] = -INFINITY;
     bad |= ember_winograd_input_f32(odd, 1, 1, 3, 3, v) || !ember_winograd_input_f32(ok3, 1, 1, 3, 3, v);
+    /* a NaN far into a large input, in the last chunk of a split scan: still refused */
+    float *xb = calloc(4 * 16 * 64 * 64, sizeof *xb), *vb = malloc((size_t)16 * 4096 * 16 * sizeof *vb);
+    bad |= !ember_winograd_input_f32(xb, 4, 16, 64, 64, vb);
+    xb[4 * 16 * 64 * 64 - 5] = NAN;
+    bad |= ember_winograd_input_f32(xb, 4, 16, 64, 64, vb);
+    free(xb);
+    free(vb);
+    ember_pool_shutdown();
     if (bad) return 1;
     printf("conv kernels: ok\n");
     return 0;

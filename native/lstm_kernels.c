@@ -2,6 +2,7 @@
 #include "lstm_kernels.h"
 
 #include "fast_math.h"
+#include "thread_pool.h"
 
 /* The module is built at -O2, whose cost model (GCC) leaves these loops scalar: vectorized. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -13,24 +14,44 @@
 
 #define TILE 16 /* pre-activation rows of a_t read together: their lines stay in L1 across the batch */
 
-FM_CLONES
-void ember_lstm_step_f32(const float *a_t, const float *pre, const float *bias, const float *c_prev, int64_t n,
-                         int64_t h, float *a, float *gates, float *c, float *tc, float *h_out) {
-    const int64_t plane = n * h, width = 4 * h;
-    /* a = a_t^T + pre + bias, tile by tile; all of pre is read before gates is written */
+/* The steps run their batch rows in parallel (thread_pool.h): rows with at least this many cells a
+ * chunk (a cell: four gates and two tanh, a few tens of nanoseconds). */
+#define CELL_GRAIN 2048
+
+typedef struct {
+    const float *a_t, *pre, *bias, *c_prev, *dh, *d_out;
+    int64_t n, h;
+    float *a, *gates, *c, *tc, *h_out, *dc, *d_a;
+} step_job;
+
+static size_t row_grain(int64_t h) { return h >= CELL_GRAIN ? 1 : (size_t)(CELL_GRAIN / (h > 0 ? h : 1)); }
+
+/* a = a_t^T + pre + bias, tile by tile.  The op passes pre in the gates' memory, laid out
+ * differently: every row of pre is read (this region ends) before any gate is written. */
+static void sum_rows(void *ctx, size_t first, size_t end, int chunk) {
+    const step_job *s = ctx;
+    const int64_t n = s->n, width = 4 * s->h;
+    (void)chunk;
     for (int64_t k0 = 0; k0 < width; k0 += TILE) {
         const int64_t kn = width - k0 < TILE ? width - k0 : TILE;
-        for (int64_t row = 0; row < n; row++) {
-            float *ar = a + row * width + k0;
-            const float *pr = pre + row * width + k0, *at = a_t + k0 * n + row, *bs = bias + k0;
+        for (int64_t row = (int64_t)first; row < (int64_t)end; row++) {
+            float *ar = s->a + row * width + k0;
+            const float *pr = s->pre + row * width + k0, *at = s->a_t + k0 * n + row, *bs = s->bias + k0;
             IVDEP for (int64_t k = 0; k < kn; k++) ar[k] = at[k * n] + pr[k] + bs[k];
         }
     }
-    for (int64_t row = 0; row < n; row++) {
-        const float *ai = a + row * 4 * h, *af = ai + h, *ag = af + h, *ao = ag + h;
-        float *gi = gates + row * h, *gf = gi + plane, *gg = gf + plane, *go = gg + plane;
-        const float *cp = c_prev + row * h;
-        float *cr = c + row * h, *tr = tc + row * h, *hr = h_out + row * h;
+}
+
+FM_CLONES
+static void gate_rows(void *ctx, size_t first, size_t end, int chunk) {
+    const step_job *s = ctx;
+    const int64_t h = s->h, plane = s->n * h;
+    (void)chunk;
+    for (int64_t row = (int64_t)first; row < (int64_t)end; row++) {
+        const float *ai = s->a + row * 4 * h, *af = ai + h, *ag = af + h, *ao = ag + h;
+        float *gi = s->gates + row * h, *gf = gi + plane, *gg = gf + plane, *go = gg + plane;
+        const float *cp = s->c_prev + row * h;
+        float *cr = s->c + row * h, *tr = s->tc + row * h, *hr = s->h_out + row * h;
         IVDEP for (int64_t j = 0; j < h; j++) {
             float i = sigmoid_f32(ai[j]), f = sigmoid_f32(af[j]), g = tanh_f32(ag[j]), o = sigmoid_f32(ao[j]);
             float cn = f * cp[j] + i * g, t = tanh_f32(cn);
@@ -45,15 +66,24 @@ void ember_lstm_step_f32(const float *a_t, const float *pre, const float *bias, 
     }
 }
 
+void ember_lstm_step_f32(const float *a_t, const float *pre, const float *bias, const float *c_prev, int64_t n,
+                         int64_t h, float *a, float *gates, float *c, float *tc, float *h_out) {
+    step_job job = {.a_t = a_t, .pre = pre, .bias = bias, .c_prev = c_prev, .n = n, .h = h, .a = a, .gates = gates,
+                    .c = c, .tc = tc, .h_out = h_out};
+    ember_parallel_for((size_t)n, row_grain(h) * 4, 0, sum_rows, &job); /* a sum is lighter than a cell */
+    ember_parallel_for((size_t)n, row_grain(h), 0, gate_rows, &job);
+}
+
 FM_CLONES
-void ember_lstm_step_backward_f32(const float *gates, const float *c_prev, const float *tc, const float *dh,
-                                  const float *d_out, int64_t n, int64_t h, float *dc, float *d_a) {
-    const int64_t plane = n * h;
-    for (int64_t row = 0; row < n; row++) {
-        const float *gi = gates + row * h, *gf = gi + plane, *gg = gf + plane, *go = gg + plane;
-        const float *cp = c_prev + row * h, *tr = tc + row * h, *dhr = dh + row * h;
-        const float *dor = d_out + row * h;
-        float *dcr = dc + row * h, *di = d_a + row * 4 * h, *df = di + h, *dg = df + h, *dout = dg + h;
+static void step_backward_rows(void *ctx, size_t first, size_t end, int chunk) {
+    const step_job *s = ctx;
+    const int64_t h = s->h, plane = s->n * h;
+    (void)chunk;
+    for (int64_t row = (int64_t)first; row < (int64_t)end; row++) {
+        const float *gi = s->gates + row * h, *gf = gi + plane, *gg = gf + plane, *go = gg + plane;
+        const float *cp = s->c_prev + row * h, *tr = s->tc + row * h, *dhr = s->dh + row * h;
+        const float *dor = s->d_out + row * h;
+        float *dcr = s->dc + row * h, *di = s->d_a + row * 4 * h, *df = di + h, *dg = df + h, *dout = dg + h;
         IVDEP for (int64_t j = 0; j < h; j++) {
             float i = gi[j], f = gf[j], g = gg[j], o = go[j], t = tr[j];
             float dhv = dhr[j] + dor[j];
@@ -65,4 +95,11 @@ void ember_lstm_step_backward_f32(const float *gates, const float *c_prev, const
             dcr[j] = dcv * f;
         }
     }
+}
+
+void ember_lstm_step_backward_f32(const float *gates, const float *c_prev, const float *tc, const float *dh,
+                                  const float *d_out, int64_t n, int64_t h, float *dc, float *d_a) {
+    step_job job = {.gates = (float *)gates, .c_prev = c_prev, .tc = (float *)tc, .dh = dh, .d_out = d_out, .n = n,
+                    .h = h, .dc = dc, .d_a = d_a};
+    ember_parallel_for((size_t)n, row_grain(h), 0, step_backward_rows, &job);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lstm_kernels.h"
+#include "thread_pool.h"
 
 static float *floats(int64_t n) { return malloc((size_t)(n ? n : 1) * sizeof(float)); }
 
@@ -76,6 +77,10 @@ int main(void) {
     const int64_t hs[] = {1, 3, 7, 8, 15, 16, 17, 31, 33, 64};
     for (int64_t n = 1; n <= 3; n++)
         for (size_t k = 0; k < sizeof hs / sizeof *hs; k++) bad |= check(n, hs[k], (unsigned)(n * 100 + k));
+    ember_pool_set_threads(3); /* rows split over a team: 32 rows of 256 cells, 37 of 100 */
+    bad |= check(32, 256, 7u);
+    bad |= check(37, 100, 8u);
+    ember_pool_shutdown();
     if (!bad) printf("lstm_kernels_test: ok\n");
     return bad;
 }

@@ -15,11 +15,12 @@
 #include <stdint.h>
 
 /* mean[c] and the biased variance var[c] of channel c (the variance as the mean of the squared
- * deviations from the mean, a second pass); 0, or -1 when the accumulators could not be allocated */
+ * deviations from the mean, a second pass); channels run in parallel (thread_pool.h), each summed
+ * in the same order whatever the split.  Returns 0 (nothing is allocated: it cannot fail). */
 int ember_channel_mean_var_f32(const float *x, int64_t outer, int64_t channels, int64_t inner, float *mean,
                                float *var);
 
-/* sum_dy[c] = the sum of dy over channel c; sum_dy_xc[c] = the sum of dy * (x - mean[c]); 0 or -1 (as above) */
+/* sum_dy[c] = the sum of dy over channel c; sum_dy_xc[c] = the sum of dy * (x - mean[c]); 0 (as above) */
 int ember_channel_grad_sums_f32(const float *dy, const float *x, const float *mean, int64_t outer, int64_t channels,
                                 int64_t inner, float *sum_dy, float *sum_dy_xc);
 

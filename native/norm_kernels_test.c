@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "norm_kernels.h"
+#include "thread_pool.h"
 
 static int close_to(double got, double want, double scale) { return fabs(got - want) <= 1e-5 * (scale + fabs(want)); }
 
@@ -67,11 +68,13 @@ static int check(int64_t outer, int64_t channels, int64_t inner, unsigned seed) 
 
 int main(void) {
     int bad = 0;
+    ember_pool_set_threads(3); /* loops past EMBER_PARALLEL_GRAIN run split over a team */
     for (int64_t inner = 1; inner <= 19; inner++) bad |= check(3, 4, inner, (unsigned)inner);
     bad |= check(8, 64, 256, 1u); /* a ResNet stage */
     bad |= check(1000, 7, 1, 2u); /* channel last */
     bad |= check(0, 3, 5, 3u);    /* nothing to sum */
     bad |= check(2, 0, 5, 4u);    /* no channels */
+    ember_pool_shutdown();
     if (bad) return 1;
     printf("norm kernels: ok\n");
     return 0;

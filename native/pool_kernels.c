@@ -1,5 +1,6 @@
 /* Max pooling kernels (pool_kernels.h). */
 #include "pool_kernels.h"
+#include "thread_pool.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -45,10 +46,33 @@ static void max_pool_plane(const ember_pool2d *g, const float *map, float *out, 
     }
 }
 
+typedef struct {
+    const ember_pool2d *g;
+    const float *x, *y, *dy;
+    float *out;   /* y, or dx */
+    float *rows;  /* the forward's folded rows: w floats per chunk */
+} pool_job;
+
+/* Planes a chunk takes at least: a plane's work is about its map's size. */
+static size_t plane_grain(const ember_pool2d *g) {
+    int64_t map = g->h * g->w > 0 ? g->h * g->w : 1;
+    return map >= EMBER_PARALLEL_GRAIN ? 1 : (size_t)(EMBER_PARALLEL_GRAIN / map);
+}
+
+static void pool_planes(void *ctx, size_t first, size_t end, int chunk) {
+    const pool_job *j = ctx;
+    const ember_pool2d *g = j->g;
+    float *rows = j->rows + chunk * (g->w > 0 ? g->w : 1);
+    for (int64_t p = (int64_t)first; p < (int64_t)end; p++)
+        max_pool_plane(g, j->x + p * g->h * g->w, j->out + p * g->oh * g->ow, rows);
+}
+
 int ember_max_pool2d_f32(const ember_pool2d *g, const float *x, float *y) {
-    float *rows = malloc((size_t)(g->w > 0 ? g->w : 1) * sizeof *rows);
+    int chunks = ember_pool_threads();
+    float *rows = malloc((size_t)((g->w > 0 ? g->w : 1) * chunks) * sizeof *rows);
     if (!rows) return -1;
-    for (int64_t p = 0; p < g->planes; p++) max_pool_plane(g, x + p * g->h * g->w, y + p * g->oh * g->ow, rows);
+    pool_job job = {.g = g, .x = x, .out = y, .rows = rows};
+    ember_parallel_for((size_t)g->planes, plane_grain(g), chunks, pool_planes, &job);
     free(rows);
     return 0;
 }
@@ -78,9 +102,14 @@ static int64_t first_equal(const ember_pool2d *g, const float *map, int64_t oy, 
     return -1;
 }
 
-void ember_max_pool2d_backward_f32(const ember_pool2d *g, const float *x, const float *y, const float *dy, float *dx) {
-    memset(dx, 0, (size_t)(g->planes * g->h * g->w) * sizeof *dx);
-    for (int64_t p = 0; p < g->planes; p++) {
+static void pool_backward_planes(void *ctx, size_t first, size_t end, int chunk) {
+    const pool_job *j = ctx;
+    const ember_pool2d *g = j->g;
+    const float *x = j->x, *y = j->y, *dy = j->dy;
+    float *dx = j->out;
+    (void)chunk;
+    memset(dx + first * g->h * g->w, 0, (end - first) * (size_t)(g->h * g->w) * sizeof *dx);
+    for (int64_t p = (int64_t)first; p < (int64_t)end; p++) {
         const float *map = x + p * g->h * g->w, *out = y + p * g->oh * g->ow, *grad = dy + p * g->oh * g->ow;
         float *acc = dx + p * g->h * g->w;
         /* outputs last to first: an input position then receives its gradients in kernel-position
@@ -91,4 +120,9 @@ void ember_max_pool2d_backward_f32(const ember_pool2d *g, const float *x, const 
                 if (at >= 0) acc[at] += grad[oy * g->ow + ox];
             }
     }
+}
+
+void ember_max_pool2d_backward_f32(const ember_pool2d *g, const float *x, const float *y, const float *dy, float *dx) {
+    pool_job job = {.g = g, .x = x, .y = y, .dy = dy, .out = dx};
+    ember_parallel_for((size_t)g->planes, plane_grain(g), 0, pool_backward_planes, &job);
 }

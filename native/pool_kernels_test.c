@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pool_kernels.h"
+#include "thread_pool.h"
 
 static int same(float x, float y) { return memcmp(&x, &y, sizeof x) == 0 || (isnan(x) && isnan(y)); }
 
@@ -84,6 +85,7 @@ static int check(ember_pool2d g, unsigned seed) {
 }
 
 int main(void) {
+    ember_pool_set_threads(3); /* loops past EMBER_PARALLEL_GRAIN run split over a team */
     /* planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw */
     const ember_pool2d cases[] = {
         {3, 8, 8, 4, 4, 3, 3, 2, 2, 1, 1},  /* a ResNet stem */
@@ -95,10 +97,12 @@ int main(void) {
         {4, 1, 11, 1, 6, 1, 3, 1, 2, 0, 1}, /* 1-D as one-row maps */
         {1, 3, 3, 3, 3, 1, 1, 1, 1, 0, 0},
         {0, 4, 4, 2, 2, 2, 2, 2, 2, 0, 0},  /* no planes */
+        {150, 32, 32, 16, 16, 3, 3, 2, 2, 1, 1}, /* planes split over the team */
     };
     int bad = 0;
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
         for (unsigned seed = 1; seed <= 20; seed++) bad |= check(cases[k], seed);
+    ember_pool_shutdown();
     if (bad) return 1;
     printf("pool kernels: ok\n");
     return 0;

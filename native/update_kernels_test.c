@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "update_kernels.h"
+#include "thread_pool.h"
 
 static float reference(float w, float g, float a, float b, float clip, float keep) {
     volatile float s = g * a;
@@ -43,6 +44,7 @@ static int check(int64_t n, float a, float b, float clip, float keep, unsigned s
 
 int main(void) {
     int bad = 0;
+    ember_pool_set_threads(3); /* loops past EMBER_PARALLEL_GRAIN run split over a team */
     const int64_t sizes[] = {0, 1, 3, 4, 7, 16, 17, 1000, 65537};
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         int64_t n = sizes[k];
@@ -53,6 +55,7 @@ int main(void) {
         bad |= check(n, 0.25f, 0.5f, 0.3f, 1.0f, 4u);            /* clipping */
         bad |= check(n, 0.7f, 0.5f, 2.0f, 0.995f, 5u);           /* clipping and decay */
     }
+    ember_pool_shutdown();
     if (bad) return 1;
     printf("update kernels: ok\n");
     return 0;

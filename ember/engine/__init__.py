@@ -19,4 +19,5 @@ from .core import (Var, bulk, engine_type, get_policy, get_run_ahead, push, push
                    set_bulk_size, set_engine_type, set_policy, set_run_ahead, stats, wait, wait_all,
                    wait_all_quiet)
 from .blas import set_blas_threads  # noqa: F401
+from . import cpu_team  # noqa: F401
 from .policy import PythonPolicy  # noqa: F401

@@ -1,0 +1,110 @@
+"""One team of CPU threads for BLAS's parallel regions and ember's kernels (native/thread_pool.h).
+
+numpy's OpenBLAS keeps a pool of its own whose threads busy-wait ~0.1 s after every call; during a
+training step they hold every other core, so ember's kernels between two GEMMs ran on one core
+while the others spun.  At import ember hands OpenBLAS's parallel regions to its own team
+(OpenBLAS's threads callback, OpenBLAS >= 0.3.27), and its kernels split their loops over the same
+threads, which wait only briefly between jobs.
+
+    threads()        the team's size, the calling thread included
+    set_threads(n)   the team's size for the kernels (BLAS keeps its own thread count)
+    blas_libraries() the paths of the BLAS libraries whose regions the team runs (numpy's, scipy's)
+
+Size: `EMBER_CPU_THREADS`, else `OMP_NUM_THREADS` (MXNet's knob for its operators' threads),
+else the cores this process may run on.  `EMBER_CPU_SPIN_US` sets how long a helper busy-waits
+for the next job before it sleeps (default 200).  `EMBER_CPU_TEAM=0` leaves OpenBLAS's own pool
+alone (the kernels still use the team).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import List, Optional, Tuple
+
+from ._native import ffi, lib
+
+# The setter under the names OpenBLAS builds export it by: plain, and numpy's scipy-openblas
+# wheels (ILP64 with a "64_" suffix, or 32-bit integers).
+_SETTERS = ("openblas_set_threads_callback_function", "scipy_openblas_set_threads_callback_function64_",
+            "scipy_openblas_set_threads_callback_function")
+_blas_paths: Optional[List[str]] = None
+
+
+def threads() -> int:
+    """The number of threads a kernel's loop may be split over, the caller included."""
+    return int(lib.ember_pool_threads())
+
+
+def set_threads(n: int) -> None:
+    """Set the team's size for ember's kernels (1: every kernel runs on its caller)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"CPU thread count must be a positive int, got {n!r}")
+    lib.ember_pool_set_threads(n)
+
+
+def blas_libraries() -> List[str]:
+    """The BLAS libraries whose parallel regions run on the team."""
+    return list(_blas_paths or ())
+
+
+def _env_int(name: str, low: int) -> Optional[int]:
+    value = os.environ.get(name)
+    if not value:
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r} is not an integer") from None
+    if n < low:
+        raise ValueError(f"{name}={value!r} must be at least {low}")
+    return n
+
+
+def _default_size() -> int:
+    explicit = _env_int("EMBER_CPU_THREADS", 1)
+    if explicit:
+        return explicit
+    omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0]  # OpenMP's own knob: a bad value is OpenMP's to judge
+    if omp.isdigit() and int(omp) >= 1:
+        return int(omp)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _openblas_setters() -> List[Tuple[str, int]]:
+    """(path, setter address) of each loaded OpenBLAS that has a threads callback (numpy and scipy
+    bring one each)."""
+    try:
+        from threadpoolctl import threadpool_info
+        paths = [i["filepath"] for i in threadpool_info() if i.get("internal_api") == "openblas"]
+    except ImportError:
+        return []
+    found = []
+    for path in paths:
+        try:
+            handle = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL)
+        except OSError:
+            continue
+        for name in _SETTERS:
+            fn = getattr(handle, name, None)
+            if fn is not None:
+                found.append((path, ctypes.cast(fn, ctypes.c_void_p).value))
+                break
+    return found
+
+
+def install() -> None:
+    """At import: size the team and hand it numpy's OpenBLAS's parallel regions (once)."""
+    global _blas_paths
+    lib.ember_pool_set_threads(_default_size())
+    spin = _env_int("EMBER_CPU_SPIN_US", 0)
+    if spin is not None:
+        lib.ember_pool_set_spin_us(spin)
+    if _blas_paths is not None or os.environ.get("EMBER_CPU_TEAM", "1") == "0":
+        return
+    _blas_paths = []
+    for path, setter in _openblas_setters():
+        lib.ember_pool_install_blas(ffi.cast("void *", setter))
+        _blas_paths.append(path)
