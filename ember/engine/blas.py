@@ -55,14 +55,24 @@ def uses_every_core() -> bool:
     return _threads >= _CORES
 
 
-def configure() -> Optional[int]:
-    """Apply EMBER_BLAS_THREADS at import; returns the BLAS thread count set (None if left alone)."""
-    explicit = os.environ.get("EMBER_BLAS_THREADS")
-    if not explicit:
+def env_int(name: str, low: int) -> Optional[int]:
+    """The integer in environment variable `name` (None when unset or empty); ValueError naming the
+    variable when it is not an integer or is below `low`."""
+    value = os.environ.get(name)
+    if not value:
         return None
     try:
-        n = int(explicit)
+        n = int(value)
     except ValueError:
-        raise ValueError(f"EMBER_BLAS_THREADS={explicit!r} is not an integer") from None
-    set_blas_threads(n)
+        raise ValueError(f"{name}={value!r} is not an integer") from None
+    if n < low:
+        raise ValueError(f"{name}={value!r} must be at least {low}")
+    return n
+
+
+def configure() -> Optional[int]:
+    """Apply EMBER_BLAS_THREADS at import; returns the BLAS thread count set (None if left alone)."""
+    n = env_int("EMBER_BLAS_THREADS", 1)
+    if n is not None:
+        set_blas_threads(n)
     return n

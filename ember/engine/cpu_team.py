@@ -22,6 +22,7 @@ import os
 from typing import List, Optional, Tuple
 
 from ._native import ffi, lib
+from .blas import env_int
 
 # The setter under the names OpenBLAS builds export it by: plain, and numpy's scipy-openblas
 # wheels (ILP64 with a "64_" suffix, or 32-bit integers).
@@ -47,22 +48,9 @@ def blas_libraries() -> List[str]:
     return list(_blas_paths or ())
 
 
-def _env_int(name: str, low: int) -> Optional[int]:
-    value = os.environ.get(name)
-    if not value:
-        return None
-    try:
-        n = int(value)
-    except ValueError:
-        raise ValueError(f"{name}={value!r} is not an integer") from None
-    if n < low:
-        raise ValueError(f"{name}={value!r} must be at least {low}")
-    return n
-
-
 def _default_size() -> int:
-    explicit = _env_int("EMBER_CPU_THREADS", 1)
-    if explicit:
+    explicit = env_int("EMBER_CPU_THREADS", 1)
+    if explicit is not None:
         return explicit
     omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0]  # OpenMP's own knob: a bad value is OpenMP's to judge
     if omp.isdigit() and int(omp) >= 1:
@@ -96,10 +84,10 @@ def _openblas_setters() -> List[Tuple[str, int]]:
 
 
 def install() -> None:
-    """At import: size the team and hand it numpy's OpenBLAS's parallel regions (once)."""
+    """At import: size the team and hand it the parallel regions of numpy's and scipy's OpenBLAS (once)."""
     global _blas_paths
     lib.ember_pool_set_threads(_default_size())
-    spin = _env_int("EMBER_CPU_SPIN_US", 0)
+    spin = env_int("EMBER_CPU_SPIN_US", 0)
     if spin is not None:
         lib.ember_pool_set_spin_us(spin)
     if _blas_paths is not None or os.environ.get("EMBER_CPU_TEAM", "1") == "0":
