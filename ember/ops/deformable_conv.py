@@ -154,7 +154,7 @@ def _make_forward(modulated: bool):
         out = np.einsum("gfk,ngkp->ngfp", wmat, cols).reshape(n, f, ho, wo)
         if not attrs["no_bias"]:
             out += _host(ctx, [inputs[k]])[0].astype(np.float64)[None, :, None, None]
-        outputs[0][...] = out if ctx.xp is np else ctx.xp.asarray(out)
+        outputs[0][...] = ctx.xp.asarray(out)
     return forward
 
 
@@ -204,7 +204,7 @@ def _make_backward(modulated: bool):
         if not attrs["no_bias"]:
             grads.append(g.astype(np.float64).sum(axis=(0, 2, 3)))
         for o, v in zip(outputs, grads):
-            o[...] = v if ctx.xp is np else ctx.xp.asarray(v)
+            o[...] = ctx.xp.asarray(v)
     return backward
 
 

@@ -24,7 +24,7 @@ _EIGVEC = np.array([[-0.5675, 0.7192, 0.4009],
 
 
 def _store(ctx, out, values) -> None:
-    out[...] = values if ctx.xp is np else ctx.xp.asarray(values)
+    out[...] = ctx.xp.asarray(values)
 
 
 def _rng(op, ctx):

@@ -28,7 +28,7 @@ def _kernel(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
     x = inputs[0] if xp is np else xp.asnumpy(inputs[0])
     found = nonzero_indices(x)
-    outputs[0][...] = found if xp is np else xp.asarray(found)
+    outputs[0][...] = xp.asarray(found)
 
 
 register(OpDef(

@@ -72,7 +72,7 @@ def _host(ctx, x):
 
 
 def _store(ctx, out, values) -> None:
-    out[...] = values if ctx.xp is np else ctx.xp.asarray(values)
+    out[...] = ctx.xp.asarray(values)
 
 
 # -- the distributions: checks, draw (noise, output) and d output / d parameter -------------------------

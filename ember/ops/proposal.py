@@ -14,6 +14,7 @@ import ast
 
 import numpy as np
 
+from ..backend import to_host
 from ..base import OperatorError, ShapeError
 from .registry import Attr, OpDef, register
 
@@ -140,7 +141,7 @@ def _infer_shape(multi: bool):
 
 
 def _forward(ctx, attrs, inputs, outputs, aux):
-    cls, bbox, info = (x if ctx.xp is np else x.get() for x in inputs)
+    cls, bbox, info = (to_host(x) for x in inputs)
     a_n = cls.shape[1] // 2
     if attrs["rpn_post_nms_top_n"] <= 0:
         raise OperatorError("Proposal: rpn_post_nms_top_n must be positive")
@@ -150,7 +151,7 @@ def _forward(ctx, attrs, inputs, outputs, aux):
         rois.append(np.concatenate([np.full((len(r), 1), float(b)), r], axis=1))
         scores.append(s[:, None])
     for o, v in ((outputs[0], np.concatenate(rois)), (outputs[1], np.concatenate(scores))):
-        o[...] = v if ctx.xp is np else ctx.xp.asarray(v)
+        o[...] = ctx.xp.asarray(v)
 
 
 def _zero_grads(F, attrs, inputs, outputs, out_grads):

@@ -28,7 +28,7 @@ def _dtype(attrs, default="float32"):
 
 
 def _store(ctx, out, values) -> None:
-    out[...] = values if ctx.xp is np else ctx.xp.asarray(values)
+    out[...] = ctx.xp.asarray(values)
 
 
 def _shape_infer(op):
@@ -128,7 +128,7 @@ def _shuffle(ctx, attrs, inputs, outputs, aux):
     if perm is None:
         out[...] = x
     else:
-        out[...] = x[perm if ctx.xp is np else ctx.xp.asarray(perm)]
+        out[...] = x[ctx.xp.asarray(perm)]
 
 
 register(OpDef(name="_shuffle", aliases=["shuffle"], inputs=["data"], outputs=["output"],

@@ -44,7 +44,7 @@ def _kernel(ctx, attrs, inputs, outputs, aux):
         rows.append(row)
         counts.append(n)
     values = np.stack(rows) if rows else np.empty(samples.shape, np.int64)
-    samples[...] = values if ctx.xp is np else ctx.xp.asarray(values)
+    samples[...] = ctx.xp.asarray(values)
     tries[...] = np.asarray(counts, np.int64) if ctx.xp is np else ctx.xp.asarray(counts)
 
 

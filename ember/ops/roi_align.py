@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend import to_host
 from ..base import OperatorError, ShapeError
 from .registry import Attr, OpDef, register
 
@@ -94,7 +95,7 @@ def _select(attrs, full, ph: int, pw: int):
 
 
 def _forward(ctx, attrs, inputs, outputs, aux):
-    data, rois = (x if ctx.xp is np else x.get() for x in inputs)
+    data, rois = (to_host(x) for x in inputs)
     n, c, h, w = data.shape
     ph, pw = _bins(attrs)
     out = np.zeros(outputs[0].shape, dtype=np.float64)
@@ -105,11 +106,11 @@ def _forward(ctx, attrs, inputs, outputs, aux):
         a_h, a_w, inv = _roi_maps(attrs, roi, h, w, data.dtype)
         full = np.einsum("ph,chw,qw->cpq", a_h, data[b].astype(np.float64), a_w) * inv
         out[k] = _select(attrs, full, ph, pw)
-    outputs[0][...] = out if ctx.xp is np else ctx.xp.asarray(out)
+    outputs[0][...] = ctx.xp.asarray(out)
 
 
 def _backward(ctx, attrs, inputs, outputs, aux):
-    g, data, rois = (x if ctx.xp is np else x.get() for x in inputs)
+    g, data, rois = (to_host(x) for x in inputs)
     n, c, h, w = data.shape
     ph, pw = _bins(attrs)
     dx = np.zeros(data.shape, dtype=np.float64)
@@ -125,7 +126,7 @@ def _backward(ctx, attrs, inputs, outputs, aux):
             gk = full
         dx[b] += np.einsum("ph,cpq,qw->chw", a_h, gk, a_w) * inv
     for o, v in ((outputs[0], dx), (outputs[1], np.zeros(rois.shape))):
-        o[...] = v if ctx.xp is np else ctx.xp.asarray(v)
+        o[...] = ctx.xp.asarray(v)
 
 
 register(OpDef(
@@ -178,7 +179,7 @@ def _bilinear_gather(img, y, x):
 
 
 def _rroi_forward(ctx, attrs, inputs, outputs, aux):
-    data, rois = (x if ctx.xp is np else x.get() for x in inputs)
+    data, rois = (to_host(x) for x in inputs)
     n = data.shape[0]
     ph, pw = _bins(attrs)
     t = data.dtype.type
@@ -203,7 +204,7 @@ def _rroi_forward(ctx, attrs, inputs, outputs, aux):
         y = yy * cos - xx * sin + cy
         vals = _bilinear_gather(data[b].astype(np.float64), y, x)  # (C, PH, gh, PW, gw)
         out[k] = vals.mean(axis=(2, 4))
-    outputs[0][...] = out if ctx.xp is np else ctx.xp.asarray(out)
+    outputs[0][...] = ctx.xp.asarray(out)
 
 
 register(OpDef(

@@ -174,8 +174,8 @@ def _forward(ctx, attrs, inputs, outputs, aux):
         total = np.where(sm["valid"], val, 0).sum(axis=(-2, -1))
         out[sl] = np.where(n > 0, total / np.maximum(n, 1).astype(data.dtype), 0)
         count[sl] = n
-    outputs[0][...] = out if xp is np else xp.asarray(out)
-    outputs[1][...] = count if xp is np else xp.asarray(count)
+    outputs[0][...] = xp.asarray(out)
+    outputs[1][...] = xp.asarray(count)
 
 
 def _backward(ctx, attrs, inputs, outputs, aux):
@@ -215,7 +215,7 @@ def _backward(ctx, attrs, inputs, outputs, aux):
         scatter_add(np, dtrans, (rr[keep], cc[keep] + 1, ph[keep], pw[keep]), diff_y[keep].astype(np.float64))
     results = [ddata, np.zeros(rois.shape)] + ([] if dtrans is None else [dtrans])
     for o, v in zip(outputs, results):
-        o[...] = v if xp is np else xp.asarray(v)
+        o[...] = xp.asarray(v)
 
 
 def _backward_inputs(attrs):

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..backend import to_host
 from ..base import OperatorError, ShapeError
 from .registry import Attr, OpDef, register
 
@@ -67,7 +68,7 @@ def _windows(attrs, roi, h: int, w: int):
 
 
 def _forward(ctx, attrs, inputs, outputs, aux):
-    data, rois = (x if ctx.xp is np else x.get() for x in inputs)
+    data, rois = (to_host(x) for x in inputs)
     n, _, h, w = data.shape
     k_out, g = attrs["output_dim"], _group(attrs)
     out = np.zeros(outputs[0].shape, dtype=np.float64)
@@ -79,11 +80,11 @@ def _forward(ctx, attrs, inputs, outputs, aux):
         for i, j, grp, h0, h1, w0, w1 in _windows(attrs, roi, h, w):
             if h1 > h0 and w1 > w0:
                 out[r, :, i, j] = data[b, chans + grp, h0:h1, w0:w1].astype(np.float64).mean(axis=(1, 2))
-    outputs[0][...] = out if ctx.xp is np else ctx.xp.asarray(out)
+    outputs[0][...] = ctx.xp.asarray(out)
 
 
 def _backward(ctx, attrs, inputs, outputs, aux):
-    gout, data, rois = (x if ctx.xp is np else x.get() for x in inputs)
+    gout, data, rois = (to_host(x) for x in inputs)
     _, _, h, w = data.shape
     k_out, g = attrs["output_dim"], _group(attrs)
     dx = np.zeros(data.shape, dtype=np.float64)
@@ -94,7 +95,7 @@ def _backward(ctx, attrs, inputs, outputs, aux):
             if h1 > h0 and w1 > w0:
                 dx[b, chans + grp, h0:h1, w0:w1] += (gout[r, :, i, j] / ((h1 - h0) * (w1 - w0)))[:, None, None]
     for o, v in ((outputs[0], dx), (outputs[1], np.zeros(rois.shape))):
-        o[...] = v if ctx.xp is np else ctx.xp.asarray(v)
+        o[...] = ctx.xp.asarray(v)
 
 
 register(OpDef(
