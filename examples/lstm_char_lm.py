@@ -165,13 +165,6 @@ def train(args) -> dict:
     return {"perplexities": ppls, "losses": losses, "vocab": len(vocab), "sample": text_out}
 
 
-def one_blas_thread() -> bool:
-    """Limit BLAS to one thread unless EMBER_BLAS_THREADS says otherwise: this model's GEMMs are small
-    and OpenBLAS's second thread mostly spins beside the engine's workers (several times slower steps
-    on a busy 2-core machine).  True if this call set the limit (undo with set_blas_threads(None))."""
-    return "EMBER_BLAS_THREADS" not in os.environ and mx.engine.set_blas_threads(1)
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--epochs", type=int, default=6)
@@ -198,13 +191,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> dict:
     """Run the example; returns train()'s results."""
-    args = parse_args(argv)
-    limited = one_blas_thread()
-    try:
-        return train(args)
-    finally:
-        if limited:
-            mx.engine.set_blas_threads(None)
+    return train(parse_args(argv))
 
 
 if __name__ == "__main__":
