@@ -70,7 +70,7 @@ void ember_lstm_step_f32(const float *a_t, const float *pre, const float *bias, 
                          int64_t h, float *a, float *gates, float *c, float *tc, float *h_out) {
     step_job job = {.a_t = a_t, .pre = pre, .bias = bias, .c_prev = c_prev, .n = n, .h = h, .a = a, .gates = gates,
                     .c = c, .tc = tc, .h_out = h_out};
-    ember_parallel_for((size_t)n, row_grain(h) * 4, 0, sum_rows, &job); /* a sum is lighter than a cell */
+    ember_parallel_for((size_t)n, row_grain(h), 0, sum_rows, &job);
     ember_parallel_for((size_t)n, row_grain(h), 0, gate_rows, &job);
 }
 
