@@ -64,8 +64,7 @@ static void channel_windows(void *ctx, size_t first, size_t end, int chunk) {
 static void each_window(const ember_conv_windows *g, float *x, float *cols, int to_cols) {
     const int64_t per_channel = g->kh * g->kw * g->outer * g->oh * g->ow * g->inner;
     window_job job = {g, x, cols, to_cols};
-    size_t grain = per_channel >= EMBER_PARALLEL_GRAIN ? 1 : (size_t)(EMBER_PARALLEL_GRAIN / (per_channel ? per_channel : 1));
-    ember_parallel_for((size_t)g->channels, grain, 0, channel_windows, &job);
+    ember_parallel_for((size_t)g->channels, ember_pool_grain(per_channel, EMBER_PARALLEL_GRAIN), 0, channel_windows, &job);
 }
 
 void ember_im2col_f32(const ember_conv_windows *g, const float *x, float *cols) {

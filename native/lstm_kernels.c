@@ -24,8 +24,6 @@ typedef struct {
     float *a, *gates, *c, *tc, *h_out, *dc, *d_a;
 } step_job;
 
-static size_t row_grain(int64_t h) { return h >= CELL_GRAIN ? 1 : (size_t)(CELL_GRAIN / (h > 0 ? h : 1)); }
-
 /* a = a_t^T + pre + bias, tile by tile.  The op passes pre in the gates' memory, laid out
  * differently: every row of pre is read (this region ends) before any gate is written. */
 static void sum_rows(void *ctx, size_t first, size_t end, int chunk) {
@@ -70,8 +68,8 @@ void ember_lstm_step_f32(const float *a_t, const float *pre, const float *bias, 
                          int64_t h, float *a, float *gates, float *c, float *tc, float *h_out) {
     step_job job = {.a_t = a_t, .pre = pre, .bias = bias, .c_prev = c_prev, .n = n, .h = h, .a = a, .gates = gates,
                     .c = c, .tc = tc, .h_out = h_out};
-    ember_parallel_for((size_t)n, row_grain(h), 0, sum_rows, &job);
-    ember_parallel_for((size_t)n, row_grain(h), 0, gate_rows, &job);
+    ember_parallel_for((size_t)n, ember_pool_grain(h, CELL_GRAIN), 0, sum_rows, &job);
+    ember_parallel_for((size_t)n, ember_pool_grain(h, CELL_GRAIN), 0, gate_rows, &job);
 }
 
 FM_CLONES
@@ -101,5 +99,5 @@ void ember_lstm_step_backward_f32(const float *gates, const float *c_prev, const
                                   const float *d_out, int64_t n, int64_t h, float *dc, float *d_a) {
     step_job job = {.gates = (float *)gates, .c_prev = c_prev, .tc = (float *)tc, .dh = dh, .d_out = d_out, .n = n,
                     .h = h, .dc = dc, .d_a = d_a};
-    ember_parallel_for((size_t)n, row_grain(h), 0, step_backward_rows, &job);
+    ember_parallel_for((size_t)n, ember_pool_grain(h, CELL_GRAIN), 0, step_backward_rows, &job);
 }

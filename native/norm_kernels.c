@@ -60,11 +60,6 @@ typedef struct {
     float *mean, *var, *sum_dy, *sum_dy_xc;
 } stats_job;
 
-static size_t channel_grain(int64_t outer, int64_t inner) {
-    int64_t per = outer * inner > 0 ? outer * inner : 1;
-    return per >= EMBER_PARALLEL_GRAIN ? 1 : (size_t)(EMBER_PARALLEL_GRAIN / per);
-}
-
 static void mean_var_channels(void *ctx, size_t first, size_t end, int chunk) {
     const stats_job *j = ctx;
     const double count = (double)j->outer * (double)j->inner;
@@ -82,7 +77,7 @@ static void mean_var_channels(void *ctx, size_t first, size_t end, int chunk) {
 int ember_channel_mean_var_f32(const float *x, int64_t outer, int64_t channels, int64_t inner, float *mean,
                                float *var) {
     stats_job job = {.x = x, .outer = outer, .channels = channels, .inner = inner, .mean = mean, .var = var};
-    ember_parallel_for((size_t)channels, channel_grain(outer, inner), 0, mean_var_channels, &job);
+    ember_parallel_for((size_t)channels, ember_pool_grain(outer * inner, EMBER_PARALLEL_GRAIN), 0, mean_var_channels, &job);
     return 0;
 }
 
@@ -105,7 +100,7 @@ int ember_channel_grad_sums_f32(const float *dy, const float *x, const float *me
                                 int64_t inner, float *sum_dy, float *sum_dy_xc) {
     stats_job job = {.x = x, .dy = dy, .mean_in = mean, .outer = outer, .channels = channels, .inner = inner,
                      .sum_dy = sum_dy, .sum_dy_xc = sum_dy_xc};
-    ember_parallel_for((size_t)channels, channel_grain(outer, inner), 0, grad_sum_channels, &job);
+    ember_parallel_for((size_t)channels, ember_pool_grain(outer * inner, EMBER_PARALLEL_GRAIN), 0, grad_sum_channels, &job);
     return 0;
 }
 
@@ -141,6 +136,5 @@ IVDEP
 void ember_channel_affine_f32(const float *dy, const float *a, const float *x, const float *m, const float *b,
                               const float *d, int64_t outer, int64_t channels, int64_t inner, float *out) {
     affine_job job = {dy, a, x, m, b, d, channels, inner, out};
-    size_t grain = inner >= EMBER_PARALLEL_GRAIN ? 1 : (size_t)(EMBER_PARALLEL_GRAIN / (inner > 0 ? inner : 1));
-    ember_parallel_for((size_t)(outer * channels), grain, 0, affine_rows, &job);
+    ember_parallel_for((size_t)(outer * channels), ember_pool_grain(inner, EMBER_PARALLEL_GRAIN), 0, affine_rows, &job);
 }

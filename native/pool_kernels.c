@@ -53,12 +53,6 @@ typedef struct {
     float *rows;  /* the forward's folded rows: w floats per chunk */
 } pool_job;
 
-/* Planes a chunk takes at least: a plane's work is about its map's size. */
-static size_t plane_grain(const ember_pool2d *g) {
-    int64_t map = g->h * g->w > 0 ? g->h * g->w : 1;
-    return map >= EMBER_PARALLEL_GRAIN ? 1 : (size_t)(EMBER_PARALLEL_GRAIN / map);
-}
-
 static void pool_planes(void *ctx, size_t first, size_t end, int chunk) {
     const pool_job *j = ctx;
     const ember_pool2d *g = j->g;
@@ -72,7 +66,7 @@ int ember_max_pool2d_f32(const ember_pool2d *g, const float *x, float *y) {
     float *rows = malloc((size_t)((g->w > 0 ? g->w : 1) * chunks) * sizeof *rows);
     if (!rows) return -1;
     pool_job job = {.g = g, .x = x, .out = y, .rows = rows};
-    ember_parallel_for((size_t)g->planes, plane_grain(g), chunks, pool_planes, &job);
+    ember_parallel_for((size_t)g->planes, ember_pool_grain(g->h * g->w, EMBER_PARALLEL_GRAIN), chunks, pool_planes, &job);
     free(rows);
     return 0;
 }
@@ -124,5 +118,5 @@ static void pool_backward_planes(void *ctx, size_t first, size_t end, int chunk)
 
 void ember_max_pool2d_backward_f32(const ember_pool2d *g, const float *x, const float *y, const float *dy, float *dx) {
     pool_job job = {.g = g, .x = x, .y = y, .dy = dy, .out = dx};
-    ember_parallel_for((size_t)g->planes, plane_grain(g), 0, pool_backward_planes, &job);
+    ember_parallel_for((size_t)g->planes, ember_pool_grain(g->h * g->w, EMBER_PARALLEL_GRAIN), 0, pool_backward_planes, &job);
 }

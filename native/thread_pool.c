@@ -203,6 +203,11 @@ void ember_pool_install_blas(void *setter) {
     set(ember_pool_blas_callback);
 }
 
+size_t ember_pool_grain(int64_t per_item, int64_t elements) {
+    if (per_item < 1) per_item = 1;
+    return per_item >= elements ? 1 : (size_t)(elements / per_item);
+}
+
 int ember_pool_threads(void) { return __atomic_load_n(&team_size, __ATOMIC_RELAXED); }
 
 void ember_pool_set_threads(int n) {

@@ -16,6 +16,7 @@
 #define EMBER_THREAD_POOL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* A kernel's loop body over items [begin, end).  `chunk` (below the max_chunks given and the
  * team's size) is unique among the chunks running at once: per-thread scratch is indexed by it. */
@@ -31,6 +32,10 @@ void ember_parallel_for(size_t n, size_t grain, int max_chunks, ember_range_fn f
 /* The elements a chunk of a memory-bound element-wise loop should have at least: below that, waking
  * a helper costs more than the work it takes over. */
 #define EMBER_PARALLEL_GRAIN 32768
+
+/* The grain, in items, of a loop whose items hold `per_item` elements each (below 1 counts as 1):
+ * enough items for `elements` elements a chunk, and at least 1. */
+size_t ember_pool_grain(int64_t per_item, int64_t elements);
 
 /* The number of threads a parallel_for may use, the caller included (>= 1). */
 int ember_pool_threads(void);
