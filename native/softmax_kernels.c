@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "fast_math.h"
+#include "thread_pool.h"
 
 /* The module is built at -O2, whose cost model (GCC) leaves these loops scalar: vectorized. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -11,6 +12,17 @@
 #endif
 
 #define LANES 16 /* independent float sums per row: no chain of dependent adds */
+
+/* Rows run in parallel (thread_pool.h), at least this many values a chunk: an exponential and a few
+ * passes each, ~1 ns a value. */
+#define SOFTMAX_GRAIN 8192
+
+typedef struct {
+    const float *x, *y; /* forward: x; backward: dy, y */
+    int64_t n;
+    int take_log;
+    float *out;
+} rows_job;
 
 /* the row's maximum; NaN if any value is NaN (as numpy's max) */
 FM_CLONES
@@ -99,13 +111,16 @@ static double row_dot(const float *a, const float *b, int64_t n) {
 }
 
 FM_CLONES
-void ember_softmax_rows_f32(const float *x, int64_t rows, int64_t n, int take_log, float *y) {
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * n;
-        float *yr = y + r * n;
+static void forward_rows(void *ctx, size_t first, size_t end, int chunk) {
+    const rows_job *j = ctx;
+    const int64_t n = j->n;
+    (void)chunk;
+    for (int64_t r = (int64_t)first; r < (int64_t)end; r++) {
+        const float *xr = j->x + r * n;
+        float *yr = j->out + r * n;
         float m = row_max(xr, n);
         if (!isfinite(m)) m = 0; /* a row of -inf stays finite where it can; NaN spreads below */
-        if (take_log) { /* (x - m) - log(s), as numpy: x - m first, so large x keep their digits */
+        if (j->take_log) { /* (x - m) - log(s), as numpy: x - m first, so large x keep their digits */
             float ls = (float)log(row_exp_total(xr, n, m));
             for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) - ls;
         } else {
@@ -115,13 +130,20 @@ void ember_softmax_rows_f32(const float *x, int64_t rows, int64_t n, int take_lo
     }
 }
 
+void ember_softmax_rows_f32(const float *x, int64_t rows, int64_t n, int take_log, float *y) {
+    rows_job job = {.x = x, .n = n, .take_log = take_log, .out = y};
+    ember_parallel_for((size_t)rows, ember_pool_grain(n, SOFTMAX_GRAIN), 0, forward_rows, &job);
+}
+
 FM_CLONES
-void ember_softmax_rows_backward_f32(const float *dy, const float *y, int64_t rows, int64_t n, int take_log,
-                                     float *dx) {
-    for (int64_t r = 0; r < rows; r++) {
-        const float *dyr = dy + r * n, *yr = y + r * n;
-        float *dxr = dx + r * n;
-        if (take_log) { /* dx = dy - e^y sum(dy) */
+static void backward_rows(void *ctx, size_t first, size_t end, int chunk) {
+    const rows_job *j = ctx;
+    const int64_t n = j->n;
+    (void)chunk;
+    for (int64_t r = (int64_t)first; r < (int64_t)end; r++) {
+        const float *dyr = j->x + r * n, *yr = j->y + r * n;
+        float *dxr = j->out + r * n;
+        if (j->take_log) { /* dx = dy - e^y sum(dy) */
             float s = (float)row_sum(dyr, n);
             for (int64_t i = 0; i < n; i++) dxr[i] = dyr[i] - exp_f32(yr[i]) * s;
         } else { /* dx = y (dy - sum(dy y)) */
@@ -129,4 +151,10 @@ void ember_softmax_rows_backward_f32(const float *dy, const float *y, int64_t ro
             for (int64_t i = 0; i < n; i++) dxr[i] = yr[i] * (dyr[i] - s);
         }
     }
+}
+
+void ember_softmax_rows_backward_f32(const float *dy, const float *y, int64_t rows, int64_t n, int take_log,
+                                     float *dx) {
+    rows_job job = {.x = dy, .y = y, .n = n, .take_log = take_log, .out = dx};
+    ember_parallel_for((size_t)rows, ember_pool_grain(n, SOFTMAX_GRAIN), 0, backward_rows, &job);
 }

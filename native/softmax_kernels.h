@@ -2,8 +2,9 @@
  * registry's numpy code computes them (ember/ops/nn_softmax.py): rows shifted by their maximum (by 0
  * where that maximum is not finite), exponentials from fast_math.h, each row's sum in float lanes
  * and double.  numpy takes six passes over the whole array and two full-size temporaries; these
- * take three passes over each row while it is in cache.  Results differ from the numpy code's in
- * the last bits. */
+ * take three passes over each row while it is in cache, the rows split over the CPU team
+ * (thread_pool.h; the same bits whatever its size).  Results differ from the numpy code's in the
+ * last bits. */
 #ifndef EMBER_SOFTMAX_KERNELS_H
 #define EMBER_SOFTMAX_KERNELS_H
 

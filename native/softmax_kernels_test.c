@@ -1,12 +1,13 @@
 /* softmax_kernels.h against double-precision loops, for row lengths around the lane count, on heap
  * buffers of exactly their size (run under ASan + UBSan by `make memcheck`: an access past a buffer
- * fails the run), also in place. */
+ * fails the run), also in place, and with the rows split over a team of 3. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "softmax_kernels.h"
+#include "thread_pool.h"
 
 static float *floats(int64_t n) { return malloc((size_t)(n ? n : 1) * sizeof(float)); }
 
@@ -61,6 +62,12 @@ int main(void) {
     for (int take_log = 0; take_log < 2; take_log++)
         for (size_t k = 0; k < sizeof ns / sizeof *ns; k++)
             bad |= check(3, ns[k], take_log, (unsigned)(k + 10 * take_log));
+    ember_pool_set_threads(3); /* 40 rows of 1000 values, 100 of 300: three chunks each */
+    for (int take_log = 0; take_log < 2; take_log++) {
+        bad |= check(40, 1000, take_log, 50u + (unsigned)take_log);
+        bad |= check(100, 300, take_log, 60u + (unsigned)take_log);
+    }
+    ember_pool_shutdown();
     if (!bad) printf("softmax_kernels_test: ok\n");
     return bad;
 }

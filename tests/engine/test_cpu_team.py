@@ -90,17 +90,30 @@ def _lstm(x):
     return [y.asnumpy(), xs.grad.asnumpy(), net.l0_h2h_weight.grad().asnumpy()]
 
 
+def _softmax(x):
+    """softmax and log_softmax over rows, and their gradients (rows split)."""
+    xs = mx.nd.array(x)
+    xs.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.softmax(xs)
+        z = mx.nd.log_softmax(xs)
+        loss = (y * y).sum() + (z * mx.nd.array(x)).sum()
+    loss.backward()
+    return [y.asnumpy(), z.asnumpy(), xs.grad.asnumpy()]
+
+
 def test_kernels_same_bits_whatever_the_team(team_size):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((8, 32, 16, 16)).astype(np.float32)
     w = (rng.standard_normal((48, 32, 3, 3)) * 0.1).astype(np.float32)
     g = rng.standard_normal(w.shape).astype(np.float32)
     seq = rng.standard_normal((5, 64, 32)).astype(np.float32)
+    logits = rng.standard_normal((96, 1000)).astype(np.float32) * 4
     cpu_team.set_threads(1)
-    serial = _kernels(x, w, g) + _lstm(seq)
+    serial = _kernels(x, w, g) + _lstm(seq) + _softmax(logits)
     cpu_team.set_threads(3)
     before = lib.ember_pool_helper_jobs()
-    split = _kernels(x, w, g) + _lstm(seq)
+    split = _kernels(x, w, g) + _lstm(seq) + _softmax(logits)
     assert lib.ember_pool_helper_jobs() > before  # the kernels did split
     for a, b in zip(serial, split):
         np.testing.assert_array_equal(a, b)
