@@ -8,7 +8,7 @@ CFLAGS_NATIVE := -std=c11 -O1 -g -Wall -Wextra -Werror -pthread -Inative
 .PHONY: install demo demo-module engine-demo test test-python memcheck bench clean
 
 $(STAMP): setup.cfg setup.py pyproject.toml native/engine.c native/engine.h native/collectives.c native/collectives.h \
-          native/host_copy.c native/host_copy.h native/ufunc_loops.c native/ufunc_loops.h native/image_kernels.c native/image_kernels.h native/update_kernels.c native/update_kernels.h native/act_kernels.c native/act_kernels.h native/pool_kernels.c native/pool_kernels.h native/conv_kernels.c native/conv_kernels.h native/norm_kernels.c native/norm_kernels.h native/lstm_kernels.c native/lstm_kernels.h native/softmax_kernels.c native/softmax_kernels.h native/thread_pool.c native/thread_pool.h native/fast_math.h native/engine_bench.c native/engine_bench.h native/build_engine.py
+          native/host_copy.c native/host_copy.h native/ufunc_loops.c native/ufunc_loops.h native/image_kernels.c native/image_kernels.h native/update_kernels.c native/update_kernels.h native/act_kernels.c native/act_kernels.h native/pool_kernels.c native/pool_kernels.h native/conv_kernels.c native/conv_kernels.h native/norm_kernels.c native/norm_kernels.h native/gemm.c native/gemm.h native/lstm_kernels.c native/lstm_kernels.h native/softmax_kernels.c native/softmax_kernels.h native/thread_pool.c native/thread_pool.h native/fast_math.h native/engine_bench.c native/engine_bench.h native/build_engine.py
 	$(PIP) install -q -e '.[test,dist,demo,image]'
 	@touch $(STAMP)
 
@@ -29,7 +29,8 @@ test-python: install
 	$(PY) -m pytest -q tests
 
 # The C core's stress tests (the engine; the collective queue over a fake MPI; the CPU thread team;
-# the image, update, activation, pool, conv, norm, LSTM and softmax kernels, linked with the team) under
+# the image, update, activation, pool, conv, norm, LSTM and softmax kernels, linked with the team and the
+# GEMM table, which the LSTM test fills with a plain loop) under
 # AddressSanitizer + UndefinedBehaviorSanitizer (leaks included), then under valgrind memcheck
 # when valgrind is installed.
 ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer
@@ -43,8 +44,8 @@ memcheck:
 	    -o build/collectives_asan
 	ASAN_OPTIONS=detect_leaks=1 ./build/collectives_asan 3000
 	@for k in $(KERNEL_TESTS); do \
-	    echo "$(CC) $(CFLAGS_NATIVE) $(ASAN) native/$${k}_kernels.c native/thread_pool.c native/$${k}_kernels_test.c -lm"; \
-	    $(CC) $(CFLAGS_NATIVE) $(ASAN) native/$${k}_kernels.c native/thread_pool.c native/$${k}_kernels_test.c -lm \
+	    echo "$(CC) $(CFLAGS_NATIVE) $(ASAN) native/$${k}_kernels.c native/thread_pool.c native/gemm.c native/$${k}_kernels_test.c -lm"; \
+	    $(CC) $(CFLAGS_NATIVE) $(ASAN) native/$${k}_kernels.c native/thread_pool.c native/gemm.c native/$${k}_kernels_test.c -lm \
 	        -o build/$${k}_kernels_asan \
 	        && ./build/$${k}_kernels_asan || exit 1; \
 	done

@@ -15,7 +15,8 @@ engine ops uses engine.h only, like any other C client of the engine:
 - conv_kernels: a convolution's window copies on CPU, im2col and col2im, and the Winograd F(2x2, 3x3)
   transforms (conv_kernels.h);
 - norm_kernels: BatchNorm's per-channel statistics, gradient sums and affine passes on CPU (norm_kernels.h);
-- lstm_kernels: the element-wise part of an LSTM time step, forward and backward, on CPU (lstm_kernels.h);
+- gemm:        the BLAS sgemm of numpy's OpenBLAS, installed at import, for kernels that call it (gemm.h);
+- lstm_kernels: one direction of an LSTM layer over a sequence, forward and backward, on CPU (lstm_kernels.h);
 - softmax_kernels: softmax and log_softmax over rows, forward and backward, on CPU (softmax_kernels.h);
 - thread_pool: the one team of CPU threads that BLAS's parallel regions and the kernels' split loops
   share (thread_pool.h);
@@ -34,7 +35,7 @@ from cffi import FFI
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMPONENTS = ("engine", "collectives", "host_copy", "ufunc_loops", "image_kernels", "update_kernels", "act_kernels",
               "pool_kernels",
-              "conv_kernels", "norm_kernels", "lstm_kernels", "softmax_kernels", "thread_pool", "engine_bench")
+              "conv_kernels", "norm_kernels", "gemm", "lstm_kernels", "softmax_kernels", "thread_pool", "engine_bench")
 
 
 def cdef_from_header(path: str) -> str:
@@ -351,7 +352,7 @@ static PyObject *pyfn_release_idle_ok(PyObject *self, PyObject *unused) {
 
 /* The image kernels (image_kernels.h), the SGD step (update_kernels.h), relu (act_kernels.h), max pooling
  * (pool_kernels.h), the convolution window copies (conv_kernels.h), BatchNorm's passes
- * (norm_kernels.h), the LSTM step (lstm_kernels.h) and softmax rows (softmax_kernels.h) on numpy arrays, read
+ * (norm_kernels.h), the LSTM direction (lstm_kernels.h) and softmax rows (softmax_kernels.h) on numpy arrays, read
  * through the buffer protocol: one call that checks and runs (a cffi call and its argument
  * conversions cost as much as the kernel on one 32x32 image).  Each answers False, having done
  * nothing, where the arrays do not fit the kernel (the caller's numpy code runs then): not
@@ -813,49 +814,64 @@ static PyObject *norm_affine(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
-/* lstm_step_f32(a_t, pre, bias, c_prev, a, gates, c, tc, h_out) -> bool: ember_lstm_step_f32 on float32
- * buffers, C-contiguous: a_t 2-D (4h, n), a, pre and gates of its size, bias of 4h values, c_prev, c, tc
- * and h_out of n * h; gates may be pre's very memory and c c_prev's, nothing else written overlaps */
-static PyObject *lstm_step(PyObject *self, PyObject *args) {
+/* The sizes, in bytes, of an LSTM direction's arrays (lstm_kernels.h) for t_len steps, n sequences,
+ * h units: wh, bias, gates / d_a, a state sequence, tc / d_out, one state */
+static void lstm_sizes(int64_t t_len, int64_t n, int64_t h, Py_ssize_t out[6]) {
+    const int64_t st = n * h, v[6] = {4 * h * h, 4 * h, 4 * st * t_len, st * (t_len + 1), st * t_len, st};
+    for (int i = 0; i < 6; i++) out[i] = (Py_ssize_t)(v[i] * 4);
+}
+
+/* lstm_forward_f32(wh, bias, gates, c_seq, tc, h_seq, reverse) -> bool: ember_lstm_forward_f32 on
+ * float32 buffers, C-contiguous, h_seq 3-D (t_len + 1, n, h) and the others of lstm_kernels.h's sizes
+ * for it, no written one overlapping another buffer; False without a GEMM or fm_fast; MemoryError
+ * without scratch */
+static PyObject *lstm_forward(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[9]; /* written first: a, gates, c, tc, h_out; then pre, c_prev, bias, a_t */
-    if (!PyArg_ParseTuple(args, "OOOOOOOOO:lstm_step_f32", &o[8], &o[5], &o[7], &o[6], &o[0], &o[1], &o[2], &o[3],
-                          &o[4]))
+    PyObject *o[6]; /* written first: gates, c_seq, tc, h_seq; then wh, bias */
+    int reverse;
+    if (!PyArg_ParseTuple(args, "OOOOOOp:lstm_forward_f32", &o[4], &o[5], &o[0], &o[1], &o[2], &o[3], &reverse))
         return NULL;
     f32_buffers b;
-    if (!fm_fast() || !f32_take(&b, o, 9, 5, 0)) Py_RETURN_FALSE;
-    const Py_buffer *a_t = &b.v[8];
-    int64_t n = a_t->ndim == 2 ? a_t->shape[1] : 0, h = a_t->ndim == 2 ? a_t->shape[0] / 4 : 0;
-    Py_ssize_t all = (Py_ssize_t)(n * 4 * h * 4), state = (Py_ssize_t)(n * h * 4);
-    static const unsigned same[5] = {0, 1u << 5, 1u << 6, 0, 0}; /* gates may be pre, c c_prev */
-    int ok = n > 0 && h > 0 && a_t->shape[0] == 4 * h && b.v[0].len == all && b.v[1].len == all &&
-             b.v[5].len == all && b.v[2].len == state && b.v[3].len == state && b.v[4].len == state &&
-             b.v[6].len == state && b.v[7].len == (Py_ssize_t)(4 * h * 4) && writes_apart(&b, 5, same);
+    if (!ember_gemm_ready() || !fm_fast() || !f32_take(&b, o, 6, 4, 0)) Py_RETURN_FALSE;
+    const Py_buffer *hs = &b.v[3];
+    int64_t t_len = hs->ndim == 3 ? hs->shape[0] - 1 : 0, n = hs->ndim == 3 ? hs->shape[1] : 0;
+    int64_t h = hs->ndim == 3 ? hs->shape[2] : 0;
+    Py_ssize_t z[6];
+    lstm_sizes(t_len, n, h, z);
+    int ok = t_len > 0 && n > 0 && h > 0 && b.v[4].len == z[0] && b.v[5].len == z[1] && b.v[0].len == z[2] &&
+             b.v[1].len == z[3] && b.v[2].len == z[4] && hs->len == z[3] && writes_apart(&b, 4, NULL);
+    int rc = 0;
     if (ok)
-        KERNEL_RUN(a_t->len, ember_lstm_step_f32(a_t->buf, b.v[5].buf, b.v[7].buf, b.v[6].buf, n, h, b.v[0].buf,
-                                                 b.v[1].buf, b.v[2].buf, b.v[3].buf, b.v[4].buf));
+        KERNEL_RUN(b.v[0].len, rc = ember_lstm_forward_f32(t_len, n, h, reverse, b.v[4].buf, b.v[5].buf, b.v[0].buf,
+                                                           b.v[1].buf, b.v[2].buf, b.v[3].buf));
     f32_release(&b);
+    if (rc != 0) return PyErr_NoMemory();
     return PyBool_FromLong(ok);
 }
 
-/* lstm_step_backward_f32(gates, c_prev, tc, dh, d_out, dc, d_a) -> bool: ember_lstm_step_backward_f32
- * on float32 buffers, C-contiguous: dh 2-D (n, h), c_prev, tc, d_out and dc of its size, gates and
- * d_a of 4 n h values; dc and d_a overlap nothing */
-static PyObject *lstm_step_backward(PyObject *self, PyObject *args) {
+/* lstm_backward_f32(wh, gates, c_seq, tc, d_out, dh, dc, d_a, reverse) -> bool: ember_lstm_backward_f32
+ * on float32 buffers, C-contiguous, d_out 3-D (t_len, n, h) and the others of lstm_kernels.h's sizes
+ * for it, no written one overlapping another buffer; False without a GEMM */
+static PyObject *lstm_backward(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[7]; /* written first: dc, d_a; then gates, c_prev, tc, dh, d_out */
-    if (!PyArg_ParseTuple(args, "OOOOOOO:lstm_step_backward_f32", &o[2], &o[3], &o[4], &o[5], &o[6], &o[0], &o[1]))
+    PyObject *o[8]; /* written first: dh, dc, d_a; then wh, gates, c_seq, tc, d_out */
+    int reverse;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOp:lstm_backward_f32", &o[3], &o[4], &o[5], &o[6], &o[7], &o[0], &o[1],
+                          &o[2], &reverse))
         return NULL;
     f32_buffers b;
-    if (!f32_take(&b, o, 7, 2, 0)) Py_RETURN_FALSE;
-    const Py_buffer *dh = &b.v[5];
-    int64_t n = dh->ndim == 2 ? dh->shape[0] : 0, h = dh->ndim == 2 ? dh->shape[1] : 0;
-    Py_ssize_t all = (Py_ssize_t)(n * 4 * h * 4), state = (Py_ssize_t)(n * h * 4);
-    int ok = n > 0 && h > 0 && b.v[1].len == all && b.v[2].len == all && b.v[0].len == state &&
-             b.v[3].len == state && b.v[4].len == state && b.v[6].len == state && writes_apart(&b, 2, NULL);
+    if (!ember_gemm_ready() || !f32_take(&b, o, 8, 3, 0)) Py_RETURN_FALSE;
+    const Py_buffer *d = &b.v[7];
+    int64_t t_len = d->ndim == 3 ? d->shape[0] : 0, n = d->ndim == 3 ? d->shape[1] : 0;
+    int64_t h = d->ndim == 3 ? d->shape[2] : 0;
+    Py_ssize_t z[6];
+    lstm_sizes(t_len, n, h, z);
+    int ok = t_len > 0 && n > 0 && h > 0 && b.v[3].len == z[0] && b.v[4].len == z[2] && b.v[5].len == z[3] &&
+             b.v[6].len == z[4] && d->len == z[4] && b.v[0].len == z[5] && b.v[1].len == z[5] &&
+             b.v[2].len == z[2] && writes_apart(&b, 3, NULL);
     if (ok)
-        KERNEL_RUN(b.v[2].len, ember_lstm_step_backward_f32(b.v[2].buf, b.v[3].buf, b.v[4].buf, b.v[5].buf,
-                                                            b.v[6].buf, n, h, b.v[0].buf, b.v[1].buf));
+        KERNEL_RUN(b.v[2].len, ember_lstm_backward_f32(t_len, n, h, reverse, b.v[3].buf, b.v[4].buf, b.v[5].buf,
+                                                       b.v[6].buf, b.v[7].buf, b.v[0].buf, b.v[1].buf, b.v[2].buf));
     f32_release(&b);
     return PyBool_FromLong(ok);
 }
@@ -907,9 +923,9 @@ static PyObject *fast_math_available(PyObject *self, PyObject *unused) {
 
 static PyMethodDef pyfn_methods[] = {
     {"fast_math", fast_math_available, METH_NOARGS, "fm_fast(): fast_math.h's loops run vectorized here"},
-    {"lstm_step_f32", lstm_step, METH_VARARGS, "ember_lstm_step_f32 on buffers (False: they do not fit)"},
-    {"lstm_step_backward_f32", lstm_step_backward, METH_VARARGS,
-     "ember_lstm_step_backward_f32 on buffers (False: they do not fit)"},
+    {"lstm_forward_f32", lstm_forward, METH_VARARGS, "ember_lstm_forward_f32 on buffers (False: they do not fit)"},
+    {"lstm_backward_f32", lstm_backward, METH_VARARGS,
+     "ember_lstm_backward_f32 on buffers (False: they do not fit)"},
     {"softmax_rows_f32", softmax_rows, METH_VARARGS, "ember_softmax_rows_f32 on buffers (False: they do not fit)"},
     {"softmax_rows_backward_f32", softmax_rows_backward, METH_VARARGS,
      "ember_softmax_rows_backward_f32 on buffers (False: they do not fit)"},

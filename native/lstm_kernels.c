@@ -1,7 +1,10 @@
 /* The LSTM step kernels (lstm_kernels.h). */
 #include "lstm_kernels.h"
 
+#include <stdlib.h>
+
 #include "fast_math.h"
+#include "gemm.h"
 #include "thread_pool.h"
 
 /* The module is built at -O2, whose cost model (GCC) leaves these loops scalar: vectorized. */
@@ -64,7 +67,10 @@ static void gate_rows(void *ctx, size_t first, size_t end, int chunk) {
     }
 }
 
-void ember_lstm_step_f32(const float *a_t, const float *pre, const float *bias, const float *c_prev, int64_t n,
+/* One step forward.  a_t (4h, n): the recurrent part W_h h_prev^T; pre (n, 4h): the input projection,
+ * read whole before `gates` (4, n, h), in the same memory, is written; a (n, 4h): scratch for the summed
+ * pre-activations; c may not be c_prev. */
+static void step_forward(const float *a_t, const float *pre, const float *bias, const float *c_prev, int64_t n,
                          int64_t h, float *a, float *gates, float *c, float *tc, float *h_out) {
     step_job job = {.a_t = a_t, .pre = pre, .bias = bias, .c_prev = c_prev, .n = n, .h = h, .a = a, .gates = gates,
                     .c = c, .tc = tc, .h_out = h_out};
@@ -95,9 +101,52 @@ static void step_backward_rows(void *ctx, size_t first, size_t end, int chunk) {
     }
 }
 
-void ember_lstm_step_backward_f32(const float *gates, const float *c_prev, const float *tc, const float *dh,
-                                  const float *d_out, int64_t n, int64_t h, float *dc, float *d_a) {
+/* One step backward: d_a (n, 4h) from dh + d_out (the step output's gradient) and dc (the new cell
+ * state's, replaced by c_prev's). */
+static void step_backward(const float *gates, const float *c_prev, const float *tc, const float *dh,
+                          const float *d_out, int64_t n, int64_t h, float *dc, float *d_a) {
     step_job job = {.gates = (float *)gates, .c_prev = c_prev, .tc = (float *)tc, .dh = dh, .d_out = d_out, .n = n,
                     .h = h, .dc = dc, .d_a = d_a};
     ember_parallel_for((size_t)n, ember_pool_grain(h, CELL_GRAIN), 0, step_backward_rows, &job);
+}
+
+/* Step number s (0 first) in the order a pass takes them, and the state entries around step t. */
+static int64_t step_at(int64_t s, int64_t t_len, int in_time_order) { return in_time_order ? s : t_len - 1 - s; }
+static int64_t before(int64_t t, int reverse) { return reverse ? t + 1 : t; }
+static int64_t after(int64_t t, int reverse) { return reverse ? t : t + 1; }
+
+int ember_lstm_forward_f32(int64_t t_len, int64_t n, int64_t h, int reverse, const float *wh, const float *bias,
+                           float *gates, float *c_seq, float *tc, float *h_seq) {
+    const int64_t state = n * h, all = 4 * state;
+    if (t_len < 1 || n < 1 || h < 1) return 0;
+    /* a_t and a on 64-byte lines, a one line further than a_t's end: with the two a whole number of
+     * pages apart each load of a_t waited on the store to a before it (4K aliasing: the forward ran
+     * ~35% slower in some processes) */
+    size_t bytes = ((size_t)(2 * all + 16) * sizeof(float) + 63) / 64 * 64; /* aligned_alloc: a multiple of 64 */
+    float *a_t = aligned_alloc(64, bytes);
+    if (!a_t) return -1;
+    float *a = a_t + all + 16;
+    for (int64_t s = 0; s < t_len; s++) {
+        int64_t t = step_at(s, t_len, !reverse), b = before(t, reverse) * state, e = after(t, reverse) * state;
+        /* W_h h^T (4h, n): with the batch as the product's short side it runs ~1.5x faster than h W_h^T
+         * (32 x 256 by 256 x 1024: 145 -> 98 us); the step reads it transposed */
+        ember_sgemm(0, 1, 4 * h, n, h, wh, h, h_seq + b, h, 0.0f, a_t, n);
+        step_forward(a_t, gates + t * all, bias, c_seq + b, n, h, a, gates + t * all, c_seq + e, tc + t * state,
+                     h_seq + e);
+    }
+    free(a_t);
+    return 0;
+}
+
+void ember_lstm_backward_f32(int64_t t_len, int64_t n, int64_t h, int reverse, const float *wh, const float *gates,
+                             const float *c_seq, const float *tc, const float *d_out, float *dh, float *dc,
+                             float *d_a) {
+    const int64_t state = n * h, all = 4 * state;
+    if (t_len < 1 || n < 1 || h < 1) return;
+    for (int64_t s = 0; s < t_len; s++) {
+        int64_t t = step_at(s, t_len, reverse);
+        step_backward(gates + t * all, c_seq + before(t, reverse) * state, tc + t * state, dh, d_out + t * state, n,
+                      h, dc, d_a + t * all);
+        ember_sgemm(0, 0, n, h, 4 * h, d_a + t * all, 4 * h, wh, h, 0.0f, dh, h); /* d_a W_h: the state it read */
+    }
 }

@@ -4,16 +4,18 @@ numpy's OpenBLAS keeps a pool of its own whose threads busy-wait ~0.1 s after ev
 training step they hold every other core, so ember's kernels between two GEMMs ran on one core
 while the others spun.  At import ember hands OpenBLAS's parallel regions to its own team
 (OpenBLAS's threads callback, OpenBLAS >= 0.3.27), and its kernels split their loops over the same
-threads, which wait only briefly between jobs.
+threads, which wait only briefly between jobs.  It also hands numpy's cblas_sgemm to the native
+kernels that run products of their own (native/gemm.h: an LSTM's time steps).
 
     threads()        the team's size, the calling thread included
     set_threads(n)   the team's size for the kernels (BLAS keeps its own thread count)
     blas_libraries() the paths of the BLAS libraries whose regions the team runs (numpy's, scipy's)
+    gemm_library()   the path of the library whose cblas_sgemm native kernels call (native/gemm.h)
 
 Size: `EMBER_CPU_THREADS`, else `OMP_NUM_THREADS` (MXNet's knob for its operators' threads),
 else the cores this process may run on.  `EMBER_CPU_SPIN_US` sets how long a helper busy-waits
 for the next job before it sleeps (default 200).  `EMBER_CPU_TEAM=0` leaves OpenBLAS's own pool
-alone (the kernels still use the team).
+alone (the kernels still use the team and the sgemm).
 """
 from __future__ import annotations
 
@@ -28,7 +30,11 @@ from .blas import env_int
 # wheels (ILP64 with a "64_" suffix, or 32-bit integers).
 _SETTERS = ("openblas_set_threads_callback_function", "scipy_openblas_set_threads_callback_function64_",
             "scipy_openblas_set_threads_callback_function")
+# cblas_sgemm likewise, with whether its sizes are 64-bit
+_SGEMMS = (("cblas_sgemm64_", True), ("scipy_cblas_sgemm64_", True), ("scipy_cblas_sgemm", False),
+           ("cblas_sgemm", False))
 _blas_paths: Optional[List[str]] = None
+_gemm_path: Optional[str] = None
 
 
 def threads() -> int:
@@ -48,6 +54,11 @@ def blas_libraries() -> List[str]:
     return list(_blas_paths or ())
 
 
+def gemm_library() -> Optional[str]:
+    """The BLAS library whose sgemm the native kernels call (None: none found, they leave it to numpy)."""
+    return _gemm_path
+
+
 def _default_size() -> int:
     explicit = env_int("EMBER_CPU_THREADS", 1)
     if explicit is not None:
@@ -61,9 +72,8 @@ def _default_size() -> int:
         return os.cpu_count() or 1
 
 
-def _openblas_setters() -> List[Tuple[str, int]]:
-    """(path, setter address) of each loaded OpenBLAS that has a threads callback (numpy and scipy
-    bring one each)."""
+def _openblas_handles() -> List[Tuple[str, ctypes.CDLL]]:
+    """(path, handle) of each loaded OpenBLAS (numpy's first, then scipy's if loaded)."""
     try:
         from threadpoolctl import threadpool_info
         paths = [i["filepath"] for i in threadpool_info() if i.get("internal_api") == "openblas"]
@@ -72,27 +82,51 @@ def _openblas_setters() -> List[Tuple[str, int]]:
     found = []
     for path in paths:
         try:
-            handle = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL)
+            found.append((path, ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL)))
         except OSError:
             continue
-        for name in _SETTERS:
-            fn = getattr(handle, name, None)
-            if fn is not None:
-                found.append((path, ctypes.cast(fn, ctypes.c_void_p).value))
-                break
     return found
 
 
+def _symbol(handle: ctypes.CDLL, names) -> Optional[Tuple[str, int]]:
+    """(name, address) of the first of `names` the library exports."""
+    for name in names:
+        fn = getattr(handle, name, None)
+        if fn is not None:
+            return name, ctypes.cast(fn, ctypes.c_void_p).value
+    return None
+
+
+def _ilp64(handle: ctypes.CDLL, name: str, wide: bool) -> bool:
+    """Whether `name` takes 64-bit sizes: by its suffix, or for the plain name by the build's config."""
+    if name != "cblas_sgemm":
+        return wide
+    config = getattr(handle, "openblas_get_config", None)
+    if config is None:
+        return False
+    config.restype = ctypes.c_char_p
+    return b"USE64BITINT" in (config() or b"")
+
+
 def install() -> None:
-    """At import: size the team and hand it the parallel regions of numpy's and scipy's OpenBLAS (once)."""
-    global _blas_paths
+    """At import: size the team, hand it the parallel regions of numpy's and scipy's OpenBLAS and
+    give the native kernels numpy's sgemm (once)."""
+    global _blas_paths, _gemm_path
     lib.ember_pool_set_threads(_default_size())
     spin = env_int("EMBER_CPU_SPIN_US", 0)
     if spin is not None:
         lib.ember_pool_set_spin_us(spin)
-    if _blas_paths is not None or os.environ.get("EMBER_CPU_TEAM", "1") == "0":
+    if _blas_paths is not None:
         return
     _blas_paths = []
-    for path, setter in _openblas_setters():
-        lib.ember_pool_install_blas(ffi.cast("void *", setter))
-        _blas_paths.append(path)
+    team = os.environ.get("EMBER_CPU_TEAM", "1") != "0"
+    for path, handle in _openblas_handles():
+        setter = _symbol(handle, _SETTERS)
+        if team and setter is not None:
+            lib.ember_pool_install_blas(ffi.cast("void *", setter[1]))
+            _blas_paths.append(path)
+        sgemm = _symbol(handle, (name for name, _ in _SGEMMS))
+        if _gemm_path is None and sgemm is not None:
+            wide = dict(_SGEMMS)[sgemm[0]]
+            lib.ember_gemm_install(ffi.cast("void *", sgemm[1]), int(_ilp64(handle, sgemm[0], wide)))
+            _gemm_path = path

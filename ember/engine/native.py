@@ -7,7 +7,8 @@ distributed kvstore runs on (native/collectives.h) and host copies as engine ops
 ops' per-sample kernels (native/image_kernels.h), the one-pass SGD step of the update ops
 (native/update_kernels.h), relu and its gradient (native/act_kernels.h), 2-D max pooling (native/pool_kernels.h), a convolution's window
 copies (native/conv_kernels.h), BatchNorm's per-channel passes (native/norm_kernels.h), an LSTM
-time step's element-wise part (native/lstm_kernels.h) and softmax over rows (native/softmax_kernels.h).
+direction over a sequence (native/lstm_kernels.h, on numpy's sgemm: native/gemm.h) and softmax over
+rows (native/softmax_kernels.h).
 Python code outside ember/engine reaches them only through this module.
 
     engine()                        the C engine (`ember_engine *`)
@@ -24,7 +25,8 @@ Python code outside ember/engine reaches them only through this module.
     im2col_f32(x, cols, ...), col2im_f32(cols, x, ...)   a convolution's window copies
     winograd_*_f32                  Winograd F(2x2, 3x3) transforms (3x3 convolutions and their gradients)
     channel_mean_var_f32, channel_grad_sums_f32, channel_affine_f32   BatchNorm's passes
-    lstm_step_f32, lstm_step_backward_f32   an LSTM time step's element-wise part
+    lstm_forward_f32, lstm_backward_f32   an LSTM direction over a sequence
+    gemm_ready()                    whether those have numpy's sgemm
     fast_math_available()           whether the LSTM and softmax kernels' vector math runs here
     softmax_rows_f32, softmax_rows_backward_f32   softmax / log_softmax over the last axis
     CollectiveQueue                 the in-order allreduce queue (collectives.h)
@@ -144,21 +146,28 @@ channel_grad_sums_f32: Callable[..., bool] = _native.channel_grad_sums_f32
 # channel_affine_f32(dy, a, x, m, b, d, axis, out): out = dy * a + (x - m) * b + d per channel (dy, a None: no dy term).
 channel_affine_f32: Callable[..., bool] = _native.channel_affine_f32
 
-# An LSTM time step's element-wise part (native/lstm_kernels.h; gate order i, f, g, o), activations
-# within a few ulp of numpy's: False (nothing done) unless every array is a C-contiguous float32
-# buffer of the sizes below and no written array overlaps another (but gates may be pre's memory
-# and c c_prev's); the forward and the softmax kernels below also answer False on an x86-64 CPU
-# without AVX2 and FMA (their loops would run scalar there, slower than numpy).
-# lstm_step_f32(a_t, pre, bias, c_prev, a, gates, c, tc, h_out): a (n, 4h) = a_t^T + pre + bias (a_t (4h, n):
-# the recurrent part, transposed); gates (4, n, h) = the activations of a; c = f c_prev + i g,
-# tc = tanh(c), h_out = o tc (each n * h values).
-lstm_step_f32: Callable[..., bool] = _native.lstm_step_f32
+# One direction of an LSTM layer over a sequence (native/lstm_kernels.h: every step's recurrent GEMM
+# through numpy's sgemm, then its element-wise part; gate order i, f, g, o), activations within a
+# few ulp of numpy's: False (nothing done) without that sgemm (gemm_ready()) or unless every array
+# is a C-contiguous float32 buffer of the sizes below and no written array overlaps another; the
+# forward and the softmax kernels below also answer False on an x86-64 CPU without AVX2 and FMA
+# (their loops would run scalar there, slower than numpy).
+# lstm_forward_f32(wh, bias, gates, c_seq, tc, h_seq, reverse): h_seq (T+1, n, h) and c_seq the
+# states (the initial ones given), wh (4h, h), bias (4h); gates (T, 4, n, h) holds each step's input
+# projection (n, 4h) on entry and its activated gates after; tc (T, n, h) = tanh of the cell states.
+lstm_forward_f32: Callable[..., bool] = _native.lstm_forward_f32
 # fast_math_available(): whether those loops run vectorized on this CPU (else the entries answer False).
 fast_math_available: Callable[[], bool] = _native.fast_math
-# lstm_step_backward_f32(gates, c_prev, tc, dh, d_out, dc, d_a): d_a (n, 4h) = the gradient of the
-# step's pre-activations given dh + d_out (dh (n, h)) for its output and dc for its cell state; dc
-# becomes c_prev's gradient.
-lstm_step_backward_f32: Callable[..., bool] = _native.lstm_step_backward_f32
+# lstm_backward_f32(wh, gates, c_seq, tc, d_out, dh, dc, d_a, reverse): d_a (T, n, 4h) = the gradient
+# of every step's pre-activations given d_out (T, n, h) for the outputs and dh, dc (n, h) for the
+# final states, which become the initial states' gradients.
+lstm_backward_f32: Callable[..., bool] = _native.lstm_backward_f32
+
+
+def gemm_ready() -> bool:
+    """Whether the native kernels have a BLAS sgemm (numpy's OpenBLAS, installed at import)."""
+    return bool(lib.ember_gemm_ready())
+
 
 # softmax over the last axis (native/softmax_kernels.h), exponentials within 2 ulp of numpy's: False
 # (nothing done) unless the arrays are C-contiguous float32 buffers of one shape, the output the

@@ -280,35 +280,26 @@ def _transposed(xp, w):
 
 
 def _native_lstm(xp, attrs, x, masks) -> bool:
-    """Whether an LSTM direction may run its steps' element-wise part natively (native.lstm_step_f32):
-    float32 numpy data without sequence masks, cell clipping or a projection."""
+    """Whether an LSTM direction may run its steps natively (native.lstm_forward_f32): float32 numpy
+    data without sequence masks, cell clipping or a projection."""
     return (xp is np and x.dtype == np.float32 and masks is None and _clip_bounds(attrs) is None
             and not attrs["projection_size"])
 
 
 def _lstm_forward_native(x, weights, h0, c0, reverse, res, out) -> bool:
-    """_direction_forward of an LSTM whose steps' element-wise part runs natively (one pass over the
-    pre-activations, one over the states); False, the reserve's contents undefined, where the
-    arrays do not fit the kernel (the numpy code runs then)."""
+    """_direction_forward of an LSTM whose steps run natively (one call for the whole sequence); False,
+    the reserve's contents undefined, where the arrays do not fit (the numpy code runs then)."""
     wx, wh, bx, bh, _ = weights
     t_len, n, _ = x.shape
     gates = res["gates"]
-    pre = gates.reshape(t_len, n, -1)   # step t's input projection until the step replaces it by its gates
-    np.matmul(x.reshape(t_len * n, -1), wx.T, out=pre.reshape(t_len * n, -1))
-    bias = bx + bh
-    hseq, cseq, tc = res["hseq"], res["cseq"], res["tc"]
-    before, after, first, _ = _seq_views(hseq, t_len, reverse)
-    c_before, c_after, _, _ = _seq_views(cseq, t_len, reverse)
+    pre = gates.reshape(t_len * n, -1)   # step t's input projection until the step replaces it by its gates
+    np.matmul(x.reshape(t_len * n, -1), wx.T, out=pre)
+    hseq, cseq = res["hseq"], res["cseq"]
+    _, after, first, _ = _seq_views(hseq, t_len, reverse)
     hseq[first] = h0
     cseq[first] = c0
-    # the step GEMM as W_h h^T (4H, N): with the batch as the product's short side it runs ~1.5x
-    # faster than h W_h^T (32 x 256 by 256 x 1024: 145 -> 98 us); the kernel reads it transposed
-    ah_t = np.empty((wh.shape[0], n), dtype=x.dtype)
-    ah = np.empty((n, wh.shape[0]), dtype=x.dtype)
-    for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
-        np.matmul(wh, before[t].T, out=ah_t)
-        if not native.lstm_step_f32(ah_t, pre[t], bias, c_before[t], ah, gates[t], c_after[t], tc[t], after[t]):
-            return False
+    if not native.lstm_forward_f32(wh, bx + bh, gates, cseq, res["tc"], hseq, reverse):
+        return False
     out[...] = after
     return True
 
@@ -439,20 +430,11 @@ def _add_step_grad(xp, dh, d_out_t, m, carry_h) -> None:
 
 
 def _lstm_backward_native(wh, res, d_out, dh, dc, dax, reverse) -> bool:
-    """The step loop of an LSTM's BPTT with each step's element-wise part run natively: fills dax
+    """The step loop of an LSTM's BPTT run natively (one call for the whole sequence): fills dax
     (T, N, 4H) and turns dh, dc into the initial states' gradients.  False, nothing changed, where
-    the arrays do not fit the kernel (the numpy code runs then)."""
-    t_len = dax.shape[0]
-    gates, tc = res["gates"], res["tc"]
-    c_before, _, _, _ = _seq_views(res["cseq"], t_len, reverse)
-    d_out = np.ascontiguousarray(d_out)
-    for k, t in enumerate(range(t_len) if reverse else range(t_len - 1, -1, -1)):
-        if not native.lstm_step_backward_f32(gates[t], c_before[t], tc[t], dh, d_out[t], dc, dax[t]):
-            if k:  # every step's arrays have the first one's layout: dh, dc are no longer the caller's
-                raise OperatorError("RNN: the native LSTM step refused a later step's arrays")
-            return False
-        np.matmul(dax[t], wh, out=dh)
-    return True
+    the arrays do not fit (the numpy code runs then)."""
+    return native.lstm_backward_f32(wh, res["gates"], res["cseq"], res["tc"], np.ascontiguousarray(d_out), dh, dc,
+                                    dax, reverse)
 
 
 def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, masks, dweights, want_dx=True):

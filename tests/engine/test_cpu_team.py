@@ -141,8 +141,8 @@ def test_fork_child_starts_a_team_of_its_own():
 
 
 CODE = """
-from ember.engine import cpu_team
-print(cpu_team.threads(), len(cpu_team.blas_libraries()))
+from ember.engine import cpu_team, native
+print(cpu_team.threads(), len(cpu_team.blas_libraries()), int(native.gemm_ready()))
 """
 
 
@@ -152,9 +152,11 @@ def test_environment_knobs(run_python):
     assert r.stdout.split()[0] == "3"
     r = run_python(CODE, env={"EMBER_CPU_THREADS": "", "OMP_NUM_THREADS": "5"})
     assert r.stdout.split()[0] == "5"
+    with_team = run_python(CODE, env={"EMBER_CPU_THREADS": "", "OMP_NUM_THREADS": ""}).stdout.split()
     r = run_python(CODE, env={"EMBER_CPU_THREADS": "", "OMP_NUM_THREADS": "", "EMBER_CPU_TEAM": "0"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[1] == "0"  # OpenBLAS keeps its own pool
+    assert r.stdout.split()[2] == with_team[2]  # the kernels keep numpy's sgemm
     for name, value in (("EMBER_CPU_THREADS", "many"), ("EMBER_CPU_THREADS", "0"), ("EMBER_CPU_SPIN_US", "-1")):
         r = run_python(CODE, env={name: value})
         assert r.returncode != 0 and name in r.stderr

@@ -1,9 +1,10 @@
-"""The LSTM step's native element-wise kernels (native/lstm_kernels.h) inside the fused RNN op on
-CPU: the forward's outputs, states and reserve and the backward's gradients agree with a float64
-reference and with the numpy code they replace (to float32 rounding), in every layout the op takes
-natively (layers, bidirectional, given states, state outputs); numpy's code where the kernels do
-not apply (sequence lengths, cell clipping, a projection, float64); the skipped data gradient;
-entry points that refuse arrays they cannot take."""
+"""The native LSTM directions (native/lstm_kernels.h: every step's GEMM and element-wise part in one
+call) inside the fused RNN op on CPU: the forward's outputs, states and reserve and the backward's
+gradients agree with a float64 reference and with the numpy code they replace (to float32
+rounding), in every layout the op takes natively (layers, bidirectional, given states, state
+outputs); numpy's code where the kernels do not apply (sequence lengths, cell clipping, a
+projection, float64); the skipped data gradient; entry points against float64 loops, and refusing
+arrays they cannot take."""
 import os
 import sys
 
@@ -28,7 +29,7 @@ T, N, I, H = 5, 3, 4, 6
 
 
 def _native(monkeypatch, on: bool) -> list:
-    return spy_native(monkeypatch, nn_rnn, ("lstm_step_f32", "lstm_step_backward_f32"), on)
+    return spy_native(monkeypatch, nn_rnn, ("lstm_forward_f32", "lstm_backward_f32"), on)
 
 
 def _sigmoid(a):
@@ -106,7 +107,7 @@ def test_native_steps_agree_with_float64_and_numpy(monkeypatch, layers, bidirect
     got, taken = _run(monkeypatch, True, x, flat, h0, c0, layers, bidirectional, heads)
     want, refused = _run(monkeypatch, False, x, flat, h0, c0, layers, bidirectional, heads)
     dirs = 2 if bidirectional else 1
-    assert taken and all(taken) and len(taken) == 2 * layers * dirs * T   # every step, both ways
+    assert taken and all(taken) and len(taken) == 2 * layers * dirs   # one call a direction, both ways
     assert refused and not any(refused)
     for name, g, w in zip(["out", "hy", "cy", "dx", "dparams", "dh0", "dc0"], got, want):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6, err_msg=name)
@@ -224,90 +225,107 @@ def test_gradient_pass_skips_the_data_gradient_only_without_one():
 
 
 # -- the entry points -----------------------------------------------------------------
-def _step_arrays(n=3, h=5, seed=0):
+def _direction_arrays(t_len, n, h, reverse, seed=0):
+    """An LSTM direction's arrays as the op hands them to the native forward (lstm_kernels.h)."""
     rng = np.random.RandomState(seed)
     f = np.float32
-    return dict(a_t=rng.standard_normal((4 * h, n)).astype(f), pre=rng.standard_normal((n, 4 * h)).astype(f),
-                bias=rng.standard_normal(4 * h).astype(f), c_prev=rng.standard_normal((n, h)).astype(f),
-                a=np.empty((n, 4 * h), f), gates=np.empty((4, n, h), f), c=np.empty((n, h), f), tc=np.empty((n, h), f),
-                h_out=np.empty((n, h), f))
+    first = t_len if reverse else 0
+    d = dict(wh=(rng.standard_normal((4 * h, h)) * 0.4).astype(f), bias=rng.standard_normal(4 * h).astype(f),
+             gates=np.empty((t_len, 4, n, h), f), c_seq=np.zeros((t_len + 1, n, h), f), tc=np.empty((t_len, n, h), f),
+             h_seq=np.zeros((t_len + 1, n, h), f))
+    d["gates"].reshape(t_len, n, 4 * h)[...] = rng.standard_normal((t_len, n, 4 * h))   # x_t W_x^T
+    d["h_seq"][first] = rng.standard_normal((n, h))
+    d["c_seq"][first] = rng.standard_normal((n, h))
+    return d
 
 
-def _step_call(d):
-    return native.lstm_step_f32(d["a_t"], d["pre"], d["bias"], d["c_prev"], d["a"], d["gates"], d["c"], d["tc"],
-                                d["h_out"])
+def _forward_call(d, reverse):
+    return native.lstm_forward_f32(d["wh"], d["bias"], d["gates"], d["c_seq"], d["tc"], d["h_seq"], reverse)
 
 
-@needs_fast_math
-@pytest.mark.parametrize("n,h", [(3, 5), (1, 1), (32, 20), (17, 33)])
-def test_step_entry_point_against_float64(n, h):
-    d = _step_arrays(n, h)
-    a_t, pre, bias, c_prev = (d[k].astype(np.float64) for k in ("a_t", "pre", "bias", "c_prev"))
-    assert _step_call(d)
-    s = a_t.T + pre + bias
-    i, f, g, o = _sigmoid(s[:, :h]), _sigmoid(s[:, h:2 * h]), np.tanh(s[:, 2 * h:3 * h]), _sigmoid(s[:, 3 * h:])
-    c = f * c_prev + i * g
-    np.testing.assert_allclose(d["a"], s, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(d["gates"], np.stack([i, f, g, o]), rtol=2e-6, atol=1e-7)
-    np.testing.assert_allclose(d["c"], c, rtol=2e-6, atol=1e-6)
-    np.testing.assert_allclose(d["tc"], np.tanh(c), rtol=2e-6, atol=1e-6)
-    np.testing.assert_allclose(d["h_out"], o * np.tanh(c), rtol=2e-6, atol=1e-6)
+def _steps(t_len, reverse):
+    """(t, the state entry before it, the one after) in the order the forward takes the steps."""
+    return [(t, t + 1, t) if reverse else (t, t, t + 1) for t in (range(t_len - 1, -1, -1) if reverse else range(t_len))]
 
 
 @needs_fast_math
-def test_step_in_place_as_the_op_calls_it():
-    """pre in the gates' own memory (read whole before they are written), c in c_prev's."""
-    d = _step_arrays(n=4, h=8, seed=2)
-    ref = {k: v.copy() for k, v in d.items()}
-    assert _step_call(ref)
-    d["gates"] = d["pre"].reshape(4, 4, 8)
-    d["c"] = d["c_prev"]
-    assert _step_call(d)
-    np.testing.assert_array_equal(d["gates"], ref["gates"])
-    np.testing.assert_array_equal(d["c"], ref["c"])
-    np.testing.assert_array_equal(d["h_out"], ref["h_out"])
+@pytest.mark.parametrize("t_len,n,h,reverse", [(3, 3, 5, False), (2, 1, 1, True), (4, 32, 20, False),
+                                               (3, 17, 33, True)])
+def test_forward_entry_point_against_float64(t_len, n, h, reverse):
+    """Each step from the kernel's own state before it (so float32 errors do not compound)."""
+    d = _direction_arrays(t_len, n, h, reverse)
+    pre = d["gates"].reshape(t_len, n, 4 * h).astype(np.float64)
+    assert _forward_call(d, reverse)
+    wh, bias = d["wh"].astype(np.float64), d["bias"].astype(np.float64)
+    for t, b, e in _steps(t_len, reverse):
+        s = pre[t] + d["h_seq"][b].astype(np.float64) @ wh.T + bias
+        i, f, g, o = _sigmoid(s[:, :h]), _sigmoid(s[:, h:2 * h]), np.tanh(s[:, 2 * h:3 * h]), _sigmoid(s[:, 3 * h:])
+        c = f * d["c_seq"][b] + i * g
+        np.testing.assert_allclose(d["gates"][t], np.stack([i, f, g, o]), rtol=2e-5, atol=1e-6)
+        np.testing.assert_allclose(d["c_seq"][e], c, rtol=2e-5, atol=1e-6)
+        np.testing.assert_allclose(d["tc"][t], np.tanh(c), rtol=2e-5, atol=1e-6)
+        np.testing.assert_allclose(d["h_seq"][e], o * np.tanh(c), rtol=2e-5, atol=1e-6)
 
 
-def test_step_backward_entry_point_against_float64():
+@pytest.mark.parametrize("reverse", [False, True])
+def test_backward_entry_point_against_float64(reverse):
+    t_len, n, h = 4, 3, 7
     rng = np.random.RandomState(5)
-    n, h = 3, 7
     f = np.float32
-    gates = np.stack([rng.uniform(0.05, 0.95, (n, h)), rng.uniform(0.05, 0.95, (n, h)),
-                      rng.uniform(-0.9, 0.9, (n, h)), rng.uniform(0.05, 0.95, (n, h))]).astype(f)
-    c_prev, tc, dh, d_out, dc = (rng.standard_normal((n, h)).astype(f) for _ in range(5))
-    tc = np.tanh(tc)
-    d_a = np.empty((n, 4 * h), f)
-    dc0 = dc.copy()
-    assert native.lstm_step_backward_f32(gates, c_prev, tc, dh, d_out, dc, d_a)
-    i, fg, g, o = (gates[k].astype(np.float64) for k in range(4))
-    dhv = dh.astype(np.float64) + d_out
-    dcv = dc0 + dhv * o * (1 - tc.astype(np.float64) ** 2)
-    want = np.concatenate([dcv * g * i * (1 - i), dcv * c_prev * fg * (1 - fg), dcv * i * (1 - g * g),
-                           dhv * tc * o * (1 - o)], axis=1)
-    np.testing.assert_allclose(d_a, want, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(dc, dcv * fg, rtol=1e-5, atol=1e-6)
+    d = _direction_arrays(t_len, n, h, reverse, seed=6)
+    d["gates"][...] = np.concatenate([rng.uniform(0.05, 0.95, (t_len, 2, n, h)), rng.uniform(-0.9, 0.9, (t_len, 1, n, h)),
+                                      rng.uniform(0.05, 0.95, (t_len, 1, n, h))], axis=1)
+    d["c_seq"][...] = rng.standard_normal(d["c_seq"].shape)
+    d["tc"][...] = np.tanh(rng.standard_normal(d["tc"].shape))
+    d_out = rng.standard_normal((t_len, n, h)).astype(f)
+    dh, dc = rng.standard_normal((n, h)).astype(f), rng.standard_normal((n, h)).astype(f)
+    d_a = np.empty((t_len, n, 4 * h), f)
+    dh64, dc64 = dh.astype(np.float64), dc.astype(np.float64)
+    assert native.lstm_backward_f32(d["wh"], d["gates"], d["c_seq"], d["tc"], d_out, dh, dc, d_a, reverse)
+    for t, b, _ in reversed(_steps(t_len, reverse)):
+        i, fg, g, o = (d["gates"][t, k].astype(np.float64) for k in range(4))
+        tc = d["tc"][t].astype(np.float64)
+        dhv = dh64 + d_out[t]
+        dcv = dc64 + dhv * o * (1 - tc ** 2)
+        want = np.concatenate([dcv * g * i * (1 - i), dcv * d["c_seq"][b] * fg * (1 - fg), dcv * i * (1 - g * g),
+                               dhv * tc * o * (1 - o)], axis=1)
+        np.testing.assert_allclose(d_a[t], want, rtol=1e-5, atol=1e-6)
+        dc64 = dcv * fg
+        dh64 = d_a[t].astype(np.float64) @ d["wh"]   # from the kernel's own d_a, as the reference forward above
+    np.testing.assert_allclose(dh, dh64, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dc, dc64, rtol=1e-5, atol=1e-6)
 
 
 def test_entry_points_refuse_what_they_cannot_take():
-    d = _step_arrays()
-    bad = [dict(d, a_t=d["a_t"].astype(np.float64)), dict(d, bias=d["bias"][:-1]), dict(d, c=d["c"][:, ::2]),
-           dict(d, h_out=d["tc"]), dict(d, gates=np.empty((4, 3, 4), np.float32)),
-           dict(d, a_t=np.empty((0, 3), np.float32)), dict(d, c=d["a"][:, :5]), dict(d, a=d["pre"]),
-           dict(d, a_t=d["a_t"].reshape(3, 20)), dict(d, a=d["a_t"].reshape(3, 20))]
+    d = _direction_arrays(3, 3, 5, False)
+    bad = [dict(d, wh=d["wh"].astype(np.float64)), dict(d, bias=d["bias"][:-1]), dict(d, tc=d["tc"][:, :, ::2].copy()),
+           dict(d, c_seq=d["h_seq"]), dict(d, gates=np.empty((3, 4, 3, 4), np.float32)),
+           dict(d, h_seq=np.empty((1, 3, 5), np.float32)), dict(d, h_seq=d["h_seq"].reshape(4, 15)),
+           dict(d, c_seq=d["c_seq"][:, :, ::-1]), dict(d, tc=d["gates"][:, 0])]
     for case in bad:
         before = {k: v.copy() for k, v in case.items()}
-        assert not _step_call(case)
+        assert not _forward_call(case, False)
         for k, v in case.items():
             np.testing.assert_array_equal(v, before[k])
-    n, h = 3, 5
+    t_len, n, h = 3, 3, 5
     f = np.float32
-    ok = [np.zeros((4, n, h), f), np.zeros((n, h), f), np.zeros((n, h), f), np.zeros((n, h), f),
-          np.zeros((n, h), f), np.zeros((n, h), f), np.zeros((n, 4 * h), f)]
-    assert native.lstm_step_backward_f32(*ok)
-    for k, wrong in [(3, np.zeros((n, h + 1), f)), (5, ok[3]), (6, ok[0].reshape(n, 4 * h)), (4, np.zeros((n, h)))]:
+    ok = [d["wh"], d["gates"], d["c_seq"], d["tc"], np.zeros((t_len, n, h), f), np.zeros((n, h), f),
+          np.zeros((n, h), f), np.zeros((t_len, n, 4 * h), f)]
+    assert native.lstm_backward_f32(*ok, False)
+    for k, wrong in [(5, np.zeros((n, h + 1), f)), (6, ok[5]), (7, ok[1].reshape(t_len, n, 4 * h)),
+                     (4, np.zeros((t_len, n, h))), (4, np.zeros((n, h), f)), (0, d["wh"][:, :4])]:
         args = list(ok)
         args[k] = wrong
-        assert not native.lstm_step_backward_f32(*args)
+        assert not native.lstm_backward_f32(*args, False)
+
+
+def test_numpy_sgemm_is_installed():
+    """numpy's OpenBLAS gives the kernels its sgemm (ember.engine.cpu_team, at import)."""
+    from ember.engine import cpu_team
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    if not any(i.get("internal_api") == "openblas" for i in threadpoolctl.threadpool_info()):
+        pytest.skip("numpy's BLAS is not OpenBLAS")
+    assert native.gemm_ready() and cpu_team.gemm_library() is not None
 
 
 @pytest.mark.parametrize("shape", [(8, 3), (1024, 256), (4100, 130), (3000, 700)])

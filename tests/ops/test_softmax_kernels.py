@@ -154,33 +154,35 @@ def test_exp_within_2_ulp_over_its_range():
     np.testing.assert_array_equal(out[0, 1:], [np.inf, 0, np.nan, np.inf, 0, 1])
 
 
+def _lstm_gates(a):
+    """The gates of a one-step LSTM forward (native.lstm_forward_f32) over a.size sequences of one
+    unit whose pre-activations are all `a` (no recurrent weight, no bias): sigmoid(a), sigmoid(a),
+    tanh(a), sigmoid(a)."""
+    n = a.size
+    gates = np.empty((1, 4, n, 1), np.float32)
+    gates.reshape(1, n, 4)[...] = a[:, None]
+    states = [np.zeros((2, n, 1), np.float32) for _ in range(2)]
+    assert native.lstm_forward_f32(np.zeros((4, 1), np.float32), np.zeros(4, np.float32), gates, states[0],
+                                   np.empty((1, n, 1), np.float32), states[1], False)
+    return gates[0, :, :, 0]
+
+
 @needs_fast_math
 def test_sigmoid_and_tanh_within_4_ulp_over_their_range():
-    """Through the LSTM step: with zero pre-activation parts and c_prev = 0, the gates are
-    sigmoid(a), sigmoid(a), tanh(a), sigmoid(a) of the given values a."""
+    """Through the LSTM forward: with zero recurrent weights and c_prev = 0 the gates are sigmoid(a),
+    sigmoid(a), tanh(a), sigmoid(a) of the given values a."""
     a = np.concatenate([np.linspace(-60, 60, 120000), np.linspace(-1, 1, 40000), [0.0, -0.0, 0.625, -0.625]])
     a = a.astype(np.float32)
-    n, h = 1, a.size
-    ah_t = np.tile(a, 4).reshape(4 * h, n)
-    zeros4 = np.zeros((n, 4 * h), np.float32)
-    gates = np.empty((4, n, h), np.float32)
-    c, tc, ho = (np.empty((n, h), np.float32) for _ in range(3))
-    assert native.lstm_step_f32(ah_t, zeros4, np.zeros(4 * h, np.float32), np.zeros((n, h), np.float32),
-                                np.empty((n, 4 * h), np.float32), gates, c, tc, ho)
+    gates = _lstm_gates(a)
     a64 = a.astype(np.float64)
     sig = 1 / (1 + np.exp(-a64))
-    assert _ulps(gates[0, 0], sig).max() <= 4
-    assert _ulps(gates[2, 0], np.tanh(a64)).max() <= 4
+    assert _ulps(gates[0], sig).max() <= 4
+    assert _ulps(gates[2], np.tanh(a64)).max() <= 4
     special = np.array([np.inf, -np.inf, np.nan, 100.0, -100.0], np.float32)
-    k = special.size
-    ah_t = np.tile(special, 4).reshape(4 * k, 1)
-    gates = np.empty((4, 1, k), np.float32)
-    c, tc, ho = (np.empty((1, k), np.float32) for _ in range(3))
     with np.errstate(invalid="ignore"):
-        assert native.lstm_step_f32(ah_t, np.zeros((1, 4 * k), np.float32), np.zeros(4 * k, np.float32),
-                                    np.zeros((1, k), np.float32), np.empty((1, 4 * k), np.float32), gates, c, tc, ho)
-    np.testing.assert_array_equal(gates[0, 0], [1, 0, np.nan, 1, 0])
-    np.testing.assert_array_equal(gates[2, 0], [1, -1, np.nan, 1, -1])
+        gates = _lstm_gates(special)
+    np.testing.assert_array_equal(gates[0], [1, 0, np.nan, 1, 0])
+    np.testing.assert_array_equal(gates[2], [1, -1, np.nan, 1, -1])
 
 
 # -- the entry points -----------------------------------------------------------------
