@@ -27,7 +27,9 @@ static void windows(const ember_conv_windows *g, int64_t i, int64_t j, float *ma
                     for (int64_t k = 0; k < n; k++) m[k] += b[k];
             } else if (in == 1) {
                 const int64_t step = g->sw;
-                if (to_cols)
+                if (to_cols && step == 2) /* a stem's or a downsampling layer's: a constant stride vectorizes */
+                    for (int64_t ox = 0; ox < g->ow; ox++) b[ox] = m[2 * ox];
+                else if (to_cols)
                     for (int64_t ox = 0; ox < g->ow; ox++) b[ox] = m[ox * step];
                 else
                     for (int64_t ox = 0; ox < g->ow; ox++) m[ox * step] += b[ox];
@@ -49,22 +51,28 @@ typedef struct {
     int to_cols;
 } window_job;
 
-/* Channels [first, end): each reads and writes only its own map and column blocks. */
-static void channel_windows(void *ctx, size_t first, size_t end, int chunk) {
+/* Items [first, end): (channel, kernel row) pairs when copying into the columns, whole channels when
+ * adding back (a channel's kernel rows add onto the same map).  Each writes only its own blocks or map. */
+static void window_items(void *ctx, size_t first, size_t end, int chunk) {
     const window_job *job = ctx;
     const ember_conv_windows *g = job->g;
     const int64_t map = g->outer * g->h * g->w * g->inner, block = g->outer * g->oh * g->ow * g->inner;
+    const int64_t rows = job->to_cols ? 1 : g->kh; /* kernel rows an item holds */
     (void)chunk;
-    for (int64_t c = (int64_t)first; c < (int64_t)end; c++)
-        for (int64_t i = 0; i < g->kh; i++)
+    for (int64_t item = (int64_t)first; item < (int64_t)end; item++) {
+        const int64_t c = item * rows / g->kh, i0 = item * rows % g->kh;
+        for (int64_t i = i0; i < i0 + rows; i++)
             for (int64_t j = 0; j < g->kw; j++)
                 windows(g, i, j, job->x + c * map, job->cols + ((c * g->kh + i) * g->kw + j) * block, job->to_cols);
+    }
 }
 
 static void each_window(const ember_conv_windows *g, float *x, float *cols, int to_cols) {
-    const int64_t per_channel = g->kh * g->kw * g->outer * g->oh * g->ow * g->inner;
+    /* a few channels (an RGB stem's 3) would split unevenly: the copies split by kernel rows too */
+    const int64_t rows = to_cols ? 1 : g->kh, items = g->channels * (g->kh / rows);
+    const int64_t per_item = rows * g->kw * g->outer * g->oh * g->ow * g->inner;
     window_job job = {g, x, cols, to_cols};
-    ember_parallel_for((size_t)g->channels, ember_pool_grain(per_channel, EMBER_PARALLEL_GRAIN), 0, channel_windows, &job);
+    ember_parallel_for((size_t)items, ember_pool_grain(per_item, EMBER_PARALLEL_GRAIN), 0, window_items, &job);
 }
 
 void ember_im2col_f32(const ember_conv_windows *g, const float *x, float *cols) {

@@ -166,6 +166,9 @@ int main(void) {
                                {2, 13, 7, 3, 4}};
     for (int team = 1; team <= 3; team += 2) { /* serially, then images split over a team of 3 */
         ember_pool_set_threads(team);
+        /* an RGB stem (7x7, stride 2): the copies split by channel and kernel row, the sums by channel */
+        const ember_conv_windows stem = {3, 8, 1, 70, 70, 32, 32, 7, 7, 2, 2, 1, 1};
+        bad |= check(stem, 6);
         for (size_t k = 0; k < sizeof wino / sizeof *wino; k++)
             for (int relu = 0; relu <= 1; relu++)
                 bad |= check_winograd(wino[k][0], wino[k][1], wino[k][2], wino[k][3], wino[k][4], relu, (unsigned)(k + 1));

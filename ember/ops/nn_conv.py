@@ -257,15 +257,18 @@ def _conv_per_image(xp, x, w, geo: Geometry, out, shift, relu: bool = False) -> 
     padded = pt or pl or pb > 0 or pr > 0
     img = xp.zeros((c, pt + hh + max(pb, 0), pl + ww + max(pr, 0)), dtype=x.dtype) if padded else None
     view = cols[:k].reshape(c, kh, kw, oh, ow)
+    windows = (False, oh, ow) + geo.kernel + geo.stride + geo.dilate   # native.im2col_f32's, one image
     for i in range(n):
         if padded:
             img[:, pt:pt + hh, pl:pl + ww] = x[i, :, :hh, :ww]
             src = img
         else:
             src = x[i]
-        s0, s1, s2 = src.strides
-        view[...] = xp.lib.stride_tricks.as_strided(src, shape=(c, kh, kw, oh, ow),
-                                                    strides=(s0, s1 * dh, s2 * dw, s1 * sh, s2 * sw))
+        # the native copy splits over the CPU team (numpy's strided copy runs on one thread)
+        if not (xp is np and native.im2col_f32(src.reshape(c, 1, *src.shape[1:]), view, *windows)):
+            s0, s1, s2 = src.strides
+            view[...] = xp.lib.stride_tricks.as_strided(src, shape=(c, kh, kw, oh, ow),
+                                                        strides=(s0, s1 * dh, s2 * dw, s1 * sh, s2 * sw))
         xp.matmul(wm, cols, out=out[i].reshape(f, oh * ow))
         if relu:  # while the image's result is still in cache
             _relu_inplace(xp, out[i])

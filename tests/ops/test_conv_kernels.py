@@ -47,6 +47,7 @@ CASES = [  # (data shape, weight shape, attrs)
     ((1, 2, 5, 5), (3, 2, 5, 5), dict(kernel=(5, 5), num_filter=3)),                                # one window
     ((2, 3, 12), (4, 3, 3), dict(kernel=(3,), num_filter=4, stride=(2,), pad=(1,))),                # 1-D
     ((1, 2, 4, 5, 5), (3, 2, 2, 3, 3), dict(kernel=(2, 3, 3), num_filter=3, pad=(0, 1, 1))),        # 3-D
+    ((2, 3, 62, 62), (4, 3, 7, 7), dict(kernel=(7, 7), num_filter=4, stride=(2, 2), pad=(3, 3))),  # per image: a stem
 ]
 
 
@@ -61,6 +62,23 @@ def test_native_window_copies_give_the_numpy_codes_bits(shapes, monkeypatch):
         assert any(taken)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+def test_per_image_forward_takes_the_native_im2col(monkeypatch):
+    """A stem-like layer (maps large enough for a GEMM per image) copies each image's windows natively."""
+    monkeypatch.setattr(nn_conv, "_WINOGRAD", False)
+    rs = np.random.RandomState(3)
+    x, w = rs.standard_normal((2, 3, 62, 62)).astype(np.float32), rs.standard_normal((4, 3, 7, 7)).astype(np.float32)
+    attrs = dict(kernel=(7, 7), num_filter=4, stride=(2, 2), pad=(3, 3), no_bias=True)
+    for on in (False, True):
+        taken = _use_native(monkeypatch, on)
+        y = mx.nd.Convolution(mx.nd.array(x), mx.nd.array(w), **attrs).asnumpy()
+        assert len(taken) == 2 and all(taken) == on   # one call an image
+        if on:
+            np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
+        want = y
+        monkeypatch.undo()
+        monkeypatch.setattr(nn_conv, "_WINOGRAD", False)
 
 
 def test_deconvolution_forward_takes_the_native_col2im(monkeypatch):
