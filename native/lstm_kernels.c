@@ -1,4 +1,4 @@
-/* The LSTM step kernels (lstm_kernels.h). */
+/* An LSTM direction over a sequence (lstm_kernels.h). */
 #include "lstm_kernels.h"
 
 #include <stdlib.h>

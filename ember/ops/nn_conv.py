@@ -257,7 +257,7 @@ def _conv_per_image(xp, x, w, geo: Geometry, out, shift, relu: bool = False) -> 
     padded = pt or pl or pb > 0 or pr > 0
     img = xp.zeros((c, pt + hh + max(pb, 0), pl + ww + max(pr, 0)), dtype=x.dtype) if padded else None
     view = cols[:k].reshape(c, kh, kw, oh, ow)
-    windows = (False, oh, ow) + geo.kernel + geo.stride + geo.dilate   # native.im2col_f32's, one image
+    windows = _native_windows(CNHW, geo, oh, ow)   # one image: (C, 1, H, W)
     for i in range(n):
         if padded:
             img[:, pt:pt + hh, pl:pl + ww] = x[i, :, :hh, :ww]
