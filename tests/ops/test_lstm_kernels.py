@@ -245,7 +245,8 @@ def _forward_call(d, reverse):
 
 def _steps(t_len, reverse):
     """(t, the state entry before it, the one after) in the order the forward takes the steps."""
-    return [(t, t + 1, t) if reverse else (t, t, t + 1) for t in (range(t_len - 1, -1, -1) if reverse else range(t_len))]
+    order = range(t_len - 1, -1, -1) if reverse else range(t_len)
+    return [(t, t + 1, t) if reverse else (t, t, t + 1) for t in order]
 
 
 @needs_fast_math
@@ -273,8 +274,9 @@ def test_backward_entry_point_against_float64(reverse):
     rng = np.random.RandomState(5)
     f = np.float32
     d = _direction_arrays(t_len, n, h, reverse, seed=6)
-    d["gates"][...] = np.concatenate([rng.uniform(0.05, 0.95, (t_len, 2, n, h)), rng.uniform(-0.9, 0.9, (t_len, 1, n, h)),
-                                      rng.uniform(0.05, 0.95, (t_len, 1, n, h))], axis=1)
+    d["gates"][...] = np.concatenate([rng.uniform(0.05, 0.95, (t_len, 2, n, h)),   # i, f
+                                      rng.uniform(-0.9, 0.9, (t_len, 1, n, h)),    # g
+                                      rng.uniform(0.05, 0.95, (t_len, 1, n, h))], axis=1)   # o
     d["c_seq"][...] = rng.standard_normal(d["c_seq"].shape)
     d["tc"][...] = np.tanh(rng.standard_normal(d["tc"].shape))
     d_out = rng.standard_normal((t_len, n, h)).astype(f)
