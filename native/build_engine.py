@@ -823,8 +823,8 @@ static void lstm_sizes(int64_t t_len, int64_t n, int64_t h, Py_ssize_t out[6]) {
 
 /* lstm_forward_f32(wh, bias, gates, c_seq, tc, h_seq, reverse) -> bool: ember_lstm_forward_f32 on
  * float32 buffers, C-contiguous, h_seq 3-D (t_len + 1, n, h) and the others of lstm_kernels.h's sizes
- * for it, no written one overlapping another buffer; False without a GEMM or fm_fast; MemoryError
- * without scratch */
+ * for it, no written one overlapping another buffer; False without a GEMM that takes the sizes
+ * (ember_gemm_fits) or without fm_fast; MemoryError without scratch */
 static PyObject *lstm_forward(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[6]; /* written first: gates, c_seq, tc, h_seq; then wh, bias */
@@ -838,8 +838,9 @@ static PyObject *lstm_forward(PyObject *self, PyObject *args) {
     int64_t h = hs->ndim == 3 ? hs->shape[2] : 0;
     Py_ssize_t z[6];
     lstm_sizes(t_len, n, h, z);
-    int ok = t_len > 0 && n > 0 && h > 0 && b.v[4].len == z[0] && b.v[5].len == z[1] && b.v[0].len == z[2] &&
-             b.v[1].len == z[3] && b.v[2].len == z[4] && hs->len == z[3] && writes_apart(&b, 4, NULL);
+    int ok = t_len > 0 && n > 0 && h > 0 && ember_gemm_fits(4 * h > n ? 4 * h : n) && b.v[4].len == z[0] &&
+             b.v[5].len == z[1] && b.v[0].len == z[2] && b.v[1].len == z[3] && b.v[2].len == z[4] && hs->len == z[3] &&
+             writes_apart(&b, 4, NULL);
     int rc = 0;
     if (ok)
         KERNEL_RUN(b.v[0].len, rc = ember_lstm_forward_f32(t_len, n, h, reverse, b.v[4].buf, b.v[5].buf, b.v[0].buf,
@@ -851,7 +852,7 @@ static PyObject *lstm_forward(PyObject *self, PyObject *args) {
 
 /* lstm_backward_f32(wh, gates, c_seq, tc, d_out, dh, dc, d_a, reverse) -> bool: ember_lstm_backward_f32
  * on float32 buffers, C-contiguous, d_out 3-D (t_len, n, h) and the others of lstm_kernels.h's sizes
- * for it, no written one overlapping another buffer; False without a GEMM */
+ * for it, no written one overlapping another buffer; False without a GEMM that takes the sizes */
 static PyObject *lstm_backward(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[8]; /* written first: dh, dc, d_a; then wh, gates, c_seq, tc, d_out */
@@ -866,9 +867,9 @@ static PyObject *lstm_backward(PyObject *self, PyObject *args) {
     int64_t h = d->ndim == 3 ? d->shape[2] : 0;
     Py_ssize_t z[6];
     lstm_sizes(t_len, n, h, z);
-    int ok = t_len > 0 && n > 0 && h > 0 && b.v[3].len == z[0] && b.v[4].len == z[2] && b.v[5].len == z[3] &&
-             b.v[6].len == z[4] && d->len == z[4] && b.v[0].len == z[5] && b.v[1].len == z[5] &&
-             b.v[2].len == z[2] && writes_apart(&b, 3, NULL);
+    int ok = t_len > 0 && n > 0 && h > 0 && ember_gemm_fits(4 * h > n ? 4 * h : n) && b.v[3].len == z[0] &&
+             b.v[4].len == z[2] && b.v[5].len == z[3] && b.v[6].len == z[4] && d->len == z[4] && b.v[0].len == z[5] &&
+             b.v[1].len == z[5] && b.v[2].len == z[2] && writes_apart(&b, 3, NULL);
     if (ok)
         KERNEL_RUN(b.v[2].len, ember_lstm_backward_f32(t_len, n, h, reverse, b.v[3].buf, b.v[4].buf, b.v[5].buf,
                                                        b.v[6].buf, b.v[7].buf, b.v[0].buf, b.v[1].buf, b.v[2].buf));

@@ -1,6 +1,7 @@
 /* The installed BLAS GEMM (gemm.h). */
 #include "gemm.h"
 
+#include <limits.h>
 #include <stddef.h>
 
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 }; /* CBLAS's enumerations */
@@ -19,6 +20,8 @@ void ember_gemm_install(void *cblas_sgemm, int ilp64) {
 }
 
 int ember_gemm_ready(void) { return installed != NULL; }
+
+int ember_gemm_fits(int64_t largest) { return installed != NULL && (wide || largest <= INT_MAX); }
 
 void ember_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                  const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {

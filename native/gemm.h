@@ -17,9 +17,12 @@ void ember_gemm_install(void *cblas_sgemm, int ilp64);
 /* 1 when a GEMM is installed. */
 int ember_gemm_ready(void);
 
+/* 1 when the installed GEMM takes sizes and leading dimensions up to `largest` (a 32-bit BLAS: 2^31 - 1). */
+int ember_gemm_fits(int64_t largest);
+
 /* C (m, n) = op(A) op(B) + beta C, row-major, op(X) = X^T where trans_x; A is (m, k) or, transposed,
  * (k, m) with rows lda apart, likewise B and C.  Needs ember_gemm_ready() (sizes beyond 32 bits need
- * an ilp64 BLAS). */
+ * an ilp64 BLAS: ember_gemm_fits). */
 void ember_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                  const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 

@@ -121,8 +121,11 @@ int main(void) {
     bad |= check(3, 32, 256, 0, 7u);
     bad |= check(2, 37, 100, 1, 8u);
     ember_pool_shutdown();
+    bad |= !ember_gemm_fits((1LL << 31) - 1) || ember_gemm_fits(1LL << 31); /* the 32-bit GEMM's limit */
+    ember_gemm_install((void *)gemm64, 1);
+    bad |= !ember_gemm_fits(1LL << 40);
     ember_gemm_install(NULL, 0);
-    bad |= ember_gemm_ready();
+    bad |= ember_gemm_ready() || ember_gemm_fits(1);
     if (!bad) printf("lstm_kernels_test: ok\n");
     return bad;
 }

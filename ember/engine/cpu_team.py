@@ -34,7 +34,7 @@ _SETTERS = ("openblas_set_threads_callback_function", "scipy_openblas_set_thread
 _SGEMMS = (("cblas_sgemm64_", True), ("scipy_cblas_sgemm64_", True), ("scipy_cblas_sgemm", False),
            ("cblas_sgemm", False))
 _blas_paths: Optional[List[str]] = None
-_gemm_path: Optional[str] = None
+_gemm: Optional[Tuple[str, int, bool]] = None   # the installed sgemm: (library path, address, 64-bit sizes)
 
 
 def threads() -> int:
@@ -56,7 +56,7 @@ def blas_libraries() -> List[str]:
 
 def gemm_library() -> Optional[str]:
     """The BLAS library whose sgemm the native kernels call (None: none found, they leave it to numpy)."""
-    return _gemm_path
+    return _gemm[0] if _gemm else None
 
 
 def _default_size() -> int:
@@ -73,7 +73,7 @@ def _default_size() -> int:
 
 
 def _openblas_handles() -> List[Tuple[str, ctypes.CDLL]]:
-    """(path, handle) of each loaded OpenBLAS (numpy's first, then scipy's if loaded)."""
+    """(path, handle) of each loaded OpenBLAS (numpy's, and scipy's if loaded)."""
     try:
         from threadpoolctl import threadpool_info
         paths = [i["filepath"] for i in threadpool_info() if i.get("internal_api") == "openblas"]
@@ -111,7 +111,7 @@ def _ilp64(handle: ctypes.CDLL, name: str, wide: bool) -> bool:
 def install() -> None:
     """At import: size the team, hand it the parallel regions of numpy's and scipy's OpenBLAS and
     give the native kernels numpy's sgemm (once)."""
-    global _blas_paths, _gemm_path
+    global _blas_paths, _gemm
     lib.ember_pool_set_threads(_default_size())
     spin = env_int("EMBER_CPU_SPIN_US", 0)
     if spin is not None:
@@ -120,13 +120,18 @@ def install() -> None:
         return
     _blas_paths = []
     team = os.environ.get("EMBER_CPU_TEAM", "1") != "0"
-    for path, handle in _openblas_handles():
+    handles = _openblas_handles()
+    for path, handle in handles:
         setter = _symbol(handle, _SETTERS)
         if team and setter is not None:
             lib.ember_pool_install_blas(ffi.cast("void *", setter[1]))
             _blas_paths.append(path)
-        sgemm = _symbol(handle, (name for name, _ in _SGEMMS))
-        if _gemm_path is None and sgemm is not None:
-            wide = dict(_SGEMMS)[sgemm[0]]
-            lib.ember_gemm_install(ffi.cast("void *", sgemm[1]), int(_ilp64(handle, sgemm[0], wide)))
-            _gemm_path = path
+    # by name, not by threadpoolctl's order (which varies from run to run): numpy's 64-bit build before
+    # scipy's 32-bit one
+    for name, wide in _SGEMMS:
+        found = [(path, handle, fn) for path, handle in handles for fn in [_symbol(handle, [name])] if fn]
+        if found:
+            path, handle, (_, address) = found[0]
+            _gemm = (path, address, _ilp64(handle, name, wide))
+            lib.ember_gemm_install(ffi.cast("void *", address), int(_gemm[2]))
+            break

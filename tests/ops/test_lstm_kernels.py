@@ -321,6 +321,28 @@ def test_entry_points_refuse_what_they_cannot_take():
         assert not native.lstm_backward_f32(*args, False)
 
 
+def test_entry_points_refuse_without_a_gemm(monkeypatch):
+    """Without a BLAS sgemm (numpy on another BLAS) the entry points answer False and the op runs numpy's
+    code, with the same results."""
+    from ember.engine import cpu_team
+    from ember.engine._native import ffi, lib
+    if not native.gemm_ready():
+        pytest.skip("no sgemm installed here")
+    x, flat, h0, c0 = _inputs(1, False, seed=11)
+    heads = _heads(1, False, seed=11)
+    want, _ = _run(monkeypatch, True, x, flat, h0, c0, 1, False, heads)
+    _, address, wide = cpu_team._gemm   # what install() found, to put back
+    lib.ember_gemm_install(ffi.NULL, 0)
+    try:
+        assert not _forward_call(_direction_arrays(2, 3, 4, False), False)
+        got, taken = _run(monkeypatch, True, x, flat, h0, c0, 1, False, heads)
+    finally:
+        lib.ember_gemm_install(ffi.cast("void *", address), int(wide))
+    assert native.gemm_ready() and taken and not any(taken)
+    for name, g, w in zip(["out", "hy", "cy", "dx", "dparams", "dh0", "dc0"], got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6, err_msg=name)
+
+
 def test_numpy_sgemm_is_installed():
     """numpy's OpenBLAS gives the kernels its sgemm (ember.engine.cpu_team, at import)."""
     from ember.engine import cpu_team
@@ -328,6 +350,10 @@ def test_numpy_sgemm_is_installed():
     if not any(i.get("internal_api") == "openblas" for i in threadpoolctl.threadpool_info()):
         pytest.skip("numpy's BLAS is not OpenBLAS")
     assert native.gemm_ready() and cpu_team.gemm_library() is not None
+    numpy64 = [i["filepath"] for i in threadpoolctl.threadpool_info()
+               if i.get("internal_api") == "openblas" and "openblas64" in i["filepath"]]
+    if numpy64:   # chosen by name, whatever threadpoolctl's order: the 64-bit build (numpy's) first
+        assert cpu_team.gemm_library() == numpy64[0]
 
 
 @pytest.mark.parametrize("shape", [(8, 3), (1024, 256), (4100, 130), (3000, 700)])
