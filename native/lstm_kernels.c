@@ -69,7 +69,7 @@ static void gate_rows(void *ctx, size_t first, size_t end, int chunk) {
 
 /* One step forward.  a_t (4h, n): the recurrent part W_h h_prev^T; pre (n, 4h): the input projection,
  * read whole before `gates` (4, n, h), in the same memory, is written; a (n, 4h): scratch for the summed
- * pre-activations; c may not be c_prev. */
+ * pre-activations; c may be c_prev's memory (each cell is read before it is written). */
 static void step_forward(const float *a_t, const float *pre, const float *bias, const float *c_prev, int64_t n,
                          int64_t h, float *a, float *gates, float *c, float *tc, float *h_out) {
     step_job job = {.a_t = a_t, .pre = pre, .bias = bias, .c_prev = c_prev, .n = n, .h = h, .a = a, .gates = gates,

@@ -108,6 +108,17 @@ def _ilp64(handle: ctypes.CDLL, name: str, wide: bool) -> bool:
     return b"USE64BITINT" in (config() or b"")
 
 
+def _find_sgemm(handles) -> Optional[Tuple[str, int, bool]]:
+    """(path, address, 64-bit sizes) of the sgemm to install.  Chosen by name, not by threadpoolctl's
+    order (which varies from run to run): numpy's 64-bit build before scipy's 32-bit one."""
+    for name, wide in _SGEMMS:
+        for path, handle in handles:
+            fn = _symbol(handle, [name])
+            if fn is not None:
+                return path, fn[1], _ilp64(handle, name, wide)
+    return None
+
+
 def install() -> None:
     """At import: size the team, hand it the parallel regions of numpy's and scipy's OpenBLAS and
     give the native kernels numpy's sgemm (once)."""
@@ -126,12 +137,6 @@ def install() -> None:
         if team and setter is not None:
             lib.ember_pool_install_blas(ffi.cast("void *", setter[1]))
             _blas_paths.append(path)
-    # by name, not by threadpoolctl's order (which varies from run to run): numpy's 64-bit build before
-    # scipy's 32-bit one
-    for name, wide in _SGEMMS:
-        found = [(path, handle, fn) for path, handle in handles for fn in [_symbol(handle, [name])] if fn]
-        if found:
-            path, handle, (_, address) = found[0]
-            _gemm = (path, address, _ilp64(handle, name, wide))
-            lib.ember_gemm_install(ffi.cast("void *", address), int(_gemm[2]))
-            break
+    _gemm = _find_sgemm(handles)
+    if _gemm is not None:
+        lib.ember_gemm_install(ffi.cast("void *", _gemm[1]), int(_gemm[2]))
