@@ -19,7 +19,7 @@ forward computed for the backward: every step's activated gates and the states a
 """
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -78,8 +78,27 @@ def _has_mask(attrs):
     return attrs["p"] > 0 and attrs["num_layers"] > 1
 
 
+def _param_names(attrs):
+    """The parameter inputs: "parameters" (the flat vector), or `_RNN_apart`'s one name per array."""
+    k = attrs.get("num_params")
+    return ["parameters"] if k is None else [f"parameters{i}" for i in range(k)]
+
+
+def _named(attrs, names, arrays):
+    """{name: array}, `_RNN_apart`'s parameter arrays gathered in order as the list "parameters"."""
+    named = dict(zip(names, arrays))
+    if attrs.get("num_params") is not None:
+        named["parameters"] = [named.pop(n) for n in _param_names(attrs)]
+    return named
+
+
+def _astype(params, dtype):
+    """The flat vector, or each array of a list, cast to dtype."""
+    return [a.astype(dtype) for a in params] if isinstance(params, list) else params.astype(dtype)
+
+
 def _inputs(attrs):
-    names = ["data", "parameters", "state"]
+    names = ["data", *_param_names(attrs), "state"]
     if attrs["mode"] == "lstm":
         names.append("state_cell")
     if attrs["use_sequence_length"]:
@@ -103,42 +122,73 @@ def _visible(attrs):
     return len(_outputs(attrs)) - (2 if _has_mask(attrs) else 1)
 
 
+def _param_layout(attrs: dict, input_size: int) -> List[Tuple[Tuple[int, int], int, Tuple[int, int]]]:
+    """[((layer, direction), slot, (rows, cols))] of every parameter in the flat vector's order: for
+    each layer and direction the weights (slot 0 W_i2h, 1 W_h2h, 2 W_h2r), then for each the biases
+    (3 b_i2h, 4 b_h2h, as one row)."""
+    g, h, r, dirs = _GATES[attrs["mode"]], attrs["state_size"], _rec(attrs), _dirs(attrs)
+    keys = [(layer, d) for layer in range(attrs["num_layers"]) for d in range(dirs)]
+    layout = []
+    for key in keys:
+        in_l = input_size if key[0] == 0 else dirs * r
+        layout += [(key, 0, (g * h, in_l)), (key, 1, (g * h, r))]
+        if attrs["projection_size"]:
+            layout.append((key, 2, (r, h)))
+    for key in keys:
+        layout += [(key, 3, (1, g * h)), (key, 4, (1, g * h))]
+    return layout
+
+
 def param_size(attrs: dict, input_size: int) -> int:
     """Length of the flat parameter vector."""
-    g, h, r, dirs = _GATES[attrs["mode"]], attrs["state_size"], _rec(attrs), _dirs(attrs)
-    proj = r * h if attrs["projection_size"] else 0
-    total = 0
-    for layer in range(attrs["num_layers"]):
-        in_l = input_size if layer == 0 else dirs * r
-        total += dirs * (g * h * (in_l + r) + proj + 2 * g * h)
-    return total
+    return sum(rows * cols for _, _, (rows, cols) in _param_layout(attrs, input_size))
 
 
-def unpack_params(attrs: dict, flat, input_size: int) -> Dict[Tuple[int, int], Tuple]:
-    """{(layer, direction): (W_i2h, W_h2h, b_i2h, b_h2h, W_h2r or None)} as views into the flat vector."""
-    g, h, r, dirs = _GATES[attrs["mode"]], attrs["state_size"], _rec(attrs), _dirs(attrs)
-    projected = bool(attrs["projection_size"])
-    out, pos, keys = {}, 0, []
+def unpack_params(attrs: dict, params, input_size: int) -> Dict[Tuple[int, int], Tuple]:
+    """{(layer, direction): (W_i2h, W_h2h, b_i2h, b_h2h, W_h2r or None)} as views into the flat vector,
+    or into the list of separate parameter arrays (`_RNN_apart`), one a parameter in the same order."""
+    parts: Dict[Tuple[int, int], list] = {}
+    pos = 0
+    for k, (key, slot, (rows, cols)) in enumerate(_param_layout(attrs, input_size)):
+        if isinstance(params, list):
+            view = params[k].reshape(rows, cols)
+        else:
+            view = params[pos:pos + rows * cols].reshape(rows, cols)
+            pos += rows * cols
+        parts.setdefault(key, [None] * 5)[slot] = view[0] if slot >= 3 else view
+    return {key: (p[0], p[1], p[3], p[4], p[2]) for key, p in parts.items()}
 
-    def take(rows, cols):
-        nonlocal pos
-        view = flat[pos:pos + rows * cols].reshape(rows, cols)
-        pos += rows * cols
-        return view
 
-    for layer in range(attrs["num_layers"]):
-        in_l = input_size if layer == 0 else dirs * r
-        for d in range(dirs):
-            wx, wh = take(g * h, in_l), take(g * h, r)
-            out[(layer, d)] = [wx, wh, take(r, h) if projected else None]
-            keys.append((layer, d))
-    for key in keys:
-        bx = flat[pos:pos + g * h]
-        bh = flat[pos + g * h:pos + 2 * g * h]
-        pos += 2 * g * h
-        wx, wh, wr = out[key]
-        out[key] = (wx, wh, bx, bh, wr)
-    return out
+def params_fit(attrs: dict, sizes) -> bool:
+    """Whether arrays of these sizes (element counts) are the network's parameters one by one, in the
+    flat vector's order, for some input size (the first layer's W_i2h all G*H*I for one I)."""
+    layout = _param_layout(attrs, 1)
+    if len(sizes) != len(layout):
+        return False
+    firsts = set()
+    for size, (key, slot, (rows, cols)) in zip(sizes, layout):
+        if key[0] == 0 and slot == 0:
+            firsts.add(size)
+            if size <= 0 or size % rows:
+                return False
+        elif size != rows * cols:
+            return False
+    return len(firsts) == 1
+
+
+def _apart_shape(given, size: int, k: int):
+    """Parameter array k of `_RNN_apart`: any shape of `size` elements; one unknown dim is filled."""
+    if given is None or len(given) == 0:
+        return given
+    given = tuple(given)
+    unknown = [i for i, v in enumerate(given) if v in (0, None)]
+    rest = int(np.prod([v for v in given if v not in (0, None)]))
+    if len(unknown) == 1 and rest and size % rest == 0:
+        given = tuple(size // rest if i == unknown[0] else v for i, v in enumerate(given))
+    elif not unknown and rest != size:
+        raise ShapeError(f"RNN: parameter array {k} has shape {given} ({rest} elements), the network needs "
+                         f"{size}")
+    return given
 
 
 def _infer_shape(attrs, in_shapes):
@@ -153,10 +203,18 @@ def _infer_shape(attrs, in_shapes):
         raise ShapeError(f"RNN: data must be 3-D (seq_len, batch, input_size), got shape {d}")
     t, n, i = d
     h, r, dirs, layers = attrs["state_size"], _rec(attrs), _dirs(attrs), attrs["num_layers"]
-    ins[1] = merge("RNN", "parameters", ins[1], (param_size(attrs, i),))
-    ins[2] = merge("RNN", "state", ins[2], (layers * dirs, n, r))
+    p = len(_param_names(attrs))
+    if attrs.get("num_params") is None:
+        ins[1] = merge("RNN", "parameters", ins[1], (param_size(attrs, i),))
+    else:
+        layout = _param_layout(attrs, i)
+        if len(layout) != p:
+            raise ShapeError(f"RNN: {p} parameter arrays given, the network has {len(layout)}")
+        for k, (_, _, (rows, cols)) in enumerate(layout):
+            ins[1 + k] = _apart_shape(ins[1 + k], rows * cols, k)
+    ins[1 + p] = merge("RNN", "state", ins[1 + p], (layers * dirs, n, r))
     if attrs["mode"] == "lstm":
-        ins[3] = merge("RNN", "state_cell", ins[3], (layers * dirs, n, h))
+        ins[2 + p] = merge("RNN", "state_cell", ins[2 + p], (layers * dirs, n, h))
     if attrs["use_sequence_length"]:
         ins[-1] = merge("RNN", "sequence_length", ins[-1], (n,))
     outs = [(t, n, dirs * r)]
@@ -603,7 +661,7 @@ def _lengths(xp, attrs, seq, t_len):
 @float32_on_cpu
 def _forward(ctx, attrs, inputs, outputs, aux):
     xp = ctx.xp
-    named = dict(zip(_inputs(attrs), inputs))
+    named = _named(attrs, _inputs(attrs), inputs)
     outs = dict(zip(_outputs(attrs), outputs))
     x, flat, h0 = named["data"], named["parameters"], named["state"]
     c0 = named.get("state_cell")
@@ -614,7 +672,7 @@ def _forward(ctx, attrs, inputs, outputs, aux):
         mask[...] = _draw_mask(ctx, attrs, mask.shape, mask.dtype)
     reserve = outs["reserve"]
     if reserve.dtype != x.dtype:  # float16 data keeps a float32 reserve, float32_on_cpu hands float32 x
-        x, flat, h0 = (a.astype(reserve.dtype) for a in (x, flat, h0))
+        x, flat, h0 = x.astype(reserve.dtype), _astype(flat, reserve.dtype), h0.astype(reserve.dtype)
         c0 = c0.astype(reserve.dtype) if c0 is not None else None
     with np.errstate(over="ignore"):
         _network_forward(xp, attrs, x, flat, h0, c0, mask, lengths, reserve, outs["output"],
@@ -624,7 +682,7 @@ def _forward(ctx, attrs, inputs, outputs, aux):
 def _backward_layout(attrs):
     """Names of _backward_RNN's inputs."""
     lstm = attrs["mode"] == "lstm"
-    names = ["data", "parameters", "state"] + (["state_cell"] if lstm else [])
+    names = ["data", *_param_names(attrs), "state"] + (["state_cell"] if lstm else [])
     if attrs["use_sequence_length"]:
         names.append("sequence_length")
     names.append("out_grad")
@@ -637,7 +695,7 @@ def _backward_layout(attrs):
 
 
 def _backward_outputs(attrs):
-    return (["data_grad", "parameters_grad", "state_grad"] +
+    return (["data_grad", *[f"{p}_grad" for p in _param_names(attrs)], "state_grad"] +
             (["state_cell_grad"] if attrs["mode"] == "lstm" else []))
 
 
@@ -645,7 +703,7 @@ def _backward_outputs(attrs):
 def _backward(ctx, attrs, inputs, outputs, aux):
     """BPTT from the forward's reserve (the gates and states of every step), no recomputation."""
     xp = ctx.xp
-    named = dict(zip(_backward_layout(attrs), inputs))
+    named = _named(attrs, _backward_layout(attrs), inputs)
     x, flat, h0 = named["data"], named["parameters"], named["state"]
     c0 = named.get("state_cell")
     mask = named.get("dropout_mask")
@@ -655,12 +713,15 @@ def _backward(ctx, attrs, inputs, outputs, aux):
     t_len, n, i_size = x.shape
     dt = reserve.dtype
     if x.dtype != dt:
-        x, flat = x.astype(dt), flat.astype(dt)
+        x, flat = x.astype(dt), _astype(flat, dt)
     masks = _step_masks(xp, lengths, t_len, dt)
     res = _reserve_views(attrs, reserve, t_len, n)
     weights = unpack_params(attrs, flat, i_size)
-    dflat = outputs[1] if outputs[1].dtype == dt else xp.empty(flat.shape, dtype=dt)
-    dweights = unpack_params(attrs, dflat, i_size)   # views: the backward writes every part of dflat
+    p = len(_param_names(attrs))
+    given = outputs[1:1 + p]
+    dparams = [o if o.dtype == dt and o.flags.c_contiguous else xp.empty(o.shape, dtype=dt) for o in given]
+    # views: the backward writes every part of dparams
+    dweights = unpack_params(attrs, dparams if attrs.get("num_params") is not None else dparams[0], i_size)
     hy_grad, cy_grad = named.get("hy_grad"), named.get("cy_grad")
     d_layer = named["out_grad"]
     for layer in range(layers - 1, -1, -1):
@@ -678,9 +739,9 @@ def _backward(ctx, attrs, inputs, outputs, aux):
             dx, dh_0, dc_0 = _direction_backward(xp, attrs, layer_in, weights[(layer, d)], res[(layer, d)],
                                                  d_layer[:, :, d * rdim:(d + 1) * rdim], dh, dc, d == 1,
                                                  masks, dweights[(layer, d)], want_dx)
-            outputs[2][k] = dh_0
+            outputs[1 + p][k] = dh_0
             if c0 is not None:
-                outputs[3][k] = dc_0
+                outputs[2 + p][k] = dc_0
             if d_in is None:
                 d_in = dx
             elif dx is not None:
@@ -690,8 +751,9 @@ def _backward(ctx, attrs, inputs, outputs, aux):
         outputs[0][...] = 0
     else:
         outputs[0][...] = d_layer
-    if dflat is not outputs[1]:
-        outputs[1][...] = dflat
+    for o, d in zip(given, dparams):
+        if d is not o:
+            o[...] = d
 
 
 def _gradient_inputs(attrs, inputs, outputs, out_grads):
@@ -716,7 +778,8 @@ def _gradient(F, attrs, inputs, outputs, out_grads, needed=None):
     kernel skips an output whose req is null."""
     skip = needed is not None and not needed[0]
     wanted = _gradient_flags(attrs)
-    res = iter(call_op(F, "_backward_RNN", _gradient_inputs(attrs, inputs, outputs, out_grads),
+    name = "_backward_RNN" if attrs.get("num_params") is None else "_backward_RNN_apart"
+    res = iter(call_op(F, name, _gradient_inputs(attrs, inputs, outputs, out_grads),
                        dict(attrs, no_data_grad=skip), sum(wanted)))
     grads = [next(res) if w else None for w in wanted]
     return [None] + grads[1:] if skip else grads
@@ -736,6 +799,19 @@ register(OpDef(
     infer_shape=_backward_infer_shape,
     kernels={"any": _backward},
     doc="Gradients of RNN by backpropagation through time from the forward's reserve (its gates and states)."))
+# The RNN op with each parameter array an input of its own, in the flat vector's order: what a compiled
+# graph's `_rnn_param_concat` + RNN becomes (symbolic/passes.py, rnn_params_apart), so no step copies
+# the weights into the flat vector or the flat gradient back out into the parameters' gradients.
+_APART_ATTRS = {"num_params": Attr("int", doc="parameter arrays, in the flat vector's order")}
+register(OpDef(
+    name="_RNN_apart", attrs=dict(_ATTRS, **_APART_ATTRS), inputs=_inputs, outputs=_outputs,
+    num_visible_outputs=_visible, infer_shape=_infer_shape, infer_type=_infer_type,
+    kernels={"any": _forward}, resources=("rng",), expensive=True, gradient=_gradient, gradient_takes_needed=True,
+    doc="RNN with its parameters as separate arrays (any shapes of the flat layout's sizes), not one vector."))
+register(OpDef(
+    name="_backward_RNN_apart", attrs=dict(_BACKWARD_ATTRS, **_APART_ATTRS), inputs=_backward_layout,
+    outputs=_backward_outputs, infer_shape=_backward_infer_shape, kernels={"any": _backward},
+    doc="Gradients of _RNN_apart: _backward_RNN writing each parameter's gradient into its own array."))
 def _param_concat_backward_infer(attrs, in_shapes, out_shapes):
     """As Concat's, but several inputs of unknown length share what is left equally: the first layer's
     i2h weights of both directions, the only unknown ones, have one size (MXNet's RNNParamConcatShape)."""

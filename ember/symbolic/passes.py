@@ -11,11 +11,13 @@ import gc
 import math
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ..base import OperatorError, ShapeError
+from ..ops import nn_rnn
 from . import planner
 from .gradient import build_gradient
 from .graph import Entry, Node, aux_variable_ids, topo_order
@@ -159,9 +161,9 @@ def dead_node_elimination(g: GraphState) -> GraphState:
 _CHANNEL_FIRST = (None, "NCW", "NCHW", "NCDHW")
 
 
-def _fusion_enabled() -> bool:
-    v = os.environ.get("EMBER_FUSE_CONV_BN", "1")
-    return v.strip().lower() not in ("0", "false", "no")
+def _pass_enabled(variable: str) -> bool:
+    """A rewriting pass is on unless its environment variable says 0 / false / no."""
+    return os.environ.get(variable, "1").strip().lower() not in ("0", "false", "no")
 
 
 def _conv_bn_chain(bn: Node, readers: Dict[Key, List[Node]], heads: set) -> Optional[List[Node]]:
@@ -204,31 +206,24 @@ def _fused_node(chain: List[Node], new) -> Node:
     return Node(ops.get("_fused_conv_bn_act"), last.name, attrs, inputs, last.user_attrs)
 
 
-def fuse_conv_bn(g: GraphState) -> GraphState:
-    """Fold BatchNorm (and a relu after it) into the Convolution before it: one
-    `_fused_conv_bn_act` node (ember/ops/nn_fused.py), in forward-only graphs only, where no
-    gradient needs the intermediate results.  The node does exactly what the chain does while
-    training (batch statistics, moving statistics updated); in inference it folds the scale into
-    the weights and the shift into the GEMM's store.  The caller's nodes are never changed: nodes
-    downstream of a fusion are copied.  EMBER_FUSE_CONV_BN=0 turns it off."""
-    if g.grad_entries or g.num_forward != len(g.nodes) or not _fusion_enabled():
-        return g
+def _readers(nodes: List[Node]) -> Dict[Key, List[Node]]:
+    """entry -> the nodes reading it (a node twice when it reads the entry twice)."""
     readers: Dict[Key, List[Node]] = {}
-    for n in g.nodes:
+    for n in nodes:
         for c, i in n.inputs:
             readers.setdefault((id(c), i), []).append(n)
-    heads = {(id(n), i) for n, i in g.heads}
-    chains: Dict[int, List[Node]] = {}   # id(last node of a chain) -> chain
-    fused_ids = set()
-    for n in g.nodes:
-        if n.op is not None and n.op.name == "BatchNorm":
-            chain = _conv_bn_chain(n, readers, heads)
-            if chain is not None:
-                chains[id(chain[-1])] = chain
-                fused_ids.update(id(c) for c in chain)
-    if not chains:
-        return g
-    rebuilt: Dict[int, Node] = {}   # id(original) -> the node standing for its output 0 (or a copy)
+    return readers
+
+
+def _read_only_by(readers: Dict[Key, List[Node]], heads: set, key: Key, node: Node) -> bool:
+    return [id(r) for r in readers.get(key, [])] == [id(node)] and key not in heads
+
+
+def _rewrite_forward(g: GraphState, replace: Dict[int, Callable], dropped: set) -> None:
+    """Rebuild a forward-only node list: node id -> replace[id](new), where `new` maps an entry of the
+    old graph to the rebuilt one; the nodes in `dropped` left out.  The caller's nodes are never
+    changed: nodes reading a rebuilt one are copied."""
+    rebuilt: Dict[int, Node] = {}   # id(original) -> the node standing for it
 
     def new(entry: Entry) -> Entry:
         node, i = entry
@@ -236,11 +231,10 @@ def fuse_conv_bn(g: GraphState) -> GraphState:
 
     nodes = []
     for n in g.nodes:
-        if id(n) in chains:
-            fused = _fused_node(chains[id(n)], new)
-            rebuilt[id(n)] = fused
-            nodes.append(fused)
-        elif id(n) in fused_ids:
+        if id(n) in replace:
+            rebuilt[id(n)] = replace[id(n)](new)
+            nodes.append(rebuilt[id(n)])
+        elif id(n) in dropped:
             continue
         elif n.op is not None and any(id(c) in rebuilt for c, _ in n.inputs):
             copy = Node(n.op, n.name, n.attrs, [new(e) for e in n.inputs], n.user_attrs)
@@ -252,7 +246,102 @@ def fuse_conv_bn(g: GraphState) -> GraphState:
     g.heads = [new(e) for e in g.heads]
     g.nodes = nodes
     g.num_forward = len(nodes)
-    g.stats["fused_conv_bn"] = len(chains)
+
+
+def fuse_conv_bn(g: GraphState) -> GraphState:
+    """Fold BatchNorm (and a relu after it) into the Convolution before it: one
+    `_fused_conv_bn_act` node (ember/ops/nn_fused.py), in forward-only graphs only, where no
+    gradient needs the intermediate results.  The node does exactly what the chain does while
+    training (batch statistics, moving statistics updated); in inference it folds the scale into
+    the weights and the shift into the GEMM's store.  EMBER_FUSE_CONV_BN=0 turns it off."""
+    if g.grad_entries or g.num_forward != len(g.nodes) or not _pass_enabled("EMBER_FUSE_CONV_BN"):
+        return g
+    readers = _readers(g.nodes)
+    heads = {(id(n), i) for n, i in g.heads}
+    replace: Dict[int, Callable] = {}   # id(last node of a chain) -> the fused node's maker
+    fused_ids = set()
+    for n in g.nodes:
+        if n.op is not None and n.op.name == "BatchNorm":
+            chain = _conv_bn_chain(n, readers, heads)
+            if chain is not None:
+                replace[id(chain[-1])] = partial(_fused_node, chain)
+                fused_ids.update(id(c) for c in chain)
+    if replace:
+        _rewrite_forward(g, replace, fused_ids)
+        g.stats["fused_conv_bn"] = len(replace)
+    return g
+
+
+def _flattening(node: Node) -> bool:
+    """A Reshape to one dimension (a Gluon RNN layer's `weight.reshape(-1)`)."""
+    if node.op is None or node.op.name != "Reshape":
+        return False
+    a = node.parsed_attrs
+    return tuple(a["shape"]) == (-1,) and not a["reverse"] and not a["target_shape"]
+
+
+def _variable_size(g: GraphState, entry: Entry) -> Optional[int]:
+    """Elements of a variable whose whole shape the caller gave, or of a flattening Reshape of one;
+    None for anything else."""
+    node = entry[0]
+    while _flattening(node):
+        node = node.inputs[0][0]
+    shape = g.known_shapes.get(node.name) if node.op is None else None
+    if shape is None or not is_complete_shape(tuple(shape)):
+        return None
+    return math.prod(shape)
+
+
+def _apart_node(rnn: Node, params: List[Entry], new) -> Node:
+    from .. import ops
+    attrs = {k: v for k, v in rnn.attrs.items() if not (k.startswith("__") and k.endswith("__"))}
+    attrs["num_params"] = len(params)
+    inputs = [new(rnn.inputs[0])] + [new(e) for e in params] + [new(e) for e in rnn.inputs[2:]]
+    return Node(ops.get("_RNN_apart"), rnn.name, attrs, inputs, rnn.user_attrs)
+
+
+def rnn_params_apart(g: GraphState) -> GraphState:
+    """An RNN whose parameter vector is a `_rnn_param_concat` read by nothing else (a Gluon RNN
+    layer's graph) becomes one `_RNN_apart` node taking the concatenated arrays as inputs of their
+    own, each with the flattening Reshape in front of it dropped where only the concat read it.  No
+    step then copies the weights into the vector, nor the vector's gradient back out: the backward
+    writes each parameter's gradient into its own array.  Runs on the forward graph, before the
+    gradient pass.  EMBER_RNN_PARAMS_APART=0 turns it off."""
+    if g.grad_entries or g.num_forward != len(g.nodes) or not _pass_enabled("EMBER_RNN_PARAMS_APART"):
+        return g
+    rnns = [n for n in g.nodes if n.op is not None and n.op.name == "RNN"]
+    if not rnns:
+        return g
+    readers = _readers(g.nodes)
+    heads = {(id(n), i) for n, i in g.heads}
+    replace: Dict[int, Callable] = {}
+    dropped = set()
+    for n in rnns:
+        cat, j = n.inputs[1]
+        if (cat.op is None or cat.op.name != "_rnn_param_concat" or cat.parsed_attrs["dim"] != 0
+                or not _read_only_by(readers, heads, (id(cat), j), n)
+                or any("__ctx_group__" in m.user_attrs for m in (n, cat))):
+            continue
+        params, drops = [], []
+        for e in cat.inputs:
+            src = e[0]
+            if (_flattening(src) and _read_only_by(readers, heads, (id(src), e[1]), cat)
+                    and "__ctx_group__" not in src.user_attrs):
+                params.append(src.inputs[0])
+                drops.append(id(src))
+            else:
+                params.append(e)
+        # each array must be one parameter of the network (a variable of known size): a vector made
+        # of other pieces is left as it is
+        sizes = [_variable_size(g, e) for e in params]
+        if None in sizes or not nn_rnn.params_fit(n.parsed_attrs, sizes):
+            continue
+        dropped.update(drops)
+        dropped.add(id(cat))
+        replace[id(n)] = partial(_apart_node, n, params)
+    if replace:
+        _rewrite_forward(g, replace, dropped)
+        g.stats["rnn_params_apart"] = len(replace)
     return g
 
 
@@ -469,7 +558,7 @@ def plan_memory(g: GraphState) -> GraphState:
 
 
 PASSES: List[Callable[[GraphState], GraphState]] = [
-    order_forward, gradient, mirror, dead_node_elimination, fuse_conv_bn, infer_shape, infer_type,
+    order_forward, rnn_params_apart, gradient, mirror, dead_node_elimination, fuse_conv_bn, infer_shape, infer_type,
     schedule_backward, bind_gradients, inplace, plan_memory,
 ]
 

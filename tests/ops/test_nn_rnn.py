@@ -10,7 +10,7 @@ from _nn_gradcheck import check_grad, run_op  # noqa: E402
 
 from ember import ops  # noqa: E402
 from ember.base import OperatorError, ShapeError  # noqa: E402
-from ember.ops.nn_rnn import param_size, reserve_size  # noqa: E402
+from ember.ops.nn_rnn import _param_layout, param_size, params_fit, reserve_size  # noqa: E402
 
 rng = np.random.default_rng(9)
 
@@ -208,3 +208,50 @@ def test_sequence_length_out_of_range():
     ins, attrs = _inputs("gru", t=3)
     with pytest.raises(OperatorError, match="RNN: sequence_length"):
         run_op("RNN", ins + [np.array([0.0, 3.0])], dict(attrs, use_sequence_length=True))
+
+
+def _apart(ins, attrs, input_size):
+    """ins with the flat vector cut into the network's parameter arrays (weights 2-D), and the attrs."""
+    a = ops.get("RNN").parse_attrs(attrs)
+    pieces, pos = [], 0
+    for _, slot, (rows, cols) in _param_layout(a, input_size):
+        pieces.append(ins[1][pos:pos + rows * cols].reshape((rows, cols) if slot < 3 else (cols,)))
+        pos += rows * cols
+    return [ins[0]] + pieces + ins[2:], dict(attrs, num_params=len(pieces)), pos
+
+
+@pytest.mark.parametrize("mode,layers,bi", [("lstm", 2, True), ("gru", 1, False), ("rnn_relu", 2, False)])
+def test_parameters_apart_equal_the_flat_vector(mode, layers, bi):
+    ins, attrs = _inputs(mode, layers, bi)
+    apart, apart_attrs, used = _apart(ins, attrs, 3)
+    assert used == ins[1].size
+    flat_outs = run_op("RNN", ins, attrs)
+    for a, b in zip(run_op("_RNN_apart", apart, apart_attrs), flat_outs):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("mode,layers,bi", [("lstm", 2, True), ("gru", 1, False)])
+def test_parameters_apart_gradients(mode, layers, bi):
+    ins, attrs = _inputs(mode, layers, bi, t=3, n=2, i=2, h=2)
+    apart, apart_attrs, _ = _apart(ins, attrs, 2)
+    check_grad("_RNN_apart", apart, apart_attrs, rtol=1e-4, atol=1e-6)
+
+
+def test_parameters_apart_projection_float16():
+    ins, attrs = _inputs("lstm", 1, False, h=4)
+    attrs = dict(attrs, projection_size=2)
+    a = ops.get("RNN").parse_attrs(attrs)
+    ins = [ins[0], rng.standard_normal(param_size(a, 3)) * 0.5, ins[2][:, :, :2], ins[3]]
+    apart, apart_attrs, _ = _apart(ins, attrs, 3)
+    half = [x.astype(np.float16) for x in ins]
+    for x, y in zip(run_op("_RNN_apart", [x.astype(np.float16) for x in apart], apart_attrs), run_op("RNN", half, attrs)):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_params_fit():
+    a = ops.get("RNN").parse_attrs({"mode": "gru", "state_size": 4, "num_layers": 2, "bidirectional": True})
+    sizes = [12 * 5, 12 * 4] * 2 + [12 * 8, 12 * 4] * 2 + [12] * 8   # input size 5
+    assert params_fit(a, sizes)
+    assert not params_fit(a, sizes[:-1])                              # one array short
+    assert not params_fit(a, [12 * 6] + sizes[1:])                    # directions of different input sizes
+    assert not params_fit(a, sizes[:2] + [12 * 4, 12 * 5] + sizes[4:])  # two arrays swapped
