@@ -606,7 +606,10 @@ def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, mask
     xp.matmul(dax2.T, x.reshape(t_len * n, -1), out=dwx)
     xp.matmul(dah2.T, before.reshape(t_len * n, -1), out=dwh)
     xp.sum(dax2, axis=0, out=dbx)
-    xp.sum(dah2, axis=0, out=dbh)
+    if dah is dax:   # an LSTM's or plain RNN's biases have the same gradient: summed once
+        dbh[...] = dbx
+    else:
+        xp.sum(dah2, axis=0, out=dbh)
     dx = (dax2 @ wx).reshape(t_len, n, -1) if want_dx else None
     return dx, dh, dc
 
