@@ -146,7 +146,7 @@ def param_size(attrs: dict, input_size: int) -> int:
 
 def unpack_params(attrs: dict, params, input_size: int) -> Dict[Tuple[int, int], Tuple]:
     """{(layer, direction): (W_i2h, W_h2h, b_i2h, b_h2h, W_h2r or None)} as views into the flat vector,
-    or into the list of separate parameter arrays (`_RNN_apart`), one a parameter in the same order."""
+    or into the list of separate parameter arrays (`_RNN_apart`), one per parameter in the same order."""
     parts: Dict[Tuple[int, int], list] = {}
     pos = 0
     for k, (key, slot, (rows, cols)) in enumerate(_param_layout(attrs, input_size)):

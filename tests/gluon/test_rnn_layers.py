@@ -240,3 +240,30 @@ def test_ember_exported_lstm_network_runs_in_mxnet(tmp_path):
     res = subprocess.run([MXNET_PYTHON, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert float(res.stdout.strip().splitlines()[-1]) < 1e-5
+
+
+@pytest.mark.parametrize("make", [
+    lambda: gluon.rnn.LSTM(5, 2, bidirectional=True, input_size=3),
+    lambda: gluon.rnn.GRU(4, 1, input_size=3),
+], ids=["lstm_2l_bi", "gru"])
+def test_imperative_call_takes_the_parameters_apart(make):
+    """Imperatively a layer hands its parameters to _RNN_apart as they are (no vector is built); outputs
+    and gradients are the same bits as the hybridized layer's, whose graph keeps MXNet's concat + RNN."""
+    results = {}
+    for hybridize in (False, True):
+        mx.random.seed(0)
+        layer = make()
+        layer.initialize(mx.init.Uniform(0.5))
+        if hybridize:
+            layer.hybridize()
+        x = mx.nd.array(np.random.default_rng(1).standard_normal((4, 2, 3)))
+        with autograd.record():
+            out = layer(x)
+            loss = (out * out).sum()
+        loss.backward()
+        if not hybridize:
+            ops = {n["op"] for n in __import__("json").loads(autograd.get_symbol(out).tojson())["nodes"]}
+            assert "_RNN_apart" in ops and "_rnn_param_concat" not in ops, ops
+        results[hybridize] = [out.asnumpy()] + [p.grad().asnumpy() for p in layer.collect_params().values()]
+    for a, b in zip(results[False], results[True]):
+        np.testing.assert_array_equal(a, b)

@@ -2,9 +2,10 @@
 
 Each layer and direction has its own parameters, named as MXNet names them: `l0_i2h_weight`
 (gates * hidden, input), `l0_h2h_weight` (gates * hidden, R), `l0_i2h_bias`, `l0_h2h_bias`, and
-for a projected LSTM `l0_h2r_weight` (P, hidden); `r0_...` for the reverse direction.  A call
+for a projected LSTM `l0_h2r_weight` (P, hidden); `r0_...` for the reverse direction.  A traced call
 flattens them into the operator's parameter vector with `_rnn_param_concat`, in the order the
-operator unpacks them (`ember/ops/nn_rnn.py`), so MXNet-saved weights give MXNet's numbers.
+operator unpacks them (`ember/ops/nn_rnn.py`), so MXNet-saved weights give MXNet's numbers and
+exported graphs are MXNet's; an imperative call hands them to `_RNN_apart` as they are.
 `save_parameters` writes MXNet's file keys ('_unfused.0.l_cell.i2h_weight', ...), which
 MXNet 1.9.1 keeps from its old unfused layers.
 """
@@ -176,18 +177,24 @@ class _RNNLayer(HybridBlock):
         if self._layout == "NTC":
             inputs = F.swapaxes(inputs, 0, 1)
         groups = ("i2h", "h2h", "h2r") if self._projection_size else ("i2h", "h2h")
-        params = [kwargs[f"{d}{layer}_{g}_{t}"].reshape(-1)
+        params = [kwargs[f"{d}{layer}_{g}_{t}"]
                   for t in ("weight", "bias")
                   for layer in range(self._num_layers)
                   for d in ("l", "r")[:self._dir]
                   for g in groups if not (g == "h2r" and t == "bias")]
-        params = F._internal._rnn_param_concat(*params, dim=0)
         rnn_args = list(states) + ([sequence_length] if self._use_sequence_length else [])
-        rnn = F.RNN(inputs, params, *rnn_args, use_sequence_length=self._use_sequence_length,
-                    state_size=self._hidden_size, projection_size=self._projection_size,
-                    num_layers=self._num_layers, bidirectional=self._dir == 2, p=self._dropout,
-                    state_outputs=True, mode=self._mode, lstm_state_clip_min=self._lstm_state_clip_min,
-                    lstm_state_clip_max=self._lstm_state_clip_max, lstm_state_clip_nan=self._lstm_state_clip_nan)
+        attrs = dict(use_sequence_length=self._use_sequence_length, state_size=self._hidden_size,
+                     projection_size=self._projection_size, num_layers=self._num_layers,
+                     bidirectional=self._dir == 2, p=self._dropout, state_outputs=True, mode=self._mode,
+                     lstm_state_clip_min=self._lstm_state_clip_min, lstm_state_clip_max=self._lstm_state_clip_max,
+                     lstm_state_clip_nan=self._lstm_state_clip_nan)
+        if F is ndarray:
+            # imperatively the op reads each parameter where it lies (what the rnn_params_apart pass
+            # makes of the graph below): no copy into a vector and none of its gradient back out
+            rnn = F._internal._RNN_apart(inputs, *params, *rnn_args, num_params=len(params), **attrs)
+        else:  # MXNet's graph, which `export` writes
+            flat = F._internal._rnn_param_concat(*[w.reshape(-1) for w in params], dim=0)
+            rnn = F.RNN(inputs, flat, *rnn_args, **attrs)
         outputs, states = (rnn[0], [rnn[1], rnn[2]]) if self._mode == "lstm" else (rnn[0], [rnn[1]])
         if self._layout == "NTC":
             outputs = F.swapaxes(outputs, 0, 1)
