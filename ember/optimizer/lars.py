@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import ndarray as nd
 from .optimizer import Optimizer, register
-from .sgd import aggregation_size, all_dense, as_lists, flatten, sgd_step
+from .sgd import SGD, aggregation_size, all_dense, as_lists, flatten, sgd_step
 
 _NO_LARS_SUFFIXES = ("gamma", "beta", "bias")
 
@@ -45,27 +45,11 @@ class LARS(Optimizer):
         self.cur_lr = lr
         return [lr * self._mult(i, self.lr_mult, "lr_mult") for i in indices]
 
-    def set_wd_mult(self, args_wd_mult: dict) -> None:
-        """As Optimizer.set_wd_mult, but only names ending in '_weight' keep weight decay."""
-        self.wd_mult = {}
-        for name in self.idx2name.values():
-            if not name.endswith("_weight"):
-                self.wd_mult[name] = 0.0
-        if self.sym_info:
-            attr, arg_names = self.sym_info
-            for name in arg_names:
-                if name in attr and "__wd_mult__" in attr[name]:
-                    self.wd_mult[name] = float(attr[name]["__wd_mult__"])
-        self.wd_mult.update(args_wd_mult)
+    _decayed_suffixes = ("_weight",)   # MXNet's LARS: only weights keep weight decay (set_wd_mult)
 
-    def create_state_multi_precision(self, index, weight):
-        return self._master_copy_state(index, weight)
-
-    def create_state(self, index, weight):
-        if self.momentum == 0.0:
-            return None
-        stype = weight.stype if self.lazy_update else "default"
-        return nd.zeros(weight.shape, weight.context, dtype=weight.dtype, stype=stype)
+    # SGD's states: a momentum buffer (none without momentum), float32 master copies for float16
+    create_state_multi_precision = SGD.create_state_multi_precision
+    create_state = SGD.create_state
 
     def _l2norm(self, v, rescale: bool = False) -> float:
         v = v.astype("float32")

@@ -116,45 +116,50 @@ def _check_max_update(max_update) -> None:
         raise ValueError(f"max_update must be strictly positive, got {max_update}")
 
 
-class PolyScheduler(LRScheduler):
-    """lr = final_lr + (base_lr - final_lr) * (1 - t / max_steps) ** pwr, then final_lr."""
+class _Annealing(LRScheduler):
+    """After the warm-up, lr = final_lr + (base_lr - final_lr) * left(t) for t = 0 .. max_steps updates
+    (left falls from 1 to 0), then final_lr."""
 
-    def __init__(self, max_update: int, base_lr: float = 0.01, pwr: float = 2, final_lr: float = 0,
-                 warmup_steps: int = 0, warmup_begin_lr: float = 0, warmup_mode: str = "linear"):
+    def __init__(self, max_update: int, base_lr: float, final_lr: float, warmup_steps: int,
+                 warmup_begin_lr: float, warmup_mode: str):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         _check_max_update(max_update)
-        self.power = pwr
         # MXNet keeps the constructor's base_lr here, so an optimizer's learning_rate does not change it
         self.base_lr_orig = self.base_lr
         self.max_update = max_update
         self.final_lr = final_lr
         self.max_steps = max_update - warmup_steps
 
+    def _left(self, t: int) -> float:
+        raise NotImplementedError
+
     def __call__(self, num_update: int) -> float:
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
         if num_update <= self.max_update:
-            frac = 1.0 - float(num_update - self.warmup_steps) / float(self.max_steps)
-            self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * pow(frac, self.power)
+            left = self._left(num_update - self.warmup_steps)
+            self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * left
         return self.base_lr
 
 
-class CosineScheduler(LRScheduler):
+class PolyScheduler(_Annealing):
+    """lr = final_lr + (base_lr - final_lr) * (1 - t / max_steps) ** pwr, then final_lr."""
+
+    def __init__(self, max_update: int, base_lr: float = 0.01, pwr: float = 2, final_lr: float = 0,
+                 warmup_steps: int = 0, warmup_begin_lr: float = 0, warmup_mode: str = "linear"):
+        super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode)
+        self.power = pwr
+
+    def _left(self, t: int) -> float:
+        return pow(1.0 - float(t) / float(self.max_steps), self.power)
+
+
+class CosineScheduler(_Annealing):
     """lr = final_lr + (base_lr - final_lr) * (1 + cos(pi * t / max_steps)) / 2, then final_lr."""
 
     def __init__(self, max_update: int, base_lr: float = 0.01, final_lr: float = 0, warmup_steps: int = 0,
                  warmup_begin_lr: float = 0, warmup_mode: str = "linear"):
-        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
-        _check_max_update(max_update)
-        self.base_lr_orig = base_lr
-        self.max_update = max_update
-        self.final_lr = final_lr
-        self.max_steps = max_update - warmup_steps
+        super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode)
 
-    def __call__(self, num_update: int) -> float:
-        if num_update < self.warmup_steps:
-            return self.get_warmup_lr(num_update)
-        if num_update <= self.max_update:
-            phase = math.pi * (num_update - self.warmup_steps) / self.max_steps
-            self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * (1 + math.cos(phase)) / 2
-        return self.base_lr
+    def _left(self, t: int) -> float:
+        return (1 + math.cos(math.pi * t / self.max_steps)) / 2

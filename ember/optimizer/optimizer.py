@@ -162,11 +162,14 @@ class Optimizer:
                     self.lr_mult[name] = float(attr[name]["__lr_mult__"])
         self.lr_mult.update(args_lr_mult)
 
+    # names whose weight decay is kept by default (set_wd_mult); others start with wd_mult 0
+    _decayed_suffixes = ("_weight", "_gamma")
+
     def set_wd_mult(self, args_wd_mult: dict) -> None:
-        """Per-parameter wd multipliers; names not ending in _weight/_gamma default to 0."""
+        """Per-parameter wd multipliers; names not ending in `_decayed_suffixes` default to 0."""
         self.wd_mult = {}
         for name in self.idx2name.values():
-            if not (name.endswith("_weight") or name.endswith("_gamma")):
+            if not name.endswith(self._decayed_suffixes):
                 self.wd_mult[name] = 0.0
         if self.sym_info:
             attr, arg_names = self.sym_info

@@ -870,3 +870,14 @@ def test_nd_contrib_wrappers_take_lists_and_float_rescale():
     d = gs[0] / (np.abs(gs[0]) + 1e-6)  # first step with bias correction: m / sqrt(v) = sign(g)
     want = ws[0] - 0.1 * np.linalg.norm(ws[0]) / np.linalg.norm(d) * d
     np.testing.assert_allclose(lamb_w[0].asnumpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_default_weight_decay_by_name():
+    """MXNet 1.9.1: weight decay stays on for *_weight and *_gamma by default; LARS keeps it for *_weight only."""
+    names = {0: "fc_weight", 1: "bn_gamma", 2: "fc_bias", 3: "bn_beta"}
+    sgd = opt.SGD(param_idx2name=names)
+    assert sgd.wd_mult == {"fc_bias": 0.0, "bn_beta": 0.0}
+    lars = opt.LARS(param_idx2name=names)
+    assert lars.wd_mult == {"bn_gamma": 0.0, "fc_bias": 0.0, "bn_beta": 0.0}
+    lars.set_wd_mult({"fc_bias": 0.5})
+    assert lars.wd_mult["fc_bias"] == 0.5 and lars.wd_mult["bn_gamma"] == 0.0
