@@ -103,6 +103,9 @@ def run_async(nd, kv, rank, steps, out_dir):
                     f.write(f"{type(e).__name__}: {e}")
             grad = nd.zeros((10,))
         kv.push("w", grad)
+    # every worker's pushes issued before the final pull: a worker that ran ahead (a loaded machine)
+    # would otherwise read a model missing the other's last updates, which async training allows
+    kv.barrier()
     kv.pull("w", out=w)
     final = w.asnumpy()
     if os.environ.get("KV_TEST_OPTIMIZER") == "1":  # optimizer states live on the servers
