@@ -78,16 +78,20 @@ def _has_mask(attrs):
     return attrs["p"] > 0 and attrs["num_layers"] > 1
 
 
+def _apart(attrs) -> bool:
+    """Whether these are `_RNN_apart`'s attributes (each parameter array an input of its own)."""
+    return attrs.get("num_params") is not None
+
+
 def _param_names(attrs):
     """The parameter inputs: "parameters" (the flat vector), or `_RNN_apart`'s one name per array."""
-    k = attrs.get("num_params")
-    return ["parameters"] if k is None else [f"parameters{i}" for i in range(k)]
+    return [f"parameters{i}" for i in range(attrs["num_params"])] if _apart(attrs) else ["parameters"]
 
 
 def _named(attrs, names, arrays):
     """{name: array}, `_RNN_apart`'s parameter arrays gathered in order as the list "parameters"."""
     named = dict(zip(names, arrays))
-    if attrs.get("num_params") is not None:
+    if _apart(attrs):
         named["parameters"] = [named.pop(n) for n in _param_names(attrs)]
     return named
 
@@ -204,7 +208,7 @@ def _infer_shape(attrs, in_shapes):
     t, n, i = d
     h, r, dirs, layers = attrs["state_size"], _rec(attrs), _dirs(attrs), attrs["num_layers"]
     p = len(_param_names(attrs))
-    if attrs.get("num_params") is None:
+    if not _apart(attrs):
         ins[1] = merge("RNN", "parameters", ins[1], (param_size(attrs, i),))
     else:
         layout = _param_layout(attrs, i)
@@ -724,7 +728,7 @@ def _backward(ctx, attrs, inputs, outputs, aux):
     given = outputs[1:1 + p]
     dparams = [o if o.dtype == dt and o.flags.c_contiguous else xp.empty(o.shape, dtype=dt) for o in given]
     # views: the backward writes every part of dparams
-    dweights = unpack_params(attrs, dparams if attrs.get("num_params") is not None else dparams[0], i_size)
+    dweights = unpack_params(attrs, dparams if _apart(attrs) else dparams[0], i_size)
     hy_grad, cy_grad = named.get("hy_grad"), named.get("cy_grad")
     d_layer = named["out_grad"]
     for layer in range(layers - 1, -1, -1):
@@ -781,7 +785,7 @@ def _gradient(F, attrs, inputs, outputs, out_grads, needed=None):
     kernel skips an output whose req is null."""
     skip = needed is not None and not needed[0]
     wanted = _gradient_flags(attrs)
-    name = "_backward_RNN" if attrs.get("num_params") is None else "_backward_RNN_apart"
+    name = "_backward_RNN_apart" if _apart(attrs) else "_backward_RNN"
     res = iter(call_op(F, name, _gradient_inputs(attrs, inputs, outputs, out_grads),
                        dict(attrs, no_data_grad=skip), sum(wanted)))
     grads = [next(res) if w else None for w in wanted]
