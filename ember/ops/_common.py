@@ -169,6 +169,23 @@ def sum_to(xp, g, shape: Shape):
     return r.reshape(shape)
 
 
+def host(x):
+    """x's values as a numpy array (a CuPy array copied to the host)."""
+    return x.get() if hasattr(x, "get") else np.asarray(x)
+
+
+def store(ctx, out, values) -> None:
+    """out[...] = values, computed on the host (numpy), copied to out's device."""
+    out[...] = ctx.xp.asarray(values)
+
+
+def generator(op: str, ctx):
+    """The call's random generator; OperatorError naming `op` when the op was not given the 'rng' resource."""
+    if ctx.rng is None:
+        raise OperatorError(f"{op}: no random generator given (the op needs the 'rng' resource)")
+    return ctx.rng
+
+
 def as_scalar(x, value):
     """The attribute `value` converted to x's element type, as MXNet does (DType(scalar))."""
     return value if x.dtype.kind == "f" else x.dtype.type(value)

@@ -12,7 +12,7 @@ import numpy as np
 from ..backend import to_host
 from ..base import OperatorError, ShapeError
 from ..engine import native
-from ._common import same_shape, same_type
+from ._common import generator, same_shape, same_type, store
 from .registry import Attr, OpDef, register
 
 _LUMA = np.array([0.299, 0.587, 0.114])
@@ -21,16 +21,6 @@ _EIGVAL = np.array([55.46, 4.794, 1.148])
 _EIGVEC = np.array([[-0.5675, 0.7192, 0.4009],
                     [-0.5808, -0.0045, -0.8140],
                     [-0.5836, -0.6948, 0.4203]])
-
-
-def _store(ctx, out, values) -> None:
-    out[...] = ctx.xp.asarray(values)
-
-
-def _rng(op, ctx):
-    if ctx.rng is None:
-        raise OperatorError(f"{op}: no random generator given (the op needs the 'rng' resource)")
-    return ctx.rng
 
 
 def _check_ndim(op, shape, dims=(3, 4), layout="(H, W, C) or (N, H, W, C)"):
@@ -226,7 +216,7 @@ def _flip_kernel(axis_from_end):
 def _random_flip_kernel(op, axis_from_end):
     def kernel(ctx, attrs, inputs, outputs, aux):
         x = inputs[0]
-        if _rng(op, ctx).random() < 0.5:
+        if generator(op, ctx).random() < 0.5:
             _flip_into(x, outputs[0], x.ndim - axis_from_end)
         else:
             outputs[0][...] = x
@@ -356,7 +346,7 @@ def _resize(ctx, attrs, inputs, outputs, aux):
     res = resize_hwc(x, out.shape[-3], out.shape[-2], attrs["interp"])
     if np.dtype(x.dtype).kind in "iu":
         res = np.clip(np.rint(res), 0, 255)  # integer images: rounded, as OpenCV's fixed-point resize
-    _store(ctx, out, res.astype(out.dtype))
+    store(ctx, out, res.astype(out.dtype))
 
 
 register(OpDef(name="_image_resize",
@@ -465,7 +455,7 @@ def _color_kernel(op, fn, draw):
         res = xf if alpha is None else fn(xf, alpha)
         host = np.empty(x.shape, dtype=x.dtype)
         _write_image(host, res, x.dtype)
-        _store(ctx, outputs[0], host)
+        store(ctx, outputs[0], host)
     return kernel
 
 
@@ -473,7 +463,7 @@ def _uniform_factor(op, ctx, attrs):
     lo, hi = attrs["min_factor"], attrs["max_factor"]
     if lo > hi:
         raise OperatorError(f"{op}: min_factor {lo} must not exceed max_factor {hi}")
-    return _rng(op, ctx).uniform(lo, hi)
+    return generator(op, ctx).uniform(lo, hi)
 
 
 def _need_rgb(op):
@@ -506,7 +496,7 @@ def _jitter(x, factors):
 
 
 def _jitter_draw(op, ctx, attrs):
-    rng = _rng(op, ctx)
+    rng = generator(op, ctx)
     out = []
     for name in ("brightness", "contrast", "saturation"):
         v = attrs[name]
@@ -542,5 +532,5 @@ register(OpDef(name="_image_random_lighting", attrs={"alpha_std": Attr("float", 
                inputs=["data"], outputs=["output"], infer_shape=_need_rgb("_image_random_lighting"),
                infer_type=same_type("_image_random_lighting"),
                kernels={"any": _color_kernel("_image_random_lighting", _lighting,
-                                             lambda op, ctx, a: _rng(op, ctx).normal(0, a["alpha_std"], 3))},
+                                             lambda op, ctx, a: generator(op, ctx).normal(0, a["alpha_std"], 3))},
                resources=("rng",), doc="adjust_lighting with alpha ~ N(0, alpha_std) per channel"))

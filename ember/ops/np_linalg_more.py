@@ -16,11 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
+from ._common import host, known
 from .registry import Attr, OpDef, register
-
-
-def _known(s) -> bool:
-    return s is not None and None not in s
 
 
 def _float_type(op):
@@ -39,14 +36,10 @@ def _float_type(op):
     return infer
 
 
-def _host(x):
-    return x.get() if hasattr(x, "get") else np.asarray(x)
-
-
 # -- svd ------------------------------------------------------------------------------------------------
 def _svd_infer(attrs, in_shapes):
     s = in_shapes[0]
-    if not _known(s):
+    if not known(s):
         return in_shapes, [None, None, None]
     if len(s) < 2:
         raise MXNetError(f"_npi_svd: a must have at least 2 dimensions, got shape {tuple(s)}")
@@ -124,9 +117,9 @@ def _pinv_shape(s):
 
 def _pinv_infer(attrs, in_shapes):
     s = in_shapes[0]
-    if not _known(s):
+    if not known(s):
         return in_shapes, [None]
-    if len(in_shapes) > 1 and _known(in_shapes[1]):
+    if len(in_shapes) > 1 and known(in_shapes[1]):
         try:
             np.broadcast_shapes(tuple(in_shapes[1]), tuple(s[:-2]))
         except ValueError:
@@ -136,8 +129,8 @@ def _pinv_infer(attrs, in_shapes):
 
 
 def _pinv(ctx, attrs, inputs, outputs, aux):
-    a = _host(inputs[0])
-    rcond = _host(inputs[1]) if len(inputs) > 1 else attrs["rcond"]
+    a = host(inputs[0])
+    rcond = host(inputs[1]) if len(inputs) > 1 else attrs["rcond"]
     out = outputs[0]
     if a.size == 0:
         out[...] = 0
@@ -165,7 +158,7 @@ def _square_check(op, s):
 def _eig_infer(op, n_out):
     def infer(attrs, in_shapes):
         s = in_shapes[0]
-        if not _known(s):
+        if not known(s):
             return in_shapes, [None] * n_out
         _square_check(op, s)
         w = tuple(s[:-1])
@@ -175,7 +168,7 @@ def _eig_infer(op, n_out):
 
 def _eig_kernel(op):
     def kernel(ctx, attrs, inputs, outputs, aux):
-        a = _host(inputs[0]).astype(np.float64)
+        a = host(inputs[0]).astype(np.float64)
         if a.size == 0:
             for o in outputs:
                 o[...] = 0

@@ -30,16 +30,8 @@ from typing import Optional
 import numpy as np
 
 from ..base import MXNetError, ShapeError
-from ._common import sum_to
+from ._common import host, known, sum_to
 from .registry import Attr, OpDef, register
-
-
-def _known(s) -> bool:
-    return s is not None and None not in s
-
-
-def _host(x):
-    return x.get() if hasattr(x, "get") else np.asarray(x)
 
 
 def _flat_axis(op: str, shape, axis):
@@ -79,7 +71,7 @@ def _delete_keep(attrs, n: int) -> np.ndarray:
 
 def _delete_infer(attrs, in_shapes):
     s = in_shapes[0]
-    if not _known(s):
+    if not known(s):
         return in_shapes, [None]
     work, ax = _flat_axis("_npi_delete", s, attrs["axis"])
     out = list(work)
@@ -202,7 +194,7 @@ _INSERT_FORMS = {
 
 def _insert_infer(op):
     def infer(attrs, in_shapes):
-        if not all(_known(s) for s in in_shapes):
+        if not all(known(s) for s in in_shapes):
             return in_shapes, [None]
         plan = _InsertPlan(op, attrs, in_shapes[0], in_shapes[1], in_shapes[2] if len(in_shapes) > 2 else None)
         return in_shapes, [plan.out]
@@ -220,7 +212,7 @@ def _insert_type(op):
 def _plan_of(op, attrs, inputs, arr_shape):
     obj = inputs[2] if len(inputs) > 2 else None
     return _InsertPlan(op, attrs, arr_shape, inputs[1].shape,
-                       None if obj is None else obj.shape, None if obj is None else _host(obj))
+                       None if obj is None else obj.shape, None if obj is None else host(obj))
 
 
 def _insert_kernel(op):
@@ -318,7 +310,7 @@ def _pad_pairs(attrs, nd: int):
 
 def _pad_infer(attrs, in_shapes):
     s = in_shapes[0]
-    if not _known(s):
+    if not known(s):
         return in_shapes, [None]
     pairs = _pad_pairs(attrs, len(s))
     for d, (b, a) in zip(s, pairs):

@@ -22,11 +22,8 @@ from typing import List, Tuple
 import numpy as np
 
 from ..base import MXNetError, ShapeError
+from ._common import known
 from .registry import Attr, OpDef, register
-
-
-def _known(s) -> bool:
-    return s is not None and None not in s
 
 
 def _norm_axes(op: str, axes, ndim: int) -> List[int]:
@@ -71,7 +68,7 @@ def _product_infer(op: str):
         sa, sb = list(sa), list(sb)
         if op == "_np_dot" and (len(sa) == 0 or len(sb) == 0):
             other = sb if len(sa) == 0 else sa
-            return [tuple(sa), tuple(sb)], [tuple(other) if _known(other) else None]
+            return [tuple(sa), tuple(sb)], [tuple(other) if known(other) else None]
         ax_a, ax_b = _axes_of(op, attrs, sa, sb)
         for i, j in zip(ax_a, ax_b):
             if sa[i] is None:
@@ -257,7 +254,7 @@ def npx_reshape_target(shape: tuple, newshape, reverse: bool = False) -> tuple:
 
 def _npx_reshape_infer(attrs, in_shapes):
     s = in_shapes[0]
-    if not _known(s):
+    if not known(s):
         return in_shapes, [None]
     return in_shapes, [npx_reshape_target(tuple(s), attrs["newshape"], attrs["reverse"])]
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import OperatorError, ShapeError
+from ._common import generator, store
 from .registry import Attr, OpDef, register
 
 _DTYPES = ("None", "float16", "float32", "float64")
@@ -61,18 +62,8 @@ def _check_to_size(op: str, shapes, size):
                 from None
 
 
-def _gen(op, ctx):
-    if ctx.rng is None:
-        raise OperatorError(f"{op}: no random generator given (the op needs the 'rng' resource)")
-    return ctx.rng
-
-
 def _host(ctx, x):
     return x if ctx.xp is np else ctx.xp.asnumpy(x)
-
-
-def _store(ctx, out, values) -> None:
-    out[...] = ctx.xp.asarray(values)
 
 
 # -- the distributions: checks, draw (noise, output) and d output / d parameter -------------------------
@@ -196,9 +187,9 @@ def _forward(op, params, checks, draw):
         values = _values(ctx, attrs, params, inputs)
         _check(op, params, checks, values)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            n, o = draw(_gen(op, ctx), [np.broadcast_to(v, out.shape) for v in values], out.shape)
-        _store(ctx, noise, np.asarray(n).astype(noise.dtype, copy=False))
-        _store(ctx, out, np.asarray(o).astype(out.dtype, copy=False))
+            n, o = draw(generator(op, ctx), [np.broadcast_to(v, out.shape) for v in values], out.shape)
+        store(ctx, noise, np.asarray(n).astype(noise.dtype, copy=False))
+        store(ctx, out, np.asarray(o).astype(out.dtype, copy=False))
     return kernel
 
 
@@ -222,7 +213,7 @@ def _backward(params, grads):
             if attrs[p] is not None:
                 continue
             res = _reduce_to(ograd * dp, outputs[k].shape).reshape(outputs[k].shape)
-            _store(ctx, outputs[k], res.astype(outputs[k].dtype, copy=False))
+            store(ctx, outputs[k], res.astype(outputs[k].dtype, copy=False))
             k += 1
     return kernel
 
@@ -295,8 +286,8 @@ def _bernoulli(ctx, attrs, inputs, outputs, aux):
         if not (np.all(v >= 0) and np.all(v <= 1)):
             raise RandomParamError("_npi_bernoulli: prob must be in [0, 1]")
         p = v
-    u = _gen("_npi_bernoulli", ctx).random(out.shape)
-    _store(ctx, out, (u < np.broadcast_to(p, out.shape)).astype(out.dtype))
+    u = generator("_npi_bernoulli", ctx).random(out.shape)
+    store(ctx, out, (u < np.broadcast_to(p, out.shape)).astype(out.dtype))
 
 
 register(OpDef(name="_npi_bernoulli",

@@ -19,12 +19,8 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ..base import DTypeError, MXNetError, ShapeError
-from ._common import norm_axis
+from ._common import host, norm_axis
 from .registry import Attr, OpDef, register
-
-
-def _host(x):
-    return x.get() if hasattr(x, "get") else np.asarray(x)
 
 
 # -- bincount ---------------------------------------------------------------------------------------------
@@ -134,8 +130,8 @@ def _numpy_percentile(a, q, axis, method: str, keepdims: bool):
 
 def _percentile_kernel(ctx, attrs, inputs, outputs, aux):
     out = outputs[0]
-    a = _host(inputs[0])
-    q = np.float64(attrs["q_scalar"]) if attrs["q_scalar"] is not None else _host(inputs[1]).astype(np.float64)
+    a = host(inputs[0])
+    q = np.float64(attrs["q_scalar"]) if attrs["q_scalar"] is not None else host(inputs[1]).astype(np.float64)
     if np.any(q < 0) or np.any(q > 100) or np.any(np.isnan(q)):
         raise MXNetError("_npi_percentile: q must be in the range [0, 100]")
     # floating data in its own dtype, as numpy's percentile and MXNet's kernel compute (a float16 midpoint

@@ -9,26 +9,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._common import no_gradient, same_shape
+from ._common import generator, no_gradient, same_shape, store
 from ._common import np_shape as _np_shape
 from .registry import Attr, OpDef, as_dtype, register
 
 _FLOATS = ("None", "float16", "float32", "float64")
 
 
-def _gen(op, ctx):
-    if ctx.rng is None:
-        raise OperatorError(f"{op}: no random generator given (the op needs the 'rng' resource)")
-    return ctx.rng
-
-
 def _dtype(attrs, default="float32"):
     d = attrs["dtype"]
     return np.dtype(default) if d in ("None", "") else as_dtype(d)
-
-
-def _store(ctx, out, values) -> None:
-    out[...] = ctx.xp.asarray(values)
 
 
 def _shape_infer(op):
@@ -51,7 +41,7 @@ def _creation(name, params, sample, dtypes=_FLOATS, default="float32", aliases=(
 
     def kernel(ctx, a, inputs, outputs, aux):
         out = outputs[0]
-        _store(ctx, out, sample(_gen(name, ctx), a, out.shape, out.dtype))
+        store(ctx, out, sample(generator(name, ctx), a, out.shape, out.dtype))
 
     register(OpDef(name=name, attrs=attrs, inputs=[], outputs=["output"], infer_shape=_shape_infer(name),
                    infer_type=lambda a, d: ([], [_dtype(a, default)]), kernels={"any": kernel},
@@ -61,7 +51,7 @@ def _creation(name, params, sample, dtypes=_FLOATS, default="float32", aliases=(
 
     def like_kernel(ctx, a, inputs, outputs, aux):
         out = outputs[0]
-        _store(ctx, out, sample(_gen(like, ctx), a, out.shape, out.dtype))
+        store(ctx, out, sample(generator(like, ctx), a, out.shape, out.dtype))
 
     register(OpDef(name=like, attrs=like_attrs, inputs=["data"], outputs=["output"],
                    infer_shape=same_shape(like), kernels={"any": like_kernel}, resources=("rng",),
@@ -123,7 +113,7 @@ _creation("_random_poisson", {"lam": Attr("float", 1.0)}, _poisson,
 
 def _shuffle(ctx, attrs, inputs, outputs, aux):
     x = inputs[0]
-    perm = _gen("_shuffle", ctx).permutation(x.shape[0]) if x.ndim else None
+    perm = generator("_shuffle", ctx).permutation(x.shape[0]) if x.ndim else None
     out = outputs[0]
     if perm is None:
         out[...] = x
@@ -159,7 +149,7 @@ def _sample_op(name, params, draw, dtypes=_FLOATS, default="float32"):
         host = [p if xp is np else xp.asnumpy(p) for p in inputs]
         # parameters broadcast against the trailing sample axes
         expanded = [p.astype(np.float64).reshape(p.shape + (1,) * len(extra)) for p in host]
-        _store(ctx, out, draw(_gen(name, ctx), expanded, out.shape).astype(out.dtype, copy=False))
+        store(ctx, out, draw(generator(name, ctx), expanded, out.shape).astype(out.dtype, copy=False))
 
     register(OpDef(name=name, aliases=[name[1:]], attrs=attrs, inputs=params, outputs=["output"],
                    infer_shape=_sample_infer(name, len(params)),
@@ -213,13 +203,13 @@ def _multinomial(ctx, attrs, inputs, outputs, aux):
     n_draw = int(np.prod(attrs["shape"])) if attrs["shape"] else 1
     cdf = np.cumsum(rows, axis=1)
     cdf /= cdf[:, -1:]
-    u = _gen("_sample_multinomial", ctx).random((rows.shape[0], n_draw))
+    u = generator("_sample_multinomial", ctx).random((rows.shape[0], n_draw))
     idx = np.minimum((u[:, :, None] > cdf[:, None, :]).sum(axis=2), k - 1)
-    _store(ctx, outputs[0], idx.reshape(outputs[0].shape))
+    store(ctx, outputs[0], idx.reshape(outputs[0].shape))
     if attrs["get_prob"]:
         with np.errstate(divide="ignore"):
             logp = np.log(np.take_along_axis(rows, idx, axis=1))
-        _store(ctx, outputs[1], logp.reshape(outputs[1].shape))
+        store(ctx, outputs[1], logp.reshape(outputs[1].shape))
 
 
 def _multinomial_backward(ctx, attrs, inputs, outputs, aux):

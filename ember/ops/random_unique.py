@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import ShapeError
-from .random import _gen
+from ._common import generator
 from .registry import Attr, OpDef, register
 
 
@@ -36,7 +36,7 @@ def _infer_shape(attrs, in_shapes):
 
 
 def _kernel(ctx, attrs, inputs, outputs, aux):
-    gen = _gen("_sample_unique_zipfian", ctx)
+    gen = generator("_sample_unique_zipfian", ctx)
     samples, tries = outputs
     rows, counts = [], []
     for _ in range(samples.shape[0]):
