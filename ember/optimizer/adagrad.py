@@ -17,7 +17,6 @@ class AdaGrad(Optimizer):
         return nd.zeros(weight.shape, weight.context, dtype=weight.dtype)
 
     def update(self, index, weight, grad, state) -> None:
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
+        lr, wd = self._count_and_rates(index)
         nd.adagrad_update(weight, grad, state, out=weight, lr=lr, wd=wd, epsilon=self.float_stable_eps,
                           **self._common_kwargs())

@@ -31,8 +31,7 @@ class Adam(Optimizer):
                 nd.zeros(weight.shape, weight.context, dtype=weight.dtype, stype=stype))  # variance
 
     def update(self, index, weight, grad, state) -> None:
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
+        lr, wd = self._count_and_rates(index)
         t = self._index_update_count[index]
         lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
         mean, var = state
@@ -58,12 +57,9 @@ class Adamax(Optimizer):
                 nd.zeros(weight.shape, weight.context, dtype=weight.dtype))  # infinity norm
 
     def update(self, index, weight, grad, state) -> None:
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
+        lr, wd = self._count_and_rates(index)
         lr /= 1. - self.beta1 ** self._index_update_count[index]
-        grad = grad * self.rescale_grad + wd * weight
-        if self.clip_gradient is not None:
-            grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)
+        grad = self._rescaled_grad(grad, weight, wd)
         m_t, u_t = state
         m_t[:] *= self.beta1
         m_t[:] += (1. - self.beta1) * grad
@@ -93,12 +89,9 @@ class Nadam(Optimizer):
                 nd.zeros(weight.shape, weight.context, dtype=weight.dtype))  # variance
 
     def update(self, index, weight, grad, state) -> None:
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
+        lr, wd = self._count_and_rates(index)
         t = self._index_update_count[index]
-        grad = grad * self.rescale_grad + wd * weight
-        if self.clip_gradient is not None:
-            grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)
+        grad = self._rescaled_grad(grad, weight, wd)
         momentum_t = self.beta1 * (1. - 0.5 * pow(0.96, t * self.schedule_decay))
         momentum_t_1 = self.beta1 * (1. - 0.5 * pow(0.96, (t + 1) * self.schedule_decay))
         self.m_schedule = self.m_schedule * momentum_t

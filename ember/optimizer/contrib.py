@@ -25,8 +25,7 @@ class GroupAdaGrad(Optimizer):
         return nd.zeros((weight.shape[0], 1), weight.context, stype=weight.stype)
 
     def update(self, index, weight, grad, state) -> None:
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
+        lr, wd = self._count_and_rates(index)
         if wd != 0:
             raise ValueError(f"Weight decay is not supported for GroupAdaGrad (got wd={wd})")
         if grad.stype == "row_sparse":
@@ -35,8 +34,6 @@ class GroupAdaGrad(Optimizer):
                 kwargs["clip_gradient"] = self.clip_gradient
             nd.contrib.group_adagrad_update(weight, grad, state, out=weight, lr=lr, **kwargs)
             return
-        grad = grad * self.rescale_grad
-        if self.clip_gradient is not None:
-            grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)
+        grad = self._rescaled_grad(grad)
         state[:] += nd.mean(nd.square(grad), axis=1, keepdims=True)
         weight[:] -= lr * grad / nd.sqrt(state + self.float_stable_eps)

@@ -28,11 +28,8 @@ class DCASGD(Optimizer):
         return (nd.zeros(weight.shape, weight.context, dtype=weight.dtype), weight.copy())
 
     def update(self, index, weight, grad, state) -> None:
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        grad = grad * self.rescale_grad
-        if self.clip_gradient is not None:
-            grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)
+        lr, wd = self._count_and_rates(index)
+        grad = self._rescaled_grad(grad)
         mom, previous_weight = state
         step = -lr * (grad + wd * weight + self.lamda * grad * grad * (weight - previous_weight))
         if mom is not None:

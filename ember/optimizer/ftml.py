@@ -22,8 +22,7 @@ class FTML(Optimizer):
         return tuple(nd.zeros(weight.shape, weight.context, dtype=weight.dtype) for _ in range(3))  # d, v, z
 
     def update(self, index, weight, grad, state) -> None:
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
+        lr, wd = self._count_and_rates(index)
         kwargs = {"beta1": self.beta1, "beta2": self.beta2, "epsilon": self.epsilon,
                   "rescale_grad": self.rescale_grad, "t": self._index_update_count[index]}
         if self.clip_gradient:
@@ -51,8 +50,7 @@ class Ftrl(Optimizer):
                 nd.zeros(weight.shape, weight.context, stype=weight.stype))  # n
 
     def update(self, index, weight, grad, state) -> None:
-        self._update_count(index)
-        wd, lr = self._get_wd(index), self._get_lr(index)
+        lr, wd = self._count_and_rates(index)
         kwargs = dict(self._common_kwargs(), lamda1=self.lamda1, beta=self.beta)
         z, n = state
         nd.ftrl_update(weight, grad, z, n, out=weight, lr=lr, wd=wd, **kwargs)

@@ -74,8 +74,7 @@ class LAMB(Optimizer):
                 nd._multi_lamb_update(*inputs, out=list(ws), **common)
 
     def _update_one(self, index, weight, grad, state, kwargs: dict, multi_precision: bool) -> None:
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
+        lr, wd = self._count_and_rates(index)
         kwargs = dict(kwargs, t=self._index_update_count[index])
         if multi_precision:
             weight32 = state[0]

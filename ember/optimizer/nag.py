@@ -27,8 +27,7 @@ class NAG(Optimizer):
         return nd.zeros(weight.shape, weight.context, dtype=weight.dtype)
 
     def _update_impl(self, index, weight, grad, state, multi_precision: bool = False) -> None:
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
+        lr, wd = self._count_and_rates(index)
         kwargs = self._common_kwargs()
         if self.momentum > 0:
             kwargs["momentum"] = self.momentum

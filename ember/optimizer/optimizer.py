@@ -10,7 +10,7 @@ so updates are engine ops ordered with the forward/backward that use the weights
 from __future__ import annotations
 
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Type
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
@@ -200,6 +200,21 @@ class Optimizer:
         if index in self.idx2name:
             return table.get(self.idx2name[index], 1.0)
         return 1.0
+
+    def _count_and_rates(self, index) -> Tuple[float, float]:
+        """Count this update of `index`, then its (learning rate, weight decay) at the new step."""
+        self._update_count(index)
+        return self._get_lr(index), self._get_wd(index)
+
+    def _rescaled_grad(self, grad, weight=None, wd: float = 0.0):
+        """A new array: rescale_grad * grad (plus wd * weight when `weight` is given), clipped to
+        [-clip_gradient, clip_gradient] when clip_gradient is set."""
+        grad = grad * self.rescale_grad
+        if weight is not None:
+            grad = grad + wd * weight
+        if self.clip_gradient is not None:
+            grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)
+        return grad
 
     def _get_lrs(self, indices: Sequence) -> List[float]:
         lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr

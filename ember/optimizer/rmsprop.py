@@ -29,8 +29,7 @@ class RMSProp(Optimizer):
         return tuple(nd.zeros(weight.shape, weight.context, dtype=weight.dtype) for _ in range(count))
 
     def update(self, index, weight, grad, state) -> None:
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
+        lr, wd = self._count_and_rates(index)
         kwargs = dict(self._common_kwargs(), gamma1=self.gamma1, epsilon=self.epsilon)
         if self.clip_weights:
             kwargs["clip_weights"] = self.clip_weights

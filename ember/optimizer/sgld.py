@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 
-from .. import ndarray as nd
 from .. import random as _random
 from .optimizer import Optimizer, register
 
@@ -18,10 +17,7 @@ class SGLD(Optimizer):
         return None
 
     def update(self, index, weight, grad, state) -> None:
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        grad = grad * self.rescale_grad
-        if self.clip_gradient is not None:
-            grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)
+        lr, wd = self._count_and_rates(index)
+        grad = self._rescaled_grad(grad)
         weight[:] += - lr / 2 * (grad + wd * weight)
         weight[:] += _random.normal(0, math.sqrt(lr), shape=weight.shape, dtype=weight.dtype, ctx=weight.context)

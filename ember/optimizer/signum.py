@@ -25,8 +25,7 @@ class Signum(Optimizer):
         return nd.zeros(weight.shape, weight.context, dtype=weight.dtype, stype=weight.stype)
 
     def update(self, index, weight, grad, state) -> None:
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
+        lr, wd = self._count_and_rates(index)
         kwargs = self._common_kwargs()
         if self.momentum > 0:
             kwargs["momentum"] = self.momentum
