@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..base import ShapeError
 from ._nn_util import call_op, float32_on_cpu, float_types, known, matmul_into, merge
 from .registry import Attr, OpDef, register

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import numpy as np
-
 from ..base import ShapeError
 from ._common import same_type
 from .registry import Attr, OpDef, register

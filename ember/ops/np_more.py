@@ -25,11 +25,9 @@ among the statistic modes).  unravel_index has none (integer outputs).
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
-from ..base import MXNetError, ShapeError
+from ..base import MXNetError
 from ._common import host, known, sum_to
 from .registry import Attr, OpDef, register
 

@@ -11,7 +11,7 @@ from typing import List, Sequence, Tuple
 
 import numpy as np
 
-from ..base import OperatorError, ShapeError
+from ..base import ShapeError
 from ._common import data_like_output, known, no_gradient, norm_axis, ograds_or_zeros, sum_to, via
 from ._common import np_shape as _np_shape
 from . import stype
