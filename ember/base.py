@@ -17,11 +17,6 @@ MXNetError = EmberError  # MXNet code catches mx.base.MXNetError
 mx_real_t = _np.float32  # MXNet's default real type (mx.base.mx_real_t)
 
 
-def py_str(raw: bytes) -> str:
-    """UTF-8 bytes as str (MXNet's mx.base.py_str, which MXNet code and tests import)."""
-    return raw.decode("utf-8")
-
-
 class EngineError(EmberError):
     """The engine was used wrongly (deleted variable, push after shutdown, ...)."""
 

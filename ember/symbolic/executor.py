@@ -28,8 +28,6 @@ from .cse import optimized_heads
 from .passes import GraphState, compile_graph, mirror_enabled
 from .storage_types import STYPE_IDS, declared_stype, infer_entry_stypes
 
-_MB = 1 << 20
-
 
 def _nd():
     from .. import ndarray as nd
