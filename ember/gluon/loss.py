@@ -51,11 +51,6 @@ def _reshape_like(F, x, y, block: str = "Loss", what: str = "label", like: str =
     return F.reshape_like(x, y)
 
 
-def _batch_mean(F, loss, batch_axis: int):
-    """Mean over every axis except the batch axis: one value per sample."""
-    return F.mean(loss, axis=batch_axis, exclude=True)
-
-
 class Loss(HybridBlock):
     """Base class of the losses: a global scalar `weight` and the `batch_axis` kept in the output.
 
@@ -74,6 +69,12 @@ class Loss(HybridBlock):
         """The loss of `x` against the further inputs; every subclass defines it."""
         raise NotImplementedError
 
+    def _weighted_mean(self, F, loss, sample_weight, weight: Optional[float] = None):
+        """`loss` weighted (by `weight`, default the loss's own, and `sample_weight`), then averaged
+        over every axis except the batch axis: one value per sample."""
+        loss = _apply_weighting(F, loss, self._weight if weight is None else weight, sample_weight)
+        return F.mean(loss, axis=self._batch_axis, exclude=True)
+
 
 class L2Loss(Loss):
     """Half the squared error: L = weight/2 * (label - pred)^2, averaged per sample.
@@ -88,8 +89,7 @@ class L2Loss(Loss):
     def hybrid_forward(self, F, pred, label, sample_weight=None):
         label = _reshape_like(F, label, pred, "L2Loss")
         loss = F.square(label - pred)
-        loss = _apply_weighting(F, loss, self._weight / 2, sample_weight)
-        return _batch_mean(F, loss, self._batch_axis)
+        return self._weighted_mean(F, loss, sample_weight, self._weight / 2)
 
 
 class L1Loss(Loss):
@@ -101,8 +101,7 @@ class L1Loss(Loss):
     def hybrid_forward(self, F, pred, label, sample_weight=None):
         label = _reshape_like(F, label, pred, "L1Loss")
         loss = F.abs(label - pred)
-        loss = _apply_weighting(F, loss, self._weight, sample_weight)
-        return _batch_mean(F, loss, self._batch_axis)
+        return self._weighted_mean(F, loss, sample_weight)
 
 
 class SigmoidBinaryCrossEntropyLoss(Loss):
@@ -134,8 +133,7 @@ class SigmoidBinaryCrossEntropyLoss(Loss):
             else:
                 loss = -(F.broadcast_mul(F.log(pred + eps) * label, pos_weight)
                          + F.log(1. - pred + eps) * (1. - label))
-        loss = _apply_weighting(F, loss, self._weight, sample_weight)
-        return _batch_mean(F, loss, self._batch_axis)
+        return self._weighted_mean(F, loss, sample_weight)
 
 
 SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
@@ -163,8 +161,7 @@ class SoftmaxCrossEntropyLoss(Loss):
         else:
             label = _reshape_like(F, label, pred, "SoftmaxCrossEntropyLoss")
             loss = -F.sum(pred * label, axis=self._axis, keepdims=True)
-        loss = _apply_weighting(F, loss, self._weight, sample_weight)
-        return _batch_mean(F, loss, self._batch_axis)
+        return self._weighted_mean(F, loss, sample_weight)
 
 
 SoftmaxCELoss = SoftmaxCrossEntropyLoss
@@ -234,8 +231,7 @@ class HuberLoss(Loss):
         label = _reshape_like(F, label, pred, "HuberLoss")
         loss = F.abs(label - pred)
         loss = F.where(loss > self._rho, loss - 0.5 * self._rho, (0.5 / self._rho) * F.square(loss))
-        loss = _apply_weighting(F, loss, self._weight, sample_weight)
-        return _batch_mean(F, loss, self._batch_axis)
+        return self._weighted_mean(F, loss, sample_weight)
 
 
 class HingeLoss(Loss):
@@ -249,8 +245,7 @@ class HingeLoss(Loss):
     def hybrid_forward(self, F, pred, label, sample_weight=None):
         label = _reshape_like(F, label, pred, "HingeLoss")
         loss = F.relu(self._margin - pred * label)
-        loss = _apply_weighting(F, loss, self._weight, sample_weight)
-        return _batch_mean(F, loss, self._batch_axis)
+        return self._weighted_mean(F, loss, sample_weight)
 
 
 class SquaredHingeLoss(Loss):
@@ -264,8 +259,7 @@ class SquaredHingeLoss(Loss):
     def hybrid_forward(self, F, pred, label, sample_weight=None):
         label = _reshape_like(F, label, pred, "SquaredHingeLoss")
         loss = F.square(F.relu(self._margin - pred * label))
-        loss = _apply_weighting(F, loss, self._weight, sample_weight)
-        return _batch_mean(F, loss, self._batch_axis)
+        return self._weighted_mean(F, loss, sample_weight)
 
 
 class LogisticLoss(Loss):
@@ -284,8 +278,7 @@ class LogisticLoss(Loss):
             label = (label + 1.0) / 2.0  # -1/1 -> 0/1
         # the stable form of the binary cross-entropy of sigmoid(pred)
         loss = F.relu(pred) - pred * label + F.Activation(-F.abs(pred), act_type="softrelu")
-        loss = _apply_weighting(F, loss, self._weight, sample_weight)
-        return _batch_mean(F, loss, self._batch_axis)
+        return self._weighted_mean(F, loss, sample_weight)
 
 
 class TripletLoss(Loss):
