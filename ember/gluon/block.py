@@ -7,12 +7,13 @@ graph runs on ember's executor (passes, memory plan, engine) through `CachedGrap
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
 import warnings
 import weakref
 from collections import OrderedDict, defaultdict
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -777,18 +778,6 @@ class HybridBlock(Block):
         return plan
 
 
-def _common_prefix(names: Sequence[str]) -> str:
-    if not names:
-        return ""
-    prefix = names[0]
-    for name in names:
-        i = 0
-        while i < len(prefix) and i < len(name) and prefix[i] == name[i]:
-            i += 1
-        prefix = prefix[:i]
-    return prefix
-
-
 class SymbolBlock(HybridBlock):
     """A block made from a symbol: `inputs` are its data, every other argument and aux state a parameter.
 
@@ -845,7 +834,7 @@ class SymbolBlock(HybridBlock):
             if name not in input_names:
                 self.params.get(name, grad_req="null", allow_deferred_init=True, dtype=mx_real_t)
         self._cached_graph = syms, out
-        cut = len(_common_prefix(list(self._params.keys())))
+        cut = len(os.path.commonprefix(list(self._params.keys())))
         self._reg_params = {key[cut:]: val for key, val in self._params.items()}
 
     def __repr__(self) -> str:
