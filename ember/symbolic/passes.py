@@ -161,9 +161,10 @@ def dead_node_elimination(g: GraphState) -> GraphState:
 _CHANNEL_FIRST = (None, "NCW", "NCHW", "NCDHW")
 
 
-def _pass_enabled(variable: str) -> bool:
-    """A rewriting pass is on unless its environment variable says 0 / false / no."""
-    return os.environ.get(variable, "1").strip().lower() not in ("0", "false", "no")
+def _pass_enabled(g: GraphState, variable: str) -> bool:
+    """A rewriting pass runs on a forward-only graph, unless its environment variable says 0 / false / no."""
+    return (not g.grad_entries and g.num_forward == len(g.nodes)
+            and os.environ.get(variable, "1").strip().lower() not in ("0", "false", "no"))
 
 
 def _conv_bn_chain(bn: Node, readers: Dict[Key, List[Node]], heads: set) -> Optional[List[Node]]:
@@ -177,7 +178,7 @@ def _conv_bn_chain(bn: Node, readers: Dict[Key, List[Node]], heads: set) -> Opti
     if (a["axis"] != 1 or a["output_mean_var"] or j != 0 or conv.op is None or conv.op.name != "Convolution"
             or conv.parsed_attrs["layout"] not in _CHANNEL_FIRST):
         return None
-    if [id(r) for r in readers.get((id(conv), 0), [])] != [id(bn)] or (id(conv), 0) in heads:
+    if not _read_only_by(readers, heads, (id(conv), 0), bn):
         return None
     if any(readers.get((id(bn), i)) or (id(bn), i) in heads for i in (1, 2)):
         return None
@@ -219,10 +220,13 @@ def _read_only_by(readers: Dict[Key, List[Node]], heads: set, key: Key, node: No
     return [id(r) for r in readers.get(key, [])] == [id(node)] and key not in heads
 
 
-def _rewrite_forward(g: GraphState, replace: Dict[int, Callable], dropped: set) -> None:
+def _rewrite_forward(g: GraphState, replace: Dict[int, Callable], dropped: set, stat: str) -> None:
     """Rebuild a forward-only node list: node id -> replace[id](new), where `new` maps an entry of the
-    old graph to the rebuilt one; the nodes in `dropped` left out.  The caller's nodes are never
-    changed: nodes reading a rebuilt one are copied."""
+    old graph to the rebuilt one; the nodes in `dropped` left out; g.stats[stat] counts the nodes
+    replaced.  Nothing is done without any to replace.  The caller's nodes are never changed: nodes
+    reading a rebuilt one are copied."""
+    if not replace:
+        return
     rebuilt: Dict[int, Node] = {}   # id(original) -> the node standing for it
 
     def new(entry: Entry) -> Entry:
@@ -246,6 +250,7 @@ def _rewrite_forward(g: GraphState, replace: Dict[int, Callable], dropped: set) 
     g.heads = [new(e) for e in g.heads]
     g.nodes = nodes
     g.num_forward = len(nodes)
+    g.stats[stat] = len(replace)
 
 
 def fuse_conv_bn(g: GraphState) -> GraphState:
@@ -254,7 +259,7 @@ def fuse_conv_bn(g: GraphState) -> GraphState:
     gradient needs the intermediate results.  The node does exactly what the chain does while
     training (batch statistics, moving statistics updated); in inference it folds the scale into
     the weights and the shift into the GEMM's store.  EMBER_FUSE_CONV_BN=0 turns it off."""
-    if g.grad_entries or g.num_forward != len(g.nodes) or not _pass_enabled("EMBER_FUSE_CONV_BN"):
+    if not _pass_enabled(g, "EMBER_FUSE_CONV_BN"):
         return g
     readers = _readers(g.nodes)
     heads = {(id(n), i) for n, i in g.heads}
@@ -266,9 +271,7 @@ def fuse_conv_bn(g: GraphState) -> GraphState:
             if chain is not None:
                 replace[id(chain[-1])] = partial(_fused_node, chain)
                 fused_ids.update(id(c) for c in chain)
-    if replace:
-        _rewrite_forward(g, replace, fused_ids)
-        g.stats["fused_conv_bn"] = len(replace)
+    _rewrite_forward(g, replace, fused_ids, "fused_conv_bn")
     return g
 
 
@@ -307,7 +310,7 @@ def rnn_params_apart(g: GraphState) -> GraphState:
     step then copies the weights into the vector, nor the vector's gradient back out: the backward
     writes each parameter's gradient into its own array.  Runs on the forward graph, before the
     gradient pass.  EMBER_RNN_PARAMS_APART=0 turns it off."""
-    if g.grad_entries or g.num_forward != len(g.nodes) or not _pass_enabled("EMBER_RNN_PARAMS_APART"):
+    if not _pass_enabled(g, "EMBER_RNN_PARAMS_APART"):
         return g
     rnns = [n for n in g.nodes if n.op is not None and n.op.name == "RNN"]
     if not rnns:
@@ -339,19 +342,13 @@ def rnn_params_apart(g: GraphState) -> GraphState:
         dropped.update(drops)
         dropped.add(id(cat))
         replace[id(n)] = partial(_apart_node, n, params)
-    if replace:
-        _rewrite_forward(g, replace, dropped)
-        g.stats["rnn_params_apart"] = len(replace)
+    _rewrite_forward(g, replace, dropped, "rnn_params_apart")
     return g
 
 
 def infer_shape(g: GraphState) -> GraphState:
     """Shapes of every entry; every argument must end up known."""
-    known = {}
-    for n in g.nodes:
-        if n.op is None:
-            if n.name in g.known_shapes:
-                known[(id(n), 0)] = tuple(g.known_shapes[n.name])
+    known = {(id(n), 0): tuple(g.known_shapes[n.name]) for n in g.nodes if n.op is None and n.name in g.known_shapes}
     from ..util import is_np_shape
     zero_is_unknown = not is_np_shape()  # under NumPy shape semantics () and 0 are real sizes
     shapes = infer_shapes(g.nodes[:g.num_forward], known, zero_is_unknown)
@@ -375,10 +372,7 @@ def infer_shape(g: GraphState) -> GraphState:
 
 def infer_type(g: GraphState) -> GraphState:
     """Dtypes of every entry (float32 for variables nothing determines, as MXNet)."""
-    known = {}
-    for n in g.nodes:
-        if n.op is None and n.name in g.known_dtypes:
-            known[(id(n), 0)] = np.dtype(g.known_dtypes[n.name])
+    known = {(id(n), 0): np.dtype(g.known_dtypes[n.name]) for n in g.nodes if n.op is None and n.name in g.known_dtypes}
     fwd = g.nodes[:g.num_forward]
     if not known:  # nothing to infer from: every variable takes MXNet's default, float32
         known = {(id(n), 0): np.dtype(np.float32) for n in fwd if n.op is None}
