@@ -63,26 +63,6 @@ def normalize_sequence(length: Optional[int], inputs, layout: str, merge: Option
     return inputs, axis
 
 
-def cells_state_info(cells) -> List[dict]:
-    return [info for c in cells for info in c.state_info]
-
-
-def cells_begin_state(cells, **kwargs) -> List[Symbol]:
-    return [s for c in cells for s in c.begin_state(**kwargs)]
-
-
-def cells_unpack_weights(cells, args: Dict[str, Any]) -> Dict[str, Any]:
-    for cell in cells:
-        args = cell.unpack_weights(args)
-    return args
-
-
-def cells_pack_weights(cells, args: Dict[str, Any]) -> Dict[str, Any]:
-    for cell in cells:
-        args = cell.pack_weights(args)
-    return args
-
-
 class BaseRNNCell:
     """Abstract RNN cell: subclasses define `state_info` and `__call__(inputs, states)`.
 
@@ -130,6 +110,11 @@ class BaseRNNCell:
     @property
     def _gate_names(self) -> Sequence[str]:
         return ()
+
+    def _next_step(self) -> str:
+        """Count one more step; the name prefix of its layers, '<prefix>t<step>_'."""
+        self._counter += 1
+        return f"{self._prefix}t{self._counter}_"
 
     def _check_unmodified(self) -> None:
         if self._modified:

@@ -44,8 +44,7 @@ class RNNCell(BaseRNNCell):
         return ("",)
 
     def __call__(self, inputs: Symbol, states: List[Symbol]) -> Tuple[Symbol, List[Symbol]]:
-        self._counter += 1
-        name = f"{self._prefix}t{self._counter}_"
+        name = self._next_step()
         i2h = symbol.FullyConnected(data=inputs, weight=self._iW, bias=self._iB,
                                     num_hidden=self._num_hidden, name=f"{name}i2h")
         h2h = symbol.FullyConnected(data=states[0], weight=self._hW, bias=self._hB,
@@ -79,8 +78,7 @@ class LSTMCell(BaseRNNCell):
         return ["_i", "_f", "_c", "_o"]
 
     def __call__(self, inputs: Symbol, states: List[Symbol]) -> Tuple[Symbol, List[Symbol]]:
-        self._counter += 1
-        name = f"{self._prefix}t{self._counter}_"
+        name = self._next_step()
         h4 = self._num_hidden * 4
         i2h = symbol.FullyConnected(data=inputs, weight=self._iW, bias=self._iB, num_hidden=h4,
                                     name=f"{name}i2h")
@@ -115,8 +113,7 @@ class GRUCell(BaseRNNCell):
         return ["_r", "_z", "_o"]
 
     def __call__(self, inputs: Symbol, states: List[Symbol]) -> Tuple[Symbol, List[Symbol]]:
-        self._counter += 1
-        name = f"{self._prefix}t{self._counter}_"
+        name = self._next_step()
         prev_h = states[0]
         h3 = self._num_hidden * 3
         i2h = symbol.FullyConnected(data=inputs, weight=self._iW, bias=self._iB, num_hidden=h3,

@@ -56,7 +56,9 @@ class BaseConvRNNCell(BaseRNNCell):
 
     _num_states = 2
 
-    def _conv_forward(self, inputs, states, name):
+    def _conv_step(self, inputs, states):
+        """Count a step: its name prefix and its i2h and h2h convolutions."""
+        name = self._next_step()
         filters = self._num_hidden * self._num_gates
         i2h = symbol.Convolution(name=f"{name}i2h", data=inputs, num_filter=filters, kernel=self._i2h_kernel,
                                  stride=self._i2h_stride, pad=self._i2h_pad, dilate=self._i2h_dilate,
@@ -64,7 +66,7 @@ class BaseConvRNNCell(BaseRNNCell):
         h2h = symbol.Convolution(name=f"{name}h2h", data=states[0], num_filter=filters, kernel=self._h2h_kernel,
                                  dilate=self._h2h_dilate, pad=self._h2h_pad, stride=(1, 1),
                                  weight=self._hW, bias=self._hB, layout=self._conv_layout)
-        return i2h, h2h
+        return name, i2h, h2h
 
     def __call__(self, inputs, states):
         raise NotImplementedError("BaseConvRNNCell is abstract class for convolutional RNN")
@@ -97,9 +99,7 @@ class ConvRNNCell(BaseConvRNNCell):
         return ("",)
 
     def __call__(self, inputs, states):
-        self._counter += 1
-        name = f"{self._prefix}t{self._counter}_"
-        i2h, h2h = self._conv_forward(inputs, states, name)
+        name, i2h, h2h = self._conv_step(inputs, states)
         out = self._get_activation(i2h + h2h, self._activation, name=f"{name}out")
         return out, [out]
 
@@ -115,9 +115,7 @@ class ConvLSTMCell(BaseConvRNNCell):
         return ["_i", "_f", "_c", "_o"]
 
     def __call__(self, inputs, states):
-        self._counter += 1
-        name = f"{self._prefix}t{self._counter}_"
-        i2h, h2h = self._conv_forward(inputs, states, name)
+        name, i2h, h2h = self._conv_step(inputs, states)
         gates = symbol.SliceChannel(i2h + h2h, num_outputs=4, axis=self._conv_layout.find("C"),
                                     name=f"{name}slice")
         in_gate = symbol.Activation(gates[0], act_type="sigmoid", name=f"{name}i")
@@ -143,9 +141,7 @@ class ConvGRUCell(BaseConvRNNCell):
         return ["_r", "_z", "_o"]
 
     def __call__(self, inputs, states):
-        self._counter += 1
-        name = f"{self._prefix}t{self._counter}_"
-        i2h, h2h = self._conv_forward(inputs, states, name)
+        name, i2h, h2h = self._conv_step(inputs, states)
         i_r, i_z, i_n = symbol.SliceChannel(i2h, num_outputs=3, name=f"{name}_i2h_slice")
         h_r, h_z, h_n = symbol.SliceChannel(h2h, num_outputs=3, name=f"{name}_h2h_slice")
         reset = symbol.Activation(i_r + h_r, act_type="sigmoid", name=f"{name}_r_act")

@@ -5,8 +5,7 @@ from typing import List, Optional, Tuple
 
 from .. import symbol
 from ..symbolic.symbol import Symbol
-from .base import (BaseRNNCell, RNNParams, cells_begin_state, cells_pack_weights, cells_state_info,
-                   cells_unpack_weights, normalize_sequence)
+from .base import BaseRNNCell, RNNParams, normalize_sequence
 
 
 def _adopt_params(parent: BaseRNNCell, children, overriding: bool, what: str) -> None:
@@ -20,7 +19,30 @@ def _adopt_params(parent: BaseRNNCell, children, overriding: bool, what: str) ->
         parent.params._params.update(cell.params._params)
 
 
-class SequentialRNNCell(BaseRNNCell):
+class _CellGroup(BaseRNNCell):
+    """What SequentialRNNCell and BidirectionalCell share: states and weights are those of the cells
+    in `self._cells`, in order."""
+
+    @property
+    def state_info(self):
+        return [info for cell in self._cells for info in cell.state_info]
+
+    def begin_state(self, **kwargs) -> List[Symbol]:
+        self._check_unmodified()
+        return [s for cell in self._cells for s in cell.begin_state(**kwargs)]
+
+    def unpack_weights(self, args):
+        for cell in self._cells:
+            args = cell.unpack_weights(args)
+        return args
+
+    def pack_weights(self, args):
+        for cell in self._cells:
+            args = cell.pack_weights(args)
+        return args
+
+
+class SequentialRNNCell(_CellGroup):
     """Cells applied one after the other: each one's output is the next one's input."""
 
     def __init__(self, params: Optional[RNNParams] = None):
@@ -32,20 +54,6 @@ class SequentialRNNCell(BaseRNNCell):
         """Append `cell` to the stack."""
         self._cells.append(cell)
         _adopt_params(self, [cell], self._override_cell_params, "SequentialRNNCell")
-
-    @property
-    def state_info(self):
-        return cells_state_info(self._cells)
-
-    def begin_state(self, **kwargs) -> List[Symbol]:
-        self._check_unmodified()
-        return cells_begin_state(self._cells, **kwargs)
-
-    def unpack_weights(self, args):
-        return cells_unpack_weights(self._cells, args)
-
-    def pack_weights(self, args):
-        return cells_pack_weights(self._cells, args)
 
     def __call__(self, inputs: Symbol, states: List[Symbol]) -> Tuple[Symbol, List[Symbol]]:
         self._counter += 1
@@ -79,7 +87,7 @@ class SequentialRNNCell(BaseRNNCell):
         return inputs, next_states
 
 
-class BidirectionalCell(BaseRNNCell):
+class BidirectionalCell(_CellGroup):
     """`l_cell` reads the sequence forwards, `r_cell` backwards; their outputs are concatenated
     per step ('<output_prefix>t<i>') or along the features of the merged output ('<output_prefix>out')."""
 
@@ -91,22 +99,8 @@ class BidirectionalCell(BaseRNNCell):
         _adopt_params(self, [l_cell, r_cell], self._override_cell_params, "BidirectionalCell")
         self._cells = [l_cell, r_cell]
 
-    def unpack_weights(self, args):
-        return cells_unpack_weights(self._cells, args)
-
-    def pack_weights(self, args):
-        return cells_pack_weights(self._cells, args)
-
     def __call__(self, inputs, states):
         raise NotImplementedError("BidirectionalCell cannot be stepped. Please use unroll")
-
-    @property
-    def state_info(self):
-        return cells_state_info(self._cells)
-
-    def begin_state(self, **kwargs) -> List[Symbol]:
-        self._check_unmodified()
-        return cells_begin_state(self._cells, **kwargs)
 
     def unroll(self, length: int, inputs, begin_state: Optional[List[Symbol]] = None,
                layout: str = "NTC", merge_outputs: Optional[bool] = None):
