@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from .random import _draw, _GE0, _is_scalar, seed  # noqa: F401  (npx.random.seed is mx.np.random's)
+from .random import _SCALE_GE0, _draw, _is_scalar, seed  # noqa: F401  (npx.random.seed is mx.np.random's)
 
 __all__ = ["seed", "bernoulli", "uniform_n", "normal_n"]
 
@@ -17,8 +17,7 @@ def uniform_n(low=0.0, high=1.0, batch_shape=None, dtype=None, ctx=None):
 
 def normal_n(loc=0.0, scale=1.0, batch_shape=None, dtype=None, ctx=None):
     """N(loc, scale**2) samples of shape batch_shape + broadcast(loc.shape, scale.shape) (differentiable)."""
-    return _draw("_npi_normal_n", [("loc", loc), ("scale", scale)], batch_shape, dtype, ctx,
-                 checks=[("scale", _GE0, "scale must be non-negative")])
+    return _draw("_npi_normal_n", [("loc", loc), ("scale", scale)], batch_shape, dtype, ctx, checks=_SCALE_GE0)
 
 
 def bernoulli(prob=None, logit=None, size=None, dtype=None, ctx=None, out=None):

@@ -28,7 +28,7 @@ from ..ndarray.legacy_helpers import moveaxis_order
 from ..symbolic import np_symbol as _np_symbol
 from ..symbolic.np_symbol import _Symbol as _NpSymbol
 from ..symbolic.symbol import Symbol
-from .multiarray import _as_np, _call, array, ndarray, reshape
+from .multiarray import _as_np, _call, _deliver, array, ndarray, reshape
 
 _F32 = _np.dtype(_np.float32)
 _I64 = _np.dtype(_np.int64)
@@ -176,11 +176,7 @@ def _check_ufunc_kwargs(name: str, kwargs: dict) -> None:
 def _make_binary(name: str):
     def fn(x1, x2, out=None, **kwargs):
         _check_ufunc_kwargs(name, kwargs)
-        result = _binary(name, x1, x2)
-        if out is not None:
-            result.copyto(out)
-            return out
-        return result
+        return _deliver(_binary(name, x1, x2), out)
     fn.__name__ = name
     fn.__doc__ = f"numpy.{name} with numpy broadcasting and mx.np's dtype rules (see the module docstring)."
     return fn
@@ -406,13 +402,6 @@ def any(a, axis=None, out=None, keepdims: bool = False) -> ndarray:  # noqa: A00
     """Whether some element over `axis` is non-zero (bool; False over an empty axis)."""
     nonzero = _cast(not_equal(asarray(a), 0), _np.int32)
     return _deliver(_as_np(_cast(_reduce("sum", nonzero, axis, keepdims, None, "any"), _BOOL)), out)
-
-
-def _deliver(result, out):
-    if out is None:
-        return _as_np(result)
-    result.copyto(out)
-    return out
 
 
 def cumsum(a, axis=None, dtype=None, out=None) -> ndarray:

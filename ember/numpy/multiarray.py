@@ -61,6 +61,14 @@ def _as_np(result):
     return result
 
 
+def _deliver(result, out):
+    """`result` as an mx.np result, or copied into `out` (numpy's `out=`), which is returned."""
+    if out is None:
+        return _as_np(result)
+    result.copyto(out)
+    return out
+
+
 class ndarray(NDArray):  # noqa: N801 - MXNet's (and numpy's) class name
     """An array with numpy semantics (MXNet's `mx.np.ndarray`); shares its type's machinery with NDArray."""
 
@@ -271,8 +279,7 @@ def reshape(a: NDArray, newshape, order: str = "C", out: Optional[NDArray] = Non
         result = reshape(a, newshape, order)
         if tuple(out.shape) != tuple(result.shape):
             raise ValueError(f"reshape: out has shape {tuple(out.shape)}, the result {tuple(result.shape)}")
-        result.copyto(out)
-        return out
+        return _deliver(result, out)
     if order != "C":
         raise NotImplementedError(f"reshape: order={order!r} is not supported, only 'C'")
     if isinstance(a, _Symbol):
@@ -338,10 +345,7 @@ def full(shape, fill_value, dtype=None, order: str = "C", ctx=None, out: Optiona
         result = broadcast_to(fill_value.astype(target, copy=False), shape)
         if tuple(result.shape) == tuple(fill_value.shape):
             result = result.copy()  # a new array, never a view of fill_value
-        if out is not None:
-            result.copyto(out)
-            return out
-        return _as_np(result)
+        return _deliver(result, out)
     if dtype is None and isinstance(fill_value, (bool, _np.bool_)):
         dtype = _np.bool_  # numpy: a bool fill makes a bool array (MXNet too)
     return _as_np(_creation.full(shape, fill_value, ctx=ctx, dtype=_dtype(dtype), out=out))

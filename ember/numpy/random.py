@@ -7,7 +7,7 @@ from typing import Optional
 import numpy as _np
 
 from ..imperative.invoke import invoke as _invoke
-from .multiarray import _as_np, _call, array, ndarray, reshape
+from .multiarray import _as_np, _call, _deliver, array, ndarray, reshape
 
 __all__ = ["uniform", "normal", "randint", "choice", "multinomial", "rand", "randn", "seed", "gamma", "beta",
            "chisquare", "exponential", "rayleigh", "weibull", "pareto", "power", "lognormal", "logistic", "gumbel",
@@ -48,15 +48,11 @@ def _draw(op: str, params, size, dtype, ctx, out=None, _trace: bool = False, che
         return np_symbol.apply(op, (), attrs)
     if any(isinstance(x, Symbol) for x in inputs):
         return _as_np(_call(op, inputs, attrs))
-    result = _as_np(_invoke(op, inputs, attrs, ctx=ctx) if not inputs else _call(op, inputs, attrs))
-    if out is not None:
-        result.copyto(out)
-        return out
-    return result
+    return _deliver(_invoke(op, inputs, attrs, ctx=ctx) if not inputs else _call(op, inputs, attrs), out)
 
 
-_GE0 = lambda v: v >= 0  # noqa: E731
 _GT0 = lambda v: v > 0  # noqa: E731
+_SCALE_GE0 = [("scale", lambda v: v >= 0, "scale must be non-negative")]  # `_draw`'s check of a scale
 
 
 def uniform(low=0.0, high=1.0, size=None, dtype=None, ctx=None, out=None, _trace=False) -> ndarray:
@@ -66,8 +62,7 @@ def uniform(low=0.0, high=1.0, size=None, dtype=None, ctx=None, out=None, _trace
 
 def normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, out=None, _trace=False) -> ndarray:
     """Samples from N(loc, scale**2) (float32 by default); reparameterized: differentiable in loc and scale."""
-    return _draw("_npi_normal", [("loc", loc), ("scale", scale)], size, dtype, ctx, out, _trace,
-                 [("scale", _GE0, "scale must be non-negative")])
+    return _draw("_npi_normal", [("loc", loc), ("scale", scale)], size, dtype, ctx, out, _trace, _SCALE_GE0)
 
 
 def lognormal(mean=0.0, sigma=1.0, size=None, dtype=None, ctx=None, out=None, _trace=False) -> ndarray:
@@ -75,41 +70,32 @@ def lognormal(mean=0.0, sigma=1.0, size=None, dtype=None, ctx=None, out=None, _t
     from .functions import exp
     if _is_scalar(sigma) and float(sigma) < 0:
         raise ValueError("lognormal: sigma must be non-negative")
-    res = exp(normal(mean, sigma, size=size, dtype=dtype, ctx=ctx, _trace=_trace))
-    if out is not None:
-        res.copyto(out)
-        return out
-    return res
+    return _deliver(exp(normal(mean, sigma, size=size, dtype=dtype, ctx=ctx, _trace=_trace)), out)
 
 
 def logistic(loc=0.0, scale=1.0, size=None, ctx=None, out=None, _trace=False) -> ndarray:
     """Samples from the logistic distribution (differentiable in loc and scale)."""
-    return _draw("_npi_logistic", [("loc", loc), ("scale", scale)], size, None, ctx, out, _trace,
-                 [("scale", _GE0, "scale must be non-negative")])
+    return _draw("_npi_logistic", [("loc", loc), ("scale", scale)], size, None, ctx, out, _trace, _SCALE_GE0)
 
 
 def gumbel(loc=0.0, scale=1.0, size=None, ctx=None, out=None, _trace=False) -> ndarray:
     """Samples from the Gumbel distribution (differentiable in loc and scale)."""
-    return _draw("_npi_gumbel", [("loc", loc), ("scale", scale)], size, None, ctx, out, _trace,
-                 [("scale", _GE0, "scale must be non-negative")])
+    return _draw("_npi_gumbel", [("loc", loc), ("scale", scale)], size, None, ctx, out, _trace, _SCALE_GE0)
 
 
 def laplace(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, out=None, _trace=False) -> ndarray:
     """Samples from the Laplace distribution (differentiable in loc and scale)."""
-    return _draw("_npi_laplace", [("loc", loc), ("scale", scale)], size, dtype, ctx, out, _trace,
-                 [("scale", _GE0, "scale must be non-negative")])
+    return _draw("_npi_laplace", [("loc", loc), ("scale", scale)], size, dtype, ctx, out, _trace, _SCALE_GE0)
 
 
 def exponential(scale=1.0, size=None, ctx=None, out=None, _trace=False) -> ndarray:
     """Samples from the exponential distribution with mean `scale` (differentiable in scale)."""
-    return _draw("_npi_exponential", [("scale", scale)], size, None, ctx, out, _trace,
-                 [("scale", _GE0, "scale must be non-negative")])
+    return _draw("_npi_exponential", [("scale", scale)], size, None, ctx, out, _trace, _SCALE_GE0)
 
 
 def rayleigh(scale=1.0, size=None, ctx=None, out=None, _trace=False) -> ndarray:
     """Samples from the Rayleigh distribution (differentiable in scale)."""
-    return _draw("_npi_rayleigh", [("scale", scale)], size, None, ctx, out, _trace,
-                 [("scale", _GE0, "scale must be non-negative")])
+    return _draw("_npi_rayleigh", [("scale", scale)], size, None, ctx, out, _trace, _SCALE_GE0)
 
 
 def weibull(a, size=None, ctx=None, out=None, _trace=False) -> ndarray:
