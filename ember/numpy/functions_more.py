@@ -18,7 +18,7 @@ from ..base import MXNetError
 from ..symbolic import np_symbol as _np_symbol
 from ..symbolic.np_symbol import _Symbol as _NpSymbol
 from . import functions as _f
-from .functions import _axes, _call, _cast, _deliver, _result_type, asarray
+from .functions import _axes, _call, _cast, _deliver, _known_shape, _result_type, asarray
 from . import multiarray as _m
 from .multiarray import _as_np, ndarray, reshape
 
@@ -47,10 +47,6 @@ def _filled_like(x, value: float):
     return _as_np(_call("_plus_scalar", (_call("zeros_like", (x,), {}),), {"scalar": float(value)}))
 
 
-def _np_view(x):
-    return _as_np(x)
-
-
 def _slice(a, axis: int, begin, end, step=None):
     """a[..., begin:end:step, ...] on `axis` (the registry's slice_axis / slice)."""
     if (step is None or step == 1) and end > begin:
@@ -65,18 +61,13 @@ def _slice(a, axis: int, begin, end, step=None):
 def _arange_node(n: int, dtype, like) -> ndarray:
     """0..n-1 as an array (or, while tracing, a node) of `dtype`."""
     if isinstance(like, _NpSymbol) or like is _TRACE:
-        return _np_view(_np_symbol.apply("_arange", (), {"start": 0.0, "stop": float(n), "step": 1.0,
-                                                         "dtype": _np.dtype(dtype).name}))
+        return _as_np(_np_symbol.apply("_arange", (), {"start": 0.0, "stop": float(n), "step": 1.0,
+                                                       "dtype": _np.dtype(dtype).name}))
     from .multiarray import arange
     return arange(n, dtype=dtype, ctx=like.context if isinstance(like, ndarray) else None)
 
 
 # ------------------------------------------------------------------ products
-
-def _shape_or_none(x):
-    """x's shape, or None for a traced symbol whose shape is not (wholly) known yet."""
-    return x._known_shape() if isinstance(x, _NpSymbol) else tuple(x.shape)
-
 
 def tensordot(a, b, axes=2) -> ndarray:
     """Sum of products over `axes` (an int N: a's last N and b's first N axes; or two lists): the registry's
@@ -84,7 +75,7 @@ def tensordot(a, b, axes=2) -> ndarray:
     a, b = asarray(a), asarray(b)
     dt = _result_type(a.dtype, b.dtype)
     a, b = _cast(a, dt), _cast(b, dt)
-    sa, sb = _shape_or_none(a), _shape_or_none(b)
+    sa, sb = _known_shape(a), _known_shape(b)
     if isinstance(axes, (int, _np.integer)):
         n = int(axes)
         if sa is not None and sb is not None and (n < 0 or n > len(sa) or n > len(sb)):
@@ -116,7 +107,7 @@ def vdot(a, b) -> ndarray:
 def inner(a, b) -> ndarray:
     """Sum of products over the last axes of a and b (a scalar operand multiplies)."""
     a, b = asarray(a), asarray(b)
-    sa, sb = _shape_or_none(a), _shape_or_none(b)
+    sa, sb = _known_shape(a), _known_shape(b)
     if (sa is not None and len(sa) == 0) or (sb is not None and len(sb) == 0):
         return _f.multiply(a, b)
     return tensordot(a, b, ([-1], [-1]))
@@ -158,16 +149,13 @@ def average(a, axis=None, weights=None, returned: bool = False, out=None):
 
 def atleast_1d(*arys):
     """Each input viewed with at least one dimension (a list for several inputs)."""
-    res = [reshape(asarray(x), (1,)) if asarray(x).ndim == 0 else asarray(x) for x in arys]
+    res = [reshape(x, (1,)) if x.ndim == 0 else x for x in map(asarray, arys)]
     return res[0] if len(res) == 1 else res
 
 
 def atleast_2d(*arys):
     """Each input with at least two dimensions (1-D as a row)."""
-    res = []
-    for x in arys:
-        x = asarray(x)
-        res.append(reshape(x, (1, x.size)) if x.ndim < 2 else x)
+    res = [reshape(x, (1, x.size)) if x.ndim < 2 else x for x in map(asarray, arys)]
     return res[0] if len(res) == 1 else res
 
 
@@ -202,10 +190,7 @@ def dstack(arrays: Sequence) -> ndarray:
 
 def column_stack(tup: Sequence) -> ndarray:
     """1-D inputs as columns, 2-D ones as they are, joined along axis 1."""
-    cols = []
-    for x in tup:
-        x = asarray(x)
-        cols.append(reshape(x, (-1, 1)) if x.ndim < 2 else x)
+    cols = [reshape(x, (-1, 1)) if x.ndim < 2 else x for x in map(asarray, tup)]
     return _f.concatenate(cols, axis=1)
 
 
@@ -269,7 +254,7 @@ def roll(a, shift, axis=None) -> ndarray:
         raise ValueError("roll: 'shift' must be a scalar when axis is None")
     if axes is not None and len(shifts) != len(axes) and len(shifts) != 1 and len(axes) != 1:
         raise ValueError("roll: 'shift' and 'axis' should be scalars or 1D sequences of the same length")
-    sa = _shape_or_none(a)
+    sa = _known_shape(a)
     if axes is not None and sa is not None:
         for x in axes:
             _axes(x, len(sa), "roll")
@@ -386,7 +371,7 @@ def _end_part(values, a):
         return _f.ravel(values)
     host = _np.asarray(values, dtype=a.dtype).ravel()
     if isinstance(a, _NpSymbol):  # a constant node: scalars (or short lists) joined
-        nodes = [_np_view(_np_symbol.apply("_full", (), {"shape": (1,), "value": float(v), "dtype": a.dtype.name}))
+        nodes = [_as_np(_np_symbol.apply("_full", (), {"shape": (1,), "value": float(v), "dtype": a.dtype.name}))
                  for v in host]
         return nodes[0] if len(nodes) == 1 else _f.concatenate(nodes, axis=0)
     return _m.array(host, dtype=a.dtype, ctx=a.context)
@@ -477,9 +462,7 @@ def meshgrid(*xi, indexing: str = "xy", sparse: bool = False, copy: bool = True)
         shapes[0], shapes[1] = shapes[1], shapes[0]
     out = []
     for i, x in enumerate(xs):
-        pos = i
-        if indexing == "xy" and nd > 1 and i < 2:
-            pos = 1 - i
+        pos = 1 - i if indexing == "xy" and nd > 1 and i < 2 else i
         view = tuple(-1 if j == pos else 1 for j in range(nd))
         g = reshape(x, view)
         out.append(g if sparse else _f.broadcast_to(g, tuple(shapes)))
@@ -523,7 +506,7 @@ def resize(a, new_shape) -> ndarray:
         return reshape(_as_np(_slice(flat, 0, 0, 0)), shape)
     if a.size == 0:  # numpy fills with zeros when there is nothing to repeat
         if isinstance(a, _NpSymbol):
-            return _np_view(_np_symbol.apply("_zeros", (), {"shape": shape, "dtype": a.dtype.name}))
+            return _as_np(_np_symbol.apply("_zeros", (), {"shape": shape, "dtype": a.dtype.name}))
         return _m.zeros(shape, dtype=a.dtype, ctx=a.context)
     reps = -(-total // a.size)
     tiled = _f.tile(flat, reps) if reps > 1 else flat
@@ -550,8 +533,8 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base: float = 10
     if axis != 0:
         raise NotImplementedError("logspace: only axis=0 is supported (as MXNet 1.9.1)")
     if _like is _TRACE:
-        exps = _np_view(_np_symbol.apply("_linspace", (), {"start": float(start), "stop": float(stop), "num": int(num),
-                                                           "endpoint": bool(endpoint), "dtype": "float64"}))
+        exps = _as_np(_np_symbol.apply("_linspace", (), {"start": float(start), "stop": float(stop), "num": int(num),
+                                                         "endpoint": bool(endpoint), "dtype": "float64"}))
     else:
         exps = _f.linspace(start, stop, num, endpoint=endpoint, dtype=_np.float64, ctx=ctx)
     res = _call("_rpower_scalar", (exps,), {"scalar": float(base)})
@@ -566,8 +549,8 @@ def _window(name: str, m: int, coefs, dtype, ctx, like=None) -> ndarray:
         raise TypeError(f"{name}: M must be an integer")
     dt = _F32 if dtype is None else _np.dtype(dtype)
     if like is _TRACE and m <= 1:
-        return _np_view(_np_symbol.apply("_zeros" if m <= 0 else "_ones", (),
-                                         {"shape": (builtins.max(m, 0),), "dtype": dt.name}))
+        return _as_np(_np_symbol.apply("_zeros" if m <= 0 else "_ones", (),
+                                       {"shape": (builtins.max(m, 0),), "dtype": dt.name}))
     if m <= 0:
         return _m.zeros((0,), dtype=dt, ctx=ctx)
     if m == 1:
