@@ -24,14 +24,6 @@ __all__ = ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCe
 
 
 # -- sequences ------------------------------------------------------------------------------
-def _cells_state_info(cells, batch_size: int) -> List[dict]:
-    return [info for c in cells for info in c.state_info(batch_size)]
-
-
-def _cells_begin_state(cells, **kwargs) -> list:
-    return [s for c in cells for s in c.begin_state(**kwargs)]
-
-
 def _get_begin_state(cell, F, begin_state, inputs, batch_size: int):
     """`begin_state` as given, else the cell's zero states (on the inputs' context for NDArrays)."""
     if begin_state is not None:
@@ -334,7 +326,18 @@ class GRUCell(_GatedCell):
 
 
 # -- containers -------------------------------------------------------------------------------
-class _StackMixin:
+class _CellsMixin:
+    """The states of a cell made of child cells: theirs, in order."""
+
+    def state_info(self, batch_size: int = 0) -> List[dict]:
+        return [info for c in self._children.values() for info in c.state_info(batch_size)]
+
+    def begin_state(self, **kwargs) -> list:
+        self._check_unmodified()
+        return [s for c in self._children.values() for s in c.begin_state(**kwargs)]
+
+
+class _StackMixin(_CellsMixin):
     """What SequentialRNNCell and HybridSequentialRNNCell share: cells applied one after another,
     each taking its slice of the states."""
 
@@ -345,13 +348,6 @@ class _StackMixin:
     def add(self, cell: RecurrentCell) -> None:
         """Append `cell` to the stack."""
         self.register_child(cell)
-
-    def state_info(self, batch_size: int = 0) -> List[dict]:
-        return _cells_state_info(self._children.values(), batch_size)
-
-    def begin_state(self, **kwargs) -> list:
-        self._check_unmodified()
-        return _cells_begin_state(self._children.values(), **kwargs)
 
     def __call__(self, inputs, states):
         self._counter += 1
@@ -547,7 +543,7 @@ class ResidualCell(ModifierCell):
         return [F.elemwise_add(o, x) for o, x in zip(outputs, inputs)], states
 
 
-class BidirectionalCell(HybridRecurrentCell):
+class BidirectionalCell(_CellsMixin, HybridRecurrentCell):
     """Runs l_cell forward and r_cell backward in time and concatenates their outputs (unroll only)."""
 
     def __init__(self, l_cell: RecurrentCell, r_cell: RecurrentCell, output_prefix: str = "bi_"):
@@ -562,13 +558,6 @@ class BidirectionalCell(HybridRecurrentCell):
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(forward={self._children['l_cell']!r}, "
                 f"backward={self._children['r_cell']!r})")
-
-    def state_info(self, batch_size: int = 0) -> List[dict]:
-        return _cells_state_info(self._children.values(), batch_size)
-
-    def begin_state(self, **kwargs) -> list:
-        self._check_unmodified()
-        return _cells_begin_state(self._children.values(), **kwargs)
 
     def unroll(self, length: int, inputs, begin_state=None, layout: str = "NTC",
                merge_outputs: Optional[bool] = None, valid_length=None):

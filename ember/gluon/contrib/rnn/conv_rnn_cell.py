@@ -83,7 +83,9 @@ class _BaseConvRNNCell(HybridRecurrentCell):
     def state_info(self, batch_size: int = 0) -> List[dict]:
         return [{"shape": (batch_size,) + self._state_shape, "__layout__": self._conv_layout}]
 
-    def _conv_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias, prefix):
+    def _conv_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
+        """The step's name prefix and its i2h and h2h convolutions."""
+        prefix = f"t{self._counter}_"
         filters = self._hidden_channels * self._gates
         i2h = F.Convolution(data=inputs, num_filter=filters, kernel=self._i2h_kernel, stride=self._stride,
                             pad=self._i2h_pad, dilate=self._i2h_dilate, weight=i2h_weight, bias=i2h_bias,
@@ -91,7 +93,7 @@ class _BaseConvRNNCell(HybridRecurrentCell):
         h2h = F.Convolution(data=states[0], num_filter=filters, kernel=self._h2h_kernel, dilate=self._h2h_dilate,
                             pad=self._h2h_pad, stride=self._stride, weight=h2h_weight, bias=h2h_bias,
                             layout=self._conv_layout, name=prefix + "h2h")
-        return i2h, h2h
+        return prefix, i2h, h2h
 
 
 class _ConvRNNCell(_BaseConvRNNCell):
@@ -101,8 +103,7 @@ class _ConvRNNCell(_BaseConvRNNCell):
         return "conv_rnn"
 
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
-        prefix = f"t{self._counter}_"
-        i2h, h2h = self._conv_forward(F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias, prefix)
+        prefix, i2h, h2h = self._conv_forward(F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias)
         output = self._get_activation(F, i2h + h2h, self._activation, name=prefix + "out")
         return output, [output]
 
@@ -119,8 +120,7 @@ class _ConvLSTMCell(_BaseConvRNNCell):
         return super().state_info(batch_size) * 2
 
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
-        prefix = f"t{self._counter}_"
-        i2h, h2h = self._conv_forward(F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias, prefix)
+        prefix, i2h, h2h = self._conv_forward(F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias)
         gates = F.SliceChannel(i2h + h2h, num_outputs=4, name=prefix + "slice", axis=self._channel_axis)
         in_gate = F.Activation(gates[0], act_type="sigmoid", name=prefix + "i")
         forget_gate = F.Activation(gates[1], act_type="sigmoid", name=prefix + "f")
@@ -140,8 +140,7 @@ class _ConvGRUCell(_BaseConvRNNCell):
         return "conv_gru"
 
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
-        prefix = f"t{self._counter}_"
-        i2h, h2h = self._conv_forward(F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias, prefix)
+        prefix, i2h, h2h = self._conv_forward(F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias)
         i2h_r, i2h_z, i2h_n = F.SliceChannel(i2h, num_outputs=3, name=prefix + "i2h_slice", axis=self._channel_axis)
         h2h_r, h2h_z, h2h_n = F.SliceChannel(h2h, num_outputs=3, name=prefix + "h2h_slice", axis=self._channel_axis)
         reset = F.Activation(i2h_r + h2h_r, act_type="sigmoid", name=prefix + "r_act")
