@@ -66,6 +66,11 @@ def check_label_shapes(labels, preds, wrap: bool = False, shape: bool = False):
     return labels, preds
 
 
+def _checked_pairs(labels, preds):
+    """(label, pred) pairs of lists of equal length (single arrays count as one-element lists)."""
+    return zip(*check_label_shapes(labels, preds, True))
+
+
 class EvalMetric:
     """Base class: name, running and global sums, get/get_name_value/reset/update."""
 
@@ -115,11 +120,14 @@ class EvalMetric:
         self.num_inst = 0
         self.sum_metric = 0.0
 
+    def _value(self, sum_metric, num_inst):
+        return float(sum_metric / num_inst)
+
     def get(self) -> Tuple[str, float]:
         """(name, value) of the running statistics; value is nan before any update."""
         if self.num_inst == 0:
             return self.name, float("nan")
-        return self.name, float(self.sum_metric / self.num_inst)
+        return self.name, self._value(self.sum_metric, self.num_inst)
 
     def get_global(self) -> Tuple[str, float]:
         """(name, value) since the last reset()."""
@@ -127,7 +135,7 @@ class EvalMetric:
             return self.get()
         if self.global_num_inst == 0:
             return self.name, float("nan")
-        return self.name, float(self.global_sum_metric / self.global_num_inst)
+        return self.name, self._value(self.global_sum_metric, self.global_num_inst)
 
     @staticmethod
     def _pairs(name, value) -> List[Tuple[str, float]]:
@@ -213,8 +221,7 @@ class Accuracy(EvalMetric):
         self.axis = axis
 
     def update(self, labels, preds) -> None:
-        labels, preds = check_label_shapes(labels, preds, True)
-        for label, pred in zip(labels, preds):
+        for label, pred in _checked_pairs(labels, preds):
             label, pred = _to_numpy(label), _to_numpy(pred)
             if pred.shape != label.shape:
                 pred = numpy.argmax(pred, axis=self.axis)
@@ -238,8 +245,7 @@ class TopKAccuracy(EvalMetric):
         self.name += f"_{top_k}"
 
     def update(self, labels, preds) -> None:
-        labels, preds = check_label_shapes(labels, preds, True)
-        for label, pred in zip(labels, preds):
+        for label, pred in _checked_pairs(labels, preds):
             pred = _to_numpy(pred).astype(numpy.float32)
             label = _to_numpy(label).astype(numpy.int64).ravel()
             if pred.ndim == 1:
@@ -276,8 +282,7 @@ class CrossEntropy(EvalMetric):
         self.eps = eps
 
     def update(self, labels, preds) -> None:
-        labels, preds = check_label_shapes(labels, preds, True)
-        for label, pred in zip(labels, preds):
+        for label, pred in _checked_pairs(labels, preds):
             prob = _pick_probs(label, pred, type(self).__name__)
             self._add(float((-numpy.log(prob + self.eps)).sum()), prob.shape[0])
 
@@ -314,8 +319,7 @@ class _Regression(EvalMetric):
         raise NotImplementedError
 
     def update(self, labels, preds) -> None:
-        labels, preds = check_label_shapes(labels, preds, True)
-        for label, pred in zip(labels, preds):
+        for label, pred in _checked_pairs(labels, preds):
             label, pred = _as_columns(label, pred)
             self._add(float(self._batch_error(label - pred)), 1)
 
@@ -454,8 +458,7 @@ class _BinaryMetric(EvalMetric):
         raise NotImplementedError
 
     def update(self, labels, preds) -> None:
-        labels, preds = check_label_shapes(labels, preds, True)
-        for label, pred in zip(labels, preds):
+        for label, pred in _checked_pairs(labels, preds):
             self._counts.update(label, pred, type(self).__name__)
         c = self._counts
         if self.average == "macro":
@@ -528,8 +531,7 @@ class PCC(EvalMetric):
         return float(cov / math.sqrt(var_pred * var_true))
 
     def update(self, labels, preds) -> None:
-        labels, preds = check_label_shapes(labels, preds, True)
-        for label, pred in zip(labels, preds):
+        for label, pred in _checked_pairs(labels, preds):
             label, pred = _to_numpy(label), _to_numpy(pred)
             pred = pred.argmax(axis=1) if pred.shape != label.shape else pred
             label, pred = label.astype(numpy.int64).ravel(), pred.astype(numpy.int64).ravel()
@@ -596,8 +598,7 @@ class Perplexity(EvalMetric):
         self.axis = axis
 
     def update(self, labels, preds) -> None:
-        labels, preds = check_label_shapes(labels, preds, True)
-        for label, pred in zip(labels, preds):
+        for label, pred in _checked_pairs(labels, preds):
             label, pred = _to_numpy(label).ravel(), _to_numpy(pred)
             pred = numpy.moveaxis(pred, self.axis, -1).reshape(-1, pred.shape[self.axis])
             if label.size != pred.shape[0]:
@@ -611,15 +612,8 @@ class Perplexity(EvalMetric):
             self._add(-numpy.log(numpy.maximum(prob, 1e-10)).sum(), int(keep.sum()))
 
     # exp in the precision the sums were kept in (float32 predictions give a float32 value, as numpy would)
-    def get(self):
-        if self.num_inst == 0:
-            return self.name, float("nan")
-        return self.name, numpy.exp(self.sum_metric / self.num_inst)
-
-    def get_global(self):
-        if self.global_num_inst == 0:
-            return self.name, float("nan")
-        return self.name, numpy.exp(self.global_sum_metric / self.global_num_inst)
+    def _value(self, sum_metric, num_inst):
+        return numpy.exp(sum_metric / num_inst)
 
 
 class _Moments:
@@ -668,8 +662,7 @@ class PearsonCorrelation(EvalMetric):
         self._moments = _Moments()
 
     def update(self, labels, preds) -> None:
-        labels, preds = check_label_shapes(labels, preds, True)
-        for label, pred in zip(labels, preds):
+        for label, pred in _checked_pairs(labels, preds):
             check_label_shapes(label, pred, shape=True)
             label = _to_numpy(label).astype(numpy.float64).ravel()
             pred = _to_numpy(pred).astype(numpy.float64).ravel()
