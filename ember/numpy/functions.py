@@ -239,33 +239,27 @@ def isnan(x, out=None, **kwargs) -> ndarray:
     return _deliver_bool(not_equal(x, x), out, "isnan")
 
 
-def _int_never(x, name: str, out):
-    """isinf & co of an integer or bool array: False everywhere (no value is infinite)."""
-    return _deliver_bool(not_equal(x, x), out, name)
+def _infinite(name: str, x, out, kwargs: dict, test) -> ndarray:
+    """isinf & co: `test(x)` of a float array; of an integer or bool array False everywhere (no value
+    is infinite)."""
+    _check_ufunc_kwargs(name, kwargs)
+    x = asarray(x)
+    return _deliver_bool(not_equal(x, x) if x.dtype.kind in "biu" else test(x), out, name)
 
 
 def isinf(x, out=None, **kwargs) -> ndarray:
     """Where x is +-inf (bool)."""
-    _check_ufunc_kwargs("isinf", kwargs)
-    if asarray(x).dtype.kind in "biu":
-        return _int_never(asarray(x), "isinf", out)
-    return _deliver_bool(equal(globals()["abs"](asarray(x)), _np.inf), out, "isinf")
+    return _infinite("isinf", x, out, kwargs, lambda v: equal(globals()["abs"](v), _np.inf))
 
 
 def isposinf(x, out=None, **kwargs) -> ndarray:
     """Where x is +inf (bool)."""
-    _check_ufunc_kwargs("isposinf", kwargs)
-    if asarray(x).dtype.kind in "biu":
-        return _int_never(asarray(x), "isposinf", out)
-    return _deliver_bool(equal(asarray(x), _np.inf), out, "isposinf")
+    return _infinite("isposinf", x, out, kwargs, lambda v: equal(v, _np.inf))
 
 
 def isneginf(x, out=None, **kwargs) -> ndarray:
     """Where x is -inf (bool)."""
-    _check_ufunc_kwargs("isneginf", kwargs)
-    if asarray(x).dtype.kind in "biu":
-        return _int_never(asarray(x), "isneginf", out)
-    return _deliver_bool(equal(asarray(x), -_np.inf), out, "isneginf")
+    return _infinite("isneginf", x, out, kwargs, lambda v: equal(v, -_np.inf))
 
 
 def isfinite(x, out=None, **kwargs) -> ndarray:
@@ -646,29 +640,23 @@ def array_split(ary, indices_or_sections, axis: int = 0) -> list:
 def hsplit(ary, indices_or_sections) -> list:
     """split along axis 1 (axis 0 of a 1-D array)."""
     a = asarray(ary)
-    if a.ndim == 0:
-        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
-    return _split(a, indices_or_sections, 1 if a.ndim > 1 else 0, "hsplit", even=True)
+    return _split(a, indices_or_sections, 1 if a.ndim > 1 else 0, "hsplit", even=True, min_ndim=1)
 
 
 def vsplit(ary, indices_or_sections) -> list:
     """split along axis 0 of an array of 2 or more dimensions."""
-    a = asarray(ary)
-    if a.ndim < 2:
-        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
-    return _split(a, indices_or_sections, 0, "vsplit", even=True)
+    return _split(ary, indices_or_sections, 0, "vsplit", even=True, min_ndim=2)
 
 
 def dsplit(ary, indices_or_sections) -> list:
     """split along axis 2 of an array of 3 or more dimensions."""
-    a = asarray(ary)
-    if a.ndim < 3:
-        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
-    return _split(a, indices_or_sections, 2, "dsplit", even=True)
+    return _split(ary, indices_or_sections, 2, "dsplit", even=True, min_ndim=3)
 
 
-def _split(ary, indices_or_sections, axis: int, name: str, even: bool) -> list:
+def _split(ary, indices_or_sections, axis: int, name: str, even: bool, min_ndim: int = 0) -> list:
     a = asarray(ary)
+    if a.ndim < min_ndim:
+        raise ValueError(f"{name} only works on arrays of {min_ndim} or more dimensions")
     ax = _axes(axis, a.ndim, name)[0]
     n = a.shape[ax]
     if isinstance(indices_or_sections, (int, _np.integer)):
@@ -774,31 +762,28 @@ def clip(a, a_min, a_max, out=None) -> ndarray:
 _SORT_KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
 
 
-def _check_sort_args(name: str, kind, order) -> None:
-    """numpy's `kind` names are taken (the sorted values do not depend on the algorithm, as in MXNet,
-    which ignores it); sorting structured fields by `order` is not supported (NotImplementedError)."""
+def _sorting(name: str, a, axis, kind, order, attrs: dict) -> ndarray:
+    """The registry's sort / argsort along `axis` (of the flattened array when None).  numpy's `kind`
+    names are taken (the sorted values do not depend on the algorithm, as in MXNet, which ignores it);
+    sorting structured fields by `order` is not supported (NotImplementedError)."""
     if kind not in _SORT_KINDS:
         raise ValueError(f"{name}: kind must be one of {_SORT_KINDS[1:]}, not {kind!r}")
     if order is not None:
         raise NotImplementedError(f"{name}: order is not supported")
+    a = asarray(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    return _as_np(_call(name, (a,), {"axis": int(axis), **attrs}))
 
 
 def sort(a, axis: Optional[int] = -1, kind: Optional[str] = None, order=None) -> ndarray:
     """A sorted copy of `a` along `axis` (of the flattened array when None)."""
-    _check_sort_args("sort", kind, order)
-    a = asarray(a)
-    if axis is None:
-        a, axis = ravel(a), 0
-    return _as_np(_call("sort", (a,), {"axis": int(axis)}))
+    return _sorting("sort", a, axis, kind, order, {})
 
 
 def argsort(a, axis: Optional[int] = -1, kind: Optional[str] = None, order=None) -> ndarray:
     """Indices (int64) that sort `a` along `axis` (of the flattened array when None)."""
-    _check_sort_args("argsort", kind, order)
-    a = asarray(a)
-    if axis is None:
-        a, axis = ravel(a), 0
-    return _as_np(_call("argsort", (a,), {"axis": int(axis), "dtype": "int64"}))
+    return _sorting("argsort", a, axis, kind, order, {"dtype": "int64"})
 
 
 # ------------------------------------------------------------------ creation
