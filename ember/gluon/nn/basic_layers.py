@@ -155,14 +155,15 @@ class _BatchNorm(HybridBlock):
     at 1, center=False leaves beta out of training (grad_req 'null').
     """
 
+    fuse_relu = False  # BatchNormReLU: the fused BatchNorm + ReLU operator
+
     def __init__(self, axis: int = 1, momentum: float = 0.9, epsilon: float = 1e-5, center: bool = True,
-                 scale: bool = True, use_global_stats: bool = False, fuse_relu: bool = False,
-                 beta_initializer="zeros", gamma_initializer="ones", running_mean_initializer="zeros",
-                 running_variance_initializer="ones", in_channels: int = 0, **kwargs):
+                 scale: bool = True, use_global_stats: bool = False, beta_initializer="zeros",
+                 gamma_initializer="ones", running_mean_initializer="zeros", running_variance_initializer="ones",
+                 in_channels: int = 0, **kwargs):
         super().__init__(**kwargs)
         self._kwargs = {"axis": axis, "eps": epsilon, "momentum": momentum, "fix_gamma": not scale,
                         "use_global_stats": use_global_stats}
-        self.fuse_relu = fuse_relu
         if in_channels != 0:
             self.in_channels = in_channels
         shape = (in_channels,)
@@ -192,29 +193,11 @@ class _BatchNorm(HybridBlock):
 class BatchNorm(_BatchNorm):
     """Batch normalisation (Ioffe and Szegedy, 2014) over every axis but `axis`."""
 
-    def __init__(self, axis: int = 1, momentum: float = 0.9, epsilon: float = 1e-5, center: bool = True,
-                 scale: bool = True, use_global_stats: bool = False, beta_initializer="zeros",
-                 gamma_initializer="ones", running_mean_initializer="zeros", running_variance_initializer="ones",
-                 in_channels: int = 0, **kwargs):
-        super().__init__(axis=axis, momentum=momentum, epsilon=epsilon, center=center, scale=scale,
-                         use_global_stats=use_global_stats, fuse_relu=False, beta_initializer=beta_initializer,
-                         gamma_initializer=gamma_initializer, running_mean_initializer=running_mean_initializer,
-                         running_variance_initializer=running_variance_initializer, in_channels=in_channels,
-                         **kwargs)
-
 
 class BatchNormReLU(_BatchNorm):
     """Batch normalisation followed by ReLU, as one operator (`_contrib_BatchNormWithReLU`)."""
 
-    def __init__(self, axis: int = 1, momentum: float = 0.9, epsilon: float = 1e-5, center: bool = True,
-                 scale: bool = True, use_global_stats: bool = False, beta_initializer="zeros",
-                 gamma_initializer="ones", running_mean_initializer="zeros", running_variance_initializer="ones",
-                 in_channels: int = 0, **kwargs):
-        super().__init__(axis=axis, momentum=momentum, epsilon=epsilon, center=center, scale=scale,
-                         use_global_stats=use_global_stats, fuse_relu=True, beta_initializer=beta_initializer,
-                         gamma_initializer=gamma_initializer, running_mean_initializer=running_mean_initializer,
-                         running_variance_initializer=running_variance_initializer, in_channels=in_channels,
-                         **kwargs)
+    fuse_relu = True
 
 
 class InstanceNorm(HybridBlock):
