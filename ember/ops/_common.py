@@ -11,6 +11,7 @@ from typing import Callable, Optional, Sequence, Tuple
 import numpy as np
 
 from ..base import DTypeError, OperatorError, ShapeError
+from .registry import OpDef, register
 
 Shape = Tuple[int, ...]
 
@@ -205,6 +206,29 @@ def via(bwd: str, pick_inputs: Callable, n_grads: int, pass_attrs: bool = True) 
         return [res[i] for i in range(n_grads)]
     gradient.__doc__ = f"Gradient through the backward op {bwd}."
     return gradient
+
+
+def _input_shapes(attrs, in_shapes):
+    return in_shapes, list(in_shapes[1:])
+
+
+def _input_types(attrs, in_dtypes):
+    return list(in_dtypes), list(in_dtypes[1:])
+
+
+def with_backward(op: OpDef, kernel: Callable, doc: str, name: str = "", ograd: str = "ograd",
+                  grads: Sequence[str] = (), infer_type: Optional[Callable] = _input_types, **fields) -> OpDef:
+    """Register `op` and the op of its gradient, `name` (default `_backward_<op.name, leading _ dropped>`):
+    that op has op's attributes, takes (ograd, *op's inputs) and gives one gradient per input (named `grads`,
+    default '<input>_grad'), each of its input's shape and by default of its dtype (infer_type=None: the
+    registry's default); `fields` are its other OpDef fields.  op's gradient calls it through F."""
+    bwd = name or f"_backward_{op.name.lstrip('_')}"
+    inputs = list(op.inputs)
+    register(OpDef(name=bwd, attrs=op.attrs, inputs=[ograd] + inputs,
+                   outputs=list(grads) or [f"{x}_grad" for x in inputs], infer_shape=_input_shapes,
+                   infer_type=infer_type, kernels={"any": kernel}, doc=doc, **fields))
+    op.gradient = via(bwd, lambda i, o, g: [g[0], *i], len(inputs))
+    return register(op)
 
 
 def no_gradient(n_in: int) -> Callable:

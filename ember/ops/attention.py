@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 from ..base import ShapeError
-from ._common import known, same_type
-from .registry import Attr, OpDef, register
+from ._common import known, same_type, with_backward
+from .registry import Attr, OpDef
 
 _HEADS = {"heads": Attr("int", doc="number of attention heads")}
 
@@ -66,15 +66,12 @@ def _sqk_backward(ctx, attrs, inputs, outputs, aux):
     outputs[0][...] = _join(grad, s, b, attrs["heads"], 3, xp)
 
 
-register(OpDef(
+with_backward(OpDef(
     name="_contrib_interleaved_matmul_selfatt_qk", attrs=_HEADS, inputs=["queries_keys_values"],
     infer_shape=_sqk_shape, infer_type=same_type("_contrib_interleaved_matmul_selfatt_qk"), kernels={"any": _sqk},
-    gradient=lambda F, a, i, o, g: [F._backward_interleaved_matmul_selfatt_qk(g[0], i[0], **a)],
-    doc="Scaled q k^T per head from interleaved self-attention projections: (batch*heads, seq, seq)."))
-register(OpDef(
-    name="_backward_interleaved_matmul_selfatt_qk", attrs=_HEADS, inputs=["out_grad", "queries_keys_values"],
-    outputs=["qkv_grad"], infer_shape=lambda a, s: (s, [s[1]]), kernels={"any": _sqk_backward},
-    doc="Gradient of _contrib_interleaved_matmul_selfatt_qk (zero for the value projections)."))
+    doc="Scaled q k^T per head from interleaved self-attention projections: (batch*heads, seq, seq)."),
+    _sqk_backward, "Gradient of _contrib_interleaved_matmul_selfatt_qk (zero for the value projections).",
+    name="_backward_interleaved_matmul_selfatt_qk", ograd="out_grad", grads=["qkv_grad"], infer_type=None)
 
 
 # -- selfatt_valatt --------------------------------------------------------------------------------------
@@ -118,17 +115,13 @@ def _sva_backward(ctx, attrs, inputs, outputs, aux):
     outputs[1][...] = xp.matmul(gh, p[:, 2].swapaxes(-1, -2))
 
 
-register(OpDef(
+with_backward(OpDef(
     name="_contrib_interleaved_matmul_selfatt_valatt", attrs=_HEADS, inputs=["queries_keys_values", "attention"],
     infer_shape=_sva_shape, infer_type=same_type("_contrib_interleaved_matmul_selfatt_valatt"),
     kernels={"any": _sva},
-    gradient=lambda F, a, i, o, g: list(F._backward_interleaved_matmul_selfatt_valatt(g[0], i[0], i[1], **a)),
-    doc="attention @ v per head from interleaved self-attention projections: (seq, batch, heads*head_dim)."))
-register(OpDef(
-    name="_backward_interleaved_matmul_selfatt_valatt", attrs=_HEADS,
-    inputs=["out_grad", "queries_keys_values", "attention"], outputs=["qkv_grad", "attention_grad"],
-    infer_shape=lambda a, s: (s, [s[1], s[2]]), infer_type=lambda a, d: (list(d), [d[1], d[2]]),
-    kernels={"any": _sva_backward}, doc="Gradients of _contrib_interleaved_matmul_selfatt_valatt."))
+    doc="attention @ v per head from interleaved self-attention projections: (seq, batch, heads*head_dim)."),
+    _sva_backward, "Gradients of _contrib_interleaved_matmul_selfatt_valatt.",
+    name="_backward_interleaved_matmul_selfatt_valatt", ograd="out_grad", grads=["qkv_grad", "attention_grad"])
 
 
 # -- encdec_qk -------------------------------------------------------------------------------------------
@@ -167,17 +160,13 @@ def _eqk_backward(ctx, attrs, inputs, outputs, aux):
     outputs[1][...] = _join(gkv, kv.shape[0], kv.shape[1], h, 2, xp)
 
 
-register(OpDef(
+with_backward(OpDef(
     name="_contrib_interleaved_matmul_encdec_qk", attrs=_HEADS, inputs=["queries", "keys_values"],
     infer_shape=_eqk_shape, infer_type=same_type("_contrib_interleaved_matmul_encdec_qk"), kernels={"any": _eqk},
-    gradient=lambda F, a, i, o, g: list(F._backward_interleaved_matmul_encdec_qk(g[0], i[0], i[1], **a)),
     doc="Scaled q k^T per head, queries (q_seq, batch, heads*d) against interleaved keys/values: "
-        "(batch*heads, q_seq, k_seq)."))
-register(OpDef(
-    name="_backward_interleaved_matmul_encdec_qk", attrs=_HEADS, inputs=["out_grad", "queries", "keys_values"],
-    outputs=["queries_grad", "keys_values_grad"], infer_shape=lambda a, s: (s, [s[1], s[2]]),
-    infer_type=lambda a, d: (list(d), [d[1], d[2]]), kernels={"any": _eqk_backward},
-    doc="Gradients of _contrib_interleaved_matmul_encdec_qk."))
+        "(batch*heads, q_seq, k_seq)."),
+    _eqk_backward, "Gradients of _contrib_interleaved_matmul_encdec_qk.",
+    name="_backward_interleaved_matmul_encdec_qk", ograd="out_grad")
 
 
 # -- encdec_valatt ---------------------------------------------------------------------------------------
@@ -216,14 +205,10 @@ def _eva_backward(ctx, attrs, inputs, outputs, aux):
     outputs[1][...] = xp.matmul(gh, p[:, 1].swapaxes(-1, -2))
 
 
-register(OpDef(
+with_backward(OpDef(
     name="_contrib_interleaved_matmul_encdec_valatt", attrs=_HEADS, inputs=["keys_values", "attention"],
     infer_shape=_eva_shape, infer_type=same_type("_contrib_interleaved_matmul_encdec_valatt"),
     kernels={"any": _eva},
-    gradient=lambda F, a, i, o, g: list(F._backward_interleaved_matmul_encdec_valatt(g[0], i[0], i[1], **a)),
-    doc="attention @ v per head with interleaved keys/values: (q_seq, batch, heads*head_dim)."))
-register(OpDef(
-    name="_backward_interleaved_matmul_encdec_valatt", attrs=_HEADS, inputs=["out_grad", "keys_values", "attention"],
-    outputs=["keys_values_grad", "attention_grad"], infer_shape=lambda a, s: (s, [s[1], s[2]]),
-    infer_type=lambda a, d: (list(d), [d[1], d[2]]), kernels={"any": _eva_backward},
-    doc="Gradients of _contrib_interleaved_matmul_encdec_valatt."))
+    doc="attention @ v per head with interleaved keys/values: (q_seq, batch, heads*head_dim)."),
+    _eva_backward, "Gradients of _contrib_interleaved_matmul_encdec_valatt.",
+    name="_backward_interleaved_matmul_encdec_valatt", ograd="out_grad")

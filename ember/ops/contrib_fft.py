@@ -10,8 +10,9 @@ gradient; ifft's: the interleaved DFT of the real gradient), which is each op's 
 from __future__ import annotations
 
 from ..base import OperatorError, ShapeError
+from ._common import with_backward
 from ._nn_util import float_types
-from .registry import Attr, OpDef, register
+from .registry import Attr, OpDef
 
 _ATTRS = {"compute_size": Attr("int", 128, doc="sub-batch size of MXNet's cuFFT calls (accepted, not needed)")}
 
@@ -71,24 +72,16 @@ def _types(op):
     return lambda a, d: float_types(op, a, d, 1)[:2]
 
 
-register(OpDef(
-    name="_backward_contrib_fft", attrs=_ATTRS, inputs=["out_grad", "data"], outputs=["data_grad"],
-    infer_shape=lambda a, s: (s, [s[1]]), infer_type=_types("_contrib_fft"), shape_only_inputs=(1,),
-    kernels={"any": _inverse_dft},
-    doc="Gradient of fft: the real part of the unnormalized inverse DFT of the interleaved gradient."))
-register(OpDef(
+with_backward(OpDef(
     name="_contrib_fft", attrs=_ATTRS, inputs=["data"], outputs=["output"], infer_shape=_fft_shape,
     infer_type=_types("_contrib_fft"), kernels={"any": _dft},
-    gradient=lambda F, a, i, o, g: [F._backward_contrib_fft(g[0], i[0], **a)],
-    doc="1-D DFT of real data along the last axis, (re, im) interleaved (MXNet's GPU-only op, on any device)."))
-register(OpDef(
-    name="_backward_contrib_ifft", attrs=_ATTRS, inputs=["out_grad", "data"], outputs=["data_grad"],
-    infer_shape=lambda a, s: (s, [s[1]]), infer_type=_types("_contrib_ifft"),
-    shape_only_inputs=(1,), kernels={"any": _dft},
-    doc="Gradient of ifft: the interleaved DFT of the real gradient."))
-register(OpDef(
+    doc="1-D DFT of real data along the last axis, (re, im) interleaved (MXNet's GPU-only op, on any device)."),
+    _inverse_dft, "Gradient of fft: the real part of the unnormalized inverse DFT of the interleaved gradient.",
+    ograd="out_grad", infer_type=_types("_contrib_fft"), shape_only_inputs=(1,))
+with_backward(OpDef(
     name="_contrib_ifft", attrs=_ATTRS, inputs=["data"], outputs=["output"], infer_shape=_ifft_shape,
     infer_type=_types("_contrib_ifft"), kernels={"any": _inverse_dft},
-    gradient=lambda F, a, i, o, g: [F._backward_contrib_ifft(g[0], i[0], **a)],
     doc="Real part of the unnormalized inverse 1-D DFT of (re, im) interleaved data (MXNet's GPU-only op, on "
-        "any device)."))
+        "any device)."),
+    _dft, "Gradient of ifft: the interleaved DFT of the real gradient.", ograd="out_grad",
+    infer_type=_types("_contrib_ifft"), shape_only_inputs=(1,))

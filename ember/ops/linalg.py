@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 from ..base import OperatorError, ShapeError
-from ._common import fmt, known, same_type
+from ._common import fmt, known, same_type, with_backward
 from . import stype
 from .registry import Attr, OpDef, register
 
@@ -271,14 +271,11 @@ def _gemm_backward(ctx, attrs, inputs, outputs, aux):
         outputs[2][...] = attrs["beta"] * g
 
 
-register(OpDef(name="_backward_linalg_gemm2", attrs=_GEMM2, inputs=["ograd", "A", "B"], outputs=["A_grad", "B_grad"],
-               infer_shape=lambda a, s: (s, [s[1], s[2]]), infer_type=same_type("_backward_linalg_gemm2", 2),
-               kernels={"any": _gemm_backward}, doc="Gradient of linalg_gemm2."))
-register(OpDef(name="linalg_gemm2", aliases=["_linalg_gemm2"],
-               attrs=_GEMM2, inputs=["A", "B"], infer_shape=_gemm2_infer,
-               infer_type=same_type("linalg_gemm2", names=["A", "B"]), kernels={"any": _gemm2}, expensive=True,
-               gradient=lambda F, a, i, o, g: list(F._backward_linalg_gemm2(g[0], i[0], i[1], **a)),
-               doc="alpha * op(A) @ op(B), batched."))
+with_backward(OpDef(name="linalg_gemm2", aliases=["_linalg_gemm2"],
+                     attrs=_GEMM2, inputs=["A", "B"], infer_shape=_gemm2_infer,
+                     infer_type=same_type("linalg_gemm2", names=["A", "B"]), kernels={"any": _gemm2}, expensive=True,
+                     doc="alpha * op(A) @ op(B), batched."),
+              _gemm_backward, "Gradient of linalg_gemm2.", infer_type=same_type("_backward_linalg_gemm2", 2))
 register(OpDef(name="_backward_linalg_gemm", attrs=_GEMM, inputs=["ograd", "A", "B"],
                outputs=["A_grad", "B_grad", "C_grad"], infer_shape=lambda a, s: (s, [s[1], s[2], s[0]]),
                infer_type=same_type("_backward_linalg_gemm", 3), kernels={"any": _gemm_backward},
@@ -319,13 +316,10 @@ def _syrk_backward(ctx, attrs, inputs, outputs, aux):
         outputs[0][...] = attrs["alpha"] * ctx.xp.matmul(gs, a)
 
 
-register(OpDef(name="_backward_linalg_syrk", attrs=_SYRK, inputs=["ograd", "A"], outputs=["A_grad"],
-               infer_shape=lambda a, s: (s, [s[1]]), infer_type=same_type("_backward_linalg_syrk"),
-               kernels={"any": _syrk_backward}, doc="Gradient of linalg_syrk."))
-register(OpDef(name="linalg_syrk", aliases=["_linalg_syrk"],
-               attrs=_SYRK, inputs=["A"], infer_shape=_syrk_infer, kernels={"any": _syrk},
-               gradient=lambda F, a, i, o, g: [F._backward_linalg_syrk(g[0], i[0], **a)],
-               doc="alpha * A @ A^T (A^T @ A with transpose), batched."))
+with_backward(OpDef(name="linalg_syrk", aliases=["_linalg_syrk"],
+                     attrs=_SYRK, inputs=["A"], infer_shape=_syrk_infer, kernels={"any": _syrk},
+                     doc="alpha * A @ A^T (A^T @ A with transpose), batched."),
+              _syrk_backward, "Gradient of linalg_syrk.", infer_type=same_type("_backward_linalg_syrk"))
 
 
 # -- square-matrix functions ----------------------------------------------------------------------------
@@ -417,14 +411,11 @@ register(OpDef(name="linalg_slogdet", aliases=["_linalg_slogdet"], inputs=["A"],
                gradient=lambda F, a, i, o, g: [F._backward_linalg_slogdet(g[1], i[0]) if g[1] is not None
                                                else F.zeros_like(i[0])],
                doc="Sign and log|det| of (a batch of) square matrices."))
-register(OpDef(name="_backward_linalg_sumlogdiag", inputs=["ograd", "A"], outputs=["A_grad"],
-               infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[1]]),
-               kernels={"any": _sumlogdiag_backward}, doc="Gradient of linalg_sumlogdiag."))
-register(OpDef(name="linalg_sumlogdiag", aliases=["_linalg_sumlogdiag"], inputs=["A"],
-               infer_shape=_square_infer("linalg_sumlogdiag", lambda a, at: _batch_scalar(a)),
-               kernels={"any": _sumlogdiag},
-               gradient=lambda F, a, i, o, g: [F._backward_linalg_sumlogdiag(g[0], i[0])],
-               doc="Sum of the logs of the diagonal of (a batch of) square matrices."))
+with_backward(OpDef(name="linalg_sumlogdiag", aliases=["_linalg_sumlogdiag"], inputs=["A"],
+                     infer_shape=_square_infer("linalg_sumlogdiag", lambda a, at: _batch_scalar(a)),
+                     kernels={"any": _sumlogdiag},
+                     doc="Sum of the logs of the diagonal of (a batch of) square matrices."),
+              _sumlogdiag_backward, "Gradient of linalg_sumlogdiag.")
 
 
 # -- extractdiag / makediag -------------------------------------------------------------------------
@@ -471,15 +462,12 @@ def _makediag(ctx, attrs, inputs, outputs, aux):
     out[..., rows, cols] = a
 
 
-register(OpDef(name="linalg_extractdiag", aliases=["_linalg_extractdiag"],
-               attrs=_OFFSET, inputs=["A"], infer_shape=_extract_infer,
-               kernels={"any": _extractdiag},
-               gradient=lambda F, a, i, o, g: [F._backward_linalg_extractdiag(g[0], i[0], **a)],
-               doc="Diagonal `offset` of (a batch of) matrices."))
-register(OpDef(name="_backward_linalg_extractdiag", attrs=_OFFSET, inputs=["ograd", "A"], outputs=["A_grad"],
-               infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[0]]),
-               kernels={"any": lambda c, a, i, o, x: _makediag(c, a, [i[0]], o, x)},
-               doc="Gradient of linalg_extractdiag: ograd placed on the diagonal."))
+with_backward(OpDef(name="linalg_extractdiag", aliases=["_linalg_extractdiag"],
+                     attrs=_OFFSET, inputs=["A"], infer_shape=_extract_infer, kernels={"any": _extractdiag},
+                     doc="Diagonal `offset` of (a batch of) matrices."),
+              lambda c, a, i, o, x: _makediag(c, a, [i[0]], o, x),
+              "Gradient of linalg_extractdiag: ograd placed on the diagonal.",
+              infer_type=lambda a, d: (list(d), [d[0]]))
 register(OpDef(name="linalg_makediag", aliases=["_linalg_makediag"],
                attrs=_OFFSET, inputs=["A"], infer_shape=_makediag_infer,
                kernels={"any": _makediag},
@@ -625,14 +613,11 @@ def _trsm_backward(ctx, attrs, inputs, outputs, aux):
     outputs[1][...] = gb
 
 
-register(OpDef(name="_backward_linalg_trmm", attrs=_TRI, inputs=["ograd", "A", "B"], outputs=["A_grad", "B_grad"],
-               infer_shape=lambda a, s: (s, [s[1], s[2]]), infer_type=same_type("_backward_linalg_trmm", 2),
-               kernels={"any": _trmm_backward}, doc="Gradient of linalg_trmm."))
-register(OpDef(name="linalg_trmm", aliases=["_linalg_trmm"],
-               attrs=_TRI, inputs=["A", "B"], infer_shape=_tri_infer("linalg_trmm"),
-               infer_type=same_type("linalg_trmm", names=["A", "B"]), kernels={"any": _trmm},
-               gradient=lambda F, a, i, o, g: list(F._backward_linalg_trmm(g[0], i[0], i[1], **a)),
-               doc="alpha * op(tri(A)) @ B (B @ op(tri(A)) with rightside)."))
+with_backward(OpDef(name="linalg_trmm", aliases=["_linalg_trmm"],
+                     attrs=_TRI, inputs=["A", "B"], infer_shape=_tri_infer("linalg_trmm"),
+                     infer_type=same_type("linalg_trmm", names=["A", "B"]), kernels={"any": _trmm},
+                     doc="alpha * op(tri(A)) @ B (B @ op(tri(A)) with rightside)."),
+              _trmm_backward, "Gradient of linalg_trmm.", infer_type=same_type("_backward_linalg_trmm", 2))
 register(OpDef(name="_backward_linalg_trsm", attrs=_TRI, inputs=["ograd", "A", "B", "output"],
                outputs=["A_grad", "B_grad"], infer_shape=lambda a, s: (s, [s[1], s[2]]),
                infer_type=same_type("_backward_linalg_trsm", 2), kernels={"any": _trsm_backward},

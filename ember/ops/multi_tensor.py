@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import DTypeError, OperatorError
+from ._common import with_backward
 from .reduce import _REDUCE_ATTRS, reduced_axes, reduced_shape
 from . import stype
 from .registry import Attr, OpDef, register
@@ -111,13 +112,9 @@ def _square_sum_backward(ctx, attrs, inputs, outputs, aux):
     ctx.xp.multiply(x, 2 * g.reshape(kshape), out=outputs[0])
 
 
-register(OpDef(name="_backward_square_sum", attrs=dict(_REDUCE_ATTRS), inputs=["ograd", "data"],
-               outputs=["data_grad"], infer_shape=lambda a, s: (list(s), [s[1]]),
-               infer_type=lambda a, d: (list(d), [d[1]]), kernels={"any": _square_sum_backward},
-               doc="Gradient of _square_sum: 2 * data * ograd (broadcast over the reduced axes)."))
-register(OpDef(name="_square_sum", attrs=dict(_REDUCE_ATTRS), inputs=["data"], outputs=["output"],
-               infer_shape=_square_sum_infer, infer_type=lambda a, d: (list(d), [d[0]]),
-               kernels={"any": _square_sum}, infer_stype=stype.square_sum,
-               gradient=lambda F, a, i, o, g: [F._backward_square_sum(g[0], i[0], **a)],
-               doc="sum(data ** 2) over `axis` (sum's axis/keepdims/exclude); MXNet computes it for "
-                   "row_sparse data, ember for any (its sparse arrays are dense underneath)."))
+with_backward(OpDef(name="_square_sum", attrs=dict(_REDUCE_ATTRS), inputs=["data"], outputs=["output"],
+                     infer_shape=_square_sum_infer, infer_type=lambda a, d: (list(d), [d[0]]),
+                     kernels={"any": _square_sum}, infer_stype=stype.square_sum,
+                     doc="sum(data ** 2) over `axis` (sum's axis/keepdims/exclude); MXNet computes it for "
+                         "row_sparse data, ember for any (its sparse arrays are dense underneath)."),
+              _square_sum_backward, "Gradient of _square_sum: 2 * data * ograd (broadcast over the reduced axes).")

@@ -28,7 +28,7 @@ from typing import Sequence, Tuple
 import numpy as np
 
 from ..base import DTypeError, MXNetError, ShapeError
-from ._common import known
+from ._common import known, with_backward
 from .np_products import _norm_axes
 from .registry import Attr, OpDef, register
 
@@ -399,10 +399,8 @@ register(OpDef(name="_backward_npi_eigh", attrs=_UPLO, inputs=["dw", "dv", "w", 
 register(OpDef(name="_npi_eigh", attrs=_UPLO, inputs=["A"], outputs=["w", "v"], infer_shape=_eig_shape("_npi_eigh", 2),
                infer_type=_solver_type("_npi_eigh", 2), kernels={"any": _eigh_kernel}, gradient=_eigh_gradient,
                expensive=True, doc="Eigenvalues (ascending) and eigenvector columns of symmetric matrices."))
-register(OpDef(name="_backward_npi_eigvalsh", attrs=_UPLO, inputs=["dw", "A"], outputs=["A_grad"],
-               infer_shape=lambda a, s: (s, [s[1]]), infer_type=_grad_type(1),
-               kernels={"any": _eigvalsh_backward}, doc="Gradient of _npi_eigvalsh (on the triangle read)."))
-register(OpDef(name="_npi_eigvalsh", attrs=_UPLO, inputs=["A"], infer_shape=_eig_shape("_npi_eigvalsh", 1),
-               infer_type=_solver_type("_npi_eigvalsh"), kernels={"any": _eigh_kernel},
-               gradient=lambda F, a, i, o, g: [F._backward_npi_eigvalsh(g[0], i[0], **a)], expensive=True,
-               doc="Eigenvalues (ascending) of symmetric matrices."))
+with_backward(OpDef(name="_npi_eigvalsh", attrs=_UPLO, inputs=["A"], infer_shape=_eig_shape("_npi_eigvalsh", 1),
+                     infer_type=_solver_type("_npi_eigvalsh"), kernels={"any": _eigh_kernel}, expensive=True,
+                     doc="Eigenvalues (ascending) of symmetric matrices."),
+              _eigvalsh_backward, "Gradient of _npi_eigvalsh (on the triangle read).", ograd="dw",
+              infer_type=_grad_type(1))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from ._common import host, known, sum_to
+from ._common import host, known, sum_to, with_backward
 from .registry import Attr, OpDef, register
 
 
@@ -95,15 +95,12 @@ def _delete_backward(ctx, attrs, inputs, outputs, aux):
     outputs[0][...] = grad.reshape(x.shape)
 
 
-register(OpDef(name="_backward_npi_delete", attrs=_DELETE_ATTRS, inputs=["ograd", "arr"], outputs=["arr_grad"],
-               infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[1]]),
-               kernels={"any": _delete_backward}, shape_only_inputs=(1,),
-               doc="Gradient of _npi_delete: the output gradient at the kept positions, zero elsewhere."))
-register(OpDef(name="_npi_delete", attrs=_DELETE_ATTRS, inputs=["arr"], outputs=["out"],
-               infer_shape=_delete_infer, infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _delete},
-               gradient=lambda F, a, i, o, g: [F._backward_npi_delete(g[0], i[0], **a)],
-               doc="numpy.delete: arr without the slice start:stop:step, the index int_ind or the positions "
-                   "`indices` along axis (the flattened array when axis is None)."))
+with_backward(OpDef(name="_npi_delete", attrs=_DELETE_ATTRS, inputs=["arr"], outputs=["out"],
+                     infer_shape=_delete_infer, infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _delete},
+                     doc="numpy.delete: arr without the slice start:stop:step, the index int_ind or the positions "
+                         "`indices` along axis (the flattened array when axis is None)."),
+              _delete_backward, "Gradient of _npi_delete: the output gradient at the kept positions, zero elsewhere.",
+              shape_only_inputs=(1,))
 
 
 # -- insert ---------------------------------------------------------------------------------------------
@@ -349,11 +346,7 @@ def _pad_backward(ctx, attrs, inputs, outputs, aux):
     outputs[0][...] = flat.reshape(x.shape)
 
 
-register(OpDef(name="_backward_npi_pad", attrs=_PAD_ATTRS, inputs=["ograd", "data"], outputs=["data_grad"],
-               infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[1]]),
-               kernels={"any": _pad_backward}, shape_only_inputs=(1,),
-               doc="Gradient of _npi_pad: the adjoint of its index map."))
-register(OpDef(name="_npi_pad", attrs=_PAD_ATTRS, inputs=["data"], outputs=["out"], infer_shape=_pad_infer,
-               infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _pad},
-               gradient=lambda F, a, i, o, g: [F._backward_npi_pad(g[0], i[0], **a)],
-               doc="numpy.pad: data padded by pad_width ((before, after) per axis, flattened) in `mode`."))
+with_backward(OpDef(name="_npi_pad", attrs=_PAD_ATTRS, inputs=["data"], outputs=["out"], infer_shape=_pad_infer,
+                     infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _pad},
+                     doc="numpy.pad: data padded by pad_width ((before, after) per axis, flattened) in `mode`."),
+              _pad_backward, "Gradient of _npi_pad: the adjoint of its index map.", shape_only_inputs=(1,))

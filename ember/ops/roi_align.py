@@ -11,6 +11,7 @@ import numpy as np
 
 from ..backend import to_host
 from ..base import OperatorError, ShapeError
+from ._common import with_backward
 from .registry import Attr, OpDef, register
 
 _ATTRS = {
@@ -129,16 +130,11 @@ def _backward(ctx, attrs, inputs, outputs, aux):
         o[...] = ctx.xp.asarray(v)
 
 
-register(OpDef(
-    name="_backward_contrib_ROIAlign", attrs=_ATTRS, inputs=["ograd", "data", "rois"],
-    outputs=["data_grad", "rois_grad"], infer_shape=lambda a, s: (s, [s[1], s[2]]),
-    infer_type=lambda a, d: (list(d), [d[1], d[2]]), kernels={"any": _backward},
-    doc="Gradient of ROIAlign: the transposed bilinear maps for data, zeros for rois."))
-register(OpDef(
+with_backward(OpDef(
     name="_contrib_ROIAlign", attrs=_ATTRS, inputs=["data", "rois"], outputs=["output"],
     infer_shape=_infer_shape, infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _forward},
-    gradient=lambda F, a, i, o, g: list(F._backward_contrib_ROIAlign(g[0], i[0], i[1], **a)),
-    doc="Bilinear-sample average pooling of regions of interest (Mask R-CNN's ROIAlign)."))
+    doc="Bilinear-sample average pooling of regions of interest (Mask R-CNN's ROIAlign)."),
+    _backward, "Gradient of ROIAlign: the transposed bilinear maps for data, zeros for rois.")
 
 
 # -- _contrib_RROIAlign: rotated regions [batch, center_x, center_y, width, height, angle in degrees] ---------

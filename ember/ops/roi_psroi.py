@@ -13,7 +13,8 @@ import numpy as np
 
 from ..backend import to_host
 from ..base import OperatorError, ShapeError
-from .registry import Attr, OpDef, register
+from ._common import with_backward
+from .registry import Attr, OpDef
 
 _ATTRS = {
     "spatial_scale": Attr("float", doc="rois coordinates times this give data coordinates"),
@@ -98,13 +99,8 @@ def _backward(ctx, attrs, inputs, outputs, aux):
         o[...] = ctx.xp.asarray(v)
 
 
-register(OpDef(
-    name="_backward_contrib_PSROIPooling", attrs=_ATTRS, inputs=["ograd", "data", "rois"],
-    outputs=["data_grad", "rois_grad"], infer_shape=lambda a, s: (s, [s[1], s[2]]),
-    infer_type=lambda a, d: (list(d), [d[1], d[2]]), kernels={"any": _backward},
-    doc="Gradient of PSROIPooling: each output gradient spread over its window; zeros for rois."))
-register(OpDef(
+with_backward(OpDef(
     name="_contrib_PSROIPooling", attrs=_ATTRS, inputs=["data", "rois"], outputs=["output"],
     infer_shape=_infer_shape, infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _forward},
-    gradient=lambda F, a, i, o, g: list(F._backward_contrib_PSROIPooling(g[0], i[0], i[1], **a)),
-    doc="Position-sensitive ROI average pooling (R-FCN)."))
+    doc="Position-sensitive ROI average pooling (R-FCN)."),
+    _backward, "Gradient of PSROIPooling: each output gradient spread over its window; zeros for rois.")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import ShapeError
-from ._common import no_gradient, norm_axis
+from ._common import no_gradient, norm_axis, with_backward
 from .registry import Attr, OpDef, register
 
 _RET_TYPES = ("value", "indices", "mask", "both")
@@ -227,10 +227,6 @@ def _cumsum_backward(ctx, attrs, inputs, outputs, aux):
     outputs[0][...] = rev.reshape(x.shape)
 
 
-register(OpDef(name="_backward_cumsum", attrs=_CUMSUM_ATTRS, inputs=["ograd", "data"], outputs=["data_grad"],
-               infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[1]]),
-               kernels={"any": _cumsum_backward}, doc="Gradient of cumsum: reversed cumulative sum."))
-register(OpDef(name="cumsum", attrs=_CUMSUM_ATTRS, infer_shape=_cumsum_infer, infer_type=_cumsum_type,
-               kernels={"any": _cumsum},
-               gradient=lambda F, a, i, o, g: [F._backward_cumsum(g[0], i[0], **a)],
-               doc="Cumulative sum along `axis` (of the flattened array when None)."))
+with_backward(OpDef(name="cumsum", attrs=_CUMSUM_ATTRS, infer_shape=_cumsum_infer, infer_type=_cumsum_type,
+                     kernels={"any": _cumsum}, doc="Cumulative sum along `axis` (of the flattened array when None)."),
+              _cumsum_backward, "Gradient of cumsum: reversed cumulative sum.")

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._common import data_like_output, known
+from ._common import data_like_output, known, with_backward
 from ._nn_util import backward_via, float_types, merge
 from .registry import Attr, OpDef, get, register
 
@@ -430,13 +430,10 @@ def _ap_backward(ctx, attrs, inputs, outputs, aux):
                      _adaptive_matrix(dx.shape[3], g.shape[3]).T, dx)
 
 
-register(OpDef(
+with_backward(OpDef(
     name="_contrib_AdaptiveAvgPooling2D", attrs=_AP_ATTRS, inputs=["data"], outputs=["output"],
     infer_shape=_ap_shape, infer_type=lambda a, d: float_types("_contrib_AdaptiveAvgPooling2D", a, d, 1)[:2],
     kernels={"any": _ap_forward},
-    gradient=lambda F, a, i, o, g: [F._backward_contrib_AdaptiveAvgPooling2D(g[0], i[0], **a)],
-    doc="Average pooling of NCHW data into output_size bins (bin i: floor(i*H/oh) to ceil((i+1)*H/oh))."))
-register(OpDef(
-    name="_backward_contrib_AdaptiveAvgPooling2D", attrs=_AP_ATTRS, inputs=["out_grad", "data"],
-    outputs=["data_grad"], infer_shape=lambda a, s: (s, [s[1]]), kernels={"any": _ap_backward},
-    doc="Gradient of _contrib_AdaptiveAvgPooling2D (data read for its shape)."))
+    doc="Average pooling of NCHW data into output_size bins (bin i: floor(i*H/oh) to ceil((i+1)*H/oh))."),
+    _ap_backward, "Gradient of _contrib_AdaptiveAvgPooling2D (data read for its shape).", ograd="out_grad",
+    infer_type=None)

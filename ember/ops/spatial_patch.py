@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._common import known
+from ._common import known, with_backward
 from ._nn_util import float_types
 from .registry import Attr, OpDef, register
 
@@ -120,18 +120,13 @@ def _corr_backward(ctx, attrs, inputs, outputs, aux):
     outputs[1][...] = g2[crop]
 
 
-register(OpDef(
+with_backward(OpDef(
     name="Correlation", attrs=_CORR_ATTRS, inputs=["data1", "data2"], outputs=["output", "tmp1", "tmp2"],
     num_visible_outputs=lambda a: 1, infer_shape=_corr_shape,
     infer_type=lambda a, d: float_types("Correlation", a, d, 3)[:2], kernels={"any": _corr_forward},
-    gradient=lambda F, a, i, o, g: list(F._backward_Correlation(g[0], i[0], i[1], **a)),
     doc="Correlation of data1 patches with displaced data2 patches (FlowNet): output channel per "
-        "displacement, averaged over the patch and channels; hidden outputs the padded inputs (NHWC)."))
-register(OpDef(
-    name="_backward_Correlation", attrs=_CORR_ATTRS, inputs=["out_grad", "data1", "data2"],
-    outputs=["data1_grad", "data2_grad"], infer_shape=lambda a, s: (s, [s[1], s[2]]),
-    infer_type=lambda a, d: (list(d), [d[1], d[2]]), kernels={"any": _corr_backward},
-    doc="Gradients of Correlation."))
+        "displacement, averaged over the patch and channels; hidden outputs the padded inputs (NHWC)."),
+    _corr_backward, "Gradients of Correlation.", ograd="out_grad")
 
 
 # -- im2col / col2im -----------------------------------------------------------------------------------
@@ -218,21 +213,15 @@ def _im2col_kernel(ctx, attrs, inputs, outputs, aux):
     _im2col(ctx.xp, inputs[0], outputs[0], *_patch_params("im2col", attrs))
 
 
-register(OpDef(
-    name="im2col", attrs=_PATCH_ATTRS, inputs=["data"], outputs=["output"], infer_shape=_im2col_shape,
-    infer_type=lambda a, d: float_types("im2col", a, d, 1)[:2], kernels={"any": _im2col_kernel},
-    gradient=lambda F, a, i, o, g: [F._backward_im2col(g[0], i[0], **a)],
-    doc="Sliding kernel patches of (N, C, *spatial) data as columns: (N, C*prod(kernel), positions)."))
-
-
 def _bwd_im2col_kernel(ctx, attrs, inputs, outputs, aux):
     _col2im(ctx.xp, inputs[0], outputs[0], *_patch_params("im2col", attrs))
 
 
-register(OpDef(
-    name="_backward_im2col", attrs=_PATCH_ATTRS, inputs=["out_grad", "data"], outputs=["data_grad"],
-    infer_shape=lambda a, s: (s, [s[1]]), kernels={"any": _bwd_im2col_kernel},
-    doc="Gradient of im2col (col2im; data read for its shape)."))
+with_backward(OpDef(
+    name="im2col", attrs=_PATCH_ATTRS, inputs=["data"], outputs=["output"], infer_shape=_im2col_shape,
+    infer_type=lambda a, d: float_types("im2col", a, d, 1)[:2], kernels={"any": _im2col_kernel},
+    doc="Sliding kernel patches of (N, C, *spatial) data as columns: (N, C*prod(kernel), positions)."),
+    _bwd_im2col_kernel, "Gradient of im2col (col2im; data read for its shape).", ograd="out_grad", infer_type=None)
 
 
 _COL2IM_ATTRS = dict(_PATCH_ATTRS, output_size=Attr("shape", doc="spatial size of the image"))

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..backend import to_host
 from ..base import OperatorError, ShapeError
-from ._common import known
+from ._common import known, with_backward
 from ._nn_util import float_types, merge, scatter_add
 from .registry import Attr, OpDef, register
 
@@ -73,15 +73,11 @@ def _gg_backward(ctx, attrs, inputs, outputs, aux):
     dd[:, 1] = g[:, 1] * g.dtype.type(2.0 / (h - 1))
 
 
-register(OpDef(
+with_backward(OpDef(
     name="GridGenerator", attrs=_GG_ATTRS, inputs=["data"], outputs=["output"], infer_shape=_gg_shape,
     infer_type=lambda a, d: float_types("GridGenerator", a, d, 1)[:2], kernels={"any": _gg_forward},
-    gradient=lambda F, a, i, o, g: [F._backward_GridGenerator(g[0], i[0], **a)],
-    doc="Sampling grid (N, 2, H, W) in [-1, 1] from affine parameters (N, 6) or a flow field (N, 2, H, W)."))
-register(OpDef(
-    name="_backward_GridGenerator", attrs=_GG_ATTRS, inputs=["out_grad", "data"], outputs=["data_grad"],
-    infer_shape=lambda a, s: (s, [s[1]]), kernels={"any": _gg_backward},
-    doc="Gradient of GridGenerator (data read for its shape)."))
+    doc="Sampling grid (N, 2, H, W) in [-1, 1] from affine parameters (N, 6) or a flow field (N, 2, H, W)."),
+    _gg_backward, "Gradient of GridGenerator (data read for its shape).", ograd="out_grad", infer_type=None)
 
 
 # -- BilinearSampler -----------------------------------------------------------------------------------
@@ -163,16 +159,11 @@ def _bs_backward(ctx, attrs, inputs, outputs, aux):
 
 _BS_ATTRS = {"cudnn_off": Attr("bool_or_none", None, doc="unused (MXNet: do not use cuDNN)")}
 
-register(OpDef(
+with_backward(OpDef(
     name="BilinearSampler", attrs=_BS_ATTRS, inputs=["data", "grid"], outputs=["output"], infer_shape=_bs_shape,
     infer_type=lambda a, d: float_types("BilinearSampler", a, d, 1)[:2], kernels={"any": _bs_forward},
-    gradient=lambda F, a, i, o, g: list(F._backward_BilinearSampler(g[0], i[0], i[1], **a)),
-    doc="Bilinear samples of data (N, C, H, W) at grid (N, 2, Ho, Wo) points in [-1, 1]; 0 outside."))
-register(OpDef(
-    name="_backward_BilinearSampler", attrs=_BS_ATTRS, inputs=["out_grad", "data", "grid"],
-    outputs=["data_grad", "grid_grad"], infer_shape=lambda a, s: (s, [s[1], s[2]]),
-    infer_type=lambda a, d: (list(d), [d[1], d[2]]), kernels={"any": _bs_backward},
-    doc="Gradients of BilinearSampler with respect to data and grid."))
+    doc="Bilinear samples of data (N, C, H, W) at grid (N, 2, Ho, Wo) points in [-1, 1]; 0 outside."),
+    _bs_backward, "Gradients of BilinearSampler with respect to data and grid.", ograd="out_grad")
 
 
 # -- SpatialTransformer --------------------------------------------------------------------------------
