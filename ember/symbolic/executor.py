@@ -189,10 +189,7 @@ class _Storage:
         ngroups = len(plan.sizes)
         per_block: Dict[int, List[int]] = {}
         for gid in range(ngroups):
-            b = pl.block[gid]
-            pts = per_block.setdefault(b, [])
-            pts.append(pl.offset[gid])
-            pts.append(pl.offset[gid] + plan.sizes[gid])
+            per_block.setdefault(pl.block[gid], []).extend((pl.offset[gid], pl.offset[gid] + plan.sizes[gid]))
         seg_vars: Dict[int, tuple] = {}
         for b, pts in per_block.items():
             bounds = sorted(set(pts))
@@ -572,13 +569,8 @@ class Executor:
         nd = _nd()
         self._head_grads = [nd.ones(g.shapes[(id(v), 0)], ctx=self._ctx, dtype=g.dtypes[(id(v), 0)])
                             for v in g.head_grad_vars]
-        self._var_arrays = {}
-        for n in g.nodes:
-            if n.op is None:
-                if n.name in args_d:
-                    self._var_arrays[id(n)] = args_d[n.name]
-                elif n.name in aux_d:
-                    self._var_arrays[id(n)] = aux_d[n.name]
+        bound = {**aux_d, **args_d}  # an argument's array before an aux state's of the same name
+        self._var_arrays = {id(n): bound[n.name] for n in g.nodes if n.op is None and n.name in bound}
         for v, arr in zip(g.head_grad_vars, self._head_grads):
             self._var_arrays[id(v)] = arr
         self._grad_target = {key: grads_d[name] for key, name in g.external.items()}
@@ -842,14 +834,10 @@ class Executor:
             if g.external.get(key) == name:
                 continue
             if key in st.views:
-                src_data, reads = st.views[key], list(st.vars[key])
-            elif entry[0].op is None:
-                arr = self._var_arrays[id(entry[0])]
-                src_data, reads = None, [arr._chunk.var]
+                src_data, src_arr, reads = st.views[key], None, list(st.vars[key])
             else:
-                arr = self._grad_target[key]
-                src_data, reads = None, [arr._chunk.var]
-            src_arr = arr if src_data is None else None
+                src_arr = self._var_arrays[id(entry[0])] if entry[0].op is None else self._grad_target[key]
+                src_data, reads = None, [src_arr._chunk.var]
 
             def fn(dst=dst, src_data=src_data, src_arr=src_arr, add=(req == "add")):
                 s = src_data if src_data is not None else src_arr._data
@@ -1001,8 +989,7 @@ class Executor:
         if key in st.views:
             view, reads = st.views[key], list(st.vars[key])
         elif key in self._grad_target:
-            arr = self._grad_target[key]
-            return arr.copy()
+            return self._grad_target[key].copy()
         else:
             return None
         out = nd.empty(view.shape, ctx=self._ctx, dtype=view.dtype)
