@@ -48,9 +48,6 @@ class _Stack:
 class Sequential(_Stack, Block):
     """Runs its children one after the other: `net.add(nn.Dense(10)); net(x)`."""
 
-    def __init__(self, prefix=None, params=None):
-        super().__init__(prefix=prefix, params=params)
-
     def forward(self, x):
         for block in self._children.values():
             x = block(x)
@@ -66,9 +63,6 @@ class Sequential(_Stack, Block):
 
 class HybridSequential(_Stack, HybridBlock):
     """Sequential for HybridBlocks; hybridized, the whole stack runs as one graph."""
-
-    def __init__(self, prefix=None, params=None):
-        super().__init__(prefix=prefix, params=params)
 
     def hybrid_forward(self, F, x):
         for block in self._children.values():

@@ -189,9 +189,6 @@ class RecurrentCell(Block):
 class HybridRecurrentCell(RecurrentCell, HybridBlock):
     """A recurrent cell written as `hybrid_forward(F, inputs, states, **params)`: hybridizable."""
 
-    def __init__(self, prefix: Optional[str] = None, params=None):
-        super().__init__(prefix=prefix, params=params)
-
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define hybrid_forward")
 
@@ -388,18 +385,12 @@ class _StackMixin(_CellsMixin):
 class SequentialRNNCell(_StackMixin, RecurrentCell):
     """Cells stacked one on another (any RecurrentCell; not hybridizable as a whole)."""
 
-    def __init__(self, prefix: Optional[str] = None, params=None):
-        super().__init__(prefix=prefix, params=params)
-
     def hybrid_forward(self, *args, **kwargs):
         raise NotImplementedError("SequentialRNNCell is not hybridizable; use HybridSequentialRNNCell")
 
 
 class HybridSequentialRNNCell(_StackMixin, HybridRecurrentCell):
     """Hybridizable cells stacked one on another."""
-
-    def __init__(self, prefix: Optional[str] = None, params=None):
-        super().__init__(prefix=prefix, params=params)
 
     def hybrid_forward(self, F, inputs, states):
         return self.__call__(inputs, states)
@@ -516,9 +507,6 @@ class ZoneoutCell(ModifierCell):
 
 class ResidualCell(ModifierCell):
     """The base cell's output plus its input (Wu et al. 2016)."""
-
-    def __init__(self, base_cell: RecurrentCell):
-        super().__init__(base_cell)
 
     def hybrid_forward(self, F, inputs, states):
         output, states = self.base_cell(inputs, states)

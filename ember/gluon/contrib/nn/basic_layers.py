@@ -44,9 +44,6 @@ class HybridConcurrent(HybridSequential):
 class Identity(HybridBlock):
     """Returns its input unchanged (a residual branch in a HybridConcurrent)."""
 
-    def __init__(self, prefix=None, params=None):
-        super().__init__(prefix=prefix, params=params)
-
     def hybrid_forward(self, F, x):
         return x
 
