@@ -88,15 +88,11 @@ class AttrScope(metaclass=_ThreadCurrent):
         self._old: Optional["AttrScope"] = None
 
     def get(self, attrs: Optional[dict]) -> dict:
-        out = dict(self._attr)
-        out.update(attrs or {})
-        return out
+        return {**self._attr, **(attrs or {})}
 
     def __enter__(self):
         self._old = AttrScope.current
-        merged = dict(self._old._attr)
-        merged.update(self._attr)
-        self._attr = merged
+        self._attr = {**self._old._attr, **self._attr}
         AttrScope._current.value = self
         return self
 

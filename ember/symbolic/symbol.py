@@ -7,13 +7,10 @@ import numpy as np
 
 from .. import ops as _ops
 from ..base import ArgumentError, EmberError, NotImplementedForSymbol, OperatorError, brief_names
+from ..util import is_np_shape
 from .graph import Entry, Node, aux_variable_ids, topo_order
 from .infer import infer_dtypes, infer_shapes, is_complete_shape
 from .naming import AttrScope, NameManager
-
-def _is_np_shape() -> bool:
-    from ..util import is_np_shape
-    return is_np_shape()
 
 
 # MXNet's numeric dtype codes, used in a variable's '__dtype__' attribute.
@@ -117,9 +114,7 @@ class Symbol:
         """The string attribute `key` of this single-node symbol (user attributes and op parameters)."""
         if len(self._outputs) != 1:
             raise EmberError("attr() needs a symbol with a single output")
-        node = self._outputs[0][0]
-        d = _node_attr_strings(node)
-        return d.get(key)
+        return _node_attr_strings(self._outputs[0][0]).get(key)
 
     def list_attr(self, recursive: bool = False) -> Dict[str, str]:
         if recursive:
@@ -130,12 +125,7 @@ class Symbol:
 
     def attr_dict(self) -> Dict[str, Dict[str, str]]:
         """{node name: {attribute: string}} for every node that has attributes."""
-        out = {}
-        for n in self._nodes():
-            d = _node_attr_strings(n)
-            if d:
-                out[n.name] = d
-        return out
+        return {n.name: d for n in self._nodes() if (d := _node_attr_strings(n))}
 
     def _set_attr(self, **kwargs) -> None:
         for node, _ in self._outputs:
@@ -153,8 +143,7 @@ class Symbol:
         for n in order:
             if n.op is None:
                 if kind == "shape" and "__shape__" in n.user_attrs:
-                    s = _parse_shape_attr(n.user_attrs["__shape__"], n.name)
-                    known[(id(n), 0)] = s
+                    known[(id(n), 0)] = _parse_shape_attr(n.user_attrs["__shape__"], n.name)
                 if kind == "dtype" and "__dtype__" in n.user_attrs:
                     known[(id(n), 0)] = _parse_dtype_attr(n.user_attrs["__dtype__"], n.name)
         what = "infer_shape" if kind == "shape" else "infer_type"
@@ -185,7 +174,7 @@ class Symbol:
         return order, aux, known
 
     def _infer(self, args, kwargs, kind: str, partial: bool):
-        np_shape = _is_np_shape()
+        np_shape = is_np_shape()
         order, aux, known = self._known(args, kwargs, kind, np_shape)
         if kind == "shape":
             vals = infer_shapes(order, known, zero_is_unknown=not np_shape)
@@ -536,9 +525,9 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
     hidden = {k: op_attrs.pop(k) for k in HIDDEN_KEYS if k in op_attrs and k not in opdef.attrs}
     if opdef.key_var_num_args and opdef.key_var_num_args not in op_attrs and opdef.key_var_num_args in opdef.attrs:
         op_attrs[opdef.key_var_num_args] = len(args) + len(sym_kwargs)
+    op_only = {k: v for k, v in op_attrs.items() if not (k.startswith("__") and k.endswith("__"))}
     try:
-        parsed = opdef.parse_attrs({k: v for k, v in op_attrs.items() if not (k.startswith("__") and k.endswith("__"))}
-                                   if op_attrs else {})
+        parsed = opdef.parse_attrs(op_only)
     except OperatorError as e:
         raise type(e)(f"{e}" + (f" (node '{name}')" if name else "")) from None
     manager = NameManager.current
@@ -567,7 +556,6 @@ def create(opdef: _ops.OpDef, args: Sequence, kwargs: dict, name: Optional[str] 
     for k, v in op_attrs.items():
         if k.startswith("__") and k.endswith("__"):
             user_attrs[k] = v if isinstance(v, str) else str(v)
-    op_only = {k: v for k, v in op_attrs.items() if not (k.startswith("__") and k.endswith("__"))}
     entries = []
     for n in all_names:
         if n not in slots:
