@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 
 from .. import ndarray as nd
-from .optimizer import Optimizer, register
+from .optimizer import _ImplOptimizer, register
 from .sgd import flatten
 
 
 @register
-class LAMB(Optimizer):
+class LAMB(_ImplOptimizer):
     """LAMB.  g = clip(rescale_grad*grad); m, v Adam moments (bias-corrected when bias_correction);
     d = m / (sqrt(v) + epsilon) + wd*w;  r1 = |w| clamped to [lower_bound, upper_bound] (when
     given), r2 = |d|;  w -= lr * (r1/r2 if both are non-zero else 1) * d.  State: (mean, var);
@@ -90,9 +90,3 @@ class LAMB(Optimizer):
             g = nd.lamb_update_phase1(weight, grad, mean, var, wd=wd, **kwargs)
             r1, r2 = weight.norm(), g.norm()
             nd.lamb_update_phase2(weight, g, r1, r2, lr=lr, out=weight, **self._bounds())
-
-    def update(self, index, weight, grad, state) -> None:
-        self._update_impl(index, weight, grad, state, multi_precision=False)
-
-    def update_multi_precision(self, index, weight, grad, state) -> None:
-        self._update_impl(index, weight, grad, state, multi_precision=self._uses_master_copy(weight))

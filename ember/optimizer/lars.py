@@ -8,14 +8,14 @@ import math
 import numpy as np
 
 from .. import ndarray as nd
-from .optimizer import Optimizer, register
+from .optimizer import Optimizer, _ImplOptimizer, register
 from .sgd import SGD, aggregation_size, all_dense, as_lists, flatten, sgd_step
 
 _NO_LARS_SUFFIXES = ("gamma", "beta", "bias")
 
 
 @register
-class LARS(Optimizer):
+class LARS(_ImplOptimizer):
     """SGD (with momentum) whose learning rate is scaled per layer:
     lr_layer = lr * eta * |w| / (|g| + wd*|w| + eps) when both norms are positive (|g| of
     rescale_grad * grad), except for parameters named ...gamma, ...beta or ...bias.
@@ -119,12 +119,6 @@ class LARS(Optimizer):
                 nd.preloaded_multi_mp_sgd_update(
                     *flatten((w, g, s[1]) for w, g, s in zip(ws[start:end], gs[start:end], ss[start:end])),
                     *lr_wd, **common)
-
-    def update(self, index, weight, grad, state) -> None:
-        self._update_impl(index, weight, grad, state, multi_precision=False)
-
-    def update_multi_precision(self, index, weight, grad, state) -> None:
-        self._update_impl(index, weight, grad, state, multi_precision=self._uses_master_copy(weight))
 
 
 @register

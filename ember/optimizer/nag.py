@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from .. import ndarray as nd
-from .optimizer import Optimizer, register
+from .optimizer import _ImplOptimizer, register
 
 
 @register
-class NAG(Optimizer):
+class NAG(_ImplOptimizer):
     """Nesterov accelerated gradient (MXNet's NAG).
 
     g = clip(rescale_grad * grad) + wd * w;  mom = momentum * mom - lr * g;
@@ -40,9 +40,6 @@ class NAG(Optimizer):
             nd.mp_nag_mom_update(weight, grad, state[0], state[1], out=weight, lr=lr, wd=wd, **kwargs)
         else:
             nd.mp_sgd_update(weight, grad, state[1], out=weight, lr=lr, wd=wd, **kwargs)
-
-    def update(self, index, weight, grad, state) -> None:
-        self._update_impl(index, weight, grad, state, multi_precision=False)
 
     def update_multi_precision(self, index, weight, grad, state) -> None:
         if isinstance(index, (list, tuple)):

@@ -262,6 +262,17 @@ class Optimizer:
         return state
 
 
+class _ImplOptimizer(Optimizer):
+    """Base of the optimizers whose `_update_impl(index, weight, grad, state, multi_precision)` makes
+    both updates (multi_precision: through the float32 master copy a float16 weight has)."""
+
+    def update(self, index, weight, grad, state) -> None:
+        self._update_impl(index, weight, grad, state, multi_precision=False)
+
+    def update_multi_precision(self, index, weight, grad, state) -> None:
+        self._update_impl(index, weight, grad, state, multi_precision=self._uses_master_copy(weight))
+
+
 def _warn_fp16(weight, name: str) -> None:
     if weight.dtype == np.float16:
         warnings.warn("Accumulating with float16 in optimizer can lead to poor accuracy or slow convergence. "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from .. import ndarray as nd
-from .optimizer import Optimizer, register
+from .optimizer import _ImplOptimizer, register
 
 
 def aggregation_size(default: str = "4") -> int:
@@ -31,7 +31,7 @@ def all_dense(weights, grads) -> bool:
 
 
 @register
-class SGD(Optimizer):
+class SGD(_ImplOptimizer):
     """Stochastic gradient descent (MXNet's SGD).
 
     Without momentum: w = (1 - lr*wd) * w - lr * clip(rescale_grad * g).
@@ -91,12 +91,6 @@ class SGD(Optimizer):
         else:
             nd.multi_mp_sgd_update(*flatten((w, g, s[1]) for w, g, s in zip(weights, grads, states)),
                                    out=weights, num_weights=n, lrs=lrs, wds=wds, **kwargs)
-
-    def update(self, index, weight, grad, state) -> None:
-        self._update_impl(index, weight, grad, state, multi_precision=False)
-
-    def update_multi_precision(self, index, weight, grad, state) -> None:
-        self._update_impl(index, weight, grad, state, multi_precision=self._uses_master_copy(weight))
 
 
 def sgd_step(weight, grad, state, lr: float, wd: float, kwargs: dict, multi_precision: bool,
