@@ -208,6 +208,11 @@ def via(bwd: str, pick_inputs: Callable, n_grads: int, pass_attrs: bool = True) 
     return gradient
 
 
+def first_input_type(attrs, in_dtypes):
+    """infer_type of ops whose one output has input 0's dtype (backward ops: the gradient has ograd's)."""
+    return list(in_dtypes), [in_dtypes[0]]
+
+
 def _input_shapes(attrs, in_shapes):
     return in_shapes, list(in_shapes[1:])
 

@@ -10,7 +10,7 @@ from typing import Tuple
 import numpy as np
 
 from ..base import DTypeError, IndexRangeError, OperatorError, ShapeError
-from ._common import known, no_gradient, norm_axis, unify, via
+from ._common import first_input_type, known, no_gradient, norm_axis, unify, with_backward
 from . import stype
 from .registry import Attr, OpDef, register
 
@@ -26,10 +26,6 @@ def _keep_input_type(attrs, in_dtypes):
 def _grad_shape_of_data(attrs, in_shapes):
     """Backward ops (ograd, data, ...) -> data_grad shaped like data."""
     return in_shapes, [in_shapes[1]]
-
-
-def _grad_type_of_ograd(attrs, in_dtypes):
-    return list(in_dtypes), [in_dtypes[0]]
 
 
 # -- slice ------------------------------------------------------------------------------------
@@ -84,13 +80,10 @@ def _slice_backward(ctx, attrs, inputs, outputs, aux):
     out[slice_index("_backward_slice", attrs, x.shape)] = g
 
 
-register(OpDef(name="_backward_slice", attrs=_SLICE_ATTRS, inputs=["ograd", "data"], outputs=["data_grad"],
-               infer_shape=_grad_shape_of_data, infer_type=_grad_type_of_ograd,
-               kernels={"any": _slice_backward}, doc="Gradient of slice: ograd placed in a zero array."))
-register(OpDef(name="slice", aliases=["crop"], attrs=_SLICE_ATTRS, infer_shape=_slice_infer,
-               infer_stype=stype.csr_unit_step_slice,
-               kernels={"any": _slice}, gradient=via("_backward_slice", lambda i, o, g: [g[0], i[0]], 1),
-               doc="x[begin:end:step] per axis (None entries: the whole axis)."))
+with_backward(OpDef(name="slice", aliases=["crop"], attrs=_SLICE_ATTRS, infer_shape=_slice_infer,
+                    infer_stype=stype.csr_unit_step_slice, kernels={"any": _slice},
+                    doc="x[begin:end:step] per axis (None entries: the whole axis)."),
+              _slice_backward, "Gradient of slice: ograd placed in a zero array.", infer_type=first_input_type)
 
 
 # -- slice_axis ---------------------------------------------------------------------------------
@@ -131,13 +124,9 @@ def _slice_axis_backward(ctx, attrs, inputs, outputs, aux):
     out[_axis_index("_backward_slice_axis", attrs, x.shape)] = g
 
 
-register(OpDef(name="_backward_slice_axis", attrs=_SLICE_AXIS_ATTRS, inputs=["ograd", "data"],
-               outputs=["data_grad"], infer_shape=_grad_shape_of_data, infer_type=_grad_type_of_ograd,
-               kernels={"any": _slice_axis_backward}, doc="Gradient of slice_axis."))
-register(OpDef(name="slice_axis", attrs=_SLICE_AXIS_ATTRS, infer_shape=_slice_axis_infer,
-               kernels={"any": _slice_axis},
-               gradient=via("_backward_slice_axis", lambda i, o, g: [g[0], i[0]], 1),
-               doc="x[begin:end] along `axis` (end None: to the end)."))
+with_backward(OpDef(name="slice_axis", attrs=_SLICE_AXIS_ATTRS, infer_shape=_slice_axis_infer,
+                    kernels={"any": _slice_axis}, doc="x[begin:end] along `axis` (end None: to the end)."),
+              _slice_axis_backward, "Gradient of slice_axis.", infer_type=first_input_type)
 
 
 # -- slice_like -----------------------------------------------------------------------------------
@@ -179,7 +168,7 @@ def _slice_like_backward(ctx, attrs, inputs, outputs, aux):
 
 
 register(OpDef(name="_backward_slice_like", attrs={"axes": Attr("shape", ())}, inputs=["ograd", "data"],
-               outputs=["data_grad"], infer_shape=_grad_shape_of_data, infer_type=_grad_type_of_ograd,
+               outputs=["data_grad"], infer_shape=_grad_shape_of_data, infer_type=first_input_type,
                kernels={"any": _slice_like_backward}, doc="Gradient of slice_like."))
 register(OpDef(name="slice_like", attrs={"axes": Attr("shape", ())}, inputs=["data", "shape_like"],
                infer_shape=_slice_like_infer, infer_type=_keep_input_type, kernels={"any": _slice_like},
@@ -237,7 +226,7 @@ def _take_backward(ctx, attrs, inputs, outputs, aux):
 
 
 register(OpDef(name="_backward_take", attrs=_TAKE_ATTRS, inputs=["ograd", "indices", "a"], outputs=["a_grad"],
-               infer_shape=lambda at, s: (s, [s[2]]), infer_type=lambda at, d: (list(d), [d[0]]),
+               infer_shape=lambda at, s: (s, [s[2]]), infer_type=first_input_type,
                kernels={"any": _take_backward}, doc="Gradient of take w.r.t. a: ograd summed into the taken rows."))
 register(OpDef(name="take", attrs=_TAKE_ATTRS, inputs=["a", "indices"], infer_shape=_take_infer,
                infer_type=_keep_input_type, kernels={"any": _take}, infer_stype=stype.csr_rows,
@@ -315,7 +304,7 @@ def _pick_backward(ctx, attrs, inputs, outputs, aux):
 
 
 register(OpDef(name="_backward_pick", attrs=_PICK_ATTRS, inputs=["ograd", "data", "index"], outputs=["data_grad"],
-               infer_shape=_grad_shape_of_data, infer_type=_grad_type_of_ograd,
+               infer_shape=_grad_shape_of_data, infer_type=first_input_type,
                kernels={"any": _pick_backward}, doc="Gradient of pick."))
 register(OpDef(name="pick", attrs=_PICK_ATTRS, inputs=["data", "index"], infer_shape=_pick_infer,
                infer_type=_keep_input_type, kernels={"any": _pick},
@@ -425,7 +414,7 @@ def _gather_backward(ctx, attrs, inputs, outputs, aux):
 
 
 register(OpDef(name="_backward_gather_nd", inputs=["ograd", "indices", "data"], outputs=["data_grad"],
-               infer_shape=lambda a, s: (s, [s[2]]), infer_type=lambda a, d: (list(d), [d[0]]),
+               infer_shape=lambda a, s: (s, [s[2]]), infer_type=first_input_type,
                kernels={"any": _gather_backward}, doc="Gradient of gather_nd (scatter-add)."))
 register(OpDef(name="gather_nd", inputs=["data", "indices"], infer_shape=_gather_infer,
                infer_type=_keep_input_type, kernels={"any": _gather_nd},
@@ -534,7 +523,7 @@ def _scatter_set_grad(F, attrs, inputs, outputs, out_grads):
 
 
 register(OpDef(name="_scatter_set_nd", attrs={"shape": Attr("shape")}, inputs=["lhs", "rhs", "indices"],
-               infer_shape=lambda a, s: (s, [s[0]]), infer_type=lambda a, d: (list(d), [d[0]]),
+               infer_shape=lambda a, s: (s, [s[0]]), infer_type=first_input_type,
                kernels={"any": _scatter_set}, inplace=[(0, 0)], gradient=_scatter_set_grad,
                doc="lhs with rhs written at indices (M, ...) (MXNet's nd[...] = value with advanced indices)."))
 
@@ -574,7 +563,7 @@ def _slice_assign_grad(F, attrs, inputs, outputs, out_grads):
 
 
 register(OpDef(name="_slice_assign", aliases=["_crop_assign"], attrs=_SLICE_ATTRS, inputs=["lhs", "rhs"],
-               infer_shape=_assign_infer, infer_type=lambda a, d: (list(d), [d[0]]),
+               infer_shape=_assign_infer, infer_type=first_input_type,
                kernels={"any": _slice_assign}, inplace=[(0, 0)], gradient=_slice_assign_grad,
                doc="lhs with lhs[begin:end:step] replaced by rhs."))
 register(OpDef(name="_slice_assign_scalar", aliases=["_crop_assign_scalar"],

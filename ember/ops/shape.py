@@ -12,7 +12,8 @@ from typing import List, Sequence, Tuple
 import numpy as np
 
 from ..base import ShapeError
-from ._common import data_like_output, known, no_gradient, norm_axis, ograds_or_zeros, sum_to, via
+from ._common import data_like_output, first_input_type, known, no_gradient, norm_axis, ograds_or_zeros
+from ._common import sum_to, via, with_backward
 from ._common import np_shape as _np_shape
 from . import stype
 from .registry import Attr, OpDef, register
@@ -219,7 +220,7 @@ def _reshape_like_grad(F, attrs, inputs, outputs, out_grads):
 
 register(OpDef(name="reshape_like", inputs=["lhs", "rhs"], infer_shape=_reshape_like_infer,
                attrs={k: Attr("int_or_none", None) for k in ("lhs_begin", "lhs_end", "rhs_begin", "rhs_end")},
-               infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _copy_into},
+               infer_type=first_input_type, kernels={"any": _copy_into},
                gradient=_reshape_like_grad, inplace=[(0, 0)], shape_only_inputs=(1,),
                doc="lhs reshaped to the shape of rhs (rhs only gives the shape)."))
 
@@ -386,16 +387,12 @@ def _broadcast_kernel(ctx, attrs, inputs, outputs, aux):
     out[...] = ctx.xp.broadcast_to(inputs[0], out.shape)
 
 
-def _sum_to_like_infer(attrs, in_shapes):
-    return in_shapes, [in_shapes[1]]
-
-
 def _sum_to_like(ctx, attrs, inputs, outputs, aux):
     outputs[0][...] = sum_to(ctx.xp, inputs[0], outputs[0].shape)
 
 
 register(OpDef(name="_backward_broadcast_to", inputs=["ograd", "data"], outputs=["data_grad"],
-               infer_shape=_sum_to_like_infer, infer_type=lambda a, d: (list(d), [d[0]]),
+               infer_shape=lambda a, s: (s, [s[1]]), infer_type=first_input_type,
                kernels={"any": _sum_to_like}, shape_only_inputs=(1,),
                doc="ograd summed over the axes broadcasting expanded, down to data's shape."))
 
@@ -465,7 +462,7 @@ def _broadcast_like_infer(attrs, in_shapes):
 
 register(OpDef(name="broadcast_like", inputs=["lhs", "rhs"],
                attrs={"lhs_axes": Attr("shape_or_none", None), "rhs_axes": Attr("shape_or_none", None)},
-               infer_shape=_broadcast_like_infer, infer_type=lambda a, d: (list(d), [d[0]]),
+               infer_shape=_broadcast_like_infer, infer_type=first_input_type,
                kernels={"any": _broadcast_kernel}, gradient=_sum_back_grad,
                doc="Broadcast lhs to the shape of rhs (or only the axes given)."))
 
@@ -505,12 +502,9 @@ def _tile_backward(ctx, attrs, inputs, outputs, aux):
     outputs[0][...] = summed.reshape(x.shape)
 
 
-register(OpDef(name="_backward_tile", attrs={"reps": Attr("shape")}, inputs=["ograd", "data"],
-               outputs=["data_grad"], infer_shape=_sum_to_like_infer, infer_type=lambda a, d: (list(d), [d[0]]),
-               kernels={"any": _tile_backward}, doc="Gradient of tile: the sum over all tiles."))
-register(OpDef(name="tile", attrs={"reps": Attr("shape")}, infer_shape=_tile_infer, kernels={"any": _tile},
-               gradient=via("_backward_tile", lambda i, o, g: [g[0], i[0]], 1),
-               doc="Repeat the whole array `reps` times along each axis (numpy.tile)."))
+with_backward(OpDef(name="tile", attrs={"reps": Attr("shape")}, infer_shape=_tile_infer, kernels={"any": _tile},
+                    doc="Repeat the whole array `reps` times along each axis (numpy.tile)."),
+              _tile_backward, "Gradient of tile: the sum over all tiles.", infer_type=first_input_type)
 
 
 def _repeat_infer(attrs, in_shapes):
@@ -543,12 +537,9 @@ def _repeat_backward(ctx, attrs, inputs, outputs, aux):
 
 
 _REPEAT_ATTRS = {"repeats": Attr("int"), "axis": Attr("int_or_none", None)}
-register(OpDef(name="_backward_repeat", attrs=_REPEAT_ATTRS, inputs=["ograd", "data"], outputs=["data_grad"],
-               infer_shape=_sum_to_like_infer, infer_type=lambda a, d: (list(d), [d[0]]),
-               kernels={"any": _repeat_backward}, doc="Gradient of repeat: the sum over the copies."))
-register(OpDef(name="repeat", attrs=_REPEAT_ATTRS, infer_shape=_repeat_infer, kernels={"any": _repeat},
-               gradient=via("_backward_repeat", lambda i, o, g: [g[0], i[0]], 1),
-               doc="Repeat each element `repeats` times along `axis` (flattened when axis is None)."))
+with_backward(OpDef(name="repeat", attrs=_REPEAT_ATTRS, infer_shape=_repeat_infer, kernels={"any": _repeat},
+                    doc="Repeat each element `repeats` times along `axis` (flattened when axis is None)."),
+              _repeat_backward, "Gradient of repeat: the sum over the copies.", infer_type=first_input_type)
 
 
 # -- Cast -------------------------------------------------------------------------------------
@@ -639,12 +630,9 @@ def _diag_backward(ctx, attrs, inputs, outputs, aux):
     view[..., rows, cols] = g
 
 
-register(OpDef(name="_backward_diag", attrs=_DIAG_ATTRS, inputs=["ograd", "data"], outputs=["data_grad"],
-               infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[0]]),
-               kernels={"any": _diag_backward}, doc="Gradient of diag."))
-register(OpDef(name="diag", attrs=_DIAG_ATTRS, infer_shape=_diag_infer, kernels={"any": _diag},
-               gradient=via("_backward_diag", lambda i, o, g: [g[0], i[0]], 1),
-               doc="1-D input: a matrix with it on diagonal k; N-D: diagonal k of axes (axis1, axis2)."))
+with_backward(OpDef(name="diag", attrs=_DIAG_ATTRS, infer_shape=_diag_infer, kernels={"any": _diag},
+                    doc="1-D input: a matrix with it on diagonal k; N-D: diagonal k of axes (axis1, axis2)."),
+              _diag_backward, "Gradient of diag.", infer_type=first_input_type)
 
 
 # -- depth_to_space / space_to_depth ------------------------------------------------------------------
@@ -756,12 +744,9 @@ def _pad_backward(ctx, attrs, inputs, outputs, aux):
     outputs[0][...] = g
 
 
-register(OpDef(name="_backward_Pad", attrs=_PAD_ATTRS, inputs=["ograd", "data"], outputs=["data_grad"],
-               infer_shape=lambda a, s: (s, [s[1]]), infer_type=lambda a, d: (list(d), [d[0]]),
-               kernels={"any": _pad_backward}, doc="Gradient of Pad: padded copies added back to their source."))
-register(OpDef(name="Pad", aliases=["pad"], attrs=_PAD_ATTRS, infer_shape=_pad_infer, kernels={"any": _pad},
-               gradient=via("_backward_Pad", lambda i, o, g: [g[0], i[0]], 1),
-               doc="Pad the spatial axes of a 4-D/5-D array (constant, edge or reflect)."))
+with_backward(OpDef(name="Pad", aliases=["pad"], attrs=_PAD_ATTRS, infer_shape=_pad_infer, kernels={"any": _pad},
+                    doc="Pad the spatial axes of a 4-D/5-D array (constant, edge or reflect)."),
+              _pad_backward, "Gradient of Pad: padded copies added back to their source.", infer_type=first_input_type)
 
 
 # -- mixed precision casts ---------------------------------------------------------------------------
