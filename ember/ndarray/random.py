@@ -5,10 +5,12 @@ from ..imperative.invoke import call
 from ..imperative.ndarray import NDArray
 
 
-def _sample(op: str, sample_op: str, params: dict, shape, dtype, ctx, out, kwargs):
+def _sample(dist: str, params: dict, shape, dtype, ctx, out, kwargs):
+    """Draw with `_random_<dist>` (scalar parameters) or per element with `_sample_<dist>` (NDArrays)."""
+    op = f"_random_{dist}"
     if any(isinstance(v, NDArray) for v in params.values()):
         # per-element parameters: MXNet's _sample_* ops
-        arrays = [v for v in params.values()]
+        arrays = list(params.values())
         if not all(isinstance(v, NDArray) for v in arrays):
             raise TypeError(f"{op}: parameters must be all scalars or all NDArrays")
         attrs = dict(kwargs)
@@ -16,7 +18,7 @@ def _sample(op: str, sample_op: str, params: dict, shape, dtype, ctx, out, kwarg
             attrs["shape"] = shape
         if dtype is not None:
             attrs["dtype"] = dtype
-        return call(sample_op, tuple(arrays), dict(attrs, out=out))
+        return call(f"_sample_{dist}", tuple(arrays), dict(attrs, out=out))
     attrs = dict(params, **kwargs)
     # MXNet 1.x draws one value, shape (1,), when no shape is given
     attrs["shape"] = (1,) if shape is None else shape
@@ -29,53 +31,44 @@ def _sample(op: str, sample_op: str, params: dict, shape, dtype, ctx, out, kwarg
 
 def uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
     """Samples from U[low, high)."""
-    return _sample("_random_uniform", "_sample_uniform", {"low": low, "high": high},
-                   shape, dtype, ctx, out, kwargs)
+    return _sample("uniform", {"low": low, "high": high}, shape, dtype, ctx, out, kwargs)
 
 
 def normal(loc=0.0, scale=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
     """Samples from N(loc, scale**2)."""
-    return _sample("_random_normal", "_sample_normal", {"loc": loc, "scale": scale},
-                   shape, dtype, ctx, out, kwargs)
+    return _sample("normal", {"loc": loc, "scale": scale}, shape, dtype, ctx, out, kwargs)
 
 
 def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
     """Integers drawn uniformly from [low, high)."""
-    return _sample("_random_randint", "_sample_randint", {"low": low, "high": high},
-                   shape, dtype, ctx, out, kwargs)
+    return _sample("randint", {"low": low, "high": high}, shape, dtype, ctx, out, kwargs)
 
 
 def exponential(scale=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
     """Samples from the exponential distribution with mean `scale` (rate 1/scale)."""
-    if isinstance(scale, NDArray):
-        return _sample("_random_exponential", "_sample_exponential", {"lam": 1.0 / scale},
-                       shape, dtype, ctx, out, kwargs)
-    return _sample("_random_exponential", "_sample_exponential", {"lam": 1.0 / float(scale)},
-                   shape, dtype, ctx, out, kwargs)
+    lam = 1.0 / scale if isinstance(scale, NDArray) else 1.0 / float(scale)
+    return _sample("exponential", {"lam": lam}, shape, dtype, ctx, out, kwargs)
 
 
 def gamma(alpha=1.0, beta=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
     """Samples from Gamma(alpha, scale beta)."""
-    return _sample("_random_gamma", "_sample_gamma", {"alpha": alpha, "beta": beta},
-                   shape, dtype, ctx, out, kwargs)
+    return _sample("gamma", {"alpha": alpha, "beta": beta}, shape, dtype, ctx, out, kwargs)
 
 
 def poisson(lam=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
     """Samples from Poisson(lam)."""
-    return _sample("_random_poisson", "_sample_poisson", {"lam": lam}, shape, dtype, ctx, out, kwargs)
+    return _sample("poisson", {"lam": lam}, shape, dtype, ctx, out, kwargs)
 
 
 def negative_binomial(k=1, p=1, shape=None, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
     """Samples from NB(k, p): failures before k successes of probability p."""
-    return _sample("_random_negative_binomial", "_sample_negative_binomial", {"k": k, "p": p},
-                   shape, dtype, ctx, out, kwargs)
+    return _sample("negative_binomial", {"k": k, "p": p}, shape, dtype, ctx, out, kwargs)
 
 
 def generalized_negative_binomial(mu=1, alpha=1, shape=None, dtype=None, ctx=None, out=None,
                                   **kwargs) -> NDArray:
     """Samples from the gamma-Poisson mixture with mean mu and dispersion alpha."""
-    return _sample("_random_generalized_negative_binomial", "_sample_generalized_negative_binomial",
-                   {"mu": mu, "alpha": alpha}, shape, dtype, ctx, out, kwargs)
+    return _sample("generalized_negative_binomial", {"mu": mu, "alpha": alpha}, shape, dtype, ctx, out, kwargs)
 
 
 def randn(*shape, loc=0.0, scale=1.0, dtype=None, ctx=None, out=None, **kwargs) -> NDArray:
