@@ -6,6 +6,7 @@ when transpose_b - so an N-D dot contracts lhs's last (first) axis with rhs's fi
 """
 from __future__ import annotations
 
+from math import prod
 
 from ..base import OperatorError, ShapeError
 from ._common import fmt, known, same_type, with_backward
@@ -16,27 +17,20 @@ _DOT_ATTRS = {"transpose_a": Attr("bool", False), "transpose_b": Attr("bool", Fa
               "forward_stype": Attr("str_or_none", None)}
 
 
-def _prod(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
 def _dot_parts(a, b, ta: bool, tb: bool):
     """(lhs kept dims, lhs contracted size, rhs contracted size, rhs kept dims, lhs 2-D, rhs 2-D)."""
     if ta:
         l_keep, l_k = tuple(a[1:]), a[0] if a else 1
-        l2 = (l_k, _prod(a[1:]))
+        l2 = (l_k, prod(a[1:]))
     else:
         l_keep, l_k = tuple(a[:-1]), a[-1] if a else 1
-        l2 = (_prod(a[:-1]), l_k)
+        l2 = (prod(a[:-1]), l_k)
     if tb:
         r_keep, r_k = tuple(b[:-1]), b[-1] if b else 1
-        r2 = (_prod(b[:-1]), r_k)
+        r2 = (prod(b[:-1]), r_k)
     else:
         r_keep, r_k = tuple(b[1:]), b[0] if b else 1
-        r2 = (r_k, _prod(b[1:]))
+        r2 = (r_k, prod(b[1:]))
     return l_keep, l_k, r_k, r_keep, l2, r2
 
 

@@ -7,6 +7,7 @@ the ones that must sum (broadcast_*, tile, repeat) use dedicated `_backward_*` o
 """
 from __future__ import annotations
 
+from math import prod
 from typing import List, Sequence, Tuple
 
 import numpy as np
@@ -19,13 +20,6 @@ from . import stype
 from .registry import Attr, OpDef, register
 
 Shape = Tuple[int, ...]
-
-
-def _prod(shape: Sequence[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _copy_into(ctx, attrs, inputs, outputs, aux):
@@ -97,17 +91,17 @@ def reshape_target(op: str, dshape: Shape, spec: Sequence[int], reverse: bool = 
         else:
             raise ShapeError(f"{op}: invalid value {v} in shape {tuple(spec)}")
         i += 1
-    total = _prod(dshape)
+    total = prod(dshape)
     if infer_at >= 0:
-        rest = _prod(out[:infer_at] + out[infer_at + 1:])
+        rest = prod(out[:infer_at] + out[infer_at + 1:])
         if rest == 0 or total % rest:
             raise ShapeError(f"{op}: cannot reshape array of shape {tuple(dshape)} into {tuple(spec)}")
         out[infer_at] = total // rest
     if reverse:
         out = out[::-1]
-    if _prod(out) != total:
+    if prod(out) != total:
         raise ShapeError(f"{op}: cannot reshape array of shape {tuple(dshape)} (size {total}) "
-                         f"into shape {tuple(out)} (size {_prod(out)}) from shape={tuple(spec)}")
+                         f"into shape {tuple(out)} (size {prod(out)}) from shape={tuple(spec)}")
     return tuple(out)
 
 
@@ -120,8 +114,8 @@ def _legacy_target_shape(x: Shape, target, keep_highest: bool) -> Shape:
     zeros = [i for i in range(1 if keep_highest else 0, len(out)) if out[i] == 0]
     if len(zeros) == 1:
         out[zeros[0]] = 1
-        out[zeros[0]] = _prod(x) // _prod(out)
-    if _prod(out) != _prod(x):
+        out[zeros[0]] = prod(x) // prod(out)
+    if prod(out) != prod(x):
         raise ShapeError(f"Reshape: target_shape {tuple(target)} does not match the size of {tuple(x)}")
     return tuple(out)
 
@@ -141,8 +135,8 @@ def _reshape_backward_infer(attrs, in_shapes, out_shapes):
     x, out = in_shapes[0], out_shapes[0]
     if x is None or not known(out) or sum(d is None for d in x) != 1:
         return [None] * len(in_shapes)
-    rest = _prod([d for d in x if d is not None])
-    total = _prod(out)
+    rest = prod([d for d in x if d is not None])
+    total = prod(out)
     if rest == 0 or total % rest:
         return [None] * len(in_shapes)
     return [tuple(total // rest if d is None else d for d in x)] + [None] * (len(in_shapes) - 1)
@@ -165,7 +159,7 @@ def numpy_reshape_target(size: int, old_shape, newshape) -> Shape:
     bad = f"cannot reshape array of size {size} (shape {tuple(old_shape)}) into shape {newshape}"
     if newshape.count(-1) > 1 or any(d < -1 for d in newshape):
         raise ShapeError(bad + ": numpy shapes allow one -1 and no other negative value")
-    fixed = _prod([d for d in newshape if d != -1])
+    fixed = prod([d for d in newshape if d != -1])
     if -1 in newshape:
         if fixed == 0 or size % fixed:
             raise ShapeError(bad)
@@ -179,7 +173,7 @@ def _np_reshape_infer(attrs, in_shapes):
     x = in_shapes[0]
     if not known(x):
         return in_shapes, [None]
-    return in_shapes, [numpy_reshape_target(_prod(x), x, attrs["newshape"])]
+    return in_shapes, [numpy_reshape_target(prod(x), x, attrs["newshape"])]
 
 
 register(OpDef(
@@ -209,7 +203,7 @@ def _reshape_like_infer(attrs, in_shapes):
         target = tuple(a[:lb]) + tuple(b[rb:re_]) + tuple(a[le:])
     else:
         return in_shapes, [None]
-    if known(a) and target is not None and known(target) and _prod(a) != _prod(target):
+    if known(a) and target is not None and known(target) and prod(a) != prod(target):
         raise ShapeError(f"reshape_like: cannot reshape lhs of shape {tuple(a)} into {target}")
     return in_shapes, [target]
 
@@ -232,7 +226,7 @@ def _flatten_infer(attrs, in_shapes):
         return in_shapes, [None]
     if len(x) == 0:
         return in_shapes, [(1, 1)]
-    return in_shapes, [(x[0], _prod(x[1:]))]
+    return in_shapes, [(x[0], prod(x[1:]))]
 
 
 register(OpDef(name="Flatten", aliases=["flatten"], infer_shape=_flatten_infer, kernels={"any": _copy_into},
@@ -516,7 +510,7 @@ def _repeat_infer(attrs, in_shapes):
         return in_shapes, [None]
     axis = attrs["axis"]
     if axis is None:
-        return in_shapes, [(_prod(x) * r,)]
+        return in_shapes, [(prod(x) * r,)]
     a = norm_axis("repeat", axis, len(x))
     return in_shapes, [tuple(d * r if i == a else d for i, d in enumerate(x))]
 
