@@ -147,3 +147,15 @@ def load_pretrained(net, name: str, ctx, root: str) -> None:
     """Load `name`'s pretrained weights from `root` into `net` on `ctx` (what every constructor's
     `pretrained=True` does)."""
     net.load_parameters(get_model_file(name, root=root), ctx=ctx)
+
+
+def named_constructor(name: str, summary: str, getter, *args, net: str = "the network's class", **fixed):
+    """The public model function `name(**kwargs)` = getter(*args, **kwargs) with the keywords `fixed`
+    forced, documented by `summary` (it belongs to getter's module, as if written there)."""
+    def build(**kwargs):
+        return getter(*args, **dict(kwargs, **fixed))
+    build.__name__ = build.__qualname__ = name
+    build.__module__ = getter.__module__
+    build.__doc__ = (f"{summary}\n\npretrained: load the weights from `root` (default $MXNET_HOME/models) onto "
+                     f"`ctx` (default CPU); other keywords go to {net}.")
+    return build

@@ -9,7 +9,7 @@ from ....context import cpu
 from ... import nn
 from ...block import HybridBlock
 from ...contrib.nn import HybridConcurrent, Identity
-from ..model_store import load_pretrained
+from ..model_store import load_pretrained, named_constructor
 
 __all__ = ["DenseNet", "densenet121", "densenet161", "densenet169", "densenet201"]
 
@@ -100,13 +100,9 @@ def get_densenet(num_layers: int, pretrained: bool = False, ctx=cpu(),
 
 
 def _constructor(depth: int):
-    def build(**kwargs) -> DenseNet:
-        return get_densenet(depth, **kwargs)
-    build.__name__ = build.__qualname__ = f"densenet{depth}"
-    build.__doc__ = (f"DenseNet-BC {depth}-layer model from \"Densely Connected Convolutional Networks\".\n\n"
-                     "pretrained: load the weights from `root` (default $MXNET_HOME/models) onto `ctx` "
-                     "(default CPU); other keywords go to DenseNet.")
-    return build
+    return named_constructor(f"densenet{depth}",
+                             f"DenseNet-BC {depth}-layer model from \"Densely Connected Convolutional Networks\".",
+                             get_densenet, depth, net="DenseNet")
 
 
 densenet121 = _constructor(121)

@@ -9,7 +9,7 @@ from ....base import data_dir
 from ....context import cpu
 from ... import nn
 from ...block import HybridBlock
-from ..model_store import load_pretrained
+from ..model_store import load_pretrained, named_constructor
 
 __all__ = ["MobileNet", "MobileNetV2", "mobilenet1_0", "mobilenet_v2_1_0", "mobilenet0_75",
            "mobilenet_v2_0_75", "mobilenet0_5", "mobilenet_v2_0_5", "mobilenet0_25",
@@ -142,16 +142,10 @@ def get_mobilenet_v2(multiplier: float, pretrained: bool = False, ctx=cpu(),
 
 
 def _constructor(multiplier: float, v2: bool):
-    getter = get_mobilenet_v2 if v2 else get_mobilenet
-
-    def build(**kwargs) -> HybridBlock:
-        return getter(multiplier, **kwargs)
     tag = _version_suffix(multiplier).replace(".", "_")
-    build.__name__ = build.__qualname__ = f"mobilenet_v2_{tag}" if v2 else f"mobilenet{tag}"
-    build.__doc__ = (f"{'MobileNetV2' if v2 else 'MobileNet'} with width multiplier {multiplier}.\n\n"
-                     "pretrained: load the weights from `root` (default $MXNET_HOME/models) onto `ctx` "
-                     "(default CPU); other keywords go to the network's class.")
-    return build
+    return named_constructor(f"mobilenet_v2_{tag}" if v2 else f"mobilenet{tag}",
+                             f"{'MobileNetV2' if v2 else 'MobileNet'} with width multiplier {multiplier}.",
+                             get_mobilenet_v2 if v2 else get_mobilenet, multiplier)
 
 
 mobilenet1_0 = _constructor(1.0, False)

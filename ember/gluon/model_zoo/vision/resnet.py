@@ -10,7 +10,7 @@ from ....context import cpu
 from ....util import is_np_array
 from ... import nn
 from ...block import HybridBlock
-from ..model_store import load_pretrained
+from ..model_store import load_pretrained, named_constructor
 
 __all__ = ["ResNetV1", "ResNetV2",
            "BasicBlockV1", "BasicBlockV2",
@@ -234,15 +234,10 @@ def get_resnet(version: int, num_layers: int, pretrained: bool = False, ctx=cpu(
 
 
 def _constructor(version: int, depth: int):
-    def build(**kwargs) -> HybridBlock:
-        return get_resnet(version, depth, **kwargs)
     paper = ('"Deep Residual Learning for Image Recognition"' if version == 1
              else '"Identity Mappings in Deep Residual Networks"')
-    build.__name__ = build.__qualname__ = f"resnet{depth}_v{version}"
-    build.__doc__ = (f"ResNet-{depth} V{version} model from {paper}.\n\n"
-                     "pretrained: load the weights from `root` (default $MXNET_HOME/models) onto `ctx` "
-                     "(default CPU); other keywords go to the network's class.")
-    return build
+    return named_constructor(f"resnet{depth}_v{version}", f"ResNet-{depth} V{version} model from {paper}.",
+                             get_resnet, version, depth)
 
 
 resnet18_v1 = _constructor(1, 18)

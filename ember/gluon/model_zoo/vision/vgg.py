@@ -9,7 +9,7 @@ from ....context import cpu
 from ....initializer import Xavier
 from ... import nn
 from ...block import HybridBlock
-from ..model_store import load_pretrained
+from ..model_store import load_pretrained, named_constructor
 
 __all__ = ["VGG",
            "vgg11", "vgg13", "vgg16", "vgg19",
@@ -77,16 +77,10 @@ def get_vgg(num_layers: int, pretrained: bool = False, ctx=cpu(),
 
 
 def _constructor(depth: int, batch_norm: bool):
-    def build(**kwargs) -> VGG:
-        if batch_norm:
-            kwargs["batch_norm"] = True
-        return get_vgg(depth, **kwargs)
-    build.__name__ = build.__qualname__ = f"vgg{depth}{'_bn' if batch_norm else ''}"
-    build.__doc__ = (f"VGG-{depth} model{' with batch normalization' if batch_norm else ''} from "
-                     '"Very Deep Convolutional Networks for Large-Scale Image Recognition".\n\n'
-                     "pretrained: load the weights from `root` (default $MXNET_HOME/models) onto `ctx` "
-                     "(default CPU); other keywords go to VGG.")
-    return build
+    return named_constructor(f"vgg{depth}{'_bn' if batch_norm else ''}",
+                             f"VGG-{depth} model{' with batch normalization' if batch_norm else ''} from "
+                             '"Very Deep Convolutional Networks for Large-Scale Image Recognition".',
+                             get_vgg, depth, net="VGG", **({"batch_norm": True} if batch_norm else {}))
 
 
 vgg11 = _constructor(11, False)
