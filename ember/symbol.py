@@ -38,12 +38,8 @@ class _PrefixedNamespace:
         raise AttributeError(f"mx.sym.{self._label} has no operator '{name}'")
 
     def __dir__(self):
-        names = []
-        for full in _ops.list_ops(include_aliases=True):
-            for p in self._prefixes:
-                if p and full.startswith(p):
-                    names.append(full[len(p):])
-        return sorted(set(names))
+        return sorted({full[len(p):] for full in _ops.list_ops(include_aliases=True)
+                       for p in self._prefixes if p and full.startswith(p)})
 
 
 random = _PrefixedNamespace("random", ("_random_", "_sample_"))

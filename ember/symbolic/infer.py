@@ -63,11 +63,8 @@ def _run(order: Sequence[Node], known: Dict[Key, object], kind: str) -> Dict[Key
     is_shape = kind == "shape"
     done = _complete if is_shape else (lambda v, _k: v is not None)
     # per node, once: (node, attrs, data-input count, input keys, output keys)
-    pending = []
-    for n in order:
-        if n.op is not None:
-            pending.append((n, n.parsed_attrs, n.num_inputs(), [(id(c), i) for c, i in n.inputs],
-                            [(id(n), i) for i in range(n.num_outputs())]))
+    pending = [(n, n.parsed_attrs, n.num_inputs(), [(id(c), i) for c, i in n.inputs],
+                [(id(n), i) for i in range(n.num_outputs())]) for n in order if n.op is not None]
     get = values.get
     # Big graphs repeat (operator, attributes, input values) a lot: infer each combination once.
     memo: Dict[tuple, tuple] = {}

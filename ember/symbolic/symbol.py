@@ -95,10 +95,7 @@ class Symbol:
 
     def get_internals(self) -> "Symbol":
         """A group of every (visible) output of every node of the graph."""
-        entries = []
-        for n in self._nodes():
-            entries.extend((n, i) for i in range(n.num_visible_outputs()))
-        return Symbol(entries)
+        return Symbol([(n, i) for n in self._nodes() for i in range(n.num_visible_outputs())])
 
     def get_children(self) -> Optional["Symbol"]:
         """The inputs of this symbol's node(s), or None for a variable."""
