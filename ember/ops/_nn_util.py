@@ -56,6 +56,13 @@ def parse_optional_bool(op: str, name: str, value) -> Optional[bool]:
 
 
 # -- shape helpers -------------------------------------------------------------
+def data_axis(op: str, axis: int, ndim: int) -> int:
+    """`axis` of ndim-D data as an index in [0, ndim) (negative values count from the end)."""
+    if not -ndim <= axis < ndim:
+        raise ShapeError(f"{op}: axis {axis} is out of range for {ndim}-D data")
+    return axis % ndim
+
+
 def merge(op: str, what: str, given: Optional[Shape], inferred: Shape) -> Shape:
     """The shape `given` (possibly unknown or partially 0) reconciled with `inferred`."""
     inferred = tuple(int(v) for v in inferred)

@@ -12,9 +12,9 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ._common import data_like_output, known, same_type
-from ._nn_util import backward_via, merge
-from .nn_softmax import _length_mask, _softmax
-from .registry import Attr, OpDef, as_dtype, register
+from ._nn_util import backward_via, data_axis, merge
+from .nn_softmax import _length_mask, _sm_type, _softmax
+from .registry import Attr, OpDef, register
 
 
 # -- softmin ---------------------------------------------------------------------------------------
@@ -31,24 +31,11 @@ def _softmin_shape(attrs, in_shapes):
     if not known(d):
         return in_shapes, [None]
     d = tuple(d)
-    if not -len(d) <= attrs["axis"] < len(d):
-        raise ShapeError(f"softmin: axis {attrs['axis']} is out of range for {len(d)}-D data")
-    ax = attrs["axis"] % len(d)
+    ax = data_axis("softmin", attrs["axis"], len(d))
     ins = list(in_shapes)
     if attrs["use_length"]:
         ins[1] = merge("softmin", "length", ins[1], d[:ax] + d[ax + 1:])
     return ins, [d]
-
-
-def _softmin_type(attrs, in_dtypes):
-    dt = in_dtypes[0]
-    if dt is not None and np.dtype(dt).kind != "f":
-        raise OperatorError(f"softmin: floating point data expected, got {np.dtype(dt).name}")
-    out = attrs["dtype"] if attrs["dtype"] is not None else dt
-    ins = list(in_dtypes)
-    if attrs["use_length"] and ins[1] is None:
-        ins[1] = np.dtype(np.int32)
-    return ins, [None if out is None else as_dtype(out)]
 
 
 def _softmin_kernel(ctx, attrs, inputs, outputs, aux):
@@ -74,7 +61,7 @@ def _softmin_backward(ctx, attrs, inputs, outputs, aux):
 
 register(OpDef(
     name="softmin", attrs=_SM_ATTRS, inputs=lambda a: ["data", "length"] if a["use_length"] else ["data"],
-    outputs=["output"], infer_shape=_softmin_shape, infer_type=_softmin_type,
+    outputs=["output"], infer_shape=_softmin_shape, infer_type=_sm_type("softmin"),
     infer_shape_backward=data_like_output, kernels={"any": _softmin_kernel}, inplace=[(0, 0)],
     gradient=backward_via("_backward_softmin", lambda a, i, o, g: [g[0], o[0]],
                           lambda a: [True] + ([False] if a["use_length"] else [])),
@@ -301,9 +288,7 @@ def _split_shape(attrs, in_shapes):
     if d is None or not known(d):
         return in_shapes, [None] * n
     d = tuple(d)
-    if not -len(d) <= attrs["axis"] < len(d):
-        raise ShapeError(f"_split_v2: axis {attrs['axis']} is out of range for {len(d)}-D data")
-    ax = attrs["axis"] % len(d)
+    ax = data_axis("_split_v2", attrs["axis"], len(d))
     outs = []
     for s, e in _split_bounds(attrs, d[ax]):
         if attrs["squeeze_axis"]:

@@ -3,17 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import OperatorError, ShapeError
+from ..base import OperatorError
 from ..engine import native
-from ._nn_util import backward_via, known, merge
+from ._nn_util import backward_via, data_axis, known, merge
 from .registry import Attr, OpDef, register
 from ._common import data_like_output
-
-
-def _axis(op, axis, ndim):
-    if not -ndim <= axis < ndim:
-        raise ShapeError(f"{op}: axis {axis} is out of range for {ndim}-D data")
-    return axis % ndim
 
 
 def _param_view(p, ndim, axis):
@@ -66,7 +60,7 @@ def _bn_shape(attrs, in_shapes, aux_shapes):
     d = tuple(d)
     if attrs["eps"] <= 0:
         raise OperatorError(f"BatchNorm: eps must be > 0, got {attrs['eps']}")
-    ax = _axis("BatchNorm", attrs["axis"], len(d))
+    ax = data_axis("BatchNorm", attrs["axis"], len(d))
     c = (d[ax],)
     ins = [d] + [merge("BatchNorm", name, s, c) for name, s in zip(("gamma", "beta"), in_shapes[1:])]
     aux = [merge("BatchNorm", name, s, c) for name, s in zip(("moving_mean", "moving_var"), aux_shapes)]
@@ -236,7 +230,7 @@ def _ln_shape(attrs, in_shapes):
     if not known(d):
         return in_shapes, [None, None, None]
     d = tuple(d)
-    ax = _axis("LayerNorm", attrs["axis"], len(d))
+    ax = data_axis("LayerNorm", attrs["axis"], len(d))
     c = (d[ax],)
     ins = [d] + [merge("LayerNorm", name, s, c) for name, s in zip(("gamma", "beta"), in_shapes[1:])]
     stat = d[:ax] + (1,) + d[ax + 1:]

@@ -7,15 +7,9 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ..engine import native
-from ._nn_util import backward_via, float_types, known, merge
+from ._nn_util import backward_via, data_axis, float_types, known, merge
 from .registry import Attr, OpDef, as_dtype, register
 from ._common import data_like_output, np_shape
-
-
-def _norm_axis(op, axis, ndim):
-    if not -ndim <= axis < ndim:
-        raise ShapeError(f"{op}: axis {axis} is out of range for {ndim}-D data")
-    return axis % ndim
 
 
 def _softmax(xp, x, axis, temperature=None, log=False, out=None):
@@ -64,7 +58,7 @@ def _sm_shape(name):
         if not (known(d) or (np_shape() and d is not None and len(d) > 0 and None not in d)):
             return in_shapes, [None]
         d = tuple(d)
-        ax = _norm_axis(name, attrs["axis"], len(d))
+        ax = data_axis(name, attrs["axis"], len(d))
         ins = list(in_shapes)
         if attrs["use_length"]:
             ins[1] = merge(name, "length", ins[1], d[:ax] + d[ax + 1:])
