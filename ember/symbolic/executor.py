@@ -25,6 +25,7 @@ from ..ops.registry import OpContext, UfuncForm
 from ..ops.ufunc_loops import Loop
 from .expand import expand_loops
 from .cse import optimized_heads
+from . import planner
 from .passes import GraphState, compile_graph, mirror_enabled
 from .storage_types import STYPE_IDS, declared_stype, infer_entry_stypes
 
@@ -105,10 +106,6 @@ class _MonitorName(str):
         return str(self)
 
 
-def _align(n: int, to: int = 64) -> int:
-    return (n + to - 1) // to * to
-
-
 class SharedPool:
     """Storage blocks shared by executors made from one another (`reshape`, `shared_exec`: buckets).
 
@@ -136,7 +133,7 @@ class SharedPool:
         used = [0] * len(self.blocks)  # bytes of each pool block already given to this executor
         out: List[tuple] = [(0, 0)] * len(sizes)
         for b in sorted(range(len(sizes)), key=lambda i: -int(sizes[i])):
-            need = _align(max(int(sizes[b]), 1))
+            need = planner.align(max(int(sizes[b]), 1))
             pick = next((i for i, blk in enumerate(self.blocks) if blk.size - used[i] >= need), None)
             if pick is None:
                 self.blocks.append(alloc(need))

@@ -51,9 +51,7 @@ def lower_bound(sizes: Sequence[int], starts: Sequence[int], ends: Sequence[int]
     """Max over steps of the bytes of groups live at that step."""
     if len(sizes) == 0:
         return 0
-    sizes = np.asarray(sizes, dtype=np.int64)
-    starts = np.asarray(starts, dtype=np.int64)
-    ends = np.asarray(ends, dtype=np.int64)
+    sizes, starts, ends = _arrays(sizes, starts, ends)
     n = int(ends.max()) + 2
     delta = np.zeros(n + 1, dtype=np.int64)
     np.add.at(delta, starts, sizes)
@@ -111,11 +109,8 @@ def _place_in_order(sizes_a: np.ndarray, starts_a: np.ndarray, ends_a: np.ndarra
     top = 0
     for g in order:
         s, e, need = int(starts_a[g]), int(ends_a[g]), int(sizes_a[g])
-        if k:
-            mask = (p_start[:k] <= e) & (p_end[:k] >= s)
-            offs = p_off[:k][mask]
-        else:
-            offs = p_off[:0]
+        mask = (p_start[:k] <= e) & (p_end[:k] >= s)
+        offs = p_off[:k][mask]
         if offs.size == 0:
             off = 0
         else:
