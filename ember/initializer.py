@@ -130,14 +130,9 @@ class Initializer:
     def _init_one(self, _, arr: NDArray) -> None:
         arr[:] = 1.0
 
-    def _init_bias(self, _, arr: NDArray) -> None:
-        arr[:] = 0.0
-
-    def _init_gamma(self, _, arr: NDArray) -> None:
-        arr[:] = 1.0
-
-    def _init_beta(self, _, arr: NDArray) -> None:
-        arr[:] = 0.0
+    # biases and shifts start at 0, scales at 1
+    _init_bias = _init_beta = _init_zero
+    _init_gamma = _init_one
 
     def _init_weight(self, name, arr: NDArray) -> None:
         raise NotImplementedError(f"{type(self).__name__} must define _init_weight")
@@ -168,8 +163,7 @@ class Zero(Initializer):
     def __init__(self):
         super().__init__()
 
-    def _init_weight(self, _, arr):
-        arr[:] = 0.0
+    _init_weight = Initializer._init_zero
 
 
 @register
@@ -180,8 +174,7 @@ class One(Initializer):
     def __init__(self):
         super().__init__()
 
-    def _init_weight(self, _, arr):
-        arr[:] = 1.0
+    _init_weight = Initializer._init_one
 
 
 @register
