@@ -25,6 +25,13 @@ def _per_axis(value, n: int):
     return (value,) * n if isinstance(value, _numeric) else value
 
 
+def _n_ints(value, n: int, what: str):
+    """`value` for n axes (a number repeated), asserted to have n entries."""
+    value = _per_axis(value, n)
+    assert len(value) == n, f"{what} must be a number or a list of {n} ints"
+    return value
+
+
 def _weight_shape(op_name: str, channels: int, in_channels: int, groups: int, kernel, layout: str) -> Tuple[int, ...]:
     """The weight shape the operator infers (0 = unknown until the first call), in the layout's order."""
     kernel = tuple(kernel)
@@ -102,12 +109,6 @@ def conv_repr(block, kwargs: dict, weight, bias) -> str:
     return f"{type(block).__name__}({mapping}, {', '.join(parts)})"
 
 
-def _kernel_tuple(kernel_size, n: int):
-    kernel_size = _per_axis(kernel_size, n)
-    assert len(kernel_size) == n, f"kernel_size must be a number or a list of {n} ints"
-    return kernel_size
-
-
 class Conv1D(_Conv):
     """1-D convolution over (N, C, W) data; weight (channels, in_channels / groups, k)."""
 
@@ -115,7 +116,7 @@ class Conv1D(_Conv):
                  activation=None, use_bias=True, weight_initializer=None, bias_initializer="zeros",
                  in_channels=0, **kwargs):
         assert layout == "NCW", "Only supports 'NCW' layout for now"
-        kernel_size = _kernel_tuple(kernel_size, 1)
+        kernel_size = _n_ints(kernel_size, 1, "kernel_size")
         op_name = kwargs.pop("op_name", "Convolution")
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout, in_channels,
                          activation, use_bias, weight_initializer, bias_initializer, op_name, **kwargs)
@@ -128,7 +129,7 @@ class Conv2D(_Conv):
                  layout="NCHW", activation=None, use_bias=True, weight_initializer=None, bias_initializer="zeros",
                  in_channels=0, **kwargs):
         assert layout in ("NCHW", "NHWC"), "Only supports 'NCHW' and 'NHWC' layout for now"
-        kernel_size = _kernel_tuple(kernel_size, 2)
+        kernel_size = _n_ints(kernel_size, 2, "kernel_size")
         op_name = kwargs.pop("op_name", "Convolution")
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout, in_channels,
                          activation, use_bias, weight_initializer, bias_initializer, op_name, **kwargs)
@@ -141,16 +142,10 @@ class Conv3D(_Conv):
                  layout="NCDHW", activation=None, use_bias=True, weight_initializer=None, bias_initializer="zeros",
                  in_channels=0, **kwargs):
         assert layout in ("NCDHW", "NDHWC"), "Only supports 'NCDHW' and 'NDHWC' layout for now"
-        kernel_size = _kernel_tuple(kernel_size, 3)
+        kernel_size = _n_ints(kernel_size, 3, "kernel_size")
         op_name = kwargs.pop("op_name", "Convolution")
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout, in_channels,
                          activation, use_bias, weight_initializer, bias_initializer, op_name, **kwargs)
-
-
-def _output_padding(output_padding, n: int):
-    output_padding = _per_axis(output_padding, n)
-    assert len(output_padding) == n, f"output_padding must be a number or a list of {n} ints"
-    return output_padding
 
 
 class Conv1DTranspose(_Conv):
@@ -160,8 +155,8 @@ class Conv1DTranspose(_Conv):
                  layout="NCW", activation=None, use_bias=True, weight_initializer=None, bias_initializer="zeros",
                  in_channels=0, **kwargs):
         assert layout == "NCW", "Only supports 'NCW' layout for now"
-        kernel_size = _kernel_tuple(kernel_size, 1)
-        output_padding = _output_padding(output_padding, 1)
+        kernel_size = _n_ints(kernel_size, 1, "kernel_size")
+        output_padding = _n_ints(output_padding, 1, "output_padding")
         op_name = kwargs.pop("op_name", "Deconvolution")
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout, in_channels,
                          activation, use_bias, weight_initializer, bias_initializer, op_name=op_name,
@@ -176,8 +171,8 @@ class Conv2DTranspose(_Conv):
                  dilation=(1, 1), groups=1, layout="NCHW", activation=None, use_bias=True, weight_initializer=None,
                  bias_initializer="zeros", in_channels=0, **kwargs):
         assert layout in ("NCHW", "NHWC"), "Only supports 'NCHW' and 'NHWC' layout for now"
-        kernel_size = _kernel_tuple(kernel_size, 2)
-        output_padding = _output_padding(output_padding, 2)
+        kernel_size = _n_ints(kernel_size, 2, "kernel_size")
+        output_padding = _n_ints(output_padding, 2, "output_padding")
         op_name = kwargs.pop("op_name", "Deconvolution")
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout, in_channels,
                          activation, use_bias, weight_initializer, bias_initializer, op_name=op_name,
@@ -192,8 +187,8 @@ class Conv3DTranspose(_Conv):
                  dilation=(1, 1, 1), groups=1, layout="NCDHW", activation=None, use_bias=True,
                  weight_initializer=None, bias_initializer="zeros", in_channels=0, **kwargs):
         assert layout in ("NCDHW", "NDHWC"), "Only supports 'NCDHW' and 'NDHWC' layout for now"
-        kernel_size = _kernel_tuple(kernel_size, 3)
-        output_padding = _output_padding(output_padding, 3)
+        kernel_size = _n_ints(kernel_size, 3, "kernel_size")
+        output_padding = _n_ints(output_padding, 3, "output_padding")
         op_name = kwargs.pop("op_name", "Deconvolution")
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout, in_channels,
                          activation, use_bias, weight_initializer, bias_initializer, op_name=op_name,
@@ -234,9 +229,7 @@ _LAYOUTS = {1: ("NCW", "NWC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
 
 def _pool_size(pool_size, layout, n: int):
     assert layout in _LAYOUTS[n], f"Only {' and '.join(_LAYOUTS[n])} layouts are valid for {n}D Pooling"
-    pool_size = _per_axis(pool_size, n)
-    assert len(pool_size) == n, f"pool_size must be a number or a list of {n} ints"
-    return pool_size
+    return _n_ints(pool_size, n, "pool_size")
 
 
 class MaxPool1D(_Pooling):
