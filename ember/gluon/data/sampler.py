@@ -8,8 +8,6 @@ import numpy as np
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "FilterSampler", "BatchSampler",
            "IntervalSampler"]
 
-_LAST_BATCH = ("keep", "discard", "rollover")
-
 
 class Sampler:
     """Base class: subclasses define `__iter__` and `__len__`."""
