@@ -37,8 +37,8 @@ def _jsonable(kwargs: dict) -> dict:
     return out
 
 
-class Augmenter:
-    """Base class of the image augmenters: keeps its constructor arguments for `dumps()`."""
+class _Described:
+    """What the image and detection augmenters share: the constructor arguments, kept for `dumps()`."""
 
     def __init__(self, **kwargs):
         self._kwargs = _jsonable(kwargs)
@@ -47,6 +47,9 @@ class Augmenter:
         """A JSON string `[lower-case class name, constructor arguments]` describing the augmenter."""
         return json.dumps([self.__class__.__name__.lower(), self._kwargs])
 
+
+class Augmenter(_Described):
+    """Base class of the image augmenters: keeps its constructor arguments for `dumps()`."""
     def __call__(self, src: NDArray) -> NDArray:
         raise NotImplementedError("Augmenter subclasses must implement __call__.")
 

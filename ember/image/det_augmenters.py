@@ -8,7 +8,6 @@ to [0, 1], so crops, pads and flips move the boxes with the image.  Random choic
 """
 from __future__ import annotations
 
-import json
 import logging
 import random
 import warnings
@@ -22,23 +21,15 @@ from .. import ndarray as nd
 from ..imperative.ndarray import NDArray
 from .augmenters import (Augmenter, CastAug, ColorJitterAug, ColorNormalizeAug, ForceResizeAug, HueJitterAug,
                          LightingAug, RandomGrayAug, ResizeAug, _IMAGENET_EIGVAL, _IMAGENET_EIGVEC,
-                         _IMAGENET_MEAN, _IMAGENET_STD, _channel_stats, _jsonable)
+                         _IMAGENET_MEAN, _IMAGENET_STD, _Described, _channel_stats)
 from .image import copyMakeBorder, fixed_crop
 
 __all__ = ["DetAugmenter", "DetBorrowAug", "DetRandomSelectAug", "DetHorizontalFlipAug", "DetRandomCropAug",
            "DetRandomPadAug", "CreateMultiRandCropAugmenter", "CreateDetAugmenter"]
 
 
-class DetAugmenter:
+class DetAugmenter(_Described):
     """Base class of the detection augmenters: keeps its constructor arguments for `dumps()`."""
-
-    def __init__(self, **kwargs):
-        self._kwargs = _jsonable(kwargs)
-
-    def dumps(self) -> str:
-        """A JSON string `[lower-case class name, constructor arguments]`."""
-        return json.dumps([self.__class__.__name__.lower(), self._kwargs])
-
     def __call__(self, src: NDArray, label: np.ndarray):
         raise NotImplementedError("DetAugmenter subclasses must implement __call__.")
 
