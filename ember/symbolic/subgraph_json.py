@@ -12,6 +12,14 @@ from .control_flow import CallBody, ForeachBody, WhileBody, _counts
 from .graph import Entry, Node, aux_variable_ids, topo_order
 
 
+def _read_attrs(params: Dict[str, str], lists: Tuple[str, ...], ints: Tuple[str, ...], what: str) -> list:
+    """The list-valued attributes `lists`, then the int-valued `ints`, of a node read from JSON."""
+    try:
+        return [list(ast.literal_eval(params[k])) for k in lists] + [int(params[k]) for k in ints]
+    except (KeyError, ValueError, SyntaxError, TypeError) as e:
+        raise ValueError(f"bad or missing {what} attributes ({type(e).__name__}: {e})") from None
+
+
 def foreach_to_json(node: Node) -> Tuple[Dict[str, str], List[Entry]]:
     """(MXNet's attributes of a `_foreach` node, the body's heads to write as its subgraph): the body's
     inputs in graph order, located by `in_data_locs`, `in_state_locs` and `remain_locs`."""
@@ -59,12 +67,8 @@ def call_from_json(params: Dict[str, str], body_heads: Optional[List[Entry]], nu
 
 def foreach_from_json(params: Dict[str, str], body_heads: List[Entry], num_inputs: int) -> dict:
     """ember's attributes of a `_foreach` node read from MXNet's (`params`) and its subgraph's heads."""
-    try:
-        data_locs, state_locs, remain_locs = (list(ast.literal_eval(params[k]))
-                                              for k in ("in_data_locs", "in_state_locs", "remain_locs"))
-        out_data = int(params["num_out_data"])
-    except (KeyError, ValueError, SyntaxError, TypeError) as e:
-        raise ValueError(f"bad or missing loop attributes ({type(e).__name__}: {e})") from None
+    data_locs, state_locs, remain_locs, out_data = _read_attrs(
+        params, ("in_data_locs", "in_state_locs", "remain_locs"), ("num_out_data",), "loop")
     inputs = [n for n in topo_order(body_heads) if n.op is None]
     locs = data_locs + state_locs + remain_locs
     if sorted(locs) != list(range(len(inputs))) or len(locs) != num_inputs:
@@ -90,12 +94,8 @@ def while_to_json(node: Node) -> Tuple[Dict[str, str], List[List[Entry]]]:
 
 def while_from_json(params: Dict[str, str], graphs: List[List[Entry]], num_inputs: int) -> dict:
     """ember's attributes of a `_while_loop` node read from MXNet's and its two graphs' heads."""
-    try:
-        cond_locs, func_locs, var_locs = (list(ast.literal_eval(params[k]))
-                                          for k in ("cond_input_locs", "func_input_locs", "func_var_locs"))
-        out_data, steps = int(params["num_out_data"]), int(params["max_iterations"])
-    except (KeyError, ValueError, SyntaxError, TypeError) as e:
-        raise ValueError(f"bad or missing loop attributes ({type(e).__name__}: {e})") from None
+    cond_locs, func_locs, var_locs, out_data, steps = _read_attrs(
+        params, ("cond_input_locs", "func_input_locs", "func_var_locs"), ("num_out_data", "max_iterations"), "loop")
     if len(graphs) != 2:
         raise ValueError(f"a while loop has two graphs (cond, func), got {len(graphs)}")
     cond_inputs = [n for n in topo_order(graphs[0]) if n.op is None]
@@ -127,11 +127,7 @@ def cond_to_json(node: Node) -> Tuple[Dict[str, str], List[List[Entry]]]:
 
 def cond_from_json(params: Dict[str, str], graphs: List[List[Entry]], num_inputs: int) -> dict:
     """ember's attributes of a `_cond` node read from MXNet's and its three graphs' heads."""
-    try:
-        all_locs = [list(ast.literal_eval(params[k])) for k in _COND_LOCS]
-        num_outputs = int(params["num_outputs"])
-    except (KeyError, ValueError, SyntaxError, TypeError) as e:
-        raise ValueError(f"bad or missing cond attributes ({type(e).__name__}: {e})") from None
+    *all_locs, num_outputs = _read_attrs(params, _COND_LOCS, ("num_outputs",), "cond")
     if len(graphs) != 3:
         raise ValueError(f"a cond has three graphs (predicate, then, else), got {len(graphs)}")
     parts = []
