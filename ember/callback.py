@@ -70,11 +70,8 @@ class Speedometer:
             values = [x for pair in pairs for x in pair]
             if self.auto_reset:
                 param.eval_metric.reset_local()
-                logging.info("Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec" + "\t%s=%f" * len(pairs),
-                             param.epoch, count - self.frequent, count, speed, *values)
-            else:
-                logging.info("Epoch[%d] Batch [0-%d]\tSpeed: %.2f samples/sec" + "\t%s=%f" * len(pairs),
-                             param.epoch, count, speed, *values)
+            logging.info("Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec" + "\t%s=%f" * len(pairs),
+                         param.epoch, count - self.frequent if self.auto_reset else 0, count, speed, *values)
         else:
             logging.info("Iter[%d] Batch [%d]\tSpeed: %.2f samples/sec", param.epoch, count, speed)
         self.tic = time.time()

@@ -70,13 +70,11 @@ class Monitor:
         if not self.activated:
             return []
         for exe in self.exes:
-            names = exe._symbol.list_arguments()
-            for name, array in zip(names, exe.arg_arrays):
-                if self.re_prog.match(name):
-                    self.queue.append((self.step, name, self.stat_func(array)))
-            for name, array in zip(exe._symbol.list_auxiliary_states(), exe.aux_arrays):
-                if self.re_prog.match(name):
-                    self.queue.append((self.step, name, self.stat_func(array)))
+            for names, arrays in ((exe._symbol.list_arguments(), exe.arg_arrays),
+                                  (exe._symbol.list_auxiliary_states(), exe.aux_arrays)):
+                for name, array in zip(names, arrays):
+                    if self.re_prog.match(name):
+                        self.queue.append((self.step, name, self.stat_func(array)))
         self.activated = False
         if self.sort:
             self.queue.sort(key=lambda item: item[1])
