@@ -11,6 +11,7 @@ from typing import Callable, Optional, Sequence, Tuple
 import numpy as np
 
 from ..base import DTypeError, OperatorError, ShapeError
+from ._nn_util import call_op
 from .registry import OpDef, register
 
 Shape = Tuple[int, ...]
@@ -199,11 +200,7 @@ def via(bwd: str, pick_inputs: Callable, n_grads: int, pass_attrs: bool = True) 
     `bwd` returns n_grads arrays, one per forward input in order.
     """
     def gradient(F, attrs, inputs, outputs, out_grads):
-        args = pick_inputs(inputs, outputs, out_grads)
-        res = getattr(F, bwd)(*args, **(attrs if pass_attrs else {}))
-        if n_grads == 1:
-            return [res[0] if isinstance(res, (list, tuple)) else res]
-        return [res[i] for i in range(n_grads)]
+        return call_op(F, bwd, pick_inputs(inputs, outputs, out_grads), attrs if pass_attrs else {}, n_grads)
     gradient.__doc__ = f"Gradient through the backward op {bwd}."
     return gradient
 
