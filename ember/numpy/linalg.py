@@ -57,8 +57,7 @@ def det(a) -> ndarray:
 
 def slogdet(a) -> Tuple[ndarray, ndarray]:
     """(sign, log|det|) of each square matrix in a: the registry's `_npi_slogdet`."""
-    sign, logdet = _call("_npi_slogdet", (asarray(a),), {})
-    return _as_np(sign), _as_np(logdet)
+    return tuple(_as_np(r) for r in _call("_npi_slogdet", (asarray(a),), {}))
 
 
 def _uplo(name: str, uplo: str) -> str:
@@ -71,8 +70,7 @@ def eigh(a, UPLO: str = "L") -> Tuple[ndarray, ndarray]:  # noqa: N803 - numpy's
     """Eigenvalues (ascending) and eigenvectors (columns) of each symmetric matrix in a, read from its
     lower ('L') or upper ('U') triangle: the registry's `_npi_eigh` (float32 stays float32, any other
     dtype gives float64, as MXNet)."""
-    w, v = _call("_npi_eigh", (asarray(a),), {"UPLO": _uplo("eigh", UPLO)})
-    return _as_np(w), _as_np(v)
+    return tuple(_as_np(r) for r in _call("_npi_eigh", (asarray(a),), {"UPLO": _uplo("eigh", UPLO)}))
 
 
 def eigvalsh(a, UPLO: str = "L") -> ndarray:  # noqa: N803
@@ -170,9 +168,7 @@ def _matrix_norm(x, ord, axes, keepdims: bool):  # noqa: A002
 def svd(a):
     """(UT, L, V) with a = UT @ diag(L) @ V for a of shape (..., M, N), M <= N (MXNet's form of numpy's
     svd(full_matrices=False)): the registry's `_npi_svd` (differentiable)."""
-    a = asarray(a)
-    ut, l, v = _call("_npi_svd", (a,), {})
-    return _as_np(ut), _as_np(l), _as_np(v)
+    return tuple(_as_np(r) for r in _call("_npi_svd", (asarray(a),), {}))
 
 
 def pinv(a, rcond=1e-15, hermitian: bool = False):
@@ -195,8 +191,7 @@ def _is_symbol(x) -> bool:
 def eig(a):
     """(w, v): eigenvalues and right eigenvectors (columns) of each square matrix in a (real spectra only,
     as MXNet; integer inputs give float32)."""
-    w, v = _call("_npi_eig", (asarray(a),), {})
-    return _as_np(w), _as_np(v)
+    return tuple(_as_np(r) for r in _call("_npi_eig", (asarray(a),), {}))
 
 
 def eigvals(a):
