@@ -81,13 +81,14 @@ def known(shape: Optional[Shape]) -> bool:
     return shape is not None and len(shape) > 0 and all(v not in (0, None) for v in shape)
 
 
-def float_types(op: str, attrs: dict, in_dtypes: list, n_out: int, n_aux: int = 0):
-    """Dtype inference for float ops: all inputs, outputs and aux share one float dtype."""
+def float_types(op: str, attrs: dict, in_dtypes: list, n_out: int, n_aux: int = 0, what: str = "input"):
+    """Dtype inference for float ops: all inputs, outputs and aux share one float dtype (`what`: the
+    inputs' name in the error)."""
     dt = next((d for d in in_dtypes if d is not None), None)
     if dt is not None:
         dt = np.dtype(dt)
         if dt.kind != "f":
-            raise OperatorError(f"{op}: floating point input expected, got {dt.name}")
+            raise OperatorError(f"{op}: floating point {what} expected, got {dt.name}")
         for d in in_dtypes:
             if d is not None and np.dtype(d) != dt:
                 raise OperatorError(f"{op}: inputs mix dtypes {np.dtype(d).name} and {dt.name}")

@@ -12,29 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from . import nn_norm  # noqa: F401  (registers BatchNorm, which the variants below run)
+from .nn_norm import _work  # float16 data normalised in float32 (importing nn_norm registers BatchNorm too)
 from ._common import data_like_output
-from ._nn_util import backward_via, known, merge
+from ._nn_util import backward_via, float_types, known, merge
 from .registry import Attr, OpDef, get, register
 
 
-def _work(x):
-    # float16 data is normalised in float32, as the other norm kernels do
-    return x.astype(np.float32) if x.dtype == np.float16 else x
-
-
 def _norm_types(op, n_out):
-    def infer(attrs, in_dtypes):
-        d = next((t for t in in_dtypes if t is not None), None)
-        if d is None:
-            return in_dtypes, [None] * n_out
-        d = np.dtype(d)
-        if d.kind != "f":
-            raise OperatorError(f"{op}: floating point data expected, got {d.name}")
-        for t in in_dtypes:
-            if t is not None and np.dtype(t) != d:
-                raise OperatorError(f"{op}: inputs mix dtypes {np.dtype(t).name} and {d.name}")
-        return [d] * len(in_dtypes), [d] * n_out
+    def infer(attrs, in_dtypes):  # every input and output takes the one (float) dtype
+        outs = float_types(op, attrs, in_dtypes, n_out, what="data")[1]
+        return [outs[0]] * len(in_dtypes), outs
     return infer
 
 
