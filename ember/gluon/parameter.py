@@ -16,6 +16,7 @@ import numpy as np
 from .. import initializer
 from .. import ndarray as nd
 from .. import symbol as sym_mod
+from ..autograd import _Scope
 from ..base import EmberError
 from ..context import Context, cpu, current_context
 from ..imperative import autograd_state as _ag
@@ -239,10 +240,7 @@ class Parameter:
 
     def list_grad(self) -> List[NDArray]:
         """The gradient buffers on every context."""
-        if self._data is not None and self._grad is None:
-            raise UninitializedParameterError(
-                f"Cannot get gradient array for Parameter '{self.name}' because grad_req='null'")
-        return self._check_and_get(self._grad, list)
+        return self.grad(list)  # `list` for ctx: every context's (see _check_and_get)
 
     def list_ctx(self) -> List[Context]:
         """The contexts the parameter lives on (or will, once deferred initialization finishes)."""
@@ -288,8 +286,7 @@ class Parameter:
             raise ParameterError(f"Cannot initialize Parameter '{self.name}' because it has invalid shape: "
                                  f"{self.shape}. Please specify in_units, in_channels, etc for `Block`s.")
         self._deferred_init = ()
-        prev = _ag.set_recording(False)
-        try:
+        with _Scope(False, None):  # not recorded; training mode unchanged
             if data is None:
                 if self._stype != "default" and is_np_array():
                     raise ValueError(f"mxnet.numpy.zeros does not support stype = {self._stype} "
@@ -299,8 +296,6 @@ class Parameter:
                 # MXNet's rule: the parameter's own (or the default) initializer fills it as a weight
                 initializer.create(default_init)(initializer.InitDesc(self.name, {"__init__": init}), data)
             self._init_impl(data, ctx)
-        finally:
-            _ag.set_recording(prev)
 
     def _init_impl(self, data: NDArray, ctx_list: Sequence[Context]) -> None:
         self._ctx_list = list(ctx_list)
@@ -373,11 +368,8 @@ class Parameter:
         ctx = _as_ctx_list(ctx)
         if self._data:
             data = self._reduce()
-            prev = _ag.set_recording(False)
-            try:
+            with _Scope(False, None):  # not recorded; training mode unchanged
                 self._init_impl(data, ctx)
-            finally:
-                _ag.set_recording(prev)
         elif self._deferred_init:
             init, _, default_init, data = self._deferred_init
             self._deferred_init = (init, ctx, default_init, data)
@@ -452,16 +444,13 @@ class Parameter:
         self._var = None
         if self._data is None:
             return
-        prev = _ag.set_recording(False)
-        try:
+        with _Scope(False, None):  # not recorded; training mode unchanged
             self._data = [d.astype(dtype) for d in self._data]
             if self._grad is None:
                 return
             self._grad = [g.astype(dtype) for g in self._grad]
             for d, g in zip(self._data, self._grad):
                 _ag.mark_variable(d, g, self.grad_req)
-        finally:
-            _ag.set_recording(prev)
 
 
 def _init_attr(init) -> str:
