@@ -504,16 +504,21 @@ class Executor:
         self._xp = backend.of(self._ctx).xp
         self.arg_arrays = [args_d[n] for n in self._arg_names]
         self.grad_arrays = [grads_d.get(n) for n in self._arg_names]
+        self.aux_arrays = [aux_d[n] for n in self._aux_names]
         # The graph computes on dense arrays: a sparse argument (csr / row_sparse) is read through a
-        # dense buffer of the executor, refreshed at each forward; a sparse gradient array (MXNet's
-        # grad_stype) is computed into such a buffer and cast into the array after each backward.
+        # dense buffer of the executor, refreshed at each forward; a sparse aux state likewise, and
+        # written back (cast into the sparse array) after each forward, as MXNet's storage fallback
+        # does for mutated inputs; a sparse gradient array (MXNet's grad_stype) is computed into such
+        # a buffer and cast into the array after each backward.
         self._sparse_args: List[Tuple[NDArray, NDArray]] = []
         self._sparse_aux: List[Tuple[NDArray, NDArray]] = []   # (dense buffer, sparse aux state)
-        for n, a in list(args_d.items()):
-            if a.stype != "default":
-                dense = _nd().zeros(a.shape, ctx=self._ctx, dtype=a.dtype)
-                self._sparse_args.append((a, dense))
-                args_d[n] = dense
+        for arrays in (args_d, aux_d):
+            for n, a in list(arrays.items()):
+                if a.stype != "default":
+                    arrays[n] = dense = _nd().zeros(a.shape, ctx=self._ctx, dtype=a.dtype)
+                    self._sparse_args.append((a, dense))
+                    if arrays is aux_d:
+                        self._sparse_aux.append((dense, a))
         self._sparse_grads: Dict[str, Tuple[NDArray, NDArray]] = {}
         for n, gr in list(grads_d.items()):
             if gr is not None and reqs[n] != "null" and gr.stype != "default":
@@ -523,15 +528,6 @@ class Executor:
                 dense = _nd().zeros(gr.shape, ctx=self._ctx, dtype=gr.dtype)
                 self._sparse_grads[n] = (dense, gr)
                 grads_d[n] = dense
-        self.aux_arrays = [aux_d[n] for n in self._aux_names]
-        # a sparse aux state likewise: read through a dense buffer, and written back (cast into
-        # the sparse array) after each forward, as MXNet's storage fallback does for mutated inputs
-        for n, a in list(aux_d.items()):
-            if a.stype != "default":
-                dense = _nd().zeros(a.shape, ctx=self._ctx, dtype=a.dtype)
-                self._sparse_args.append((a, dense))
-                self._sparse_aux.append((dense, a))
-                aux_d[n] = dense
         self._grad_req = reqs
         shapes = {n: tuple(a.shape) for n, a in list(args_d.items()) + list(aux_d.items())}
         dtypes = {n: np.dtype(a.dtype) for n, a in list(args_d.items()) + list(aux_d.items())}
