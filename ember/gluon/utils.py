@@ -3,6 +3,7 @@ by their global norm, checking and downloading files, and the handle that detach
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import os
 import ssl
@@ -110,10 +111,8 @@ def replace_file(src: str, dst: str) -> None:
     try:
         os.replace(src, dst)
     except OSError:
-        try:
+        with contextlib.suppress(OSError):
             os.remove(src)
-        except OSError:
-            pass
         raise OSError(f"Moving downloaded temp file - {src}, to {dst} failed. Please retry the download.")
 
 
@@ -197,10 +196,8 @@ def _download_once(url: str, fname: str, sha1_hash: Optional[str], verify_ssl: b
     if overwrite or not os.path.exists(fname) or (sha1_hash and not check_sha1(fname, sha1_hash)):
         replace_file(temp, fname)
     else:
-        try:
+        with contextlib.suppress(OSError):
             os.remove(temp)
-        except OSError:
-            pass
         warnings.warn(f"File {fname} exists in file system so the downloaded file is deleted")
     if sha1_hash and not check_sha1(fname, sha1_hash):
         raise UserWarning(f"File {fname} is downloaded but the content hash does not match. The repo may be "

@@ -13,6 +13,7 @@ file of a worker set shares one name prefix and is removed when the set shuts do
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import mmap
 import os
@@ -190,10 +191,8 @@ def _rebuild(tree, arrays, from_numpy):
 
 def discard(path: str) -> None:
     """Remove a shared-memory file (if it is still there)."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def discard_prefix(prefix: str) -> None:

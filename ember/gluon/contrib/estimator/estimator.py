@@ -108,10 +108,7 @@ class Estimator:
     def _initialize(self, initializer) -> None:
         if not self._is_initialized():
             # partially initialized nets (fine-tuning a new head) keep their initialized layers
-            if initializer:
-                self.net.initialize(init=initializer, ctx=self.context)
-            else:
-                self.net.initialize(ctx=self.context)
+            self.net.initialize(init=initializer if initializer else None, ctx=self.context)
         elif initializer:
             warnings.warn("Network already fully initialized, skipping initialization. You don't need to pass "
                           "an initializer for an initialized net; use net.initialize(init=your_initializer, "

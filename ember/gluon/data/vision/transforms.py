@@ -33,8 +33,7 @@ class Compose(Sequential):
                 self.add(run[0])
             elif len(run) > 1:
                 block = HybridSequential()
-                for r in run:
-                    block.add(r)
+                block.add(*run)
                 block.hybridize()
                 self.add(block)
             run = []
