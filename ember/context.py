@@ -23,10 +23,8 @@ class _DefaultCtx(type):
             raise TypeError(f"set_default_context: expected a Context, got {type(ctx).__name__}")
         # The current context is the top of the per-thread stack that `with ctx:` pushes onto:
         # replacing the top (or seeding an empty stack) changes the default without unbalancing
-        # enclosing blocks.
-        stack = getattr(cls._default, "stack", None)
-        if stack is None:
-            stack = cls._default.stack = []
+        # enclosing blocks.  (vars() of a threading.local is this thread's own dict.)
+        stack = vars(cls._default).setdefault("stack", [])
         if stack:
             stack[-1] = ctx
         else:
@@ -70,10 +68,7 @@ class Context(metaclass=_DefaultCtx):
 
     def __enter__(self):
         # a per-thread stack, not state on the instance: the same Context may be entered twice
-        stack = getattr(Context._default, "stack", None)
-        if stack is None:
-            stack = Context._default.stack = []
-        stack.append(self)
+        vars(Context._default).setdefault("stack", []).append(self)
         return self
 
     def __exit__(self, *exc):
