@@ -90,8 +90,7 @@ class ZoneoutCell(ModifierCell):
                                  "Please add ZoneoutCell to the cells underneath instead.")
         super().__init__(base_cell)
         self.zoneout_outputs = zoneout_outputs
-        self.zoneout_states = zoneout_states
-        self.prev_output: Optional[Symbol] = None
+        self.zoneout_states = zoneout_states  # prev_output is set by reset(), which the constructor calls
 
     def reset(self) -> None:
         super().reset()

@@ -476,8 +476,7 @@ class ZoneoutCell(ModifierCell):
                                  "to the cells underneath instead.")
         super().__init__(base_cell)
         self.zoneout_outputs = zoneout_outputs
-        self.zoneout_states = zoneout_states
-        self._prev_output = None
+        self.zoneout_states = zoneout_states  # _prev_output is set by reset(), which the constructor calls
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(p_out={self.zoneout_outputs}, p_state={self.zoneout_states}, "

@@ -31,10 +31,7 @@ class VariationalDropoutCell(ModifierCell):
         super().__init__(base_cell)
         self.drop_inputs = drop_inputs
         self.drop_states = drop_states
-        self.drop_outputs = drop_outputs
-        self.drop_inputs_mask = None
-        self.drop_states_mask = None
-        self.drop_outputs_mask = None
+        self.drop_outputs = drop_outputs  # the masks are set by reset(), which the constructor calls
 
     def _alias(self) -> str:
         return "vardrop"
