@@ -56,6 +56,15 @@ def _stype_error(op: str, what: str, got: str, want: str):
     return OperatorError(f"{op}: {what} must have {want} storage, got {got}")
 
 
+def _graph_then_dense(op: str, names, in_stypes) -> None:
+    """The storage check of an op on one CSR graph (input 0) and dense arrays (the rest), in input order."""
+    if in_stypes[0] != "csr":
+        raise _stype_error(op, names[0], in_stypes[0], "csr")
+    for name, st in zip(names[1:], in_stypes[1:]):
+        if st != "default":
+            raise _stype_error(op, name, st, "default (dense)")
+
+
 def _require_dtype(op: str, what: str, dtype, want=_I64) -> None:
     if dtype is not None and np.dtype(dtype) != want:
         raise DTypeError(f"{op}: {what} must be {want.name}, got {np.dtype(dtype).name}")
@@ -163,11 +172,7 @@ def _sampler_stype(non_uniform: bool):
 
     def rule(attrs, in_stypes):
         n = _check_sample_attrs(op, attrs, non_uniform)
-        if in_stypes[0] != "csr":
-            raise _stype_error(op, "csr_matrix", in_stypes[0], "csr")
-        for name, st in zip(_sampler_inputs(non_uniform)(attrs)[1:], in_stypes[1:]):
-            if st != "default":
-                raise _stype_error(op, name, st, "default (dense)")
+        _graph_then_dense(op, _sampler_inputs(non_uniform)(attrs), in_stypes)
         sets = ["default", "csr", "default", "default"] if non_uniform else ["default", "csr", "default"]
         return [s for s in sets for _ in range(n)]
     return rule
@@ -369,11 +374,7 @@ def _subgraph_outputs(attrs):
 
 def _subgraph_stype(attrs, in_stypes):
     _subgraph_n(attrs)
-    if in_stypes[0] != "csr":
-        raise _stype_error(_SUBGRAPH_OP, "graph", in_stypes[0], "csr")
-    for i, st in enumerate(in_stypes[1:]):
-        if st != "default":
-            raise _stype_error(_SUBGRAPH_OP, f"varray{i}", st, "default (dense)")
+    _graph_then_dense(_SUBGRAPH_OP, _varray_inputs(attrs), in_stypes)
     return ["csr"] * len(_subgraph_outputs(attrs))
 
 
@@ -458,11 +459,7 @@ _EDGE_OP = "_contrib_edge_id"
 
 
 def _edge_stype(attrs, in_stypes):
-    if in_stypes[0] != "csr":
-        raise _stype_error(_EDGE_OP, "data", in_stypes[0], "csr")
-    for name, st in zip(("u", "v"), in_stypes[1:]):
-        if st != "default":
-            raise _stype_error(_EDGE_OP, name, st, "default (dense)")
+    _graph_then_dense(_EDGE_OP, ("data", "u", "v"), in_stypes)
     return ["default"]
 
 
@@ -517,8 +514,7 @@ _ADJ_OP = "_contrib_dgl_adjacency"
 
 
 def _adj_stype(attrs, in_stypes):
-    if in_stypes[0] != "csr":
-        raise _stype_error(_ADJ_OP, "data", in_stypes[0], "csr")
+    _graph_then_dense(_ADJ_OP, ("data",), in_stypes)
     return ["csr"]
 
 
