@@ -367,24 +367,18 @@ def _mp_kernel(formula: Callable) -> Callable:
     return kernel
 
 
-for _name, _formula, _states, _extra in (
-        ("mp_sgd_update", _sgd, [], {"lazy_update": Attr("bool", True)}),
-        ("mp_sgd_mom_update", _sgd_mom, ["mom"], {"momentum": Attr("float", 0.0), "lazy_update": Attr("bool", True)})):
+for _name, _formula, _states, _extra, _doc in (
+        ("mp_sgd_update", _sgd, [], {"lazy_update": Attr("bool", True)},
+         "mp_sgd_update: float32 master weights updated in place; returns them cast to weight's dtype."),
+        ("mp_sgd_mom_update", _sgd_mom, ["mom"], {"momentum": Attr("float", 0.0), "lazy_update": Attr("bool", True)},
+         "mp_sgd_mom_update: float32 master weights updated in place; returns them cast to weight's dtype."),
+        ("mp_nag_mom_update", _nag_mom, ["mom"], {"momentum": Attr("float", 0.0)},
+         "nag_mom_update on the float32 master weights weight32; returns them cast to weight's dtype.")):
     _inputs = ["weight", "grad"] + _states + ["weight32"]
     register(OpDef(name=_name, attrs=_attrs_for(_name, _extra), inputs=_inputs, outputs=["output"],
                    infer_shape=same_shape(_name, names=_inputs), infer_type=_mp_types(_name, _inputs),
                    kernels={"any": _mp_kernel(_formula)}, inplace=[(0, 0)],
-                   mutates=list(range(2, len(_inputs))),
-                   doc=f"{_name}: float32 master weights updated in place; returns them cast to weight's dtype."))
-
-
-# -- multi-precision NAG -------------------------------------------------------------------------------
-_inputs = ["weight", "grad", "mom", "weight32"]
-register(OpDef(name="mp_nag_mom_update", attrs=_attrs_for("mp_nag_mom_update", {"momentum": Attr("float", 0.0)}),
-               inputs=_inputs, outputs=["output"], infer_shape=same_shape("mp_nag_mom_update", names=_inputs),
-               infer_type=_mp_types("mp_nag_mom_update", _inputs), kernels={"any": _mp_kernel(_nag_mom)},
-               inplace=[(0, 0)], mutates=[2, 3],
-               doc="nag_mom_update on the float32 master weights weight32; returns them cast to weight's dtype."))
+                   mutates=list(range(2, len(_inputs))), doc=_doc))
 
 
 # -- LAMB (two phases: the Adam-style direction, then the trust-ratio step) -------------------------------
