@@ -385,16 +385,7 @@ class Module(BaseModule):
             return
         if self._params_dirty:
             self._sync_params_from_devices()
-        num_device = len(self._context)
-        kv, update_on_kvstore = create_kvstore(kvstore, num_device, self._arg_params)
-        batch_size = self._exec_group.batch_size
-        if kv is not None and "dist" in kv.type and "_sync" in kv.type:
-            batch_size *= kv.num_workers
-        if update_on_kvstore:
-            idx2name = dict(enumerate(self._exec_group.param_names))
-        else:
-            idx2name = {i * num_device + k: n for i, n in enumerate(self._exec_group.param_names)
-                        for k in range(num_device)}
+        kv, update_on_kvstore, batch_size, idx2name = self._optimizer_setting(kvstore)
         if isinstance(optimizer, str):
             params = dict(optimizer_params)
             params.setdefault("rescale_grad", 1.0 / batch_size)
@@ -428,6 +419,21 @@ class Module(BaseModule):
         if self._preload_opt_states is not None:
             self.load_optimizer_states(self._preload_opt_states)
             self._preload_opt_states = None
+
+    def _optimizer_setting(self, kvstore) -> Tuple[Optional[object], bool, int, Dict[int, str]]:
+        """(KVStore or None, update_on_kvstore, the batch size over all workers, the optimizer's index ->
+        parameter name map: one index per parameter, or per parameter and device without update on
+        the store), as MXNet's module decides them."""
+        num_device = len(self._context)
+        kv, update_on_kvstore = create_kvstore(kvstore, num_device, self._arg_params)
+        batch_size = self._exec_group.batch_size
+        if kv is not None and "dist" in kv.type and "_sync" in kv.type:
+            batch_size *= kv.num_workers
+        names = self._exec_group.param_names
+        if update_on_kvstore:
+            return kv, update_on_kvstore, batch_size, dict(enumerate(names))
+        return kv, update_on_kvstore, batch_size, {i * num_device + k: n for i, n in enumerate(names)
+                                                   for k in range(num_device)}
 
     def borrow_optimizer(self, shared_module) -> None:
         """Use shared_module's optimizer, updater and KVStore (BucketingModule's buckets)."""

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional
 
 from ... import ndarray as nd
 from ...base import ArgumentError
-from ...module.module import Module, create_kvstore
+from ...module.module import Module
 from ... import optimizer as opt_mod
 from .svrg_optimizer import FULL_SUFFIX, _SVRGOptimizer
 
@@ -92,15 +92,7 @@ class SVRGModule(Module):
 
     def _create_optimizer(self, optimizer: str, default_opt, kvstore, optimizer_params) -> opt_mod.Optimizer:
         """The _SVRGOptimizer, with the indices (and '_full' names) Module.init_optimizer would use."""
-        batch_size = self._exec_group.batch_size
-        kv, update_on_kvstore = create_kvstore(kvstore, self._ctx_len, self._arg_params)
-        if kv is not None and "dist" in kv.type and "_sync" in kv.type:
-            batch_size *= kv.num_workers
-        names = self._exec_group.param_names
-        if update_on_kvstore:
-            idx2name = dict(enumerate(names))
-        else:
-            idx2name = {i * self._ctx_len + k: n for i, n in enumerate(names) for k in range(self._ctx_len)}
+        _, _, batch_size, idx2name = self._optimizer_setting(kvstore)
         for name in self._param_dict[0]:
             idx2name[max(idx2name, default=-1) + 1] = name + FULL_SUFFIX
         params = dict(optimizer_params)
