@@ -87,18 +87,18 @@ def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None, **kwargs
     return make_op_function("_arange")(name=name, **attrs, **kwargs)
 
 
-def _binary(op: str, scalar_op: str, rscalar_op: str, hint: str, left, right, number_fn):
-    """MXNet's symbol-or-scalar binary functions (maximum, minimum, pow, hypot)."""
+def _binary(op: str, scalar_op: str, rscalar_op: str, left, right, number_fn):
+    """MXNet's symbol-or-scalar binary functions (maximum, minimum, pow, hypot); nodes are named after `op`."""
     import numbers
 
     def num(v) -> bool:
         return isinstance(v, numbers.Number)
     if isinstance(left, Symbol) and isinstance(right, Symbol):
-        return make_op_function(op)(left, right, _hint=hint)
+        return make_op_function(op)(left, right, _hint=op)
     if isinstance(left, Symbol) and num(right):
-        return make_op_function(scalar_op)(left, scalar=right, _hint=hint + "scalar")
+        return make_op_function(scalar_op)(left, scalar=right, _hint=op + "scalar")
     if num(left) and isinstance(right, Symbol):
-        return make_op_function(rscalar_op)(right, scalar=left, _hint=hint + "scalar")
+        return make_op_function(rscalar_op)(right, scalar=left, _hint=op + "scalar")
     if num(left) and num(right):
         return number_fn(left, right)
     raise TypeError(f"types ({type(left)}, {type(right)}) not supported")
@@ -106,23 +106,22 @@ def _binary(op: str, scalar_op: str, rscalar_op: str, hint: str, left, right, nu
 
 def maximum(left, right):
     """Element-wise maximum of Symbols and/or scalars (no broadcasting), as mx.sym.maximum."""
-    return _binary("_maximum", "_maximum_scalar", "_maximum_scalar", "_maximum", left, right, max)
+    return _binary("_maximum", "_maximum_scalar", "_maximum_scalar", left, right, max)
 
 
 def minimum(left, right):
     """Element-wise minimum of Symbols and/or scalars (no broadcasting), as mx.sym.minimum."""
-    return _binary("_minimum", "_minimum_scalar", "_minimum_scalar", "_minimum", left, right, min)
+    return _binary("_minimum", "_minimum_scalar", "_minimum_scalar", left, right, min)
 
 
 def hypot(left, right):
     """sqrt(left**2 + right**2) element-wise, for Symbols and/or scalars, as mx.sym.hypot."""
-    return _binary("_hypot", "_hypot_scalar", "_hypot_scalar", "_hypot", left, right,
-                   lambda a, b: (a * a + b * b) ** 0.5)
+    return _binary("_hypot", "_hypot_scalar", "_hypot_scalar", left, right, lambda a, b: (a * a + b * b) ** 0.5)
 
 
 def power(base, exp):
     """base ** exp element-wise, for Symbols and/or scalars, as mx.sym.pow / mx.sym.power."""
-    return _binary("_power", "_power_scalar", "_rpower_scalar", "_power", base, exp, lambda a, b: a ** b)
+    return _binary("_power", "_power_scalar", "_rpower_scalar", base, exp, lambda a, b: a ** b)
 
 
 pow = power  # noqa: A001  (MXNet's name)

@@ -366,10 +366,7 @@ def assign_each2(input1: np.ndarray, input2: np.ndarray, function: Optional[Call
 
 def np_reduce(dat: np.ndarray, axis, keepdims: bool, numpy_reduce_func: Callable) -> np.ndarray:
     """Reduce `dat` over `axis` (int, sequence or None) one axis at a time with a numpy reduction."""
-    if isinstance(axis, int):
-        axes = [axis]
-    else:
-        axes = list(range(dat.ndim)) if axis is None else list(axis)
+    axes = [axis] if isinstance(axis, int) else list(range(dat.ndim)) if axis is None else list(axis)
     axes = [a % dat.ndim if dat.ndim else a for a in axes]
     ret = dat
     for a in sorted(axes, reverse=True):  # highest first, so the remaining axis numbers stay valid

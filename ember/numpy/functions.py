@@ -239,12 +239,12 @@ def isnan(x, out=None, **kwargs) -> ndarray:
     return _deliver_bool(not_equal(x, x), out, "isnan")
 
 
-def _infinite(name: str, x, out, kwargs: dict, test) -> ndarray:
-    """isinf & co: `test(x)` of a float array; of an integer or bool array False everywhere (no value
-    is infinite)."""
+def _infinite(name: str, x, out, kwargs: dict, test, of_ints=not_equal) -> ndarray:
+    """isinf & co: `test(x)` of a float array; of an integer or bool array, where no value is infinite,
+    `of_ints(x, x)` (not_equal: False everywhere)."""
     _check_ufunc_kwargs(name, kwargs)
     x = asarray(x)
-    return _deliver_bool(not_equal(x, x) if x.dtype.kind in "biu" else test(x), out, name)
+    return _deliver_bool(of_ints(x, x) if x.dtype.kind in "biu" else test(x), out, name)
 
 
 def isinf(x, out=None, **kwargs) -> ndarray:
@@ -264,11 +264,7 @@ def isneginf(x, out=None, **kwargs) -> ndarray:
 
 def isfinite(x, out=None, **kwargs) -> ndarray:
     """Where x is neither NaN nor +-inf (bool)."""
-    _check_ufunc_kwargs("isfinite", kwargs)
-    x = asarray(x)
-    if x.dtype.kind in "biu":
-        return _deliver_bool(equal(x, x), out, "isfinite")
-    return _deliver_bool(less(globals()["abs"](x), _np.inf), out, "isfinite")
+    return _infinite("isfinite", x, out, kwargs, lambda v: less(globals()["abs"](v), _np.inf), of_ints=equal)
 
 
 def logical_not(x, out=None, **kwargs) -> ndarray:

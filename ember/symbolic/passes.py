@@ -379,8 +379,7 @@ def infer_type(g: GraphState) -> GraphState:
     dtypes = infer_dtypes(fwd, known)
     defaulted = [n for n in fwd if n.op is None and dtypes.get((id(n), 0)) is None]
     if defaulted:
-        for n in defaulted:
-            dtypes[(id(n), 0)] = np.dtype(np.float32)
+        dtypes.update({(id(n), 0): np.dtype(np.float32) for n in defaulted})
         dtypes = infer_dtypes(fwd, dtypes)
     if g.num_forward < len(g.nodes):
         for (node, i), v in zip(g.heads, g.head_grad_vars):
@@ -447,8 +446,7 @@ def schedule_backward(g: GraphState) -> GraphState:
 
 def _nbytes(g: GraphState, key: Key) -> int:
     dt = g.dtypes[key]
-    return math.prod(g.shapes[key]) * (dt.itemsize if type(dt) is np.dtype or isinstance(dt, np.dtype)
-                                       else np.dtype(dt).itemsize)
+    return math.prod(g.shapes[key]) * (dt.itemsize if isinstance(dt, np.dtype) else np.dtype(dt).itemsize)
 
 
 def bind_gradients(g: GraphState) -> GraphState:
