@@ -151,13 +151,8 @@ class ImageIter(io.DataIter):
 
     def hard_reset(self) -> None:
         """Starts a new epoch and drops any rolled-over remainder."""
-        if self.seq is not None and self.shuffle:
-            random.shuffle(self.seq)
-        if self.imgrec is not None:
-            self.imgrec.reset()
-        self.cur = 0
-        self._allow_read = True
         self._clear_cache()
+        self.reset()
 
     def next_sample(self):
         """(label, encoded image bytes) of the next image; StopIteration at the end of the epoch."""
