@@ -223,13 +223,20 @@ def with_backward(op: OpDef, kernel: Callable, doc: str, name: str = "", ograd: 
     """Register `op` and the op of its gradient, `name` (default `_backward_<op.name, leading _ dropped>`):
     that op has op's attributes, takes (ograd, *op's inputs) and gives one gradient per input (named `grads`,
     default '<input>_grad'), each of its input's shape and by default of its dtype (infer_type=None: the
-    registry's default); `fields` are its other OpDef fields.  op's gradient calls it through F."""
+    registry's default); `fields` are its other OpDef fields.  op's gradient calls it through F.  For an op
+    whose inputs depend on its attributes (a callable `inputs`), the gradient op's names do too."""
     bwd = name or f"_backward_{op.name.lstrip('_')}"
-    inputs = list(op.inputs)
-    register(OpDef(name=bwd, attrs=op.attrs, inputs=[ograd] + inputs,
-                   outputs=list(grads) or [f"{x}_grad" for x in inputs], infer_shape=_input_shapes,
+    if callable(op.inputs):
+        inputs, outputs = (lambda a: [ograd] + op.input_names(a)), (lambda a: [f"{x}_grad" for x in op.input_names(a)])
+    else:
+        inputs, outputs = [ograd] + list(op.inputs), list(grads) or [f"{x}_grad" for x in op.inputs]
+    register(OpDef(name=bwd, attrs=op.attrs, inputs=inputs, outputs=outputs, infer_shape=_input_shapes,
                    infer_type=infer_type, kernels={"any": kernel}, doc=doc, **fields))
-    op.gradient = via(bwd, lambda i, o, g: [g[0], *i], len(inputs))
+
+    def gradient(F, attrs, inputs, outputs, out_grads):
+        return call_op(F, bwd, [out_grads[0], *inputs], attrs, len(inputs))
+    gradient.__doc__ = f"Gradient through the backward op {bwd}."
+    op.gradient = gradient
     return register(op)
 
 

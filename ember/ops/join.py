@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import List
 
 from ..base import OperatorError, ShapeError
-from ._common import known, norm_axis, ograds_or_zeros, same_type, unify
+from ._common import known, norm_axis, ograds_or_zeros, same_type, unify, with_backward
 from . import stype
 from .registry import Attr, OpDef, register
 
@@ -96,19 +96,13 @@ def _concat_backward(ctx, attrs, inputs, outputs, aux):
         start += n
 
 
-register(OpDef(name="_backward_Concat", attrs=_CONCAT_ATTRS,
-               inputs=lambda a: ["ograd"] + _args(a), outputs=lambda a: [f"arg{i}_grad" for i in range(a["num_args"])],
-               infer_shape=lambda a, s: (s, list(s[1:])),
-               infer_type=lambda a, d: (list(d), [d[0]] * a["num_args"]),
-               kernels={"any": _concat_backward}, doc="Gradient of Concat: ograd cut back into the inputs.",
-               # the inputs are read only for their sizes along `dim`
-               shape_only_inputs=lambda attrs: tuple(range(1, attrs["num_args"] + 1))))
-register(OpDef(name="Concat", aliases=["concat"], attrs=_CONCAT_ATTRS, inputs=_args, key_var_num_args="num_args",
-               infer_shape=_concat_infer, infer_shape_backward=_concat_backward_infer,
-               infer_type=same_type("Concat"), kernels={"any": _concat},
-               gradient=lambda F, a, i, o, g: list(F._backward_Concat(g[0], *i, **a)) if a["num_args"] > 1
-               else [F._backward_Concat(g[0], *i, **a)],
-               doc="Join the inputs along axis `dim`."))
+with_backward(OpDef(name="Concat", aliases=["concat"], attrs=_CONCAT_ATTRS, inputs=_args, key_var_num_args="num_args",
+                    infer_shape=_concat_infer, infer_shape_backward=_concat_backward_infer,
+                    infer_type=same_type("Concat"), kernels={"any": _concat}, doc="Join the inputs along axis `dim`."),
+              _concat_backward, "Gradient of Concat: ograd cut back into the inputs.",
+              infer_type=lambda a, d: (list(d), [d[0]] * a["num_args"]),
+              # the inputs are read only for their sizes along `dim`
+              shape_only_inputs=lambda attrs: tuple(range(1, attrs["num_args"] + 1)))
 
 
 # -- stack ------------------------------------------------------------------------------------

@@ -660,20 +660,8 @@ def _khatri_rao_backward(ctx, attrs, inputs, outputs, aux):
         outputs[j][...] = acc.sum(axis=tuple(a for a in range(k) if a != j))
 
 
-register(OpDef(name="_backward_khatri_rao", attrs={"num_args": Attr("int")},
-               inputs=lambda a: ["ograd"] + [f"arg{i}" for i in range(a["num_args"])],
-               outputs=lambda a: [f"arg{i}_grad" for i in range(a["num_args"])],
-               infer_shape=lambda a, s: (s, list(s[1:])), infer_type=lambda a, d: (list(d), list(d[1:])),
-               kernels={"any": _khatri_rao_backward}, doc="Gradient of khatri_rao."))
-
-
-def _khatri_rao_grad(F, attrs, inputs, outputs, out_grads):
-    res = F._backward_khatri_rao(out_grads[0], *inputs, **attrs)
-    return [res] if attrs["num_args"] == 1 else [res[i] for i in range(attrs["num_args"])]
-
-
-register(OpDef(name="khatri_rao", attrs={"num_args": Attr("int")},
-               inputs=lambda a: [f"arg{i}" for i in range(a["num_args"])], key_var_num_args="num_args",
-               infer_shape=_kr_infer, infer_type=same_type("khatri_rao"), kernels={"any": _khatri_rao},
-               gradient=_khatri_rao_grad,
-               doc="Column-wise Kronecker product of matrices with equal column counts."))
+with_backward(OpDef(name="khatri_rao", attrs={"num_args": Attr("int")},
+                     inputs=lambda a: [f"arg{i}" for i in range(a["num_args"])], key_var_num_args="num_args",
+                     infer_shape=_kr_infer, infer_type=same_type("khatri_rao"), kernels={"any": _khatri_rao},
+                     doc="Column-wise Kronecker product of matrices with equal column counts."),
+              _khatri_rao_backward, "Gradient of khatri_rao.")
