@@ -1182,12 +1182,9 @@ def simple_bind(symbol, ctx, grad_req="write", type_dict=None, shared_exec=None,
         else:
             args.append(from_buffer(n, n, shape, dtype))
             grads.append(from_buffer("grad of " + n, n, shape, dtype) if want_grad else None)
-    aux = []
     shared_aux = shared_exec.aux_dict if shared_exec is not None else {}
-    for n, shape, dtype in zip(symbol.list_auxiliary_states(), aux_shapes, aux_types):
-        old = shared_aux.get(n)
-        same = old is not None and tuple(old.shape) == tuple(shape) and np.dtype(old.dtype) == np.dtype(dtype)
-        aux.append(old if same else fresh(n, shape, dtype))
+    aux = [from_shared_exec(shared_aux, n, shape, dtype)
+           for n, shape, dtype in zip(symbol.list_auxiliary_states(), aux_shapes, aux_types)]
     pool = shared_exec._storage.pool if shared_exec is not None else None
     exe = Executor(symbol, ctx, args, grads, reqs, aux, group2ctx=group2ctx, shared_pool=pool)
     exe._sparse_grads_as_inferred()
