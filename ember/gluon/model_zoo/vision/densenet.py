@@ -18,11 +18,10 @@ def _dense_layer(growth_rate: int, bn_size: int, dropout: float) -> HybridConcur
     """Input concatenated with `growth_rate` new channels (BN-ReLU-1x1 conv to bn_size*growth_rate,
     BN-ReLU-3x3 conv to growth_rate, optional dropout)."""
     new_features = nn.HybridSequential(prefix="")
-    for layer in (nn.BatchNorm(), nn.Activation("relu"),
-                  nn.Conv2D(bn_size * growth_rate, kernel_size=1, use_bias=False),
-                  nn.BatchNorm(), nn.Activation("relu"),
-                  nn.Conv2D(growth_rate, kernel_size=3, padding=1, use_bias=False)):
-        new_features.add(layer)
+    new_features.add(nn.BatchNorm(), nn.Activation("relu"),
+                     nn.Conv2D(bn_size * growth_rate, kernel_size=1, use_bias=False),
+                     nn.BatchNorm(), nn.Activation("relu"),
+                     nn.Conv2D(growth_rate, kernel_size=3, padding=1, use_bias=False))
     if dropout:
         new_features.add(nn.Dropout(dropout))
     layer = HybridConcurrent(axis=1, prefix="")
@@ -43,9 +42,8 @@ def _dense_block(num_layers: int, bn_size: int, growth_rate: int, dropout: float
 def _transition(channels: int) -> nn.HybridSequential:
     """BN-ReLU-1x1 convolution to `channels`, then a 2x2/2 average pool."""
     transition = nn.HybridSequential(prefix="")
-    for layer in (nn.BatchNorm(), nn.Activation("relu"), nn.Conv2D(channels, kernel_size=1, use_bias=False),
-                  nn.AvgPool2D(pool_size=2, strides=2)):
-        transition.add(layer)
+    transition.add(nn.BatchNorm(), nn.Activation("relu"), nn.Conv2D(channels, kernel_size=1, use_bias=False),
+                   nn.AvgPool2D(pool_size=2, strides=2))
     return transition
 
 
@@ -63,9 +61,8 @@ class DenseNet(HybridBlock):
         super().__init__(**kwargs)
         with self.name_scope():
             self.features = nn.HybridSequential(prefix="")
-            for layer in (nn.Conv2D(num_init_features, kernel_size=7, strides=2, padding=3, use_bias=False),
-                          nn.BatchNorm(), nn.Activation("relu"), nn.MaxPool2D(pool_size=3, strides=2, padding=1)):
-                self.features.add(layer)
+            self.features.add(nn.Conv2D(num_init_features, kernel_size=7, strides=2, padding=3, use_bias=False),
+                              nn.BatchNorm(), nn.Activation("relu"), nn.MaxPool2D(pool_size=3, strides=2, padding=1))
             width = num_init_features
             for i, num_layers in enumerate(block_config):
                 self.features.add(_dense_block(num_layers, bn_size, growth_rate, dropout, i + 1))
@@ -73,8 +70,7 @@ class DenseNet(HybridBlock):
                 if i != len(block_config) - 1:
                     width //= 2
                     self.features.add(_transition(width))
-            for layer in (nn.BatchNorm(), nn.Activation("relu"), nn.AvgPool2D(pool_size=7), nn.Flatten()):
-                self.features.add(layer)
+            self.features.add(nn.BatchNorm(), nn.Activation("relu"), nn.AvgPool2D(pool_size=7), nn.Flatten())
             self.output = nn.Dense(classes)
 
     def hybrid_forward(self, F, x):

@@ -103,9 +103,8 @@ def make_aux(classes: int) -> nn.HybridSequential:
     """The auxiliary classifier head of the paper (5x5/3 average pool, 1x1 and 5x5 basic
     convolutions, Dense to `classes`); Inception3 does not use it, as in MXNet."""
     aux = nn.HybridSequential(prefix="")
-    for layer in (nn.AvgPool2D(pool_size=5, strides=3), _basic_conv(channels=128, kernel_size=1),
-                  _basic_conv(channels=768, kernel_size=5), nn.Flatten(), nn.Dense(classes)):
-        aux.add(layer)
+    aux.add(nn.AvgPool2D(pool_size=5, strides=3), _basic_conv(channels=128, kernel_size=1),
+            _basic_conv(channels=768, kernel_size=5), nn.Flatten(), nn.Dense(classes))
     return aux
 
 
@@ -117,20 +116,19 @@ class Inception3(HybridBlock):
         super().__init__(**kwargs)
         with self.name_scope():
             self.features = nn.HybridSequential(prefix="")
-            for layer in (_basic_conv(channels=32, kernel_size=3, strides=2),
-                          _basic_conv(channels=32, kernel_size=3),
-                          _basic_conv(channels=64, kernel_size=3, padding=1),
-                          nn.MaxPool2D(pool_size=3, strides=2),
-                          _basic_conv(channels=80, kernel_size=1),
-                          _basic_conv(channels=192, kernel_size=3),
-                          nn.MaxPool2D(pool_size=3, strides=2),
-                          _mixed_a(32, "A1_"), _mixed_a(64, "A2_"), _mixed_a(64, "A3_"),
-                          _mixed_b("B_"),
-                          _mixed_c(128, "C1_"), _mixed_c(160, "C2_"), _mixed_c(160, "C3_"), _mixed_c(192, "C4_"),
-                          _mixed_d("D_"),
-                          _mixed_e("E1_"), _mixed_e("E2_"),
-                          nn.AvgPool2D(pool_size=8), nn.Dropout(0.5)):
-                self.features.add(layer)
+            self.features.add(_basic_conv(channels=32, kernel_size=3, strides=2),
+                              _basic_conv(channels=32, kernel_size=3),
+                              _basic_conv(channels=64, kernel_size=3, padding=1),
+                              nn.MaxPool2D(pool_size=3, strides=2),
+                              _basic_conv(channels=80, kernel_size=1),
+                              _basic_conv(channels=192, kernel_size=3),
+                              nn.MaxPool2D(pool_size=3, strides=2),
+                              _mixed_a(32, "A1_"), _mixed_a(64, "A2_"), _mixed_a(64, "A3_"),
+                              _mixed_b("B_"),
+                              _mixed_c(128, "C1_"), _mixed_c(160, "C2_"), _mixed_c(160, "C3_"), _mixed_c(192, "C4_"),
+                              _mixed_d("D_"),
+                              _mixed_e("E1_"), _mixed_e("E2_"),
+                              nn.AvgPool2D(pool_size=8), nn.Dropout(0.5))
             self.output = nn.Dense(classes)
 
     def hybrid_forward(self, F, x):

@@ -61,9 +61,8 @@ class BasicBlockV1(_ResidualV1):
     def __init__(self, channels: int, stride: int, downsample: bool = False, in_channels: int = 0, **kwargs):
         super().__init__(**kwargs)
         self.body = nn.HybridSequential(prefix="")
-        for layer in (_conv3x3(channels, stride, in_channels), nn.BatchNorm(), nn.Activation("relu"),
-                      _conv3x3(channels, 1, channels), nn.BatchNorm()):
-            self.body.add(layer)
+        self.body.add(_conv3x3(channels, stride, in_channels), nn.BatchNorm(), nn.Activation("relu"),
+                      _conv3x3(channels, 1, channels), nn.BatchNorm())
         self._shortcut(channels, stride, downsample, in_channels)
 
 
@@ -75,10 +74,9 @@ class BottleneckV1(_ResidualV1):
         super().__init__(**kwargs)
         inner = channels // 4
         self.body = nn.HybridSequential(prefix="")
-        for layer in (nn.Conv2D(inner, kernel_size=1, strides=stride), nn.BatchNorm(), nn.Activation("relu"),
+        self.body.add(nn.Conv2D(inner, kernel_size=1, strides=stride), nn.BatchNorm(), nn.Activation("relu"),
                       _conv3x3(inner, 1, inner), nn.BatchNorm(), nn.Activation("relu"),
-                      nn.Conv2D(channels, kernel_size=1, strides=1), nn.BatchNorm()):
-            self.body.add(layer)
+                      nn.Conv2D(channels, kernel_size=1, strides=1), nn.BatchNorm())
         self._shortcut(channels, stride, downsample, in_channels)
 
 
@@ -154,9 +152,8 @@ class _ResNet(HybridBlock):
         if thumbnail:
             self.features.add(_conv3x3(width, 1, 0))
             return
-        for layer in (nn.Conv2D(width, 7, 2, 3, use_bias=False), nn.BatchNorm(), nn.Activation("relu"),
-                      nn.MaxPool2D(3, 2, 1)):
-            self.features.add(layer)
+        self.features.add(nn.Conv2D(width, 7, 2, 3, use_bias=False), nn.BatchNorm(), nn.Activation("relu"),
+                          nn.MaxPool2D(3, 2, 1))
 
     def hybrid_forward(self, F, x):
         return self.output(self.features(x))
@@ -200,8 +197,7 @@ class ResNetV2(_ResNet):
                 self.features.add(self._make_layer(block, num_layer, channels[i + 1], 1 if i == 0 else 2, i + 1,
                                                    in_channels=in_channels))
                 in_channels = channels[i + 1]
-            for layer in (nn.BatchNorm(), nn.Activation("relu"), nn.GlobalAvgPool2D(), nn.Flatten()):
-                self.features.add(layer)
+            self.features.add(nn.BatchNorm(), nn.Activation("relu"), nn.GlobalAvgPool2D(), nn.Flatten())
             self.output = nn.Dense(classes, in_units=in_channels)
 
 

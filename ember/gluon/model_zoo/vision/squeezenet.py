@@ -65,8 +65,7 @@ class SqueezeNet(HybridBlock):
                 self.features.add(_ceil_pool() if item == "pool" else _fire(*item))
             self.features.add(nn.Dropout(0.5))
             self.output = nn.HybridSequential(prefix="")
-            for layer in (nn.Conv2D(classes, kernel_size=1), nn.Activation("relu"), nn.AvgPool2D(13), nn.Flatten()):
-                self.output.add(layer)
+            self.output.add(nn.Conv2D(classes, kernel_size=1), nn.Activation("relu"), nn.AvgPool2D(13), nn.Flatten())
 
     def hybrid_forward(self, F, x):
         return self.output(self.features(x))
