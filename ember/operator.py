@@ -53,17 +53,11 @@ def get_operator_arguments(op_name: str) -> OperatorArguments:
     if not _ops.exists(op_name):
         raise OperatorError(f"Operator {op_name} is not registered")
     opdef = _ops.get(op_name)
-    names, types = [], []
-    if opdef.key_var_num_args:
-        names.append("data")
-        types.append("NDArray-or-Symbol[]")
-    else:
-        for n in _input_names(opdef):
-            names.append(n)
-            types.append("NDArray-or-Symbol")
-    for key, spec in opdef.attrs.items():
-        names.append(key)
-        types.append(_attr_type(spec))
+    variadic = bool(opdef.key_var_num_args)
+    inputs = ["data"] if variadic else _input_names(opdef)
+    names = inputs + list(opdef.attrs)
+    types = ["NDArray-or-Symbol[]" if variadic else "NDArray-or-Symbol"] * len(inputs) + \
+        [_attr_type(spec) for spec in opdef.attrs.values()]
     return OperatorArguments(len(names), names, types)
 
 
