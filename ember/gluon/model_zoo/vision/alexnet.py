@@ -33,8 +33,7 @@ class AlexNet(HybridBlock):
                         self.features.add(nn.MaxPool2D(pool_size=3, strides=2))
                 self.features.add(nn.Flatten())
                 for _ in range(2):
-                    self.features.add(nn.Dense(4096, activation="relu"))
-                    self.features.add(nn.Dropout(0.5))
+                    self.features.add(nn.Dense(4096, activation="relu"), nn.Dropout(0.5))
             self.output = nn.Dense(classes)
 
     def hybrid_forward(self, F, x):

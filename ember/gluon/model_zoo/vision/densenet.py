@@ -25,8 +25,7 @@ def _dense_layer(growth_rate: int, bn_size: int, dropout: float) -> HybridConcur
     if dropout:
         new_features.add(nn.Dropout(dropout))
     layer = HybridConcurrent(axis=1, prefix="")
-    layer.add(Identity())
-    layer.add(new_features)
+    layer.add(Identity(), new_features)
     return layer
 
 

@@ -19,9 +19,7 @@ _CONV_KEYS = ("channels", "kernel_size", "strides", "padding")
 def _basic_conv(**conv_args) -> nn.HybridSequential:
     """Bias-free convolution, BatchNorm (epsilon 1e-3), ReLU."""
     unit = nn.HybridSequential(prefix="")
-    unit.add(nn.Conv2D(use_bias=False, **conv_args))
-    unit.add(nn.BatchNorm(epsilon=0.001))
-    unit.add(nn.Activation("relu"))
+    unit.add(nn.Conv2D(use_bias=False, **conv_args), nn.BatchNorm(epsilon=0.001), nn.Activation("relu"))
     return unit
 
 

@@ -26,8 +26,7 @@ class RELU6(HybridBlock):
 def _add_conv(out, channels: int = 1, kernel: int = 1, stride: int = 1, pad: int = 0, num_group: int = 1,
               active: bool = True, relu6: bool = False) -> None:
     """Append a bias-free convolution, BatchNorm and (when `active`) ReLU or ReLU6 to `out`."""
-    out.add(nn.Conv2D(channels, kernel, stride, pad, groups=num_group, use_bias=False))
-    out.add(nn.BatchNorm(scale=True))
+    out.add(nn.Conv2D(channels, kernel, stride, pad, groups=num_group, use_bias=False), nn.BatchNorm(scale=True))
     if active:
         out.add(RELU6() if relu6 else nn.Activation("relu"))
 
@@ -78,8 +77,7 @@ class MobileNet(HybridBlock):
                 _add_conv(self.features, channels=int(32 * multiplier), kernel=3, pad=1, stride=2)
                 for dwc, c, s in zip(dw_channels, channels, strides):
                     _add_conv_dw(self.features, dw_channels=dwc, channels=c, stride=s)
-                self.features.add(nn.GlobalAvgPool2D())
-                self.features.add(nn.Flatten())
+                self.features.add(nn.GlobalAvgPool2D(), nn.Flatten())
             self.output = nn.Dense(classes)
 
     def hybrid_forward(self, F, x):

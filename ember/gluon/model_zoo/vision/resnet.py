@@ -32,8 +32,8 @@ def _relu(F, x):
 def _projection_v1(channels: int, stride: int, in_channels: int) -> nn.HybridSequential:
     """The V1 shortcut for a change of shape: 1x1 convolution then BatchNorm."""
     proj = nn.HybridSequential(prefix="")
-    proj.add(nn.Conv2D(channels, kernel_size=1, strides=stride, use_bias=False, in_channels=in_channels))
-    proj.add(nn.BatchNorm())
+    proj.add(nn.Conv2D(channels, kernel_size=1, strides=stride, use_bias=False, in_channels=in_channels),
+             nn.BatchNorm())
     return proj
 
 

@@ -17,8 +17,7 @@ __all__ = ["SqueezeNet", "squeezenet1_0", "squeezenet1_1"]
 
 def _fire_conv(channels: int, kernel_size: int, padding: int = 0) -> nn.HybridSequential:
     conv = nn.HybridSequential(prefix="")
-    conv.add(nn.Conv2D(channels, kernel_size, padding=padding))
-    conv.add(nn.Activation("relu"))
+    conv.add(nn.Conv2D(channels, kernel_size, padding=padding), nn.Activation("relu"))
     return conv
 
 
@@ -27,8 +26,7 @@ def _fire(squeeze: int, expand1x1: int, expand3x3: int) -> nn.HybridSequential:
     fire = nn.HybridSequential(prefix="")
     fire.add(_fire_conv(squeeze, 1))
     expand = HybridConcurrent(axis=1, prefix="")
-    expand.add(_fire_conv(expand1x1, 1))
-    expand.add(_fire_conv(expand3x3, 3, 1))
+    expand.add(_fire_conv(expand1x1, 1), _fire_conv(expand3x3, 3, 1))
     fire.add(expand)
     return fire
 
@@ -58,9 +56,8 @@ class SqueezeNet(HybridBlock):
         (stem_width, stem_kernel), body = _LAYOUTS[version]
         with self.name_scope():
             self.features = nn.HybridSequential(prefix="")
-            self.features.add(nn.Conv2D(stem_width, kernel_size=stem_kernel, strides=2))
-            self.features.add(nn.Activation("relu"))
-            self.features.add(_ceil_pool())
+            self.features.add(nn.Conv2D(stem_width, kernel_size=stem_kernel, strides=2), nn.Activation("relu"),
+                              _ceil_pool())
             for item in body:
                 self.features.add(_ceil_pool() if item == "pool" else _fire(*item))
             self.features.add(nn.Dropout(0.5))
