@@ -36,6 +36,7 @@ def _as_list(obj) -> list:
 
 
 def _call_all(callbacks, *args) -> None:
+    """Call a callback or each of a list of them (None: none)."""
     for cb in _as_list(callbacks):
         cb(*args)
 
@@ -121,10 +122,8 @@ class BaseModule:
                 break
             self.forward(batch, is_train=False)
             self.update_metric(eval_metric, batch.label)
-            if batch_end_callback is not None:
-                _call_all(batch_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
-        if score_end_callback is not None:
-            _call_all(score_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
+            _call_all(batch_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
+        _call_all(score_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
         return eval_metric.get_name_value()
 
     def iter_predict(self, eval_data, num_batch: Optional[int] = None, reset: bool = True):
@@ -208,8 +207,7 @@ class BaseModule:
                     monitor.toc_print()
                 if hasattr(bar, "set_postfix") and nbatch % 10 == 0:
                     bar.set_postfix({n: f"{v:.4f}" for n, v in eval_metric.get_name_value()}, refresh=False)
-                if batch_end_callback is not None:
-                    _call_all(batch_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
+                _call_all(batch_end_callback, BatchEndParam(epoch, nbatch, eval_metric, locals()))
             if hasattr(bar, "close"):
                 bar.close()
             train_values = eval_metric.get_name_value()
