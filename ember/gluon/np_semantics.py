@@ -86,13 +86,9 @@ def check_one_kind(block, out) -> None:
 
 def call(block, args):
     """`block(*args)` under NumPy array semantics: inputs in the block's kind, outputs in the caller's."""
-    legacy = written_for_legacy(block)
     outer = current_is_legacy()
-    _state.legacy = legacy
-    try:
+    with running(block) as legacy:
         out = block._call_with_hooks(convert(args, legacy))
-    finally:
-        _state.legacy = outer
     if not legacy:
         check_one_kind(block, out)
     return convert(out, outer)
