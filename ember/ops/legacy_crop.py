@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple
 
 from ..base import ShapeError
-from .registry import Attr, OpDef, register
+from ._common import with_backward
+from .registry import Attr, OpDef
 
 _ATTRS = {
     "num_args": Attr("int", doc="1: crop to h_w; 2: crop to the H and W of the second input"),
@@ -89,20 +90,10 @@ def _backward(ctx, attrs, inputs, outputs, aux):
         d_like[...] = 0
 
 
-def _gradient(F, attrs, inputs, outputs, out_grads):
-    res = F._backward_Crop(out_grads[0], *inputs, **attrs)
-    return [res] if attrs["num_args"] == 1 else list(res)
-
-
-register(OpDef(
+with_backward(OpDef(
     name="Crop", attrs=_ATTRS, inputs=_inputs, outputs=["output"], key_var_num_args="num_args",
-    infer_shape=_infer_shape, kernels={"any": _forward}, gradient=_gradient,
+    infer_shape=_infer_shape, kernels={"any": _forward},
     shape_only_inputs=lambda attrs: (1,) if attrs["num_args"] == 2 else (),
-    doc="Legacy Crop (MXNet 1.9.1, deprecated for slice): H and W cut to h_w or to crop_like's, at offset or centred."))
-
-register(OpDef(
-    name="_backward_Crop", attrs=_ATTRS, inputs=lambda a: ["ograd"] + _inputs(a),
-    outputs=lambda a: [f"arg{i}_grad" for i in range(a["num_args"])],
-    infer_shape=lambda a, s: (s, list(s[1:])), kernels={"any": _backward},
-    shape_only_inputs=lambda attrs: tuple(range(1, attrs["num_args"] + 1)),
-    doc="Gradient of Crop: the output's gradient in its window of zeros; zeros for crop_like."))
+    doc="Legacy Crop (MXNet 1.9.1, deprecated for slice): H and W cut to h_w or to crop_like's, at offset or centred."),
+    _backward, "Gradient of Crop: the output's gradient in its window of zeros; zeros for crop_like.", infer_type=None,
+    shape_only_inputs=lambda attrs: tuple(range(1, attrs["num_args"] + 1)))

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ._common import generator, store
+from ._nn_util import call_op
 from .registry import Attr, OpDef, register
 
 _DTYPES = ("None", "float16", "float32", "float64")
@@ -228,8 +229,7 @@ def _register_backward(op: str, bwd: str, attrs: dict, names, params, grads):
     def gradient(F, a, inputs, outputs, out_grads):
         if not inputs:
             return []
-        res = getattr(F, bwd)(out_grads[0], outputs[1], outputs[0], *inputs, **_attrs_of(a))
-        return [res] if len(inputs) == 1 else [res[i] for i in range(len(inputs))]
+        return call_op(F, bwd, [out_grads[0], outputs[1], outputs[0], *inputs], _attrs_of(a), len(inputs))
 
     register(OpDef(name=bwd, attrs=attrs, inputs=lambda a: ["ograd", "noise", "output"] + names(a),
                    outputs=lambda a: [f"{p}_grad" for p in names(a)],

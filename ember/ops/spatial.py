@@ -15,7 +15,7 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ._common import data_like_output, known, with_backward
-from ._nn_util import backward_via, float_types, merge
+from ._nn_util import backward_via, call_op, float_types, merge
 from .registry import Attr, OpDef, get, register
 
 
@@ -239,8 +239,7 @@ def _up_gradient(F, attrs, inputs, outputs, out_grads):
     if attrs["sample_type"] == "bilinear":
         deconv = get("Deconvolution")
         return deconv.gradient(F, deconv.parse_attrs(_deconv_attrs(attrs)), inputs, outputs, out_grads)
-    res = F._backward_UpSampling(out_grads[0], *inputs, **attrs)
-    return [res] if len(inputs) == 1 else [res[i] for i in range(len(inputs))]
+    return call_op(F, "_backward_UpSampling", [out_grads[0], *inputs], attrs, len(inputs))
 
 
 register(OpDef(
@@ -373,11 +372,8 @@ def _resize_backward(ctx, attrs, inputs, outputs, aux):
         outputs[1][...] = 0
 
 
-def _resize_gradient(F, attrs, inputs, outputs, out_grads):
-    res = F._backward_contrib_BilinearResize2D(out_grads[0], *inputs, **attrs)
-    if attrs["mode"] == "like":
-        return [res[0], res[1]]
-    return [res[0] if isinstance(res, (list, tuple)) else res]
+def _resize_gradient(F, attrs, inputs, outputs, out_grads):  # inputs: data (and like)
+    return call_op(F, "_backward_contrib_BilinearResize2D", [out_grads[0], *inputs], attrs, len(inputs))
 
 
 register(OpDef(
