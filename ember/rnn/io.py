@@ -88,8 +88,6 @@ class BucketSentenceIter(DataIter):
         self.label_name = label_name
         self.dtype = dtype
         self.invalid_label = invalid_label
-        self.nddata: list = []
-        self.ndlabel: list = []
         self.major_axis = major_axis
         self.layout = layout
         self.default_bucket_key = max(self.buckets) if self.buckets else max(buckets)
@@ -98,8 +96,7 @@ class BucketSentenceIter(DataIter):
         self.provide_label = [DataDesc(name=label_name, shape=shape, layout=layout)]
         self.idx = [(i, j) for i, rows in enumerate(self.data)
                     for j in range(0, len(rows) - batch_size + 1, batch_size)]
-        self.curr_idx = 0
-        self.reset()
+        self.reset()  # sets curr_idx, nddata and ndlabel
 
     def reset(self) -> None:
         """Start a new epoch: batch order and each bucket's sentences are shuffled (Python's and
