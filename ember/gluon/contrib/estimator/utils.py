@@ -50,9 +50,7 @@ def _check_handler_metric_ref(handler, known_metrics) -> None:
 
 def _suggest_metric_for_loss(loss):
     """The metric that goes with a loss when the user gave none (accuracy for softmax cross-entropy)."""
-    if isinstance(loss, SoftmaxCrossEntropyLoss):
-        return Accuracy()
-    return None
+    return Accuracy() if isinstance(loss, SoftmaxCrossEntropyLoss) else None
 
 
 def _split_batch(batch: Sequence, ctx_list, batch_axis: int = 0) -> Tuple[list, list]:
