@@ -104,9 +104,7 @@ def _convert(value, where: str):
         values = _raw_ndarray(value.raw)
         return array(values, dtype=values.dtype)
     if isinstance(value, _PickledObject):
-        if value.kind == "lr_scheduler":
-            return _lr_scheduler(value, where)
-        return _optimizer(value)
+        return _lr_scheduler(value, where) if value.kind == "lr_scheduler" else _optimizer(value)
     if isinstance(value, tuple):
         return tuple(_convert(v, where) for v in value)
     if isinstance(value, list):

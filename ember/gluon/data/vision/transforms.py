@@ -239,6 +239,4 @@ class RandomApply(Sequential):
         self.p = p
 
     def forward(self, x):
-        if self.p < random.random():
-            return x
-        return self.transforms(x)
+        return x if self.p < random.random() else self.transforms(x)
