@@ -362,18 +362,11 @@ _SCALAR = {"scalar": Attr("float", 1.0, doc="the scalar operand")}
 def _scalar_kernel(ufunc: str, reverse: bool = False) -> Callable:
     np_fn = getattr(np, ufunc)
 
-    if reverse:
-        def kernel(ctx, attrs, inputs, outputs, aux):
-            x = inputs[0]
-            s = attrs["scalar"]
-            fn = np_fn if ctx.xp is np else getattr(ctx.xp, ufunc)
-            fn(s if x.dtype.kind == "f" else x.dtype.type(s), x, out=outputs[0], casting="unsafe")
-    else:
-        def kernel(ctx, attrs, inputs, outputs, aux):
-            x = inputs[0]
-            s = attrs["scalar"]
-            fn = np_fn if ctx.xp is np else getattr(ctx.xp, ufunc)
-            fn(x, s if x.dtype.kind == "f" else x.dtype.type(s), out=outputs[0], casting="unsafe")
+    def kernel(ctx, attrs, inputs, outputs, aux):
+        x = inputs[0]
+        s = as_scalar(x, attrs["scalar"])
+        fn = np_fn if ctx.xp is np else getattr(ctx.xp, ufunc)
+        fn(*((s, x) if reverse else (x, s)), out=outputs[0], casting="unsafe")
     return kernel
 
 

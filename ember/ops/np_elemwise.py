@@ -14,17 +14,11 @@ from typing import Callable, Dict
 import numpy as np
 
 from ..base import OperatorError
-from ._common import broadcast_shape, no_gradient, sum_to, via
+from ._common import no_gradient, sum_to, with_backward
+from .elemwise import _broadcast_infer
 from .registry import OpDef, register
 
 _INPUTS = ["x1", "x2"]
-
-
-def _infer_shape(op: str):
-    def infer(attrs, in_shapes):
-        a, b = in_shapes
-        return [a, b], [broadcast_shape(op, a, b)]
-    return infer
 
 
 def _infer_type(op: str, kinds: str):
@@ -90,22 +84,14 @@ def _backward_kernel(fn: Callable, deriv: Callable):
     return kernel
 
 
-def _backward_shape(attrs, in_shapes):
-    g, a, b = in_shapes
-    return [g, a, b], [a, b]
-
-
 for _name, (_fn, _kinds, _deriv) in _OPS.items():
     _op = f"_npi_{_name}"
-    if _deriv is not None:
-        _bwd = f"_backward_npi_{_name}"
-        register(OpDef(name=_bwd, inputs=["ograd", "x1", "x2"], outputs=["x1_grad", "x2_grad"],
-                       infer_shape=_backward_shape, infer_type=lambda a, d: ([d[0], d[0], d[0]], [d[0], d[0]]),
-                       kernels={"any": _backward_kernel(_fn, _deriv)},
-                       doc=f"Gradient of {_op}: each input's gradient summed over its broadcast axes."))
-        _grad = via(_bwd, lambda i, o, g: [g[0], i[0], i[1]], 2, pass_attrs=False)
+    _fwd = OpDef(name=_op, inputs=_INPUTS, outputs=["out"], infer_shape=_broadcast_infer(_op),
+                 infer_type=_infer_type(_op, _kinds), kernels={"any": _kernel(_fn)}, gradient=no_gradient(2),
+                 doc=f"numpy.{_name} with numpy broadcasting (mx.np.{_name}).")
+    if _deriv is None:
+        register(_fwd)
     else:
-        _grad = no_gradient(2)
-    register(OpDef(name=_op, inputs=_INPUTS, outputs=["out"], infer_shape=_infer_shape(_op),
-                   infer_type=_infer_type(_op, _kinds), kernels={"any": _kernel(_fn)}, gradient=_grad,
-                   doc=f"numpy.{_name} with numpy broadcasting (mx.np.{_name})."))
+        with_backward(_fwd, _backward_kernel(_fn, _deriv),
+                      f"Gradient of {_op}: each input's gradient summed over its broadcast axes.",
+                      infer_type=lambda a, d: ([d[0], d[0], d[0]], [d[0], d[0]]))
