@@ -464,12 +464,9 @@ for _name, _ufunc in _COMPARE.items():
     _scalar_op(f"_{_name}_scalar", UfuncForm("scalar", getattr(np, _ufunc)), None, _SCALAR, gradient=no_gradient(1),
                    infer_stype=stype.sparse_if_zero_maps_to_zero(getattr(np, _ufunc)),
                    doc=f"1 where x {_name} scalar else 0, in x's dtype")
-_scalar_op("_logical_and_scalar", UfuncForm("scalar", np.logical_and), None, _SCALAR,
-               gradient=no_gradient(1), doc="x and scalar (as 1/0)")
-_scalar_op("_logical_or_scalar", UfuncForm("scalar", np.logical_or), None, _SCALAR,
-               gradient=no_gradient(1), doc="x or scalar (as 1/0)")
-_scalar_op("_logical_xor_scalar", UfuncForm("scalar", np.logical_xor), None, _SCALAR,
-               gradient=no_gradient(1), doc="x xor scalar (as 1/0)")
+for _name in ("and", "or", "xor"):
+    _scalar_op(f"_logical_{_name}_scalar", UfuncForm("scalar", getattr(np, f"logical_{_name}")), None, _SCALAR,
+               gradient=no_gradient(1), doc=f"x {_name} scalar (as 1/0)")
 
 
 # -- MXNet's _scatter_* ops: on a sparse input only the stored values are computed ------------------

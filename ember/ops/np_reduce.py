@@ -11,6 +11,7 @@ prod * product / x), in the data's dtype.
 """
 from __future__ import annotations
 
+from math import prod
 from typing import Tuple
 
 import numpy as np
@@ -102,10 +103,7 @@ def _backward_kernel(name: str):
         if name == "sum":
             res = xp.broadcast_to(g, x.shape)
         elif name == "mean":
-            count = 1
-            for a in axes:
-                count *= x.shape[a]
-            res = xp.broadcast_to(g / max(count, 1), x.shape)
+            res = xp.broadcast_to(g / max(prod(x.shape[a] for a in axes), 1), x.shape)
         else:  # prod: the product of the other elements
             with np.errstate(invalid="ignore", divide="ignore"):
                 total = xp.prod(x, axis=axes, keepdims=True)

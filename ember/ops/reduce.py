@@ -8,6 +8,7 @@ attributes, which broadcasts ograd back over the reduced axes.
 from __future__ import annotations
 
 import ast
+from math import prod
 from typing import Tuple
 
 import numpy as np
@@ -104,10 +105,7 @@ def _backward_kernel(op: str, deriv):
     def kernel(ctx, attrs, inputs, outputs, aux):
         g, x, y = inputs
         axes, kshape = _keep_shape(op, attrs, x.shape)
-        count = 1
-        for a in axes:
-            count *= x.shape[a]
-        res = deriv(ctx.xp, g.reshape(kshape), x, y.reshape(kshape), count)
+        res = deriv(ctx.xp, g.reshape(kshape), x, y.reshape(kshape), prod(x.shape[a] for a in axes))
         outputs[0][...] = res
     return kernel
 
@@ -297,9 +295,7 @@ def _moments_backward(ctx, attrs, inputs, outputs, aux):
     g_mean, g_var, x, mean = inputs
     a = _moments_attrs(attrs)
     axes, kshape = _keep_shape("moments", a, x.shape)
-    n = 1
-    for ax in axes:
-        n *= x.shape[ax]
+    n = prod(x.shape[ax] for ax in axes)
     m = mean.reshape(kshape)
     outputs[0][...] = (g_mean.reshape(kshape) + 2.0 * g_var.reshape(kshape) * (x - m)) / n
 
