@@ -631,10 +631,7 @@ def _kr_infer(attrs, in_shapes):
         if len(s) != 2 or s[1] != in_shapes[0][1]:
             shapes = ", ".join(fmt(x) for x in in_shapes)
             raise ShapeError(f"khatri_rao: inputs must be matrices with the same number of columns, got {shapes}")
-    rows = 1
-    for s in in_shapes:
-        rows *= s[0]
-    return in_shapes, [(rows, in_shapes[0][1])]
+    return in_shapes, [(prod(s[0] for s in in_shapes), in_shapes[0][1])]
 
 
 def _khatri_rao(ctx, attrs, inputs, outputs, aux):

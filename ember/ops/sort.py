@@ -6,6 +6,8 @@ their gradients use to route ograd back (MXNet does the same).
 """
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 
 from ..base import ShapeError
@@ -73,10 +75,7 @@ def _topk_infer(attrs, in_shapes):
         return in_shapes, [None] * n_out
     ax = _axis("topk", attrs, len(x))
     if ax is None:
-        size = 1
-        for d in x:
-            size *= d
-        part = (_topk_k(attrs, size),)
+        part = (_topk_k(attrs, prod(x)),)
     else:
         part = tuple(_topk_k(attrs, x[ax]) if i == ax else d for i, d in enumerate(x))
     if attrs["ret_typ"] == "mask":
