@@ -22,7 +22,7 @@ from typing import List, Tuple
 import numpy as np
 
 from ..base import MXNetError, ShapeError
-from ._common import known
+from ._common import known, with_backward
 from .registry import Attr, OpDef, register
 
 
@@ -144,15 +144,10 @@ for _op, _attrs, _doc in (
         ("_np_dot", {}, "numpy.dot of a and b (see ember/ops/np_products.py)."),
         ("_npi_tensordot", _TD_ATTRS, "numpy.tensordot over a_axes_summed of a and b_axes_summed of b."),
         ("_npi_tensordot_int_axes", _TD_INT_ATTRS, "numpy.tensordot over a's last `axes` and b's first `axes`.")):
-    _bwd = f"_backward{_op}" if _op.startswith("_np_") else f"_backward_npi_{_op[5:]}"
-    register(OpDef(name=_bwd, attrs=_attrs, inputs=["ograd", "a", "b"], outputs=["a_grad", "b_grad"],
-                   infer_shape=lambda a, s: (s, [s[1], s[2]]), infer_type=lambda a, d: (list(d), [d[1], d[2]]),
-                   kernels={"any": _backward(_op)}, doc=f"Gradient of {_op} w.r.t. a and b."))
-    register(OpDef(name=_op, attrs=_attrs, inputs=["a", "b"], outputs=["out"],
-                   infer_shape=_product_infer(_op), infer_type=_product_type(_op),
-                   kernels={"any": _forward(_op)}, expensive=True,
-                   gradient=(lambda bwd: lambda F, a, i, o, g: list(getattr(F, bwd)(g[0], i[0], i[1], **a)))(_bwd),
-                   doc=_doc))
+    with_backward(OpDef(name=_op, attrs=_attrs, inputs=["a", "b"], outputs=["out"],
+                        infer_shape=_product_infer(_op), infer_type=_product_type(_op),
+                        kernels={"any": _forward(_op)}, expensive=True, doc=_doc),
+                  _backward(_op), f"Gradient of {_op} w.r.t. a and b.")
 
 
 # -- roll ---------------------------------------------------------------------------------------------
