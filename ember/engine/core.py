@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import functools
 import gc
 from functools import partial
 import itertools
@@ -51,12 +50,17 @@ def _env_int(names: Sequence[str], default: int) -> int:
     return default
 
 
-def _engine_type_from_env() -> bool:
-    name = os.environ.get("EMBER_ENGINE_TYPE") or os.environ.get("MXNET_ENGINE_TYPE") or "ThreadedEngine"
-    key = name.lower().replace("async", "")
+def _is_naive(name, error: type) -> bool:
+    """Whether engine type `name` is NaiveEngine; `error` names an unknown type."""
+    key = str(name).lower().replace("async", "")
     if key not in ENGINE_TYPES:
-        raise EngineError(f"unknown engine type {name!r}; use ThreadedEngine or NaiveEngine")
+        raise error(f"unknown engine type {name!r}; use ThreadedEngine or NaiveEngine")
     return ENGINE_TYPES[key]
+
+
+def _engine_type_from_env() -> bool:
+    return _is_naive(os.environ.get("EMBER_ENGINE_TYPE") or os.environ.get("MXNET_ENGINE_TYPE")
+                     or "ThreadedEngine", EngineError)
 
 
 def _run_ahead_from_env() -> int:
@@ -81,7 +85,7 @@ _E = lib.ember_engine_create(1 if _engine_type_from_env() else 0, CPU_WORKERS, _
 # ops a pushing thread may have pending before its pushes wait (set_run_ahead); 0 = no bound
 RUN_AHEAD = _run_ahead_from_env()
 lib.ember_set_run_ahead(_E, RUN_AHEAD)
-_errors = ErrorTable(_released_ids, functools.partial(lib.ember_clear_error, _E))
+_errors = ErrorTable(_released_ids, partial(lib.ember_clear_error, _E))
 _naive = [_engine_type_from_env()]  # NaiveEngine: op errors raise at the call that ran the op
 _pyops: dict = {}
 _op_ids = itertools.count(1)
@@ -784,13 +788,11 @@ def get_policy() -> str:
 
 def set_engine_type(name: str) -> str:
     """Switch between 'ThreadedEngine' and 'NaiveEngine' (after finishing pending ops); returns the old type."""
-    key = str(name).lower().replace("async", "")
-    if key not in ENGINE_TYPES:
-        raise ValueError(f"unknown engine type {name!r}; use ThreadedEngine or NaiveEngine")
+    naive = _is_naive(name, ValueError)
     old = engine_type()
     wait_all_quiet()
-    lib.ember_engine_set_naive(_E, 1 if ENGINE_TYPES[key] else 0)
-    _naive[0] = ENGINE_TYPES[key]
+    lib.ember_engine_set_naive(_E, 1 if naive else 0)
+    _naive[0] = naive
     return old
 
 
@@ -830,26 +832,14 @@ def native_engine():
 # -- process lifecycle --------------------------------------------------------
 
 def _shutdown():
+    """At exit and before a fork: push this thread's bulk group, finish pending ops, stop the workers."""
     timeout = float(os.environ.get("EMBER_SHUTDOWN_TIMEOUT", "30"))
     flush_bulk()
     # After stop, pushes run synchronously in the caller, so late garbage collection still works.
     lib.ember_engine_stop(_E, int(timeout * 1000))
 
 
-def _before_fork():
-    flush_bulk()
-    lib.ember_engine_stop(_E, int(float(os.environ.get("EMBER_SHUTDOWN_TIMEOUT", "30")) * 1000))
-
-
-def _after_fork_in_parent():
-    lib.ember_engine_start(_E)
-
-
-def _after_fork_in_child():
-    lib.ember_engine_start_in_child(_E)
-
-
 atexit.register(_shutdown)
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
-                        after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_shutdown, after_in_parent=partial(lib.ember_engine_start, _E),
+                        after_in_child=partial(lib.ember_engine_start_in_child, _E))
