@@ -241,18 +241,12 @@ def _insert_backward(op):
 
 
 for _op, (_attrs, _inputs) in _INSERT_FORMS.items():
-    _bwd = "_backward_npi_" + _op[5:]
-    _n = len(_inputs)
-    register(OpDef(name=_bwd, attrs=_attrs, inputs=["ograd"] + _inputs, outputs=[f"{x}_grad" for x in _inputs],
-                   infer_shape=lambda a, s: (s, list(s[1:])), infer_type=lambda a, d: (list(d), list(d[1:])),
-                   kernels={"any": _insert_backward(_op)}, shape_only_inputs=(1,),
-                   doc=f"Gradient of {_op}: the output gradient at arr's positions, and at the inserted positions "
-                       "summed back to values' shape."))
-    register(OpDef(name=_op, attrs=_attrs, inputs=_inputs, outputs=["out"],
-                   infer_shape=_insert_infer(_op), infer_type=_insert_type(_op), kernels={"any": _insert_kernel(_op)},
-                   gradient=(lambda bwd: lambda F, a, i, o, g: list(getattr(F, bwd)(g[0], *i, **a)))(_bwd),
-                   doc="numpy.insert: values (cast to arr's dtype) inserted along axis before the given position(s) "
-                       "(see ember/ops/np_more.py)."))
+    with_backward(OpDef(name=_op, attrs=_attrs, inputs=_inputs, outputs=["out"], infer_shape=_insert_infer(_op),
+                        infer_type=_insert_type(_op), kernels={"any": _insert_kernel(_op)},
+                        doc="numpy.insert: values (cast to arr's dtype) inserted along axis before the given "
+                            "position(s) (see ember/ops/np_more.py)."),
+                  _insert_backward(_op), f"Gradient of {_op}: the output gradient at arr's positions, and at the "
+                  "inserted positions summed back to values' shape.", shape_only_inputs=(1,))
 
 
 # -- unravel_index --------------------------------------------------------------------------------------
