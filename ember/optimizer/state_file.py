@@ -126,11 +126,9 @@ def _encode_optimizer(optimizer) -> dict:
     if _REGISTRY.get(name) is not type(optimizer):
         raise TypeError(f"cannot save optimizer {type(optimizer).__name__}: it is not registered "
                         "(decorate its class with mx.optimizer.register)")
-    attrs = {}
-    for key, value in vars(optimizer).items():
-        if key == "param_dict":  # live parameters owned by their block, not part of a saved optimizer
-            continue
-        attrs[key] = _encode_value(value, f"{type(optimizer).__name__}.{key}")
+    # not param_dict: live parameters owned by their block, not part of a saved optimizer
+    attrs = {key: _encode_value(value, f"{type(optimizer).__name__}.{key}")
+             for key, value in vars(optimizer).items() if key != "param_dict"}
     return {"name": name, "attrs": attrs}
 
 
