@@ -160,10 +160,8 @@ class _DownloadedDataset(Dataset):
         self._transform = transform
         self._data = None
         self._label = None
-        root = os.path.expanduser(root)
-        self._root = root
-        if not os.path.isdir(root):
-            os.makedirs(root)
+        self._root = os.path.expanduser(root)
+        os.makedirs(self._root, exist_ok=True)
         self._get_data()
 
     def __getitem__(self, idx):
