@@ -29,6 +29,7 @@ instead of a huge allocation.
 from __future__ import annotations
 
 import io
+import math
 import os
 import struct
 from typing import BinaryIO, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -122,8 +123,6 @@ def _read_shape(r: _Reader, what: str, np_shape: bool) -> Optional[Tuple[int, ..
         return None
     if ndim < 0 or ndim > MAX_NDIM:
         raise FormatError(f"corrupt NDArray file: {what} has ndim {ndim} at offset {r.pos - 4}")
-    if ndim * 8 > r.remaining:
-        raise r._truncated(ndim * 8, f"{what} dims")
     dims = struct.unpack(f"<{ndim}q", r.take(ndim * 8, f"{what} dims"))
     if np_shape and -1 in dims:
         return None
@@ -168,22 +167,15 @@ def _read_device(r: _Reader, what: str) -> Device:
     return dev_type, dev_id
 
 
-def _size(shape: Tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
 def _read_values(r: _Reader, flag: int, dtype: np.dtype, shape: Tuple[int, ...], what: str) -> np.ndarray:
-    values = r.array(dtype, _size(shape), f"{what} values").reshape(shape)
+    values = r.array(dtype, math.prod(shape), f"{what} values").reshape(shape)
     if flag == BFLOAT16_FLAG:  # bfloat16 is the top half of a float32
         values = (values.astype(np.uint32) << 16).view(np.float32)
     return values
 
 
 def _dense_zeros(shape, dtype: np.dtype, stype: str, what: str) -> np.ndarray:
-    nbytes = _size(shape) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     if nbytes > MAX_DENSIFIED_BYTES:
         raise FormatError(f"{what} is a {stype} array of shape {shape}: dense it would need {nbytes} bytes, "
                           f"over serialization.MAX_DENSIFIED_BYTES={MAX_DENSIFIED_BYTES} (ember loads "
@@ -287,13 +279,13 @@ def _read_record(r: _Reader, index: int, keep_sparse: bool = False, check_semant
         aux.append((aux_dtype, aux_shape))
     if n_aux == 0:
         return _read_values(r, flag, dtype, shape, what)
-    if _size(storage_shape) == 0:
+    if math.prod(storage_shape) == 0:
         # MXNet may record an empty storage shape; like its sparse constructor, take the
         # stored rows (row_sparse) or values (csr) from the index array's length instead
         idx_shape = aux[0][1] if stype == ROW_SPARSE else aux[1][1]
         storage_shape = (idx_shape[0],) + tuple(shape[1:]) if stype == ROW_SPARSE else idx_shape
     values = _read_values(r, flag, dtype, storage_shape, what)
-    aux_arrays = [r.array(d, _size(s), f"{what} aux {i} values").reshape(s) for i, (d, s) in enumerate(aux)]
+    aux_arrays = [r.array(d, math.prod(s), f"{what} aux {i} values").reshape(s) for i, (d, s) in enumerate(aux)]
     if keep_sparse:
         (_check_row_sparse if stype == ROW_SPARSE else _check_csr)(shape, values, *aux_arrays, what)
         return SparseRecord("row_sparse" if stype == ROW_SPARSE else "csr", tuple(shape), values, tuple(aux_arrays))
@@ -331,17 +323,25 @@ def loads(buf: Union[bytes, bytearray, memoryview], keep_sparse: bool = False
     """Decode an NDArray file held in memory: a list of numpy arrays, or a dict if it has names.
 
     Sparse records are densified, or kept as `SparseRecord`s with keep_sparse=True."""
+    return _read_file(_bytes_reader(buf, "loads"), keep_sparse)
+
+
+def _bytes_reader(buf: Union[bytes, bytearray, memoryview], caller: str) -> _Reader:
     if not isinstance(buf, (bytes, bytearray, memoryview)):
-        raise TypeError(f"loads() expects bytes, not {type(buf).__name__}")
+        raise TypeError(f"{caller}() expects bytes, not {type(buf).__name__}")
     # BytesIO shares a bytes object's buffer (no copy); other buffers are copied once
     data = buf if isinstance(buf, bytes) else memoryview(buf).cast("B").tobytes()
-    return _read_file(_Reader(io.BytesIO(data), len(data)), keep_sparse)
+    return _Reader(io.BytesIO(data), len(data))
+
+
+def _file_reader(f: BinaryIO) -> _Reader:
+    return _Reader(f, os.fstat(f.fileno()).st_size)
 
 
 def load_numpy(fname: Union[str, os.PathLike]) -> Union[List[Optional[np.ndarray]], Dict[str, Optional[np.ndarray]]]:
     """Read an NDArray file into numpy arrays (streamed: no second copy of the whole file)."""
     with open_existing(fname) as f:
-        return _read_file(_Reader(f, os.fstat(f.fileno()).st_size))
+        return _read_file(_file_reader(f))
 
 
 def open_existing(fname: Union[str, os.PathLike], mode: str = "rb"):
@@ -361,12 +361,10 @@ Record = Tuple[Optional[np.ndarray], Device]
 def _as_records(data, convert) -> Tuple[List[Record], List[str]]:
     """(records, names) from an array, a list of arrays or a dict of str -> array."""
     if isinstance(data, dict):
-        names = []
         for key in data:
             if not isinstance(key, str):
                 raise TypeError(f"NDArray file keys must be str, got {type(key).__name__} key {key!r}")
-            names.append(key)
-        return [convert(v, f"data[{k!r}]") for k, v in data.items()], names
+        return [convert(v, f"data[{k!r}]") for k, v in data.items()], list(data)
     if isinstance(data, (list, tuple)):
         return [convert(v, f"data[{i}]") for i, v in enumerate(data)], []
     return [convert(data, "data")], []
@@ -510,25 +508,20 @@ def _to_ndarray(record):
 
 
 def _to_ndarrays(loaded):
-    convert = _to_ndarray
     if isinstance(loaded, dict):
-        return {k: convert(v) for k, v in loaded.items()}
-    return [convert(v) for v in loaded]
+        return {k: _to_ndarray(v) for k, v in loaded.items()}
+    return [_to_ndarray(v) for v in loaded]
 
 
 def load(fname: Union[str, os.PathLike]):
     """`mx.nd.load`: the arrays of an NDArray file on the CPU, as a list or (if named) a dict."""
     with open_existing(fname) as f:
-        return _to_ndarrays(_read_file(_Reader(f, os.fstat(f.fileno()).st_size), keep_sparse=True,
-                                       check_semantics=True))
+        return _to_ndarrays(_read_file(_file_reader(f), keep_sparse=True, check_semantics=True))
 
 
 def load_frombuffer(buf: Union[bytes, bytearray, memoryview]):
     """`mx.nd.load_frombuffer`: like `load`, from the file's bytes in memory."""
-    if not isinstance(buf, (bytes, bytearray, memoryview)):
-        raise TypeError(f"load_frombuffer() expects bytes, not {type(buf).__name__}")
-    data = buf if isinstance(buf, bytes) else memoryview(buf).cast("B").tobytes()
-    return _to_ndarrays(_read_file(_Reader(io.BytesIO(data), len(data)), keep_sparse=True, check_semantics=True))
+    return _to_ndarrays(_read_file(_bytes_reader(buf, "load_frombuffer"), keep_sparse=True, check_semantics=True))
 
 
 def record_bytes(value) -> bytearray:

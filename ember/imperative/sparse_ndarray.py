@@ -85,7 +85,6 @@ class BaseSparseNDArray(NDArray):
 
     __slots__ = ("_sparse_shape", "_aux")
     _STYPE = ""
-    _AUX_NAMES: Tuple[str, ...] = ()
 
     def __init__(self, values: NDArray, aux: Sequence[NDArray], shape):
         NDArray.__init__(self, values._data, values._chunk)
@@ -124,6 +123,11 @@ class BaseSparseNDArray(NDArray):
     def _values(self) -> NDArray:
         """The values component itself (not a copy)."""
         return NDArray(self._data, self._chunk)
+
+    @property
+    def data(self) -> NDArray:
+        """A copy of the stored values (csr) or rows (row_sparse)."""
+        return self._values().copy()
 
     def _aux_data(self, i: int) -> NDArray:
         """A copy of the i-th auxiliary array (indptr/indices)."""
@@ -170,6 +174,9 @@ class BaseSparseNDArray(NDArray):
 
     def __iter__(self):
         raise NotSupportedForSparseNDArray("__iter__")
+
+    def __setitem__(self, key, value):
+        _set_whole(self, key, value)
 
     def __reduce__(self):
         return (_rebuild, (self._STYPE, self.shape, self._host_components(), self.context))
@@ -247,12 +254,6 @@ class CSRNDArray(BaseSparseNDArray):
 
     __slots__ = ()
     _STYPE = "csr"
-    _AUX_NAMES = ("indptr", "indices")
-
-    @property
-    def data(self) -> NDArray:
-        """A copy of the stored values."""
-        return self._values().copy()
 
     @property
     def indptr(self) -> NDArray:
@@ -320,21 +321,12 @@ class CSRNDArray(BaseSparseNDArray):
             raise ValueError("Multi-dimension indexing is not supported")
         raise ValueError(f"Undefined behaviour for {key!r}")
 
-    def __setitem__(self, key, value):
-        _set_whole(self, key, value)
-
 
 class RowSparseNDArray(BaseSparseNDArray):
     """Rows `indices` of an array of `shape` (ascending); every other row is zero."""
 
     __slots__ = ()
     _STYPE = "row_sparse"
-    _AUX_NAMES = ("indices",)
-
-    @property
-    def data(self) -> NDArray:
-        """A copy of the stored rows."""
-        return self._values().copy()
 
     @property
     def indices(self) -> NDArray:
@@ -363,9 +355,6 @@ class RowSparseNDArray(BaseSparseNDArray):
         if isinstance(key, tuple):
             raise ValueError("Multi-dimension indexing is not supported")
         raise ValueError("RowSparseNDArray only supports [:] for __getitem__")
-
-    def __setitem__(self, key, value):
-        _set_whole(self, key, value)
 
     def retain(self, indices) -> "RowSparseNDArray":
         """The rows of this array whose index is in `indices` (see `mx.nd.sparse.retain`)."""
