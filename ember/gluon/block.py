@@ -390,7 +390,9 @@ class Block:
 
     # -- running ------------------------------------------------------------------------------
     def __call__(self, *args):
-        return np_semantics.call(self, args) if is_np_array() else self._call_with_hooks(args)
+        if is_np_array():
+            return np_semantics.call(self, args)
+        return self._call_with_hooks(args)
 
     def _call_with_hooks(self, args):
         if self._forward_pre_hooks:

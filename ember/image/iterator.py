@@ -257,7 +257,9 @@ class ImageIter(io.DataIter):
         """The file name or record index of the sample just read (for error messages)."""
         count = self.num_image or 1
         idx = self.seq[(self.cur % count) - 1] if self.seq is not None else (self.cur % count) - 1
-        return f"filename: {self.imglist[idx][1]}" if self.imglist is not None else f"index: {idx}"
+        if self.imglist is not None:
+            return f"filename: {self.imglist[idx][1]}"
+        return f"index: {idx}"
 
     def read_image(self, fname: str) -> bytes:
         """The encoded bytes of `fname` under path_root."""

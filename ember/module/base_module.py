@@ -46,7 +46,9 @@ def _num_batches(data_iter) -> Optional[int]:
     n, bs = getattr(data_iter, "num_data", None), getattr(data_iter, "batch_size", None)
     if not n or not bs:
         return None
-    return -(-n // bs) if getattr(data_iter, "last_batch_handle", "pad") == "pad" else n // bs
+    if getattr(data_iter, "last_batch_handle", "pad") == "pad":
+        return -(-n // bs)
+    return n // bs
 
 
 def _progress(iterable, enabled: bool, total: Optional[int], desc: str):
@@ -155,7 +157,9 @@ class BaseModule:
                 raise ModuleError("predict: batches have different numbers of outputs; use merge_batches=False")
         merged = [nd.array(np.concatenate([outs[i].asnumpy() for outs in per_batch], axis=0),
                            dtype=per_batch[0][i].dtype) for i in range(num_outputs)]
-        return merged[0] if num_outputs == 1 and not always_output_list else merged
+        if num_outputs == 1 and not always_output_list:
+            return merged[0]
+        return merged
 
     def _bound_batch_size(self) -> int:
         raise NotImplementedError

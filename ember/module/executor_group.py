@@ -74,7 +74,9 @@ def _take_slice(src, sl: slice, axis: int):
     """The part `sl` of `src` along `axis` (the whole array when the slice covers it)."""
     if axis < 0 or (sl.start == 0 and sl.stop == src.shape[axis]):
         return src
-    return src[sl.start:sl.stop] if axis == 0 else nd.slice_axis(src, axis=axis, begin=sl.start, end=sl.stop)
+    if axis == 0:
+        return src[sl.start:sl.stop]
+    return nd.slice_axis(src, axis=axis, begin=sl.start, end=sl.stop)
 
 
 def _copy_into(dst, src) -> None:

@@ -104,7 +104,9 @@ def _convert(value, where: str):
         values = _raw_ndarray(value.raw)
         return array(values, dtype=values.dtype)
     if isinstance(value, _PickledObject):
-        return _lr_scheduler(value, where) if value.kind == "lr_scheduler" else _optimizer(value)
+        if value.kind == "lr_scheduler":
+            return _lr_scheduler(value, where)
+        return _optimizer(value)
     if isinstance(value, tuple):
         return tuple(_convert(v, where) for v in value)
     if isinstance(value, list):

@@ -22,7 +22,9 @@ class NAG(_ImplOptimizer):
         return self._master_copy_state(index, weight)
 
     def create_state(self, index, weight):
-        return None if self.momentum == 0.0 else nd.zeros(weight.shape, weight.context, dtype=weight.dtype)
+        if self.momentum == 0.0:
+            return None
+        return nd.zeros(weight.shape, weight.context, dtype=weight.dtype)
 
     def _update_impl(self, index, weight, grad, state, multi_precision: bool = False) -> None:
         lr, wd = self._count_and_rates(index)

@@ -137,7 +137,9 @@ class Optimizer:
     @property
     def learning_rate(self) -> float:
         """The current learning rate (the scheduler's value at num_update, if any)."""
-        return self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+        if self.lr_scheduler is not None:
+            return self.lr_scheduler(self.num_update)
+        return self.lr
 
     def set_learning_rate(self, lr: float) -> None:
         """Set the fixed learning rate (not allowed when a scheduler drives it)."""
@@ -195,7 +197,9 @@ class Optimizer:
             return getattr(self.param_dict[index], attr)
         if index in table:
             return table[index]
-        return table.get(self.idx2name[index], 1.0) if index in self.idx2name else 1.0
+        if index in self.idx2name:
+            return table.get(self.idx2name[index], 1.0)
+        return 1.0
 
     def _count_and_rates(self, index) -> Tuple[float, float]:
         """Count this update of `index`, then its (learning rate, weight decay) at the new step."""

@@ -106,7 +106,9 @@ def _default_batch_in_place(data: List[Any]):
 def _as_in_context(data, ctx):
     if isinstance(data, NDArray):
         return data.as_in_context(ctx)
-    return [_as_in_context(d, ctx) for d in data] if isinstance(data, (list, tuple)) else data
+    if isinstance(data, (list, tuple)):
+        return [_as_in_context(d, ctx) for d in data]
+    return data
 
 
 # -- worker processes -----------------------------------------------------------------------------

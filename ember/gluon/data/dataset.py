@@ -52,7 +52,9 @@ class Dataset:
         """Each sample mapped by `fn` (a tuple sample is passed as separate arguments); lazily on
         access, or all now when lazy=False (then a random `fn` is drawn only once)."""
         trans = _LazyTransformDataset(self, fn)
-        return trans if lazy else SimpleDataset([trans[i] for i in range(len(trans))])
+        if lazy:
+            return trans
+        return SimpleDataset([trans[i] for i in range(len(trans))])
 
     def transform_first(self, fn: Callable, lazy: bool = True) -> "Dataset":
         """Like `transform`, applied to the first element of each sample only (data, not label)."""
@@ -82,7 +84,9 @@ class _LazyTransformDataset(Dataset):
 
     def __getitem__(self, idx):
         item = self._data[idx]
-        return self._fn(*item) if isinstance(item, tuple) else self._fn(item)
+        if isinstance(item, tuple):
+            return self._fn(*item)
+        return self._fn(item)
 
 
 class _TransformFirstClosure:
@@ -91,7 +95,9 @@ class _TransformFirstClosure:
         self._fn = fn
 
     def __call__(self, x, *args):
-        return (self._fn(x),) + args if args else self._fn(x)
+        if args:
+            return (self._fn(x),) + args
+        return self._fn(x)
 
 
 class _SampledDataset(Dataset):

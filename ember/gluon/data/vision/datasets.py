@@ -96,7 +96,9 @@ class CIFAR10(_DownloadedDataset):
         super().__init__(root, transform)
 
     def _file_names(self):
-        return ["data_batch_%d.bin" % i for i in range(1, 6)] if self._train else ["test_batch.bin"]
+        if self._train:
+            return ["data_batch_%d.bin" % i for i in range(1, 6)]
+        return ["test_batch.bin"]
 
     def _label_column(self):
         return 0
@@ -149,7 +151,9 @@ class ImageRecordDataset(RecordFileDataset):
     def __getitem__(self, idx):
         header, img = recordio.unpack(super().__getitem__(idx))
         img = _decode(img, self._flag)
-        return self._transform(img, header.label) if self._transform is not None else (img, header.label)
+        if self._transform is not None:
+            return self._transform(img, header.label)
+        return img, header.label
 
 
 class ImageFolderDataset(Dataset):
@@ -187,7 +191,9 @@ class ImageFolderDataset(Dataset):
         path, label = self.items[idx]
         with open(path, "rb") as f:
             img = _decode(f.read(), self._flag)
-        return self._transform(img, label) if self._transform is not None else (img, label)
+        if self._transform is not None:
+            return self._transform(img, label)
+        return img, label
 
     def __len__(self):
         return len(self.items)

@@ -239,4 +239,6 @@ class RandomApply(Sequential):
         self.p = p
 
     def forward(self, x):
-        return x if self.p < random.random() else self.transforms(x)
+        if self.p < random.random():
+            return x
+        return self.transforms(x)
