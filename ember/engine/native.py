@@ -213,13 +213,9 @@ class CollectiveQueue:
         # owner is dropped without stop(): keep it alive until then.
         self._self_handle = ffi.new_handle(self)
         _live.add(self._self_handle)
-        fns = ffi.new("ember_mpi_fns *")
-        fns.iallreduce = ffi.cast("void *", iallreduce)
-        fns.test = ffi.cast("void *", test)
-        fns.handle_size = handle_size
-        fns.comm = comm
-        fns.op_sum = op_sum
-        fns.in_place = in_place
+        fns = ffi.new("ember_mpi_fns *", {"iallreduce": ffi.cast("void *", iallreduce),
+                                          "test": ffi.cast("void *", test), "handle_size": handle_size,
+                                          "comm": comm, "op_sum": op_sum, "in_place": in_place})
         self._c = lib.ember_coll_create(core._E, fns, window, chunk_bytes, spin_seconds, timeout, check_every,
                                         lib.ember_py_coll_check, self._self_handle)
         if self._c == NULL:

@@ -153,10 +153,6 @@ class BaseSparseNDArray(NDArray):
         """The dense values as a numpy array."""
         return self._to_dense_numpy()
 
-    def __array__(self, dtype=None, copy=None):
-        values = self.asnumpy()
-        return values if dtype is None else values.astype(dtype, copy=False)
-
     def asscalar(self):
         shape = self.shape
         if int(np.prod(shape)) != 1:
