@@ -240,6 +240,13 @@ def with_backward(op: OpDef, kernel: Callable, doc: str, name: str = "", ograd: 
     return register(op)
 
 
+def copy_kernel(ctx, attrs, inputs, outputs, aux) -> None:
+    """Kernel of ops whose output is their first input's values (written unless it is that array; a cast
+    to an integer dtype truncates towards zero, as MXNet's static_cast)."""
+    if outputs[0] is not inputs[0]:
+        outputs[0][...] = inputs[0]
+
+
 def no_gradient(n_in: int) -> Callable:
     """Gradient of ops that are piecewise constant (comparisons, rounding): zeros."""
     def gradient(F, attrs, inputs, outputs, out_grads):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..base import ShapeError
-from ._common import known, no_gradient, norm_axis, same_shape
+from ._common import copy_kernel, known, no_gradient, norm_axis, same_shape
 from ._unary import register_unary
 from . import stype
 from .registry import Attr, OpDef, register
@@ -64,12 +64,7 @@ register_unary("_contrib_quadratic", _quadratic, lambda xp, x, y, a: 2 * a["a"] 
                infer_stype=stype.quadratic, doc="a * x^2 + b * x + c.")
 
 
-def _identity(ctx, attrs, inputs, outputs, aux):
-    if outputs[0] is not inputs[0]:
-        outputs[0][...] = inputs[0]
-
-
-register_unary("_contrib_gradientmultiplier", _identity, None, attrs={"scalar": Attr("float")},
+register_unary("_contrib_gradientmultiplier", copy_kernel, None, attrs={"scalar": Attr("float")},
                gradient=lambda F, a, i, o, g: [F._mul_scalar(g[0], scalar=a["scalar"])],
                doc="Identity forward; the gradient is multiplied by `scalar`.")
 

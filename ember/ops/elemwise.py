@@ -12,8 +12,8 @@ from typing import Callable, Dict, Optional
 import numpy as np
 
 from ..base import ShapeError
-from ._common import (as_scalar, broadcast_shape, known, no_gradient, ograds_or_zeros, same_shape, same_type, sum_to,
-                      via)
+from ._common import (as_scalar, broadcast_shape, copy_kernel, known, no_gradient, ograds_or_zeros, same_shape,
+                      same_type, sum_to, via)
 from ._unary import register_unary
 from . import stype
 from .registry import Attr, OpDef, UfuncForm, register
@@ -492,25 +492,13 @@ def _negative(ctx, attrs, inputs, outputs, aux):
     ctx.xp.negative(inputs[0], out=outputs[0])
 
 
-def _copy(ctx, attrs, inputs, outputs, aux):
-    o = outputs[0]
-    x = inputs[0]
-    if o is not x:
-        o[...] = x
-
-
 register_unary("negative", _negative, None, gradient=_neg_grad, infer_stype=stype.elemwise(), doc="-x")
-register_unary("_copy", _copy, None, gradient=_copy_grad, aliases=["identity", "_copyto"], infer_stype=stype.elemwise(),
-               doc="A copy of x.")
-
-
-def _lhs_kernel(ctx, attrs, inputs, outputs, aux):
-    if outputs[0] is not inputs[0]:
-        outputs[0][...] = inputs[0]
+register_unary("_copy", copy_kernel, None, gradient=_copy_grad, aliases=["identity", "_copyto"],
+               infer_stype=stype.elemwise(), doc="A copy of x.")
 
 
 register(OpDef(name="_identity_with_attr_like_rhs", inputs=["lhs", "rhs"], outputs=["output"],
                infer_shape=same_shape("_identity_with_attr_like_rhs", names=("lhs", "rhs")),
-               infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": _lhs_kernel}, inplace=[(0, 0)],
+               infer_type=lambda a, d: (list(d), [d[0]]), kernels={"any": copy_kernel}, inplace=[(0, 0)],
                gradient=lambda F, a, i, o, g: [F._copy(g[0]), None],
                doc="lhs unchanged (rhs only lends its attributes in MXNet's graph passes)."))

@@ -6,7 +6,7 @@ import numpy as np
 from ..base import ShapeError
 from ._nn_util import backward_via, float_types, known, sigmoid
 from .registry import Attr, OpDef, register
-from ._common import data_like_output, np_shape
+from ._common import copy_kernel, data_like_output, np_shape
 
 
 # -- regression outputs ---------------------------------------------------------------
@@ -88,11 +88,6 @@ _ML_ATTRS = {
 }
 
 
-def _identity(ctx, attrs, inputs, outputs, aux):
-    if outputs[0] is not inputs[0]:
-        outputs[0][...] = inputs[0]
-
-
 def _same(attrs, in_shapes):
     x = in_shapes[0]
     # under NumPy shape semantics () (a 0-d loss) and 0 are real shapes
@@ -114,7 +109,7 @@ register(OpDef(
     name="MakeLoss", attrs=_ML_ATTRS, inputs=["data"], outputs=["output"], aliases=["make_loss"],
     infer_shape_backward=data_like_output,
     infer_shape=_same, infer_type=lambda a, d: float_types("MakeLoss", a, d, 1)[:2],
-    kernels={"any": _identity}, inplace=[(0, 0)],
+    kernels={"any": copy_kernel}, inplace=[(0, 0)],
     gradient=backward_via("_backward_MakeLoss", lambda a, i, o, g: [o[0]], lambda a: [True]),
     doc="Marks its input as a loss: identity forward, gradient grad_scale (normalised) ignoring the head."))
 register(OpDef(
@@ -126,6 +121,6 @@ register(OpDef(
 # -- BlockGrad ----------------------------------------------------------------------------
 register(OpDef(
     name="BlockGrad", attrs={}, inputs=["data"], outputs=["output"], aliases=["stop_gradient"],
-    infer_shape=_same, kernels={"any": _identity}, inplace=[(0, 0)],
+    infer_shape=_same, kernels={"any": copy_kernel}, inplace=[(0, 0)],
     gradient=lambda F, attrs, inputs, outputs, out_grads: [None],
     doc="Identity forward; no gradient flows to its input."))

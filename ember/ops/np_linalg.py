@@ -29,6 +29,7 @@ import numpy as np
 
 from ..base import DTypeError, MXNetError, ShapeError
 from ._common import known, with_backward
+from .linalg import _det, _mT, _slogdet  # the kernels of linalg_det/slogdet serve the np forms too
 from .np_products import _norm_axes
 from .registry import Attr, OpDef, register
 
@@ -99,10 +100,6 @@ def _prod(dims) -> int:
     return n
 
 
-def _mT(x):
-    return x.swapaxes(-1, -2)
-
-
 def _solve(xp, a, b):
     """xp.linalg.solve with b of a's ndim (matrices of right-hand sides); singular: MXNetError."""
     if a.size == 0 or b.size == 0:
@@ -127,16 +124,6 @@ def _det_shape(op: str, n_out: int):
     # numpy's shape, also outside NumPy shape semantics (MXNet gives (1,) for a matrix there), as
     # every mx.np function's result is 0-d either way in ember
     return _square_shape(op, lambda s: [s[:-2]] * n_out)
-
-
-def _det(ctx, attrs, inputs, outputs, aux):
-    outputs[0][...] = ctx.xp.linalg.det(inputs[0]).reshape(outputs[0].shape)
-
-
-def _slogdet(ctx, attrs, inputs, outputs, aux):
-    sign, logdet = ctx.xp.linalg.slogdet(inputs[0])
-    outputs[0][...] = sign.reshape(outputs[0].shape)
-    outputs[1][...] = logdet.reshape(outputs[1].shape)
 
 
 register(OpDef(name="_npi_det", inputs=["A"], infer_shape=_det_shape("_npi_det", 1),

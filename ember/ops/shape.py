@@ -13,7 +13,7 @@ from typing import List, Sequence, Tuple
 import numpy as np
 
 from ..base import ShapeError
-from ._common import data_like_output, first_input_type, known, no_gradient, norm_axis, ograds_or_zeros
+from ._common import copy_kernel, data_like_output, first_input_type, known, no_gradient, norm_axis, ograds_or_zeros
 from ._common import sum_to, via, with_backward
 from ._common import np_shape as _np_shape
 from . import stype
@@ -537,21 +537,14 @@ with_backward(OpDef(name="repeat", attrs=_REPEAT_ATTRS, infer_shape=_repeat_infe
 
 
 # -- Cast -------------------------------------------------------------------------------------
-def _cast(ctx, attrs, inputs, outputs, aux):
-    out = outputs[0]
-    x = inputs[0]
-    if out is not x:
-        out[...] = x  # float -> int truncates towards zero, as MXNet's static_cast
-
-
 register(OpDef(name="_backward_Cast", inputs=["ograd", "data"], outputs=["data_grad"],
                infer_shape=lambda a, s: (s, [s[1] if s[1] is not None else s[0]]),
-               infer_type=lambda a, d: (list(d), [d[1]]), kernels={"any": _cast}, shape_only_inputs=(1,),
+               infer_type=lambda a, d: (list(d), [d[1]]), kernels={"any": copy_kernel}, shape_only_inputs=(1,),
                doc="Gradient of Cast: ograd cast back to the input's dtype."))
 register(OpDef(name="Cast", aliases=["cast"], attrs={"dtype": Attr("dtype")},
                infer_shape=lambda a, s: (s, [s[0]]), infer_shape_backward=data_like_output,
                infer_type=lambda a, d: (list(d), [a["dtype"]]),
-               kernels={"any": _cast}, elementwise=True, infer_stype=stype.elemwise(),
+               kernels={"any": copy_kernel}, elementwise=True, infer_stype=stype.elemwise(),
                gradient=via("_backward_Cast", lambda i, o, g: [g[0], i[0]], 1, False),
                doc="Convert to `dtype`."))
 
@@ -752,7 +745,7 @@ def _amp_target(attrs, dtype):
 register(OpDef(name="amp_cast", attrs={"dtype": Attr("dtype")},
                infer_shape=lambda a, s: (s, [s[0]]), infer_shape_backward=data_like_output,
                infer_type=lambda a, d: (list(d), [_amp_target(a, d[0])]),
-               kernels={"any": _cast}, inplace=[(0, 0)],
+               kernels={"any": copy_kernel}, inplace=[(0, 0)],
                gradient=via("_backward_Cast", lambda i, o, g: [g[0], i[0]], 1, False),
                doc="Cast floating point data to `dtype` (other dtypes unchanged), for AMP."))
 
