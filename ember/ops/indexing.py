@@ -68,22 +68,24 @@ def _slice_infer(attrs, in_shapes):
     return in_shapes, [out]
 
 
-def _slice(ctx, attrs, inputs, outputs, aux):
-    x = inputs[0]
-    outputs[0][...] = x[slice_index("slice", attrs, x.shape)]
+def _register_slicing(name: str, index, doc: str, backward_doc: str, **fields) -> None:
+    """Register op `name`, x[index(name, attrs, x.shape)], and its gradient op (ograd put back in zeros)."""
+    def forward(ctx, attrs, inputs, outputs, aux):
+        x = inputs[0]
+        outputs[0][...] = x[index(name, attrs, x.shape)]
+
+    def backward(ctx, attrs, inputs, outputs, aux):
+        g, x = inputs
+        out = outputs[0]
+        out[...] = 0
+        out[index(f"_backward_{name}", attrs, x.shape)] = g
+    with_backward(OpDef(name=name, kernels={"any": forward}, doc=doc, **fields), backward, backward_doc,
+                  infer_type=first_input_type)
 
 
-def _slice_backward(ctx, attrs, inputs, outputs, aux):
-    g, x = inputs
-    out = outputs[0]
-    out[...] = 0
-    out[slice_index("_backward_slice", attrs, x.shape)] = g
-
-
-with_backward(OpDef(name="slice", aliases=["crop"], attrs=_SLICE_ATTRS, infer_shape=_slice_infer,
-                    infer_stype=stype.csr_unit_step_slice, kernels={"any": _slice},
-                    doc="x[begin:end:step] per axis (None entries: the whole axis)."),
-              _slice_backward, "Gradient of slice: ograd placed in a zero array.", infer_type=first_input_type)
+_register_slicing("slice", slice_index, "x[begin:end:step] per axis (None entries: the whole axis).",
+                  "Gradient of slice: ograd placed in a zero array.", aliases=["crop"], attrs=_SLICE_ATTRS,
+                  infer_shape=_slice_infer, infer_stype=stype.csr_unit_step_slice)
 
 
 # -- slice_axis ---------------------------------------------------------------------------------
@@ -112,21 +114,8 @@ def _slice_axis_infer(attrs, in_shapes):
     return in_shapes, [tuple(x[:a]) + (size,) + tuple(x[a + 1:])]
 
 
-def _slice_axis(ctx, attrs, inputs, outputs, aux):
-    x = inputs[0]
-    outputs[0][...] = x[_axis_index("slice_axis", attrs, x.shape)]
-
-
-def _slice_axis_backward(ctx, attrs, inputs, outputs, aux):
-    g, x = inputs
-    out = outputs[0]
-    out[...] = 0
-    out[_axis_index("_backward_slice_axis", attrs, x.shape)] = g
-
-
-with_backward(OpDef(name="slice_axis", attrs=_SLICE_AXIS_ATTRS, infer_shape=_slice_axis_infer,
-                    kernels={"any": _slice_axis}, doc="x[begin:end] along `axis` (end None: to the end)."),
-              _slice_axis_backward, "Gradient of slice_axis.", infer_type=first_input_type)
+_register_slicing("slice_axis", _axis_index, "x[begin:end] along `axis` (end None: to the end).",
+                  "Gradient of slice_axis.", attrs=_SLICE_AXIS_ATTRS, infer_shape=_slice_axis_infer)
 
 
 # -- slice_like -----------------------------------------------------------------------------------
