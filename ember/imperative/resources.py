@@ -61,15 +61,13 @@ def seed(seed_state: int, ctx="all") -> None:
     if isinstance(seed_state, bool) or not isinstance(seed_state, (int, np.integer)):
         raise ValueError(f"seed_state must be an int, got {type(seed_state).__name__}")
     value = int(seed_state) % (1 << 64)
-    if isinstance(ctx, str):
-        if ctx != "all":
-            raise ValueError(f"ctx must be a Context or 'all', got {ctx!r}")
+    if isinstance(ctx, Context):
+        rng(ctx)
+        targets = [(_key(ctx), _rngs[_key(ctx)])]
+    elif isinstance(ctx, str) and ctx == "all":
         with _lock:
             _global_seed = value
             targets = list(_rngs.items())
-    elif isinstance(ctx, Context):
-        rng(ctx)
-        targets = [(_key(ctx), _rngs[_key(ctx)])]
     else:
         raise ValueError(f"ctx must be a Context or 'all', got {ctx!r}")
     for key, (var, gen) in targets:

@@ -91,9 +91,7 @@ class PooledManager:
             self._pending -= got
             self._misses += 1
             self._reserved += got
-            self._in_use += nbytes
-            if self._in_use > self._peak:
-                self._peak = self._in_use
+            self._take_live(block, nbytes)
         return block
 
     def _alloc_large(self, nbytes: int) -> Block:
