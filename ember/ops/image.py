@@ -12,7 +12,7 @@ import numpy as np
 from ..backend import to_host
 from ..base import OperatorError, ShapeError
 from ..engine import native
-from ._common import generator, same_shape, same_type, store
+from ._common import generator, same_shape, same_type, store, with_backward
 from .registry import Attr, OpDef, register
 
 _LUMA = np.array([0.299, 0.587, 0.114])
@@ -385,15 +385,11 @@ def _crop_backward(ctx, attrs, inputs, outputs, aux):
     out[..., cy:cy + attrs["height"], cx:cx + attrs["width"], :] = g
 
 
-register(OpDef(name="_backward_image_crop", attrs=dict(_CROP_ATTRS), inputs=["ograd", "data"],
-               outputs=["data_grad"], infer_shape=lambda a, s: (s, [s[1]]),
-               infer_type=lambda a, d: (d, [d[1] if d[1] is not None else d[0]]),
-               kernels={"any": _crop_backward}, shape_only_inputs=(1,)))  # data: its shape only
-register(OpDef(name="_image_crop", attrs=dict(_CROP_ATTRS),
-               inputs=["data"], outputs=["output"], infer_shape=_crop_shape,
-               infer_type=same_type("_image_crop"), kernels={"any": _crop},
-               gradient=lambda F, a, ins, outs, og: [F._backward_image_crop(og[0], ins[0], **a)],
-               doc="the box (x, y, width, height) of an HWC (NHWC) image"))
+with_backward(OpDef(name="_image_crop", attrs=dict(_CROP_ATTRS), inputs=["data"], outputs=["output"],
+                    infer_shape=_crop_shape, infer_type=same_type("_image_crop"), kernels={"any": _crop},
+                    doc="the box (x, y, width, height) of an HWC (NHWC) image"),
+              _crop_backward, "", infer_type=lambda a, d: (d, [d[1] if d[1] is not None else d[0]]),
+              shape_only_inputs=(1,))  # data: its shape only
 
 
 # -- colour --------------------------------------------------------------------------------------------

@@ -39,22 +39,19 @@ def _creation(name, params, sample, dtypes=_FLOATS, default="float32", aliases=(
     attrs.update({"shape": Attr("shape", ()), "ctx": Attr("str", ""),
                   "dtype": Attr("str", "None", choices=dtypes)})
 
-    def kernel(ctx, a, inputs, outputs, aux):
-        out = outputs[0]
-        store(ctx, out, sample(generator(name, ctx), a, out.shape, out.dtype))
+    def kernel_of(op):  # the samples fill the output; errors name `op`
+        def kernel(ctx, a, inputs, outputs, aux):
+            out = outputs[0]
+            store(ctx, out, sample(generator(op, ctx), a, out.shape, out.dtype))
+        return kernel
 
     register(OpDef(name=name, attrs=attrs, inputs=[], outputs=["output"], infer_shape=_shape_infer(name),
-                   infer_type=lambda a, d: ([], [_dtype(a, default)]), kernels={"any": kernel},
+                   infer_type=lambda a, d: ([], [_dtype(a, default)]), kernels={"any": kernel_of(name)},
                    resources=("rng",), aliases=list(aliases), doc=doc))
     like = f"{name}_like"
     like_attrs = {k: v for k, v in attrs.items() if k not in ("shape", "ctx", "dtype")}
-
-    def like_kernel(ctx, a, inputs, outputs, aux):
-        out = outputs[0]
-        store(ctx, out, sample(generator(like, ctx), a, out.shape, out.dtype))
-
     register(OpDef(name=like, attrs=like_attrs, inputs=["data"], outputs=["output"],
-                   infer_shape=same_shape(like), kernels={"any": like_kernel}, resources=("rng",),
+                   infer_shape=same_shape(like), kernels={"any": kernel_of(like)}, resources=("rng",),
                    gradient=no_gradient(1), doc=f"{doc} Shape and dtype of data."))
 
 
