@@ -64,10 +64,6 @@ def assign(target: NDArray, source: NDArray) -> None:
 
 # ------------------------------------------------------------------ sparse kernels
 
-def _host(x: BaseSparseNDArray):
-    return x._host_components()
-
-
 def retain(data: NDArray, indices) -> RowSparseNDArray:
     """Row_sparse `data` restricted to the rows `indices` (MXNet's sparse.retain): the result stores
     exactly those rows, in the given order, with zeros for rows `data` does not store."""
@@ -76,7 +72,7 @@ def retain(data: NDArray, indices) -> RowSparseNDArray:
     wanted = np.asarray(indices.asnumpy() if isinstance(indices, NDArray) else indices).astype(AUX_DTYPE).ravel()
     if wanted.size and (wanted.min() < 0 or wanted.max() >= data.shape[0]):
         raise MXNetError(f"retain: row indices must be in [0, {data.shape[0]}), got {wanted.tolist()}")
-    values, rows = _host(data)
+    values, rows = data._host_components()
     # as MXNet: the result stores exactly the requested rows, zero where `data` stores none
     out = np.zeros((wanted.size,) + tuple(data.shape[1:]), values.dtype)
     pos = np.searchsorted(rows, wanted)
@@ -88,7 +84,7 @@ def retain(data: NDArray, indices) -> RowSparseNDArray:
 
 def _scipy_csr(x: CSRNDArray):
     import scipy.sparse as spsp
-    values, indptr, indices = _host(x)
+    values, indptr, indices = x._host_components()
     return spsp.csr_matrix((values, indices, indptr), shape=x.shape)
 
 
@@ -142,7 +138,7 @@ def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool
         out_stype = forward_stype or default_out
         if out_stype == "row_sparse" and transpose_a:
             # the rows that can be non-zero are the csr's columns that hold a value
-            rows = np.unique(_host(lhs)[2])
+            rows = np.unique(lhs._host_components()[2])
             return make_row_sparse(result[rows], rows, result.shape, lhs.context)
         return _as_stype(result, out_stype, lhs.context)
     if ls == "default" and rs == "csr" and not transpose_a:
@@ -205,7 +201,7 @@ def _same_format_elemwise(ufunc: Callable, scipy_op: Callable) -> Callable:
             return None
         dtype = np.result_type(lhs.dtype, rhs.dtype)
         if isinstance(lhs, RowSparseNDArray):
-            (lv, li), (rv, ri) = _host(lhs), _host(rhs)
+            (lv, li), (rv, ri) = lhs._host_components(), rhs._host_components()
             rows = np.union1d(li, ri).astype(AUX_DTYPE)
             a = np.zeros((rows.size,) + lhs.shape[1:], dtype)
             b = np.zeros_like(a)
@@ -227,7 +223,7 @@ def _with_dense(sparse: BaseSparseNDArray, dense: NDArray, ufunc: Callable, spar
     except ValueError:
         return None  # the dense path reports the shape error
     dtype = np.result_type(sparse.dtype, dense.dtype)
-    comps = _host(sparse)
+    comps = sparse._host_components()
     if isinstance(sparse, CSRNDArray):
         values, indptr, indices = comps
         at = other[np.repeat(np.arange(sparse.shape[0]), np.diff(indptr)), indices]
@@ -397,9 +393,9 @@ def restrict_to_pattern(dense: NDArray, pattern: BaseSparseNDArray) -> BaseSpars
     pattern (MXNet's _scatter_* ops: the result keeps the sparse input's pattern)."""
     values = dense.asnumpy()
     if isinstance(pattern, RowSparseNDArray):
-        rows = _host(pattern)[1]
+        rows = pattern._host_components()[1]
         return make_row_sparse(values[rows], rows.copy(), pattern.shape, pattern.context)
-    _, indptr, indices = _host(pattern)
+    _, indptr, indices = pattern._host_components()
     row_of = np.repeat(np.arange(pattern.shape[0]), np.diff(indptr))
     return make_csr(values[row_of, indices], indptr.copy(), indices.copy(), pattern.shape, pattern.context)
 

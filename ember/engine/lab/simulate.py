@@ -228,11 +228,10 @@ def critical_path_s(wl: Workload) -> float:
     n = len(wl)
     if n == 0:
         return 0.0
-    finish = wl.cost_s.copy() if wl.release_s is None else wl.cost_s + wl.release_s
     earliest = np.zeros(n) if wl.release_s is None else wl.release_s.astype(np.float64).copy()
     # ops are in push order and every edge points forward: one sweep settles each op before its successors
     cost, ptr, idx = wl.cost_s.tolist(), wl.succ_ptr.tolist(), wl.succ_idx.tolist()
-    est, fin = earliest.tolist(), finish.tolist()
+    est, fin = earliest.tolist(), [0.0] * n
     for i in range(n):
         f = est[i] + cost[i]
         fin[i] = f
