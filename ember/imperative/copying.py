@@ -76,9 +76,7 @@ def copy_into(src: NDArray, dst: NDArray) -> None:
         raise ShapeError(f"copyto: shape mismatch, source {src.shape} vs target {dst.shape}")
     if src._chunk is dst._chunk:
         # same storage: read through a snapshot so overlapping views stay correct
-        tmp = copy_to_new(src, src.context, src._data.dtype)
-        push_assign(dst._data, dst.context, dst._chunk, tmp._data, tmp._chunk, "copyto")
-        return
+        src = copy_to_new(src, src.context, src._data.dtype)
     push_assign(dst._data, dst.context, dst._chunk, src._data, src._chunk, "copyto")
 
 

@@ -449,25 +449,29 @@ class NDArray:
         self._chunk.free()
 
 
-# Python operator -> (registry op for an NDArray operand, for a scalar operand, in place): an NDArray
-# operand gives broadcast_*, a scalar _*_scalar; comparisons give arrays of 0/1 in the inputs' dtype,
-# as in MXNet 1.x.  Reflected forms (`2 - x`) meet scalars only.  The methods are fastpath.operator's.
-OPERATORS = {
-    "__add__": ("broadcast_add", "_plus_scalar", False), "__radd__": ("broadcast_add", "_plus_scalar", False),
-    "__sub__": ("broadcast_sub", "_minus_scalar", False), "__rsub__": (None, "_rminus_scalar", False),
-    "__mul__": ("broadcast_mul", "_mul_scalar", False), "__rmul__": ("broadcast_mul", "_mul_scalar", False),
-    "__truediv__": ("broadcast_div", "_div_scalar", False), "__rtruediv__": (None, "_rdiv_scalar", False),
-    "__mod__": ("broadcast_mod", "_mod_scalar", False), "__rmod__": (None, "_rmod_scalar", False),
-    "__pow__": ("broadcast_power", "_power_scalar", False), "__rpow__": (None, "_rpower_scalar", False),
-    "__iadd__": ("broadcast_add", "_plus_scalar", True), "__isub__": ("broadcast_sub", "_minus_scalar", True),
-    "__imul__": ("broadcast_mul", "_mul_scalar", True), "__itruediv__": ("broadcast_div", "_div_scalar", True),
-    "__imod__": ("broadcast_mod", "_mod_scalar", True), "__ipow__": ("broadcast_power", "_power_scalar", True),
-    "__eq__": ("broadcast_equal", "_equal_scalar", False), "__ne__": ("broadcast_not_equal", "_not_equal_scalar", False),
-    "__gt__": ("broadcast_greater", "_greater_scalar", False),
-    "__ge__": ("broadcast_greater_equal", "_greater_equal_scalar", False),
-    "__lt__": ("broadcast_lesser", "_lesser_scalar", False),
-    "__le__": ("broadcast_lesser_equal", "_lesser_equal_scalar", False),
-}
+# The binary Python operators: (stem, registry op for an NDArray operand, for a scalar operand, for a
+# reflected scalar operand (`2 - x`)); comparisons give arrays of 0/1 in the inputs' dtype, as in MXNet 1.x.
+ARITHMETIC = (
+    ("add", "broadcast_add", "_plus_scalar", "_plus_scalar"),
+    ("sub", "broadcast_sub", "_minus_scalar", "_rminus_scalar"),
+    ("mul", "broadcast_mul", "_mul_scalar", "_mul_scalar"),
+    ("truediv", "broadcast_div", "_div_scalar", "_rdiv_scalar"),
+    ("mod", "broadcast_mod", "_mod_scalar", "_rmod_scalar"),
+    ("pow", "broadcast_power", "_power_scalar", "_rpower_scalar"),
+)
+COMPARISONS = (
+    ("eq", "broadcast_equal", "_equal_scalar"), ("ne", "broadcast_not_equal", "_not_equal_scalar"),
+    ("gt", "broadcast_greater", "_greater_scalar"), ("ge", "broadcast_greater_equal", "_greater_equal_scalar"),
+    ("lt", "broadcast_lesser", "_lesser_scalar"), ("le", "broadcast_lesser_equal", "_lesser_equal_scalar"),
+)
+# Python operator -> (registry op for an NDArray operand, for a scalar operand, in place), the methods
+# being fastpath.operator's.  Reflected forms meet scalars only, except that a commutative operator's
+# (its reflected scalar op is its own) keeps its array op.
+OPERATORS = {f"__{stem}__": (array_op, scalar_op, False) for stem, array_op, scalar_op in COMPARISONS}
+for _stem, _array_op, _scalar_op, _rscalar_op in ARITHMETIC:
+    OPERATORS[f"__{_stem}__"] = (_array_op, _scalar_op, False)
+    OPERATORS[f"__r{_stem}__"] = (_array_op if _rscalar_op == _scalar_op else None, _rscalar_op, False)
+    OPERATORS[f"__i{_stem}__"] = (_array_op, _scalar_op, True)
 OPERATOR_ALIASES = {"__div__": "__truediv__", "__rdiv__": "__rtruediv__", "__idiv__": "__itruediv__"}
 
 

@@ -16,7 +16,7 @@ from typing import Callable, Dict, Optional
 import numpy as np
 
 from ..base import MXNetError
-from .ndarray import NDArray, _is_scalar
+from .ndarray import ARITHMETIC, COMPARISONS, OPERATOR_ALIASES, NDArray, _is_scalar
 from .sparse_ndarray import (AUX_DTYPE, BaseSparseNDArray, CSRNDArray, RowSparseNDArray, _check_stype,
                              dense_to_csr, dense_to_row_sparse, from_dense_numpy, make_csr, make_row_sparse,
                              sparse_zeros)
@@ -446,15 +446,7 @@ def binary(lhs: NDArray, rhs, array_op: Optional[str], scalar_op: str, reflected
 def _install_operators() -> None:
     """Python operators of BaseSparseNDArray, each routed through `binary` (NDArray's fast path
     reads the dense buffer directly, which a sparse array does not have)."""
-    table = (
-        ("add", "broadcast_add", "_plus_scalar", "_plus_scalar"),
-        ("sub", "broadcast_sub", "_minus_scalar", "_rminus_scalar"),
-        ("mul", "broadcast_mul", "_mul_scalar", "_mul_scalar"),
-        ("truediv", "broadcast_div", "_div_scalar", "_rdiv_scalar"),
-        ("mod", "broadcast_mod", "_mod_scalar", "_rmod_scalar"),
-        ("pow", "broadcast_power", "_power_scalar", "_rpower_scalar"),
-    )
-    for stem, array_op, scalar_op, rscalar_op in table:
+    for stem, array_op, scalar_op, rscalar_op in ARITHMETIC:
         def forward(self, other, _a=array_op, _s=scalar_op):
             return binary(self, other, _a, _s)
 
@@ -467,15 +459,9 @@ def _install_operators() -> None:
         setattr(BaseSparseNDArray, f"__{stem}__", forward)
         setattr(BaseSparseNDArray, f"__r{stem}__", reflected)
         setattr(BaseSparseNDArray, f"__i{stem}__", inplace)
-    BaseSparseNDArray.__div__ = BaseSparseNDArray.__truediv__
-    BaseSparseNDArray.__rdiv__ = BaseSparseNDArray.__rtruediv__
-    BaseSparseNDArray.__idiv__ = BaseSparseNDArray.__itruediv__
-    for stem, array_op, scalar_op in (("eq", "broadcast_equal", "_equal_scalar"),
-                                      ("ne", "broadcast_not_equal", "_not_equal_scalar"),
-                                      ("gt", "broadcast_greater", "_greater_scalar"),
-                                      ("ge", "broadcast_greater_equal", "_greater_equal_scalar"),
-                                      ("lt", "broadcast_lesser", "_lesser_scalar"),
-                                      ("le", "broadcast_lesser_equal", "_lesser_equal_scalar")):
+    for alias, method in OPERATOR_ALIASES.items():
+        setattr(BaseSparseNDArray, alias, getattr(BaseSparseNDArray, method))
+    for stem, array_op, scalar_op in COMPARISONS:
         def compare(self, other, _a=array_op, _s=scalar_op):
             return binary(self, other, _a, _s)
         setattr(BaseSparseNDArray, f"__{stem}__", compare)
