@@ -96,6 +96,11 @@ def float_types(op: str, attrs: dict, in_dtypes: list, n_out: int, n_aux: int = 
     return ins, [dt] * n_out, [dt] * n_aux
 
 
+def float_type_rule(op: str, n_out: int = 1) -> Callable:
+    """infer_type of an op on float data: float_types' input and output dtypes."""
+    return lambda attrs, in_dtypes: float_types(op, attrs, in_dtypes, n_out)[:2]
+
+
 def matmul_into(xp, a, b, out) -> None:
     """out[...] = a @ b, straight into `out`'s buffer when it is contiguous (no temporary)."""
     if out.flags.c_contiguous and out.shape == a.shape[:-1] + b.shape[-1:]:

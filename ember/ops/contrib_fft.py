@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..base import OperatorError, ShapeError
 from ._common import with_backward
-from ._nn_util import float_types
+from ._nn_util import float_type_rule
 from .registry import Attr, OpDef
 
 _ATTRS = {"compute_size": Attr("int", 128, doc="sub-batch size of MXNet's cuFFT calls (accepted, not needed)")}
@@ -68,20 +68,16 @@ def _inverse_dft(ctx, attrs, inputs, outputs, aux):
     outputs[0][...] = (ctx.xp.fft.ifft(z, axis=-1) * z.shape[-1]).real
 
 
-def _types(op):
-    return lambda a, d: float_types(op, a, d, 1)[:2]
-
-
 with_backward(OpDef(
     name="_contrib_fft", attrs=_ATTRS, inputs=["data"], outputs=["output"], infer_shape=_fft_shape,
-    infer_type=_types("_contrib_fft"), kernels={"any": _dft},
+    infer_type=float_type_rule("_contrib_fft"), kernels={"any": _dft},
     doc="1-D DFT of real data along the last axis, (re, im) interleaved (MXNet's GPU-only op, on any device)."),
     _inverse_dft, "Gradient of fft: the real part of the unnormalized inverse DFT of the interleaved gradient.",
-    ograd="out_grad", infer_type=_types("_contrib_fft"), shape_only_inputs=(1,))
+    ograd="out_grad", infer_type=float_type_rule("_contrib_fft"), shape_only_inputs=(1,))
 with_backward(OpDef(
     name="_contrib_ifft", attrs=_ATTRS, inputs=["data"], outputs=["output"], infer_shape=_ifft_shape,
-    infer_type=_types("_contrib_ifft"), kernels={"any": _inverse_dft},
+    infer_type=float_type_rule("_contrib_ifft"), kernels={"any": _inverse_dft},
     doc="Real part of the unnormalized inverse 1-D DFT of (re, im) interleaved data (MXNet's GPU-only op, on "
         "any device)."),
     _dft, "Gradient of ifft: the interleaved DFT of the real gradient.", ograd="out_grad",
-    infer_type=_types("_contrib_ifft"), shape_only_inputs=(1,))
+    infer_type=float_type_rule("_contrib_ifft"), shape_only_inputs=(1,))

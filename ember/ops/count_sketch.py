@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import OperatorError, ShapeError
-from ._nn_util import float_types, scatter_add
+from ._nn_util import float_type_rule, scatter_add
 from .registry import Attr, OpDef, register
 
 _OP = "_contrib_count_sketch"
@@ -70,12 +70,12 @@ def _backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(
     name="_backward" + _OP, attrs=_ATTRS, inputs=["out_grad", "data", "h", "s"],
     outputs=["data_grad", "h_grad", "s_grad"], shape_only_inputs=(1,),
-    infer_shape=lambda a, sh: (sh, [sh[1], sh[2], sh[3]]), infer_type=lambda a, d: float_types(_OP, a, d, 3)[:2],
+    infer_shape=lambda a, sh: (sh, [sh[1], sh[2], sh[3]]), infer_type=float_type_rule(_OP, 3),
     kernels={"any": _backward},
     doc="Gradient of count_sketch: s[i] * out_grad[n, h[i]] for the data; zeros for h and s."))
 register(OpDef(
     name=_OP, attrs=_ATTRS, inputs=["data", "h", "s"], outputs=["output"], infer_shape=_infer_shape,
-    infer_type=lambda a, d: float_types(_OP, a, d, 1)[:2], kernels={"any": _forward},
+    infer_type=float_type_rule(_OP), kernels={"any": _forward},
     gradient=lambda F, a, i, o, g: list(getattr(F, "_backward" + _OP)(g[0], i[0], i[1], i[2], **a)),
     doc="Count sketch of the rows of data: out[n, h[i]] += s[i] * data[n, i] (MXNet's GPU-only op, on any "
         "device)."))

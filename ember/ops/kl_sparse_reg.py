@@ -9,7 +9,7 @@ moving_avg of data.shape[1] values and fails."""
 from __future__ import annotations
 
 from ..base import OperatorError, ShapeError
-from ._nn_util import float_types, merge
+from ._nn_util import float_type_rule, merge
 from .registry import Attr, OpDef, register
 
 _OP = "IdentityAttachKLSparseReg"
@@ -55,12 +55,12 @@ def _backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(
     name="_backward_" + _OP, attrs=_ATTRS, inputs=["out_grad", "data", "moving_avg"], outputs=["data_grad"],
     mutates=[2], infer_shape=lambda a, s: (s, [s[1]]),
-    infer_type=lambda a, d: float_types(_OP, a, d, 1)[:2], kernels={"any": _backward},
+    infer_type=float_type_rule(_OP), kernels={"any": _backward},
     doc="Gradient of IdentityAttachKLSparseReg: updates moving_avg (an input it writes), then adds the "
         "sparseness penalty's gradient to out_grad."))
 register(OpDef(
     name=_OP, attrs=_ATTRS, inputs=["data"], outputs=["output"], aux=["moving_avg"], inplace=[(0, 0)],
-    infer_shape=_shapes, infer_type=lambda a, d: float_types(_OP, a, d, 1)[:2], kernels={"any": _forward},
+    infer_shape=_shapes, infer_type=float_type_rule(_OP), kernels={"any": _forward},
     gradient_takes_aux=True,
     gradient=lambda F, a, i, o, g, aux: [getattr(F, "_backward_" + _OP)(g[0], i[0], aux[0], **a)],
     doc="The identity, whose backward adds a KL sparseness penalty towards sparseness_target and updates "

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ..engine import native
-from ._nn_util import (INV_SQRT_2PI, SQRT_2, backward_via, erf, float_types, known, merge, sigmoid,
+from ._nn_util import (INV_SQRT_2PI, SQRT_2, backward_via, erf, float_type_rule, float_types, known, merge, sigmoid,
                        softplus)
 from .registry import Attr, OpDef, register
 from ._common import data_like_output
@@ -49,13 +49,6 @@ def _same_shape(name):
     return infer
 
 
-def _float_types_1(name):
-    def infer(attrs, in_dtypes):
-        ins, outs, _ = float_types(name, attrs, in_dtypes, 1)
-        return ins, outs
-    return infer
-
-
 def _activation(ctx, attrs, inputs, outputs, aux):
     x, out = inputs[0], outputs[0]
     if attrs["act_type"] == "relu" and out.dtype == x.dtype:
@@ -84,7 +77,7 @@ _ACT_ATTRS = {"act_type": Attr("str", choices=_ACT_TYPES, doc="activation functi
 register(OpDef(
     name="Activation", attrs=_ACT_ATTRS, inputs=["data"], outputs=["output"],
     infer_shape_backward=data_like_output,
-    infer_shape=_same_shape("Activation"), infer_type=_float_types_1("Activation"),
+    infer_shape=_same_shape("Activation"), infer_type=float_type_rule("Activation"),
     kernels={"any": _activation}, inplace=[(0, 0)],
     gradient=backward_via("_backward_Activation", lambda a, i, o, g: [g[0], o[0]], lambda a: [True]),
     doc="Elementwise activation: relu, sigmoid, tanh, softrelu, softsign."))

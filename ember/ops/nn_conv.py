@@ -21,7 +21,8 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ..engine import native
-from ._nn_util import backward_via, call_op, float32_on_cpu, float_types, known, matmul_into, merge, positive, spatial
+from ._nn_util import (backward_via, call_op, float32_on_cpu, float_type_rule, known, matmul_into, merge, positive,
+                       spatial)
 from .registry import Attr, OpDef, register
 
 
@@ -825,13 +826,9 @@ def _backward_shape(attrs, in_shapes):
     return in_shapes, outs
 
 
-def _float_types(op):
-    return lambda a, d: float_types(op, a, d, 1)[:2]
-
-
 register(OpDef(
     name="Convolution", aliases=["Convolution_v1"], attrs=_CONV_ATTRS, inputs=_inputs, outputs=["output"],
-    infer_shape=_conv_shape, infer_shape_backward=_conv_backward_infer, infer_type=_float_types("Convolution"),
+    infer_shape=_conv_shape, infer_shape_backward=_conv_backward_infer, infer_type=float_type_rule("Convolution"),
     kernels={"any": _conv_forward}, expensive=True, gradient=_conv_gradient, gradient_takes_needed=True,
     doc="1-D/2-D/3-D convolution (NCW/NCHW/NCDHW) with stride, pad, dilate and groups, via im2col + GEMM."))
 register(OpDef(
@@ -879,7 +876,7 @@ def _deconv_backward(ctx, attrs, inputs, outputs, aux):
 
 register(OpDef(
     name="Deconvolution", attrs=_DECONV_ATTRS, inputs=_inputs, outputs=["output"],
-    infer_shape=_deconv_shape, infer_type=_float_types("Deconvolution"), kernels={"any": _deconv_forward},
+    infer_shape=_deconv_shape, infer_type=float_type_rule("Deconvolution"), kernels={"any": _deconv_forward},
     expensive=True,
     gradient=backward_via("_backward_Deconvolution", lambda a, i, o, g: [g[0], i[0], i[1]],
                           lambda a: [True, True] + ([] if a["no_bias"] else [True])),

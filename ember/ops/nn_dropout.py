@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import OperatorError
-from ._nn_util import backward_via, float_types, known
+from ._nn_util import backward_via, float_type_rule, known
 from .registry import Attr, OpDef, register
 from ._common import data_like_output
 
@@ -70,7 +70,7 @@ register(OpDef(
     name="Dropout", attrs=_ATTRS, inputs=["data"], outputs=["output", "mask"],
     num_visible_outputs=lambda a: 1,
     infer_shape_backward=data_like_output,
-    infer_shape=_infer_shape, infer_type=lambda a, d: float_types("Dropout", a, d, 2)[:2],
+    infer_shape=_infer_shape, infer_type=float_type_rule("Dropout", 2),
     kernels={"any": _forward}, resources=("rng",), inplace=[(0, 0)],
     gradient=backward_via("_backward_Dropout", lambda a, i, o, g: [g[0], o[1]], lambda a: [True]),
     doc="Zeroes each element with probability p and scales the rest by 1/(1-p) while training "

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..base import OperatorError
 from . import nn_conv
+from ._nn_util import float_type_rule
 from .nn_norm import _bn_shape, _types as _norm_types
 from .registry import Attr, OpDef, get, register
 
@@ -58,7 +59,7 @@ def _shape(attrs, in_shapes, aux_shapes):
 
 def _types(attrs, in_dtypes):
     k = len(nn_conv._inputs(attrs))
-    conv_ins, conv_outs = nn_conv._float_types("_fused_conv_bn_act")(attrs, list(in_dtypes[:k]))
+    conv_ins, conv_outs = float_type_rule("_fused_conv_bn_act")(attrs, list(in_dtypes[:k]))
     d = conv_outs[0]
     bn_ins, _, aux = _norm_types("_fused_conv_bn_act", 3, 2)(attrs, [d] + list(in_dtypes[k:]))
     return conv_ins[:k] + bn_ins[1:], [bn_ins[0]], aux

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import ShapeError
-from ._nn_util import backward_via, float_types, known, sigmoid
+from ._nn_util import backward_via, float_type_rule, float_types, known, sigmoid
 from .registry import Attr, OpDef, register
 from ._common import copy_kernel, data_like_output, np_shape
 
@@ -108,7 +108,7 @@ def _make_loss_backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(
     name="MakeLoss", attrs=_ML_ATTRS, inputs=["data"], outputs=["output"], aliases=["make_loss"],
     infer_shape_backward=data_like_output,
-    infer_shape=_same, infer_type=lambda a, d: float_types("MakeLoss", a, d, 1)[:2],
+    infer_shape=_same, infer_type=float_type_rule("MakeLoss"),
     kernels={"any": copy_kernel}, inplace=[(0, 0)],
     gradient=backward_via("_backward_MakeLoss", lambda a, i, o, g: [o[0]], lambda a: [True]),
     doc="Marks its input as a loss: identity forward, gradient grad_scale (normalised) ignoring the head."))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..base import OperatorError, ShapeError
 from ._common import data_like_output, known
-from ._nn_util import backward_via, float_types
+from ._nn_util import backward_via, float_type_rule
 from .registry import Attr, OpDef, register
 
 _ATTRS = {
@@ -63,7 +63,7 @@ def _backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(
     name="LRN", attrs=_ATTRS, inputs=["data"], outputs=["output", "tmp_norm"],
     num_visible_outputs=lambda a: 1, infer_shape=_infer_shape, infer_shape_backward=data_like_output,
-    infer_type=lambda a, d: float_types("LRN", a, d, 2)[:2], kernels={"any": _forward},
+    infer_type=float_type_rule("LRN", 2), kernels={"any": _forward},
     gradient=backward_via("_backward_LRN", lambda a, i, o, g: [g[0], i[0], o[1]], lambda a: [True]),
     doc="Local response normalization across channels; hidden output tmp_norm."))
 register(OpDef(

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ..engine import native
-from ._nn_util import backward_via, float_types, known, parse_optional_bool, positive, spatial
+from ._nn_util import backward_via, float_type_rule, known, parse_optional_bool, positive, spatial
 from .registry import Attr, OpDef, register
 
 _ATTRS = {
@@ -237,7 +237,7 @@ def _backward(ctx, attrs, inputs, outputs, aux):
 
 register(OpDef(
     name="Pooling", attrs=_ATTRS, inputs=["data"], outputs=["output"],
-    infer_shape=_infer_shape, infer_type=lambda a, d: float_types("Pooling", a, d, 1)[:2],
+    infer_shape=_infer_shape, infer_type=float_type_rule("Pooling"),
     kernels={"any": _forward},
     gradient=backward_via("_backward_Pooling", lambda a, i, o, g: [g[0], i[0], o[0]], lambda a: [True]),
     doc="1-D/2-D/3-D max, avg, sum or lp pooling with stride, pad, global_pool and valid/full conventions."))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from ..base import ShapeError
-from ._nn_util import float_types
+from ._nn_util import float_type_rule
 from .nn_pool import _forward as _pool_forward, _infer_shape as _pool_infer_shape
 from .registry import Attr, OpDef, get, register
 
@@ -67,6 +67,6 @@ def _gradient(F, attrs, inputs, outputs, out_grads):
 
 register(OpDef(
     name="Pooling_v1", attrs=_ATTRS, inputs=["data"], outputs=["output"],
-    infer_shape=_infer_shape, infer_type=lambda a, d: float_types("Pooling_v1", a, d, 1)[:2],
+    infer_shape=_infer_shape, infer_type=float_type_rule("Pooling_v1"),
     kernels={"any": _forward}, gradient=_gradient,
     doc="Legacy 2-D pooling (MXNet 1.9.1's Pooling_v1): max, avg (every window over the kernel's area) or sum."))

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ..engine import native
-from ._nn_util import backward_via, data_axis, float_types, known, merge
+from ._nn_util import backward_via, data_axis, float_type_rule, known, merge
 from .registry import Attr, OpDef, as_dtype, register
 from ._common import data_like_output, np_shape
 
@@ -196,7 +196,7 @@ def _sa_shape(attrs, in_shapes):
 register(OpDef(
     name="SoftmaxActivation", attrs=_SA_ATTRS, inputs=["data"], outputs=["output"],
     infer_shape_backward=data_like_output,
-    infer_shape=_sa_shape, infer_type=lambda a, d: float_types("SoftmaxActivation", a, d, 1)[:2],
+    infer_shape=_sa_shape, infer_type=float_type_rule("SoftmaxActivation"),
     kernels={"any": _sa_forward}, inplace=[(0, 0)],
     gradient=backward_via("_backward_SoftmaxActivation", lambda a, i, o, g: [g[0], o[0]], lambda a: [True]),
     doc="Softmax over the last axis (mode='instance', as MXNet computes it) or over channels (axis 1)."))

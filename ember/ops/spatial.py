@@ -15,7 +15,7 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ._common import data_like_output, known, with_backward
-from ._nn_util import backward_via, call_op, float_types, merge
+from ._nn_util import backward_via, call_op, float_type_rule, merge
 from .registry import Attr, OpDef, get, register
 
 
@@ -74,7 +74,7 @@ def _l2_backward(ctx, attrs, inputs, outputs, aux):
 register(OpDef(
     name="L2Normalization", attrs=_L2_ATTRS, inputs=["data"], outputs=["output", "norm"],
     num_visible_outputs=lambda a: 1, infer_shape=_l2_shape, infer_shape_backward=data_like_output,
-    infer_type=lambda a, d: float_types("L2Normalization", a, d, 2)[:2], kernels={"any": _l2_forward},
+    infer_type=float_type_rule("L2Normalization", 2), kernels={"any": _l2_forward},
     gradient=backward_via("_backward_L2Normalization", lambda a, i, o, g: [g[0], o[0], o[1]], lambda a: [True]),
     doc="data / sqrt(sum(data^2) + eps) over the mode's axes; hidden output norm."))
 register(OpDef(
@@ -196,10 +196,6 @@ def _up_shape(attrs, in_shapes):
     return [tuple(x) for x in in_shapes], [(first[0], c, oh, ow)]
 
 
-def _up_type(attrs, in_dtypes):
-    return float_types("UpSampling", attrs, in_dtypes, 1)[:2]
-
-
 def _nearest(xp, x, f):
     return xp.repeat(xp.repeat(x, f, axis=2), f, axis=3)
 
@@ -244,7 +240,8 @@ def _up_gradient(F, attrs, inputs, outputs, out_grads):
 
 register(OpDef(
     name="UpSampling", attrs=_UP_ATTRS, inputs=_up_inputs, outputs=["output"], key_var_num_args="num_args",
-    infer_shape=_up_shape, infer_type=_up_type, kernels={"any": _up_forward}, gradient=_up_gradient,
+    infer_shape=_up_shape, infer_type=float_type_rule("UpSampling"), kernels={"any": _up_forward},
+    gradient=_up_gradient,
     doc="Nearest-neighbour (several inputs, concatenated or summed) or bilinear (a grouped "
         "Deconvolution with a (C, 1, k, k) weight, k = 2*scale - scale%2) up-sampling of NCHW data."))
 register(OpDef(
@@ -378,7 +375,7 @@ def _resize_gradient(F, attrs, inputs, outputs, out_grads):  # inputs: data (and
 
 register(OpDef(
     name="_contrib_BilinearResize2D", attrs=_RESIZE_ATTRS, inputs=_resize_inputs, outputs=["output"],
-    infer_shape=_resize_shape, infer_type=lambda a, d: float_types("_contrib_BilinearResize2D", a, d, 1)[:2],
+    infer_shape=_resize_shape, infer_type=float_type_rule("_contrib_BilinearResize2D"),
     kernels={"any": _resize_forward}, gradient=_resize_gradient,
     doc="Bilinear resize of NCHW data to a size, a scale, another array's size or the nearest even/odd size."))
 register(OpDef(
@@ -428,7 +425,7 @@ def _ap_backward(ctx, attrs, inputs, outputs, aux):
 
 with_backward(OpDef(
     name="_contrib_AdaptiveAvgPooling2D", attrs=_AP_ATTRS, inputs=["data"], outputs=["output"],
-    infer_shape=_ap_shape, infer_type=lambda a, d: float_types("_contrib_AdaptiveAvgPooling2D", a, d, 1)[:2],
+    infer_shape=_ap_shape, infer_type=float_type_rule("_contrib_AdaptiveAvgPooling2D"),
     kernels={"any": _ap_forward},
     doc="Average pooling of NCHW data into output_size bins (bin i: floor(i*H/oh) to ceil((i+1)*H/oh))."),
     _ap_backward, "Gradient of _contrib_AdaptiveAvgPooling2D (data read for its shape).", ograd="out_grad",

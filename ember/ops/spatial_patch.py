@@ -12,7 +12,7 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ._common import known, with_backward
-from ._nn_util import float_types
+from ._nn_util import float_type_rule
 from .registry import Attr, OpDef, register
 
 
@@ -123,7 +123,7 @@ def _corr_backward(ctx, attrs, inputs, outputs, aux):
 with_backward(OpDef(
     name="Correlation", attrs=_CORR_ATTRS, inputs=["data1", "data2"], outputs=["output", "tmp1", "tmp2"],
     num_visible_outputs=lambda a: 1, infer_shape=_corr_shape,
-    infer_type=lambda a, d: float_types("Correlation", a, d, 3)[:2], kernels={"any": _corr_forward},
+    infer_type=float_type_rule("Correlation", 3), kernels={"any": _corr_forward},
     doc="Correlation of data1 patches with displaced data2 patches (FlowNet): output channel per "
         "displacement, averaged over the patch and channels; hidden outputs the padded inputs (NHWC)."),
     _corr_backward, "Gradients of Correlation.", ograd="out_grad")
@@ -219,7 +219,7 @@ def _bwd_im2col_kernel(ctx, attrs, inputs, outputs, aux):
 
 with_backward(OpDef(
     name="im2col", attrs=_PATCH_ATTRS, inputs=["data"], outputs=["output"], infer_shape=_im2col_shape,
-    infer_type=lambda a, d: float_types("im2col", a, d, 1)[:2], kernels={"any": _im2col_kernel},
+    infer_type=float_type_rule("im2col"), kernels={"any": _im2col_kernel},
     doc="Sliding kernel patches of (N, C, *spatial) data as columns: (N, C*prod(kernel), positions)."),
     _bwd_im2col_kernel, "Gradient of im2col (col2im; data read for its shape).", ograd="out_grad", infer_type=None)
 
@@ -253,6 +253,6 @@ def _col2im_grad(F, attrs, inputs, outputs, out_grads):
 
 register(OpDef(
     name="col2im", attrs=_COL2IM_ATTRS, inputs=["data"], outputs=["output"], infer_shape=_col2im_shape,
-    infer_type=lambda a, d: float_types("col2im", a, d, 1)[:2], kernels={"any": _col2im_kernel},
+    infer_type=float_type_rule("col2im"), kernels={"any": _col2im_kernel},
     gradient=_col2im_grad,
     doc="Sum columns (N, C*prod(kernel), positions) back into an (N, C, *output_size) image (im2col's adjoint)."))

@@ -13,7 +13,7 @@ import numpy as np
 from ..backend import to_host
 from ..base import OperatorError, ShapeError
 from ._common import known, with_backward
-from ._nn_util import float_types, merge, scatter_add
+from ._nn_util import float_type_rule, float_types, merge, scatter_add
 from .registry import Attr, OpDef, register
 
 
@@ -75,7 +75,7 @@ def _gg_backward(ctx, attrs, inputs, outputs, aux):
 
 with_backward(OpDef(
     name="GridGenerator", attrs=_GG_ATTRS, inputs=["data"], outputs=["output"], infer_shape=_gg_shape,
-    infer_type=lambda a, d: float_types("GridGenerator", a, d, 1)[:2], kernels={"any": _gg_forward},
+    infer_type=float_type_rule("GridGenerator"), kernels={"any": _gg_forward},
     doc="Sampling grid (N, 2, H, W) in [-1, 1] from affine parameters (N, 6) or a flow field (N, 2, H, W)."),
     _gg_backward, "Gradient of GridGenerator (data read for its shape).", ograd="out_grad", infer_type=None)
 
@@ -161,7 +161,7 @@ _BS_ATTRS = {"cudnn_off": Attr("bool_or_none", None, doc="unused (MXNet: do not 
 
 with_backward(OpDef(
     name="BilinearSampler", attrs=_BS_ATTRS, inputs=["data", "grid"], outputs=["output"], infer_shape=_bs_shape,
-    infer_type=lambda a, d: float_types("BilinearSampler", a, d, 1)[:2], kernels={"any": _bs_forward},
+    infer_type=float_type_rule("BilinearSampler"), kernels={"any": _bs_forward},
     doc="Bilinear samples of data (N, C, H, W) at grid (N, 2, Ho, Wo) points in [-1, 1]; 0 outside."),
     _bs_backward, "Gradients of BilinearSampler with respect to data and grid.", ograd="out_grad")
 
@@ -214,7 +214,7 @@ def _st_gradient(F, attrs, inputs, outputs, out_grads):
 
 register(OpDef(
     name="SpatialTransformer", attrs=_ST_ATTRS, inputs=["data", "loc"], outputs=["output"], infer_shape=_st_shape,
-    infer_type=lambda a, d: float_types("SpatialTransformer", a, d, 1)[:2], kernels={"any": _st_forward},
+    infer_type=float_type_rule("SpatialTransformer"), kernels={"any": _st_forward},
     gradient=_st_gradient,
     doc="BilinearSampler(data, GridGenerator(loc, 'affine', target_shape)): an affine warp of NCHW data."))
 
