@@ -67,7 +67,6 @@ def mark_variables(variables, gradients, grad_reqs="write") -> None:
         _state.mark_variable(v, g, r)
 
 
-
 def get_symbol(x: NDArray):
     """The recorded computation that produced `x`, as a Symbol (MXNet's `autograd.get_symbol`).
 
@@ -162,8 +161,7 @@ class Function:
                 raise TypeError(f"{type(self).__name__}: inputs must be NDArrays, got {type(x).__name__}")
         with pause(train_mode=is_training()):
             outputs = self.forward(*inputs)
-        single = isinstance(outputs, NDArray)
-        outs = [outputs] if single else list(outputs)
+        outs = [outputs] if isinstance(outputs, NDArray) else list(outputs)
         if is_recording() and any(x._ag is not None for x in inputs):
             _record_function(self, list(inputs), outs)
         return outputs

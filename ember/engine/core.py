@@ -293,15 +293,11 @@ def ember_py_run(hid, op):
     return _run(fn, prop, name, op)
 
 
-def _fn_op_failed(exc: BaseException, name: Optional[str]) -> int:
-    """Error id for the exception of a Python op run from C (`_native.push_fn`'s ops)."""
-    return _errors.register(exc, name)
-
-
 _py_push = lib.ember_py_push
 if lib.ember_py_install(_E) != 0:
     raise ImportError("ember.engine._native: could not install the Python op functions")
-_native.bind_fn_ops(ffi.typeof("ember_var *"), ffi.typeof("ember_op_attrs *"), _fn_op_failed)
+# (the error id of an exception raised by a Python op run from C: `_native.push_fn`'s ops)
+_native.bind_fn_ops(ffi.typeof("ember_var *"), ffi.typeof("ember_op_attrs *"), _errors.register)
 _push_fn = _native.push_fn
 _push_fn_handles = _native.push_fn_handles
 # The idle claim without a cffi call (neither function blocks, so they keep the GIL): no argument

@@ -221,8 +221,7 @@ def grad(heads, variables, head_grads=None, retain_graph: Optional[bool] = None,
          create_graph: bool = False, train_mode: bool = True) -> List[NDArray]:
     """Gradients of the heads w.r.t. `variables`, returned (not written to `.grad`)."""
     heads = [heads] if isinstance(heads, NDArray) else list(heads)
-    single = isinstance(variables, NDArray)
-    variables = [variables] if single else list(variables)
+    variables = [variables] if isinstance(variables, NDArray) else list(variables)
     if isinstance(head_grads, NDArray):
         head_grads = [head_grads]
     if retain_graph is None:
