@@ -16,9 +16,7 @@ from .errors import KVStoreCommError, KVStoreError, KVStoreShapeError, KVStoreTi
 from .base import KVStoreBase, TestStore  # noqa: F401
 from .local import KVStore
 
-_LOCAL_TYPES = {"local": "local", "local_update_cpu": "local", "local_allreduce_cpu": "local",
-                "device": "device", "local_allreduce_device": "device"}
-
+_LOCAL_TYPES = ("local", "local_update_cpu", "local_allreduce_cpu", "device", "local_allreduce_device")
 
 
 def create(name: str = "local") -> KVStore:

@@ -81,8 +81,6 @@ def fingerprint(signature: Tuple, dtype: np.dtype) -> float:
 
     Kept below 2**16 so `num_workers * fingerprint` stays exact in float32.  None for dtypes
     that cannot hold it exactly (float16, 8-bit ints)."""
-    if dtype.itemsize < 4 and dtype.kind in "fiu":
-        return None
-    if dtype.kind not in "fiu":
+    if dtype.kind not in "fiu" or dtype.itemsize < 4:
         return None
     return float(zlib.crc32(repr(signature).encode()) % 65521 + 1)

@@ -131,16 +131,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         env[k] = v
     if args.timeout is not None:
         env["EMBER_KVSTORE_TIMEOUT"] = str(args.timeout)
+    # (a job directory given as 'none' disables the failure notices)
     for k in ("EMBER_KVSTORE_TIMEOUT", "EMBER_KVSTORE_FUSION_THRESHOLD", "EMBER_KVSTORE_CHUNK_BYTES",
-              "EMBER_KVSTORE_HEARTBEAT", "EMBER_KVSTORE_STARTUP_TIMEOUT"):
+              "EMBER_KVSTORE_HEARTBEAT", "EMBER_KVSTORE_STARTUP_TIMEOUT", "EMBER_KVSTORE_JOB_DIR"):
         if k in os.environ and k not in env:
             env[k] = os.environ[k]
     mpiexec = find_mpiexec(args.mpiexec)
     made_dir = None
-    if "EMBER_KVSTORE_JOB_DIR" not in os.environ and "EMBER_KVSTORE_JOB_DIR" not in env and not args.dry_run:
+    if "EMBER_KVSTORE_JOB_DIR" not in env and not args.dry_run:
         made_dir = env["EMBER_KVSTORE_JOB_DIR"] = tempfile.mkdtemp(prefix="ember-kv-job-")
-    elif "EMBER_KVSTORE_JOB_DIR" in os.environ and "EMBER_KVSTORE_JOB_DIR" not in env:
-        env["EMBER_KVSTORE_JOB_DIR"] = os.environ["EMBER_KVSTORE_JOB_DIR"]  # 'none' disables the notices
     cmd = build_command(mpiexec, args.num_workers, args.num_servers, args.command, env,
                         args.hostfile, is_open_mpi(mpiexec))
     if args.dry_run:

@@ -153,13 +153,16 @@ class KVStore(SingleProcess, KVStoreBase):
 
     # ----------------------------------------------------------------- push / pull
     def _check_push(self, key, value):
-        pairs = group(key, value, "values")
+        return self._checked(key, value, "values", "pushed value", True)
+
+    def _checked(self, key, values, what: str, each: str, check_dtype: bool):
+        """[(entry, arrays)] of a push or pull, each array checked against its key's shape (and dtype)."""
         checked = []
-        for k, vals in pairs:
+        for k, arrs in group(key, values, what):
             entry = self._entry(k)
-            for v in vals:
-                self._check_like(entry, v, "pushed value")
-            checked.append((entry, vals))
+            for a in arrs:
+                self._check_like(entry, a, each, check_dtype)
+            checked.append((entry, arrs))
         return checked
 
     def push(self, key, value, priority: int = 0) -> None:
@@ -227,14 +230,7 @@ class KVStore(SingleProcess, KVStoreBase):
     def _check_pull(self, key, out):
         if out is None:
             raise KVStoreError("pull needs `out`: the NDArray(s) to copy the stored value into")
-        pairs = group(key, out, "outputs")
-        checked = []
-        for k, outs in pairs:
-            entry = self._entry(k)
-            for o in outs:
-                self._check_like(entry, o, "pull output", check_dtype=False)
-            checked.append((entry, outs))
-        return checked
+        return self._checked(key, out, "outputs", "pull output", False)
 
     def _pull_entries(self, checked, priority: int) -> None:
         for entry, outs in checked:

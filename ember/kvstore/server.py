@@ -10,9 +10,8 @@ import sys
 import time
 from typing import Dict
 
-
 from . import jobdir, mpienv
-from .errors import KVStoreCommError, KVStoreError, KVStoreTimeoutError
+from .errors import KVStoreError, KVStoreTimeoutError
 
 
 class Server:
@@ -94,8 +93,7 @@ class Server:
                 reason = jobdir.peer_failure()
                 if reason is not None:
                     mpienv.mark_failed()
-                    raise KVStoreCommError(f"server rank {self.world.Get_rank()}: another process of the "
-                                           f"job failed ({reason}); stopping")
+                    raise mpienv.peer_failed(f"server rank {self.world.Get_rank()}", reason)
                 for w in active:
                     seen = last_seen.get(w)
                     limit = settings.timeout if seen is not None else mpienv.startup_timeout()
