@@ -149,18 +149,15 @@ class Recorder:
             return np.nan if t is None else float(t - t0)
 
         workers: dict = {}
-        worker, in_caller = [], []
+        worker = []
         for r in ops:
             th = r[_RUN_THREAD]
             if th is None:
                 worker.append(-2)  # never ran (skipped after an input failed) or a C kernel
-                in_caller.append(False)
             elif th == r[_PUSH_THREAD]:
-                worker.append(-1)
-                in_caller.append(True)
+                worker.append(-1)  # ran in the pushing thread
             else:
                 worker.append(workers.setdefault(th, len(workers)))
-                in_caller.append(False)
         queues = sorted({r[_QUEUE] for r in ops})
         meta = {"cpu_workers": core.CPU_WORKERS, "policy": core.get_policy(), "engine_type": core.engine_type(),
                 "worker_threads": len(workers)}
@@ -169,8 +166,8 @@ class Recorder:
                      writes=[r[_WRITES] for r in ops], var_nbytes=self._var_nbytes, var_names=self._var_names,
                      prop=[r[_PROP] for r in ops], push_ns=[rel(r[_PUSH]) for r in ops],
                      start_ns=[rel(r[_START]) for r in ops], end_ns=[rel(r[_END]) for r in ops],
-                     worker=worker, in_caller=in_caller, queue_names={q: core.queue_name(q) for q in queues},
-                     meta=meta)
+                     worker=worker, in_caller=[w == -1 for w in worker],
+                     queue_names={q: core.queue_name(q) for q in queues}, meta=meta)
 
 
 @contextlib.contextmanager

@@ -72,9 +72,8 @@ class _Builder:
 
     def op(self, name: str, cost: float, preds=(), queue: int = 0, nbytes: int = 0) -> int:
         i = len(self.cost)
-        for p in preds:
-            self.src.append(p)
-            self.dst.append(i)
+        self.src.extend(preds)
+        self.dst.extend([i] * len(preds))
         self.cost.append(cost)
         self.queue.append(queue)
         self.nbytes.append(nbytes)

@@ -205,10 +205,8 @@ class Workload:
             for v in set(r) | set(w):
                 if nb[v] <= 0:
                     continue
-                if v not in acc:
-                    acc[v] = []
-                    first_is_write[v] = v in w
-                acc[v].append(i)
+                first_is_write.setdefault(v, v in w)  # whether its first access writes it
+                acc.setdefault(v, []).append(i)
         vs = sorted(acc)
         acc_ptr = np.zeros(len(vs) + 1, np.int64)
         np.cumsum([len(acc[v]) for v in vs], out=acc_ptr[1:])
