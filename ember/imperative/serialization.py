@@ -174,28 +174,12 @@ def _read_values(r: _Reader, flag: int, dtype: np.dtype, shape: Tuple[int, ...],
     return values
 
 
-def _dense_zeros(shape, dtype: np.dtype, stype: str, what: str) -> np.ndarray:
-    nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes > MAX_DENSIFIED_BYTES:
-        raise FormatError(f"{what} is a {stype} array of shape {shape}: dense it would need {nbytes} bytes, "
-                          f"over serialization.MAX_DENSIFIED_BYTES={MAX_DENSIFIED_BYTES} (ember loads "
-                          "sparse arrays densely); the shape is corrupt or the array too large")
-    return np.zeros(shape, dtype=dtype)
-
-
 def _check_row_sparse(shape, values, row_idx, what: str) -> None:
     if values.shape[1:] != tuple(shape[1:]) or row_idx.shape != values.shape[:1]:
         raise FormatError(f"corrupt NDArray file: {what} row_sparse values {values.shape} and "
                           f"{row_idx.shape[0]} row indices do not fit shape {shape}")
     if row_idx.size and (row_idx.min() < 0 or row_idx.max() >= shape[0]):
         raise FormatError(f"corrupt NDArray file: {what} row index out of range for shape {shape}")
-
-
-def _densify_row_sparse(shape, values, row_idx, what: str) -> np.ndarray:
-    _check_row_sparse(shape, values, row_idx, what)
-    dense = _dense_zeros(shape, values.dtype, "row_sparse", what)
-    dense[row_idx] = values
-    return dense
 
 
 def _check_csr(shape, values, indptr, indices, what: str) -> None:
@@ -210,12 +194,17 @@ def _check_csr(shape, values, indptr, indices, what: str) -> None:
                           f"with shape {shape} and {nnz} stored values")
 
 
-def _densify_csr(shape, values, indptr, indices, what: str) -> np.ndarray:
-    _check_csr(shape, values, indptr, indices, what)
-    rows = shape[0]
-    dense = _dense_zeros(shape, values.dtype, "csr", what)
-    dense[np.repeat(np.arange(rows), np.diff(indptr)), indices] = values
-    return dense
+def _densify(stype: str, shape, values, aux, what: str) -> np.ndarray:
+    """The dense array of a checked sparse record (within MAX_DENSIFIED_BYTES)."""
+    nbytes = math.prod(shape) * values.dtype.itemsize
+    if nbytes > MAX_DENSIFIED_BYTES:
+        raise FormatError(f"{what} is a {stype} array of shape {shape}: dense it would need {nbytes} bytes, "
+                          f"over serialization.MAX_DENSIFIED_BYTES={MAX_DENSIFIED_BYTES} (ember loads "
+                          "sparse arrays densely); the shape is corrupt or the array too large")
+    from .sparse_ndarray import csr_to_dense, row_sparse_to_dense
+    if stype == "row_sparse":
+        return row_sparse_to_dense(values, aux[0], shape)
+    return csr_to_dense(values, aux[0], aux[1], shape)
 
 
 class SparseRecord(NamedTuple):
@@ -286,12 +275,11 @@ def _read_record(r: _Reader, index: int, keep_sparse: bool = False, check_semant
         storage_shape = (idx_shape[0],) + tuple(shape[1:]) if stype == ROW_SPARSE else idx_shape
     values = _read_values(r, flag, dtype, storage_shape, what)
     aux_arrays = [r.array(d, math.prod(s), f"{what} aux {i} values").reshape(s) for i, (d, s) in enumerate(aux)]
+    (_check_row_sparse if stype == ROW_SPARSE else _check_csr)(shape, values, *aux_arrays, what)
+    stype_name = "row_sparse" if stype == ROW_SPARSE else "csr"
     if keep_sparse:
-        (_check_row_sparse if stype == ROW_SPARSE else _check_csr)(shape, values, *aux_arrays, what)
-        return SparseRecord("row_sparse" if stype == ROW_SPARSE else "csr", tuple(shape), values, tuple(aux_arrays))
-    if stype == ROW_SPARSE:
-        return _densify_row_sparse(shape, values, aux_arrays[0], what)
-    return _densify_csr(shape, values, aux_arrays[0], aux_arrays[1], what)
+        return SparseRecord(stype_name, tuple(shape), values, tuple(aux_arrays))
+    return _densify(stype_name, shape, values, aux_arrays, what)
 
 
 def _read_file(r: _Reader, keep_sparse: bool = False, check_semantics: bool = False
