@@ -116,29 +116,27 @@ class _DistBase(KVStore):
     _barrier = barrier
 
     def _check_init_layout(self, entries) -> None:
-        """Every worker must init the same keys, shapes and dtypes; on a mismatch the new entries are dropped."""
+        """Every worker must init the same keys, shapes and dtypes: KVStoreShapeError on every worker
+        if they disagree.  If the check fails, the new entries are dropped."""
         layout = [(e.key, e.shape, str(e.dtype)) for e, _ in entries]
-        try:
-            self._check_same_layout(layout, "kvstore init")
-        except KVStoreError:
-            for e, _ in entries:
-                self._store.pop(e.key, None)
-            raise
 
-    def _check_same_layout(self, layout: List[Tuple], what: str) -> None:
-        """Raise KVStoreShapeError on every worker if workers disagree on (key, shape, dtype)."""
         def gather():
             mine = np.array([zlib.crc32(repr(layout).encode()), len(layout)], dtype=np.int64)
             every = np.empty((self.num_workers, 2), dtype=np.int64)
             # init comes right after start-up, where processes may lag each other by a lot
-            mpienv.poll(self._MPI, [self._workers.Iallgather(mine, every)], mpienv.startup_timeout(), what)
+            mpienv.poll(self._MPI, [self._workers.Iallgather(mine, every)], mpienv.startup_timeout(), "kvstore init")
             return every
-        every = self._call(gather)
-        differ = [r for r in range(len(every)) if (every[r] != every[0]).any()]
-        if differ:
-            raise KVStoreShapeError(
-                f"{what}: workers disagree on keys, shapes or dtypes (ranks {differ} differ from rank 0); "
-                f"this worker (rank {self.rank}) has {describe([f'{k!r}:{s}:{d}' for k, s, d in layout])}")
+        try:
+            every = self._call(gather)
+            differ = [r for r in range(len(every)) if (every[r] != every[0]).any()]
+            if differ:
+                raise KVStoreShapeError(
+                    f"kvstore init: workers disagree on keys, shapes or dtypes (ranks {differ} differ from rank 0); "
+                    f"this worker (rank {self.rank}) has {describe([f'{k!r}:{s}:{d}' for k, s, d in layout])}")
+        except KVStoreError:
+            for e, _ in entries:
+                self._store.pop(e.key, None)
+            raise
 
 
 class DistSyncKVStore(_DistBase):

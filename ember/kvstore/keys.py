@@ -59,12 +59,10 @@ def group(keys: Any, values: Any, what: str = "values") -> List[Tuple[Key, List[
 
 def check_one_kind(keys: Sequence[Key], existing: Any = None) -> None:
     """MXNet's rule: a store's keys are all int or all str; `existing` is a key the store already has."""
-    kinds = {type(k) for k in keys}
-    if existing is not None:
-        kinds.add(type(existing))
-    if len(kinds) > 1:
-        ints = [k for k in keys if isinstance(k, int)] + ([existing] if isinstance(existing, int) else [])
-        strs = [k for k in keys if isinstance(k, str)] + ([existing] if isinstance(existing, str) else [])
+    every = list(keys) if existing is None else [*keys, existing]
+    if len({type(k) for k in every}) > 1:
+        ints = [k for k in every if isinstance(k, int)]
+        strs = [k for k in every if isinstance(k, str)]
         raise KVStoreKeyTypeError(f"Mixed key types are not allowed: int keys {describe(ints)} and str keys "
                                   f"{describe(strs)} in one kvstore")
 
