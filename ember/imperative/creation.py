@@ -91,8 +91,7 @@ def _filled(shape, val, ctx, dtype, out: Optional[NDArray], op_name: str) -> NDA
 def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs) -> NDArray:
     """An array of zeros (float32 unless `dtype` says otherwise; sparse for stype 'csr'/'row_sparse')."""
     if stype in ("csr", "row_sparse"):
-        from .sparse_ndarray import sparse_zeros
-        return sparse_zeros(stype, shape, ctx, dtype)
+        return empty(shape, ctx, dtype, stype)  # an empty sparse array stores no values: all zeros
     _check_stype(stype)
     return _filled(shape, 0, ctx, dtype, kwargs.get("out"), "_zeros")
 
