@@ -82,12 +82,6 @@ def retain(data: NDArray, indices) -> RowSparseNDArray:
     return make_row_sparse(out, wanted, data.shape, data.context)
 
 
-def _scipy_csr(x: CSRNDArray):
-    import scipy.sparse as spsp
-    values, indptr, indices = x._host_components()
-    return spsp.csr_matrix((values, indices, indptr), shape=x.shape)
-
-
 def _read_view(x: NDArray) -> np.ndarray:
     """x's values for reading only, without a copy where they live on the host (waits for writes)."""
     x.wait_to_read()
@@ -144,7 +138,7 @@ def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool
     if ls == "default" and rs == "csr" and not transpose_a:
         if lhs.ndim != 2:
             return None
-        b = _scipy_csr(rhs)
+        b = rhs.asscipy()
         b = b.T if transpose_b else b
         a = lhs.asnumpy()
         if a.shape[1] != b.shape[0]:
@@ -208,7 +202,7 @@ def _same_format_elemwise(ufunc: Callable, scipy_op: Callable) -> Callable:
             a[np.searchsorted(rows, li)] = lv
             b[np.searchsorted(rows, ri)] = rv
             return make_row_sparse(ufunc(a, b).astype(dtype, copy=False), rows, lhs.shape, lhs.context)
-        result = scipy_op(_scipy_csr(lhs), _scipy_csr(rhs)).tocsr()
+        result = scipy_op(lhs.asscipy(), rhs.asscipy()).tocsr()
         result.sum_duplicates()  # canonical: one entry per position, columns ascending
         return make_csr(result.data.astype(dtype, copy=False), result.indptr, result.indices, lhs.shape,
                         lhs.context)
@@ -269,7 +263,7 @@ def _take_kernel(inputs, attrs):
         want = np.clip(want, 0, rows - 1)
     elif want.size and (want.min() < -rows or want.max() >= rows):
         raise MXNetError(f"take: an index is outside the {rows} rows (mode='raise')")
-    picked = _scipy_csr(data)[want % rows if rows else want]
+    picked = data.asscipy()[want % rows if rows else want]
     return make_csr(picked.data.astype(data.dtype, copy=False), picked.indptr, picked.indices,
                     (want.size, data.shape[1]), data.context)
 
@@ -284,7 +278,7 @@ def _slice_kernel(inputs, attrs):
         return None
     ranges = [slice(b, e).indices(n)[:2] for b, e, n in zip(begin, end, x.shape)]
     (r0, r1), (c0, c1) = ranges[0], (ranges[1] if len(ranges) == 2 else (0, x.shape[1]))
-    part = _scipy_csr(x)[r0:max(r0, r1), c0:max(c0, c1)].tocsr()
+    part = x.asscipy()[r0:max(r0, r1), c0:max(c0, c1)].tocsr()
     part.sort_indices()
     return make_csr(part.data.astype(x.dtype, copy=False), part.indptr, part.indices, part.shape, x.context)
 

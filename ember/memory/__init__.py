@@ -179,15 +179,13 @@ def stats(ctx: Optional[Context] = None) -> dict:
 
 def reset_peak_stats(ctx: Optional[Context] = None) -> None:
     """Restart peak_bytes_in_use of `ctx`'s manager from its current bytes_in_use."""
-    mgr = get_manager(ctx)
-    reset = getattr(mgr, "reset_peak_stats", None)
+    reset = getattr(get_manager(ctx), "reset_peak_stats", None)
     if reset is not None:
         reset()
 
 
 def empty_cache(ctx: Optional[Context] = None) -> None:
     """Give the cached free blocks of `ctx`'s manager back to the system."""
-    mgr = get_manager(ctx)
-    empty = getattr(mgr, "empty_cache", None)
+    empty = getattr(get_manager(ctx), "empty_cache", None)
     if empty is not None:
         empty()
