@@ -48,11 +48,10 @@ def gantt(wl: Workload, res: SimResult, ax=None, max_ops: int = 20000, label_ops
     order = np.argsort(-dur, kind="stable")[:max_ops] if len(dur) > max_ops else np.arange(len(dur))
     rows = sorted({(int(wl.queue[i]), int(res.worker[i])) for i in order})
     row_of = {r: k for k, r in enumerate(rows)}
-    colours = [f"C{q % 10}" for q, _ in rows]
     for k, (q, w) in enumerate(rows):
         sel = order[(wl.queue[order] == q) & (res.worker[order] == w)]
         ax.broken_barh(list(zip(res.start_s[sel] * 1e3, dur[sel] * 1e3)), (k - 0.4, 0.8),
-                       facecolors=colours[k], edgecolors="none")
+                       facecolors=f"C{q % 10}", edgecolors="none")
     for i in order[:label_ops]:
         k = row_of[(int(wl.queue[i]), int(res.worker[i]))]
         ax.text((res.start_s[i] + dur[i] / 2) * 1e3, k, wl.name(int(i)), ha="center", va="center", fontsize=6,
