@@ -19,7 +19,7 @@ import numpy as np
 
 from ..base import MXNetError, ShapeError
 from ..context import Context, current_context
-from .ndarray import NDArray
+from .ndarray import NDArray, _as_dtype
 
 STYPES = ("default", "row_sparse", "csr")
 AUX_DTYPE = np.dtype(np.int64)  # MXNet's aux types for both formats (indptr and indices)
@@ -184,11 +184,6 @@ class BaseSparseNDArray(NDArray):
             raise MXNetError(f"{type(self).__name__} of shape {self.shape} is malformed: {problem}")
 
     # -- conversion and copies ---------------------------------------------------------------
-    def tostype(self, stype: str) -> NDArray:
-        """A copy with storage type `stype` ('default', 'row_sparse' or 'csr')."""
-        from .sparse_ops import cast_storage
-        return cast_storage(self, stype)
-
     def copy(self) -> "BaseSparseNDArray":
         return self.copyto(self.context)
 
@@ -208,15 +203,9 @@ class BaseSparseNDArray(NDArray):
         assign(other, self)
         return other
 
-    def as_in_context(self, context: Context):
-        return self if context == self.context else self.copyto(context)
-
-    as_in_ctx = as_in_context
-
     def astype(self, dtype, copy: bool = True):
         """A copy with values of `dtype` (self when copy=False and the dtype already matches)."""
-        from ..ops.registry import as_dtype
-        dtype = np.dtype(as_dtype(dtype))
+        dtype = np.dtype(_as_dtype(dtype))
         if not copy and dtype == self._data.dtype:
             return self
         return type(self)(self._values().astype(dtype), [a.copy() for a in self._aux], self.shape)
@@ -230,11 +219,6 @@ class BaseSparseNDArray(NDArray):
 
     def as_np_ndarray(self):
         raise NotSupportedForSparseNDArray("as_np_ndarray", "mx.np arrays are dense")
-
-    def attach_grad(self, grad_req: str = "write", stype=None) -> None:
-        """A zero gradient buffer, of this array's storage type unless `stype` says otherwise."""
-        from . import autograd_state
-        autograd_state.attach_grad(self, grad_req, stype)
 
     # -- the dense form ----------------------------------------------------------------------
     def _to_dense_numpy(self) -> np.ndarray:
