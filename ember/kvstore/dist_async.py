@@ -71,9 +71,10 @@ class DistAsyncKVStore(_DistBase):
             else:
                 time.sleep(0)
 
-    def _ask_all_servers(self, message: Tuple, what: str) -> List[Any]:
+    def _ask_all_servers(self, messages: List[Tuple], what: str) -> List[Any]:
+        """Send every server its message (`messages` in server order), then collect their answers."""
         def task():
-            for s in self._servers:
+            for s, message in zip(self._servers, messages):
                 self._send(s, message, what)
             return [self._receive(s, what) for s in self._servers]
         return self._call(task)
@@ -114,7 +115,7 @@ class DistAsyncKVStore(_DistBase):
         except Exception as e:
             raise KVStoreError(f"cannot send {type(obj).__name__} to the servers: it does not pickle ({e})") from e
         if self.rank == 0:
-            self._ask_all_servers(("updater", blob), "sending the optimizer to the servers")
+            self._ask_all_servers([("updater", blob)] * len(self._servers), "sending the optimizer to the servers")
         self.barrier()
         self._servers_have_updater = True
 
@@ -123,7 +124,8 @@ class DistAsyncKVStore(_DistBase):
         if not self._servers_have_updater:
             raise KVStoreError("no optimizer states: call set_optimizer(...) on this kvstore first")
         engine.wait_all()
-        replies = self._ask_all_servers(("get_states", bool(dump_optimizer)), "fetching optimizer states")
+        replies = self._ask_all_servers([("get_states", bool(dump_optimizer))] * len(self._servers),
+                                        "fetching optimizer states")
         # one NDArray file holding each server's states buffer (ember.optimizer.state_file), no pickle
         with open(fname, "wb") as f:
             f.write(state_file.dumps_parts([r[1] for r in replies]))
@@ -142,13 +144,7 @@ class DistAsyncKVStore(_DistBase):
         if len(parts) != len(self._servers):
             raise KVStoreError(f"{fname!r} holds states of {len(parts)} servers; "
                                f"this job has {len(self._servers)}")
-
-        def task():
-            for s, blob in zip(self._servers, parts):
-                self._send(s, ("set_states", blob), "restoring optimizer states")
-            for s in self._servers:
-                self._receive(s, "restoring optimizer states")
-        self._call(task)
+        self._ask_all_servers([("set_states", blob) for blob in parts], "restoring optimizer states")
 
     # ----------------------------------------------------------------- push / pull
     def push(self, key, value, priority: int = 0) -> None:
