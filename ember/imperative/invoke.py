@@ -431,13 +431,13 @@ def call(op, args: Sequence[Any], kwargs: Dict[str, Any]):
     if pos_attrs:
         free = [a for a in opdef.attrs if a not in kwargs and a != varargs]
         if len(pos_attrs) > len(free):
-            bad = pos_attrs[len(free)] if len(free) < len(pos_attrs) else pos_attrs[0]
+            bad = pos_attrs[len(free)]
             raise TypeError(f"{opdef.name}: unexpected positional argument {bad!r} of type "
                             f"{type(bad).__name__} (inputs must be NDArrays)")
         for key, value in zip(free, pos_attrs):
             kwargs[key] = value
     attrs = opdef.parse_attrs(kwargs)
-    names = opdef.input_names(attrs) + (opdef.aux_names(attrs) if opdef.aux else [])
+    names = _labels(opdef, attrs)
     if len(pos_inputs) > len(names):
         raise OperatorError(f"{opdef.name}: takes {len(names)} input arrays, got {len(pos_inputs)}")
     inputs = pos_inputs
