@@ -2,13 +2,17 @@
 against the same 8 matmuls as a dependent chain.  BLAS is pinned to one thread per call (as MXNet's
 OMP_NUM_THREADS=1 setting) so the parallelism measured is the engine's, across its CPU workers.
 `two_threads_ms` is the machine's own ceiling for it: the 8 matmuls split 4 / 4 by hand over two plain
-Python threads (on this shared VM both sometimes run slow for a whole process: compare the two).
+Python threads, keeping their results as the engine's ops do.  The four workloads are timed in turn within each
+repetition (medians), so a process's slow stretch (first touches of the results' memory, a slow core pair on a
+shared VM) reaches all of them alike.
 
     python bench/engine_parallel.py [--reps 7]
 """
 import argparse
 import os
+import statistics
 import threading
+import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -18,7 +22,7 @@ import numpy as np  # noqa: E402
 
 import ember.engine as engine  # noqa: E402
 
-from _util import best_of, emit  # noqa: E402
+from _util import emit  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__)
 p.add_argument("--reps", type=int, default=7)
@@ -47,7 +51,12 @@ def chain():
 
 
 def two_threads():
-    parts = [threading.Thread(target=lambda k=k: [A @ Bs[i] for i in range(k, 8, 2)]) for k in (0, 1)]
+    outs = [None] * 8
+
+    def part(k):
+        for i in range(k, 8, 2):
+            outs[i] = A @ Bs[i]
+    parts = [threading.Thread(target=part, args=(k,)) for k in (0, 1)]
     for t in parts:
         t.start()
     for t in parts:
@@ -59,11 +68,16 @@ def serial_numpy():
         A @ Bs[i]
 
 
-independent(), chain()
-t_ind = best_of(independent, args.reps)
-t_chain = best_of(chain, args.reps)
-t_np = best_of(serial_numpy, args.reps)
-t_threads = best_of(two_threads, args.reps)
+workloads = (independent, chain, serial_numpy, two_threads)
+for fn in workloads:
+    fn()
+times = {fn: [] for fn in workloads}
+for _ in range(args.reps):
+    for fn in workloads:
+        t0 = time.perf_counter()
+        fn()
+        times[fn].append(time.perf_counter() - t0)
+t_ind, t_chain, t_np, t_threads = (statistics.median(times[fn]) for fn in workloads)
 flops = 8 * 2 * n ** 3
 emit("engine_parallel", results={
     "independent_ms": round(t_ind * 1e3, 2), "chain_ms": round(t_chain * 1e3, 2),
