@@ -15,7 +15,7 @@ engine ops uses engine.h only, like any other C client of the engine:
 - conv_kernels: a convolution's window copies on CPU, im2col and col2im, and the Winograd F(2x2, 3x3)
   transforms (conv_kernels.h);
 - norm_kernels: BatchNorm's per-channel statistics, gradient sums and affine passes on CPU (norm_kernels.h);
-- gemm:        the BLAS sgemm of numpy's OpenBLAS, installed at import, for kernels that call it (gemm.h);
+- gemm:        a BLAS sgemm installed at import (oneMKL's, split over the team, or numpy's OpenBLAS) (gemm.h);
 - lstm_kernels: one direction of an LSTM layer over a sequence, forward and backward, on CPU (lstm_kernels.h);
 - softmax_kernels: softmax and log_softmax over rows, forward and backward, on CPU (softmax_kernels.h);
 - thread_pool: the one team of CPU threads that BLAS's parallel regions and the kernels' split loops

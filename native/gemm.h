@@ -1,10 +1,11 @@
 /* The BLAS single-precision GEMM, for kernels that interleave products with loops of their own (an
  * LSTM's time steps: a whole sequence in one call, without going back to Python between steps).
  *
- * ember links no BLAS of its own: at import, ember/engine/cpu_team.py finds cblas_sgemm in the
- * OpenBLAS numpy loaded (whose parallel regions already run on the CPU team, thread_pool.h) and
- * installs it here.  Without one (numpy on another BLAS) ember_gemm_ready() is 0 and callers keep
- * their numpy code. */
+ * ember links no BLAS of its own: at import, ember/engine/cpu_team.py installs oneMKL's sequential
+ * cblas_sgemm when the optional `mkl` wheel is there (each product then split over the CPU team,
+ * thread_pool.h: ~1.4x OpenBLAS on an LSTM step's product on an AVX-512 Xeon), else the cblas_sgemm of
+ * the OpenBLAS numpy loaded (whose parallel regions already run on the team).  Without one (numpy on
+ * another BLAS) ember_gemm_ready() is 0 and callers keep their numpy code. */
 #ifndef EMBER_GEMM_H
 #define EMBER_GEMM_H
 
@@ -13,6 +14,13 @@
 /* Installs `cblas_sgemm`, a pointer to a CBLAS sgemm taking 64-bit (ilp64 = 1) or 32-bit integer
  * sizes; NULL uninstalls. */
 void ember_gemm_install(void *cblas_sgemm, int ilp64);
+
+/* With `on`, ember_sgemm splits each product large enough over the CPU team (thread_pool.h): for a
+ * sequential BLAS (MKL's sequential layer), which would otherwise run on one core.  Install resets it. */
+void ember_gemm_split_on_team(int on);
+
+/* 1 while products are split over the team. */
+int ember_gemm_splits(void);
 
 /* 1 when a GEMM is installed. */
 int ember_gemm_ready(void);

@@ -1,7 +1,8 @@
 /* lstm_kernels.h against double-precision loops, one and both directions, for batch and unit counts
  * around the vector widths and large enough to split over a team of 3, on heap buffers of exactly
  * their size (run under ASan + UBSan by `make memcheck`: an access past a buffer fails the run).  The
- * GEMM is a plain loop installed through gemm.h, once with 64-bit and once with 32-bit sizes. */
+ * GEMM is a plain loop installed through gemm.h, once with 64-bit and once with 32-bit sizes, and once
+ * split over the team (ember_gemm_split_on_team: every product against the unsplit one). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,38 @@ static int check(int64_t tl, int64_t n, int64_t h, int reverse, unsigned seed) {
     return bad;
 }
 
+/* ember_sgemm split over the team against the same product unsplit, bit for bit: rows of C split (m >= n)
+ * and columns, each operand plain and transposed, leading dimensions wider than the operands (the parts
+ * are sub-matrices), beta 0 and 1 onto a filled C. */
+static int check_split(int64_t m, int64_t n, int64_t k, unsigned seed) {
+    int bad = 0;
+    const int64_t pad = 3, lda_max = (m > k ? m : k) + pad, ldb_max = (n > k ? n : k) + pad, ldc = n + pad;
+    float *a = malloc(sizeof(float) * (size_t)(lda_max * (m > k ? m : k)));
+    float *b = malloc(sizeof(float) * (size_t)(ldb_max * (n > k ? n : k)));
+    float *c0 = malloc(sizeof(float) * (size_t)(m * ldc)), *c1 = malloc(sizeof(float) * (size_t)(m * ldc));
+    srand(seed);
+    for (int64_t i = 0; i < lda_max * (m > k ? m : k); i++) a[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (int64_t i = 0; i < ldb_max * (n > k ? n : k); i++) b[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int one = 0; one < 2; one++) {
+                int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad;
+                for (int64_t i = 0; i < m * ldc; i++) c0[i] = c1[i] = (float)(i % 7);
+                ember_gemm_split_on_team(0);
+                ember_sgemm(ta, tb, m, n, k, a, lda, b, ldb, (float)one, c0, ldc);
+                ember_gemm_split_on_team(1);
+                bad |= !ember_gemm_splits();
+                ember_sgemm(ta, tb, m, n, k, a, lda, b, ldb, (float)one, c1, ldc);
+                for (int64_t i = 0; i < m * ldc; i++) bad |= c0[i] != c1[i];
+            }
+    ember_gemm_split_on_team(0);
+    free(a), free(b), free(c0), free(c1);
+    if (bad)
+        fprintf(stderr, "lstm_kernels_test: split GEMM differs at m=%lld n=%lld k=%lld\n", (long long)m,
+                (long long)n, (long long)k);
+    return bad;
+}
+
 int main(void) {
     int bad = 0;
     const int64_t sizes[][3] = {{1, 1, 1}, {3, 2, 3}, {2, 3, 7}, {2, 1, 16}, {3, 2, 17}, {2, 3, 33}, {4, 2, 64}};
@@ -120,6 +153,11 @@ int main(void) {
     ember_pool_set_threads(3); /* rows split over a team: 32 rows of 256 cells, 37 of 100 */
     bad |= check(3, 32, 256, 0, 7u);
     bad |= check(2, 37, 100, 1, 8u);
+    bad |= check_split(1024, 32, 256, 9u) | check_split(32, 256, 1024, 10u) | check_split(97, 70, 90, 11u);
+    ember_gemm_split_on_team(1); /* an LSTM on split products */
+    bad |= check(3, 32, 256, 0, 12u);
+    ember_gemm_install((void *)gemm32, 0); /* installing turns the split off */
+    bad |= ember_gemm_splits();
     ember_pool_shutdown();
     bad |= !ember_gemm_fits((1LL << 31) - 1) || ember_gemm_fits(1LL << 31); /* the 32-bit GEMM's limit */
     ember_gemm_install((void *)gemm64, 1);

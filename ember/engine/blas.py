@@ -48,7 +48,9 @@ def uses_every_core() -> bool:
     if _threads is None:
         try:
             from threadpoolctl import threadpool_info
-            counts = [lib.get("num_threads") or 1 for lib in threadpool_info() if lib.get("user_api") == "blas"]
+            # (a sequential BLAS, oneMKL's under ember's native kernels, has no threads: the team splits its products)
+            counts = [lib.get("num_threads") or 1 for lib in threadpool_info()
+                      if lib.get("user_api") == "blas" and lib.get("threading_layer") != "sequential"]
         except ImportError:
             counts = []
         _threads = min(counts) if counts else _CORES

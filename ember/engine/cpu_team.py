@@ -4,8 +4,10 @@ numpy's OpenBLAS keeps a pool of its own whose threads busy-wait ~0.1 s after ev
 training step they hold every other core, so ember's kernels between two GEMMs ran on one core
 while the others spun.  At import ember hands OpenBLAS's parallel regions to its own team
 (OpenBLAS's threads callback, OpenBLAS >= 0.3.27), and its kernels split their loops over the same
-threads, which wait only briefly between jobs.  It also hands numpy's cblas_sgemm to the native
-kernels that run products of their own (native/gemm.h: an LSTM's time steps).
+threads, which wait only briefly between jobs.  It also hands a cblas_sgemm to the native kernels
+that run products of their own (native/gemm.h: an LSTM's time steps): oneMKL's when the optional `mkl`
+package is installed (`pip install ember[mkl]`; its sequential layer, each product split over the team,
+faster than OpenBLAS on Intel CPUs), else numpy's.
 
     threads()        the team's size, the calling thread included
     set_threads(n)   the team's size for the kernels (BLAS keeps its own thread count)
@@ -15,12 +17,15 @@ kernels that run products of their own (native/gemm.h: an LSTM's time steps).
 Size: `EMBER_CPU_THREADS`, else `OMP_NUM_THREADS` (MXNet's knob for its operators' threads),
 else the cores this process may run on.  `EMBER_CPU_SPIN_US` sets how long a helper busy-waits
 for the next job before it sleeps (default 200).  `EMBER_CPU_TEAM=0` leaves OpenBLAS's own pool
-alone (the kernels still use the team and the sgemm).
+alone (the kernels still use the team and the sgemm).  `EMBER_GEMM=openblas` keeps numpy's sgemm
+for the native kernels even where MKL is installed.
 """
 from __future__ import annotations
 
 import ctypes
+import glob
 import os
+import sys
 from typing import List, Optional, Tuple
 
 from ._native import ffi, lib
@@ -55,7 +60,8 @@ def blas_libraries() -> List[str]:
 
 
 def gemm_library() -> Optional[str]:
-    """The BLAS library whose sgemm the native kernels call (None: none found, they leave it to numpy)."""
+    """The BLAS library whose sgemm the native kernels call (None: none found, they leave it to numpy):
+    oneMKL's mkl_rt when the `mkl` package is installed, else numpy's OpenBLAS."""
     return _gemm[0] if _gemm else None
 
 
@@ -137,6 +143,28 @@ def install() -> None:
         if team and setter is not None:
             lib.ember_pool_install_blas(ffi.cast("void *", setter[1]))
             _blas_paths.append(path)
-    _gemm = _find_sgemm(handles)
+    mkl = _mkl_sgemm() if os.environ.get("EMBER_GEMM", "").lower() != "openblas" else None
+    _gemm = mkl or _find_sgemm(handles)
     if _gemm is not None:
         lib.ember_gemm_install(ffi.cast("void *", _gemm[1]), int(_gemm[2]))
+        lib.ember_gemm_split_on_team(int(mkl is not None))
+
+
+def _mkl_sgemm() -> Optional[Tuple[str, int, bool]]:
+    """(path, address, False) of oneMKL's cblas_sgemm, in its sequential layer (the team splits each
+    product: MKL's own OpenMP threads would fight the team for the cores), when the `mkl` wheel is
+    installed in this environment; None otherwise."""
+    for path in sorted(glob.glob(os.path.join(sys.prefix, "lib", "libmkl_rt.so*"))):
+        try:
+            handle = ctypes.CDLL(path, mode=os.RTLD_LOCAL)
+        except OSError:
+            continue
+        layer = getattr(handle, "MKL_Set_Threading_Layer", None)
+        fn = _symbol(handle, ["cblas_sgemm"])
+        if layer is None or fn is None:
+            continue
+        layer.argtypes = [ctypes.c_int]
+        if layer(1) != 1:  # MKL_THREADING_SEQUENTIAL; another layer is fixed once MKL has run
+            continue
+        return path, fn[1], False  # mkl_rt's default interface: 32-bit sizes (LP64)
+    return None

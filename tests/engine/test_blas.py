@@ -1,4 +1,5 @@
-"""The BLAS thread budget: left at the library default unless EMBER_BLAS_THREADS says otherwise."""
+"""The BLAS thread budget of numpy's OpenBLAS: left at the library default unless EMBER_BLAS_THREADS says
+otherwise.  (oneMKL, when installed for the native kernels, runs its sequential layer: one thread a call.)"""
 import pytest
 
 pytest.importorskip("threadpoolctl")
@@ -6,7 +7,7 @@ pytest.importorskip("threadpoolctl")
 CODE = """
 import ember
 from threadpoolctl import threadpool_info
-print(sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'}))
+print(sorted({i['num_threads'] for i in threadpool_info() if i['internal_api'] == 'openblas'}))
 """
 CLEAR = {"EMBER_BLAS_THREADS": "", "OMP_NUM_THREADS": "", "OPENBLAS_NUM_THREADS": "", "MKL_NUM_THREADS": ""}
 

@@ -6,6 +6,7 @@ outputs); numpy's code where the kernels do not apply (sequence lengths, cell cl
 projection, float64); the skipped data gradient; entry points against float64 loops, and refusing
 arrays they cannot take."""
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -332,20 +333,75 @@ def test_entry_points_refuse_without_a_gemm(monkeypatch):
     heads = _heads(1, False, seed=11)
     want, _ = _run(monkeypatch, True, x, flat, h0, c0, 1, False, heads)
     _, address, wide = cpu_team._gemm   # what install() found, to put back
+    split = lib.ember_gemm_splits()
     lib.ember_gemm_install(ffi.NULL, 0)
     try:
         assert not _forward_call(_direction_arrays(2, 3, 4, False), False)
         got, taken = _run(monkeypatch, True, x, flat, h0, c0, 1, False, heads)
     finally:
         lib.ember_gemm_install(ffi.cast("void *", address), int(wide))
+        lib.ember_gemm_split_on_team(split)
     assert native.gemm_ready() and taken and not any(taken)
     for name, g, w in zip(["out", "hy", "cy", "dx", "dparams", "dh0", "dc0"], got, want):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6, err_msg=name)
 
 
-def test_numpy_sgemm_is_installed():
-    """numpy's OpenBLAS gives the kernels its sgemm (ember.engine.cpu_team, at import)."""
+def _lstm_step_and_grads(x, params, h0, c0, hidden):
+    """Outputs and gradients of a bidirectional one-layer mx.nd.RNN LSTM (numpy arrays)."""
+    arrays = [mx.nd.array(a) for a in (x, params, h0, c0)]
+    for a in arrays:
+        a.attach_grad()
+    with autograd.record():
+        out, hy, cy = mx.nd.RNN(*arrays, state_size=hidden, num_layers=1, bidirectional=True, mode="lstm",
+                                state_outputs=True)
+        total = (out * out).sum() + hy.sum() + (cy * cy).sum()
+    total.backward()
+    return [a.asnumpy() for a in (out, hy, cy)] + [a.grad.asnumpy() for a in arrays]
+
+
+def test_split_products_equal_whole_ones():
+    """The installed sgemm with each product split over the CPU team (as MKL's sequential layer runs):
+    an LSTM's outputs and gradients are the bits of the unsplit products.  The sizes make every step's
+    product large enough to split (4 * 128 x 32 x 128)."""
+    from ember.engine._native import lib
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    if not native.gemm_ready():
+        pytest.skip("no sgemm installed here")
+    rng = np.random.RandomState(13)
+    t_len, n, i_size, hidden = 4, 32, 64, 128
+    size = nn_rnn.param_size({"mode": "lstm", "state_size": hidden, "num_layers": 1, "bidirectional": True,
+                              "projection_size": None}, i_size)
+    x = rng.standard_normal((t_len, n, i_size)).astype(np.float32)
+    params = rng.uniform(-0.2, 0.2, size).astype(np.float32)
+    h0, c0 = (rng.standard_normal((2, n, hidden)).astype(np.float32) for _ in range(2))
+    split = lib.ember_gemm_splits()
+    # one BLAS thread: the parts run on the team's threads, where OpenBLAS may not start a region of its own
+    with threadpoolctl.threadpool_limits(1, user_api="blas"):
+        try:
+            results = []
+            for on in (0, 1):
+                lib.ember_gemm_split_on_team(on)
+                results.append(_lstm_step_and_grads(x, params, h0, c0, hidden))
+        finally:
+            lib.ember_gemm_split_on_team(split)
+    for name, g, w in zip(["out", "hy", "cy", "dx", "dparams", "dh0", "dc0"], results[1], results[0]):
+        np.testing.assert_array_equal(g, w, err_msg=name)
+
+
+def _mkl_installed() -> bool:
     from ember.engine import cpu_team
+    return cpu_team._mkl_sgemm() is not None
+
+
+def test_sgemm_is_installed():
+    """The kernels get an sgemm at import (ember.engine.cpu_team): oneMKL's sequential one, split over the
+    team, when the `mkl` package is installed; else numpy's OpenBLAS, whole."""
+    from ember.engine import cpu_team
+    from ember.engine._native import lib
+    if os.environ.get("EMBER_GEMM", "").lower() != "openblas" and _mkl_installed():
+        assert native.gemm_ready() and "libmkl_rt" in cpu_team.gemm_library() and lib.ember_gemm_splits()
+        return
+    assert not lib.ember_gemm_splits()
     threadpoolctl = pytest.importorskip("threadpoolctl")
     if not any(i.get("internal_api") == "openblas" for i in threadpoolctl.threadpool_info()):
         pytest.skip("numpy's BLAS is not OpenBLAS")
@@ -354,6 +410,16 @@ def test_numpy_sgemm_is_installed():
                if i.get("internal_api") == "openblas" and "openblas64" in i["filepath"]]
     if numpy64:   # chosen by name, whatever threadpoolctl's order: the 64-bit build (numpy's) first
         assert cpu_team.gemm_library() == numpy64[0]
+
+
+def test_openblas_chosen_over_mkl_by_environment():
+    """EMBER_GEMM=openblas keeps numpy's sgemm, unsplit, where MKL is installed too."""
+    code = ("import ember; from ember.engine import cpu_team; from ember.engine._native import lib; "
+            "print(cpu_team.gemm_library(), lib.ember_gemm_splits())")
+    env = dict(os.environ, EMBER_GEMM="openblas")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    path, splits = out.split()
+    assert "libmkl_rt" not in path and splits == "0"
 
 
 @pytest.mark.parametrize("shape", [(8, 3), (1024, 256), (4100, 130), (3000, 700)])
