@@ -877,6 +877,31 @@ static PyObject *lstm_backward(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+/* sgemm_f32(a, b, c, trans_a, trans_b, beta) -> bool: ember_sgemm on 2-D C-contiguous float32 buffers,
+ * c (m, n) = op(a) op(b) + beta c with op(x) = x^T where trans_x (a transposed is stored (k, m)); False,
+ * nothing done, without an installed sgemm that takes the sizes, on shapes that do not fit, an empty
+ * product or a c that overlaps a or b */
+static PyObject *gemm_sgemm(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3]; /* written first: c; then a, b */
+    int ta, tb;
+    float beta;
+    if (!PyArg_ParseTuple(args, "OOOppf:sgemm_f32", &o[1], &o[2], &o[0], &ta, &tb, &beta)) return NULL;
+    f32_buffers v;
+    if (!ember_gemm_ready() || !f32_take(&v, o, 3, 1, 0)) Py_RETURN_FALSE;
+    const Py_buffer *c = &v.v[0], *a = &v.v[1], *b = &v.v[2];
+    int ok = a->ndim == 2 && b->ndim == 2 && c->ndim == 2;
+    int64_t m = ok ? c->shape[0] : 0, n = ok ? c->shape[1] : 0, k = ok ? a->shape[ta ? 0 : 1] : 0;
+    ok = ok && m > 0 && n > 0 && k > 0 && a->shape[ta ? 1 : 0] == m && b->shape[tb ? 1 : 0] == k &&
+         b->shape[tb ? 0 : 1] == n && ember_gemm_fits(m > n ? (m > k ? m : k) : (n > k ? n : k)) &&
+         writes_apart(&v, 1, NULL);
+    if (ok)
+        KERNEL_RUN((Py_ssize_t)(m * n * k), ember_sgemm(ta, tb, m, n, k, a->buf, a->shape[1], b->buf, b->shape[1],
+                                                        beta, c->buf, n));
+    f32_release(&v);
+    return PyBool_FromLong(ok);
+}
+
 /* softmax_rows_f32(x, y, take_log) -> bool: ember_softmax_rows_f32 over the last axis of x, float32,
  * C-contiguous, y of x's shape: x itself or overlapping it not at all (False without fm_fast, as above) */
 static PyObject *softmax_rows(PyObject *self, PyObject *args) {
@@ -927,6 +952,7 @@ static PyMethodDef pyfn_methods[] = {
     {"lstm_forward_f32", lstm_forward, METH_VARARGS, "ember_lstm_forward_f32 on buffers (False: they do not fit)"},
     {"lstm_backward_f32", lstm_backward, METH_VARARGS,
      "ember_lstm_backward_f32 on buffers (False: they do not fit)"},
+    {"sgemm_f32", gemm_sgemm, METH_VARARGS, "ember_sgemm on buffers (False: they do not fit)"},
     {"softmax_rows_f32", softmax_rows, METH_VARARGS, "ember_softmax_rows_f32 on buffers (False: they do not fit)"},
     {"softmax_rows_backward_f32", softmax_rows_backward, METH_VARARGS,
      "ember_softmax_rows_backward_f32 on buffers (False: they do not fit)"},

@@ -26,7 +26,8 @@ Python code outside ember/engine reaches them only through this module.
     winograd_*_f32                  Winograd F(2x2, 3x3) transforms (3x3 convolutions and their gradients)
     channel_mean_var_f32, channel_grad_sums_f32, channel_affine_f32   BatchNorm's passes
     lstm_forward_f32, lstm_backward_f32   an LSTM direction over a sequence
-    gemm_ready()                    whether those have numpy's sgemm
+    gemm_ready()                    whether those have an sgemm (oneMKL's or numpy's)
+    gemm_splits(), sgemm_f32        whether it is oneMKL's, split over the team; a product through it
     fast_math_available()           whether the LSTM and softmax kernels' vector math runs here
     softmax_rows_f32, softmax_rows_backward_f32   softmax / log_softmax over the last axis
     CollectiveQueue                 the in-order allreduce queue (collectives.h)
@@ -165,8 +166,20 @@ lstm_backward_f32: Callable[..., bool] = _native.lstm_backward_f32
 
 
 def gemm_ready() -> bool:
-    """Whether the native kernels have a BLAS sgemm (numpy's OpenBLAS, installed at import)."""
+    """Whether the native kernels have a BLAS sgemm (oneMKL's or numpy's OpenBLAS, installed at import)."""
     return bool(lib.ember_gemm_ready())
+
+
+def gemm_splits() -> bool:
+    """Whether the installed sgemm is a sequential one whose products the CPU team splits (oneMKL's):
+    then every float32 product is faster through sgemm_f32 than through numpy's matmul."""
+    return bool(lib.ember_gemm_splits())
+
+
+# sgemm_f32(a, b, c, trans_a, trans_b, beta): c = op(a) op(b) + beta * c through the installed sgemm, on
+# 2-D C-contiguous float32 arrays (a transposed is stored (k, m)); False, nothing done, when they do not
+# fit (shapes, an empty product, c overlapping a or b) or no sgemm is installed.
+sgemm_f32: Callable[..., bool] = _native.sgemm_f32
 
 
 # softmax over the last axis (native/softmax_kernels.h), exponentials within 2 ulp of numpy's: False

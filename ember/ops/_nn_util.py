@@ -12,6 +12,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..base import OperatorError, ShapeError
+from ..engine.native import gemm_splits as _GEMM_SPLITS, sgemm_f32
 
 Shape = Tuple[int, ...]
 
@@ -102,11 +103,31 @@ def float_type_rule(op: str, n_out: int = 1) -> Callable:
 
 
 def matmul_into(xp, a, b, out) -> None:
-    """out[...] = a @ b, straight into `out`'s buffer when it is contiguous (no temporary)."""
+    """out[...] = a @ b, straight into `out`'s buffer when it is contiguous (no temporary); through the
+    native sgemm when that is oneMKL's, split over the CPU team (native.gemm_splits: faster than numpy's
+    OpenBLAS), for 2-D float32 operands stored plain or transposed."""
+    if xp is np and out.ndim == 2 and _native_sgemm(a, b, out):
+        return
     if out.flags.c_contiguous and out.shape == a.shape[:-1] + b.shape[-1:]:
         xp.matmul(a, b, out=out)
     else:
         out[...] = xp.matmul(a, b).reshape(out.shape)
+
+
+def _stored(x):
+    """(C-contiguous array, transposed) holding x, a 2-D array or a transposed view of one; None otherwise."""
+    if x.flags.c_contiguous:
+        return x, False
+    if x.T.flags.c_contiguous:
+        return x.T, True
+    return None
+
+
+def _native_sgemm(a, b, out) -> bool:
+    if not (_GEMM_SPLITS() and a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype == out.dtype == np.float32):
+        return False
+    sa, sb = _stored(a), _stored(b)
+    return sa is not None and sb is not None and sgemm_f32(sa[0], sb[0], out, sa[1], sb[1], 0.0)
 
 
 def scatter_add(xp, target, index, values) -> None:

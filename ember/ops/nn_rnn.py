@@ -25,7 +25,7 @@ import numpy as np
 
 from ..base import OperatorError, ShapeError
 from ..engine import native
-from ._nn_util import call_op, float32_on_cpu, float_types, known, merge
+from ._nn_util import call_op, float32_on_cpu, float_types, known, matmul_into, merge
 from ._common import same_type
 from .join import _CONCAT_ATTRS, _args as _concat_args, _concat, _concat_backward_infer, _concat_infer
 from .registry import Attr, OpDef, register
@@ -355,7 +355,7 @@ def _lstm_forward_native(x, weights, h0, c0, reverse, res, out) -> bool:
     t_len, n, _ = x.shape
     gates = res["gates"]
     pre = gates.reshape(t_len * n, -1)   # step t's input projection until the step replaces it by its gates
-    np.matmul(x.reshape(t_len * n, -1), wx.T, out=pre)
+    matmul_into(np, x.reshape(t_len * n, -1), wx.T, pre)
     hseq, cseq = res["hseq"], res["cseq"]
     _, after, first, _ = _seq_views(hseq, t_len, reverse)
     hseq[first] = h0
@@ -395,7 +395,7 @@ def _direction_forward(xp, attrs, x, weights, h0, c0, reverse, masks, res, out):
     # every step's input projection as one GEMM, with the biases, into the gates' memory read as
     # (T, N, G*H): step t's region holds its pre-activations until the step replaces them by the gates
     pre = gates.reshape(t_len, n, -1)
-    xp.matmul(x.reshape(t_len * n, -1), wx.T, out=pre.reshape(t_len * n, -1))
+    matmul_into(xp, x.reshape(t_len * n, -1), wx.T, pre.reshape(t_len * n, -1))
     pre += bias
     hseq = res["hseq"]
     before, after, first, last = _seq_views(hseq, t_len, reverse)
@@ -607,8 +607,8 @@ def _direction_backward(xp, attrs, x, weights, res, d_out, dh, dc, reverse, mask
     dax2 = dax.reshape(t_len * n, -1)
     dah2 = dah.reshape(t_len * n, -1)
     dwx, dwh, dbx, dbh, _ = dweights
-    xp.matmul(dax2.T, x.reshape(t_len * n, -1), out=dwx)
-    xp.matmul(dah2.T, before.reshape(t_len * n, -1), out=dwh)
+    matmul_into(xp, dax2.T, x.reshape(t_len * n, -1), dwx)
+    matmul_into(xp, dah2.T, before.reshape(t_len * n, -1), dwh)
     xp.sum(dax2, axis=0, out=dbx)
     if dah is dax:   # an LSTM's or plain RNN's biases have the same gradient: summed once
         dbh[...] = dbx
