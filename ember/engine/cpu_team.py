@@ -127,7 +127,7 @@ def _find_sgemm(handles) -> Optional[Tuple[str, int, bool]]:
 
 def install() -> None:
     """At import: size the team, hand it the parallel regions of numpy's and scipy's OpenBLAS and
-    give the native kernels numpy's sgemm (once)."""
+    give the native kernels an sgemm, oneMKL's or numpy's (once)."""
     global _blas_paths, _gemm
     lib.ember_pool_set_threads(_default_size())
     spin = env_int("EMBER_CPU_SPIN_US", 0)

@@ -7,7 +7,7 @@ distributed kvstore runs on (native/collectives.h) and host copies as engine ops
 ops' per-sample kernels (native/image_kernels.h), the one-pass SGD step of the update ops
 (native/update_kernels.h), relu and its gradient (native/act_kernels.h), 2-D max pooling (native/pool_kernels.h), a convolution's window
 copies (native/conv_kernels.h), BatchNorm's per-channel passes (native/norm_kernels.h), an LSTM
-direction over a sequence (native/lstm_kernels.h, on numpy's sgemm: native/gemm.h) and softmax over
+direction over a sequence (native/lstm_kernels.h, on the installed sgemm: native/gemm.h) and softmax over
 rows (native/softmax_kernels.h).
 Python code outside ember/engine reaches them only through this module.
 
@@ -148,7 +148,7 @@ channel_grad_sums_f32: Callable[..., bool] = _native.channel_grad_sums_f32
 channel_affine_f32: Callable[..., bool] = _native.channel_affine_f32
 
 # One direction of an LSTM layer over a sequence (native/lstm_kernels.h: every step's recurrent GEMM
-# through numpy's sgemm, then its element-wise part; gate order i, f, g, o), activations within a
+# through the installed sgemm, then its element-wise part; gate order i, f, g, o), activations within a
 # few ulp of numpy's: False (nothing done) without that sgemm (gemm_ready()) or unless every array
 # is a C-contiguous float32 buffer of the sizes below and no written array overlaps another; the
 # forward and the softmax kernels below also answer False on an x86-64 CPU without AVX2 and FMA
