@@ -56,12 +56,13 @@ static void gemm_part(void *ctx, size_t begin, size_t end, int chunk) {
     (void)chunk;
     const gemm_job *j = ctx;
     int64_t lo = (int64_t)begin, len = (int64_t)(end - begin);
-    if (j->by_rows)
-        sgemm_whole(j->ta, j->tb, len, j->n, j->k, j->a + (j->ta == TRANS ? lo : lo * j->lda), j->lda, j->b, j->ldb, j->beta,
-                    j->c + lo * j->ldc, j->ldc);
-    else
-        sgemm_whole(j->ta, j->tb, j->m, len, j->k, j->a, j->lda, j->b + (j->tb == TRANS ? lo * j->ldb : lo), j->ldb, j->beta,
-                    j->c + lo, j->ldc);
+    if (j->by_rows) {
+        const float *a = j->a + (j->ta == TRANS ? lo : lo * j->lda);
+        sgemm_whole(j->ta, j->tb, len, j->n, j->k, a, j->lda, j->b, j->ldb, j->beta, j->c + lo * j->ldc, j->ldc);
+    } else {
+        const float *b = j->b + (j->tb == TRANS ? lo * j->ldb : lo);
+        sgemm_whole(j->ta, j->tb, j->m, len, j->k, j->a, j->lda, b, j->ldb, j->beta, j->c + lo, j->ldc);
+    }
 }
 
 #define SPLIT_MIN_FLOPS (1 << 18) /* below it waking a helper costs more than half the product */
