@@ -143,7 +143,8 @@ def install() -> None:
         if team and setter is not None:
             lib.ember_pool_install_blas(ffi.cast("void *", setter[1]))
             _blas_paths.append(path)
-    mkl = _mkl_sgemm() if os.environ.get("EMBER_GEMM", "").lower() != "openblas" else None
+    # (only beside numpy's OpenBLAS: a numpy on MKL would be held to one thread by the sequential layer)
+    mkl = _mkl_sgemm() if handles and os.environ.get("EMBER_GEMM", "").lower() != "openblas" else None
     _gemm = mkl or _find_sgemm(handles)
     if _gemm is not None:
         lib.ember_gemm_install(ffi.cast("void *", _gemm[1]), int(_gemm[2]))
