@@ -244,7 +244,8 @@ def test_parameters_apart_projection_float16():
     ins = [ins[0], rng.standard_normal(param_size(a, 3)) * 0.5, ins[2][:, :, :2], ins[3]]
     apart, apart_attrs, _ = _apart(ins, attrs, 3)
     half = [x.astype(np.float16) for x in ins]
-    for x, y in zip(run_op("_RNN_apart", [x.astype(np.float16) for x in apart], apart_attrs), run_op("RNN", half, attrs)):
+    apart_half = [x.astype(np.float16) for x in apart]
+    for x, y in zip(run_op("_RNN_apart", apart_half, apart_attrs), run_op("RNN", half, attrs)):
         np.testing.assert_array_equal(x, y)
 
 
