@@ -154,6 +154,8 @@ class SoftmaxCrossEntropyLoss(Loss):
         self._from_logits = from_logits
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
+        if self._fused(F, pred, label, sample_weight):
+            return F._softmax_ce_per_sample(pred, label)
         if not self._from_logits:
             pred = F.log_softmax(pred, axis=self._axis)
         if self._sparse_label:
@@ -162,6 +164,15 @@ class SoftmaxCrossEntropyLoss(Loss):
             label = _reshape_like(F, label, pred, "SoftmaxCrossEntropyLoss")
             loss = -F.sum(pred * label, axis=self._axis, keepdims=True)
         return self._weighted_mean(F, loss, sample_weight)
+
+
+    def _fused(self, F, pred, label, sample_weight) -> bool:
+        """Whether this call is the common imperative form one node computes with the same numbers
+        (ember/ops/nn_softmax_ce.py): class indices against (batch, classes) scores, no weights."""
+        return (F is ndarray and self._sparse_label and not self._from_logits and sample_weight is None
+                and self._weight is None and self._batch_axis == 0 and self._axis in (-1, 1)
+                and pred.ndim == 2 and label.shape in ((pred.shape[0],), (pred.shape[0], 1))
+                and pred.stype == "default" and label.stype == "default")
 
 
 SoftmaxCELoss = SoftmaxCrossEntropyLoss
