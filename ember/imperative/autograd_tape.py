@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence
 
 from ..base import EmberError
+from ..engine.native import pool_prewake
 from . import autograd_state as state
 from .ndarray import NDArray
 
@@ -111,6 +112,10 @@ def run_backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Optiona
             raise ValueError(f"backward: head gradient shape {hg.shape} differs from head shape {h.shape}")
         _accumulate(grads, _key(h._ag), hg)
     nodes = _topo_nodes(heads)
+    for node in nodes:
+        if node.opdef.expensive:  # products ahead: wake the CPU team while the rest goes first
+            pool_prewake()
+            break
     direct = _direct_leaves(heads, nodes, leaves) if leaves and not create_graph else {}
     prev_rec = state.set_recording(create_graph)
     prev_train = state.set_training(train_mode)
@@ -130,7 +135,11 @@ def run_backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Optiona
                 o = NDArray(data, chunk)
                 o._ag = state.Entry(node, i)
                 outputs.append(o)
-            out_grads = [creation.zeros_like(outputs[i]) if g is None else g for i, g in enumerate(out_grads)]
+            # a hidden output (Dropout's mask) is never returned, so nothing downstream gives it a
+            # gradient: the op's gradient gets None there rather than a buffer of zeros
+            n_vis = len(outs) if opdef.num_visible_outputs is None else opdef.visible_outputs(node.attrs)
+            out_grads = [creation.zeros_like(outputs[i]) if g is None and i < n_vis else g
+                         for i, g in enumerate(out_grads)]
             # inputs outside the graph need no gradient: an op that says so may skip them
             kw = {"needed": [x._ag is not None for x in node.inputs]} if opdef.gradient_takes_needed else {}
             if opdef.gradient_takes_aux:

@@ -5,8 +5,8 @@ own `invoke.check` and `infer` (False: the general path runs such calls and rais
 errors: other devices, large outputs, freed arrays, bad attributes or shapes).  Operator plans
 (`operator`: `+ - * / ** == ...` and the in-place forms) call the numpy ufunc the op declares as
 its CPU kernel (`OpDef.cpu_ufunc`), for tiny outputs (`invoke.runs_in_caller`); kernel plans
-(`kernel_call`: `mx.nd.<op>(*inputs, **attrs)` for ops without aux states, mutated inputs,
-resources or hidden outputs) call the kernel, on outputs of any size (large ones from the memory
+(`kernel_call`: `mx.nd.<op>(*inputs, **attrs)` for ops without aux states, mutated inputs or
+resources; hidden outputs are made and taped, the visible ones returned) call the kernel, on outputs of any size (large ones from the memory
 manager, run where `invoke.execute` puts a large op).
 
 The op runs through the engine's in-caller protocol (`engine.core.run_in_caller`), its first way,
@@ -36,8 +36,8 @@ from .storage import Chunk, alloc as _alloc
 
 _PLAN_LIMIT = 4096
 _CACHES: list = []     # every plan cache (emptied when the registry changes)
-# (op name, (shape, dtype) of each input[, attrs]) -> (kernel, attrs, out shape, out dtype,
-# (out shape, out dtype)), or False when such calls take the general path
+# (op name, Sig of each input[, attrs]) -> the plan `_kernel_plan` makes, or False when such calls
+# take the general path
 _KERNEL_PLANS: dict = {}
 _CACHES.append(_KERNEL_PLANS)
 # the engine-wide idle claim (run_in_caller's first way), taken inline by the operators' common case
@@ -326,14 +326,14 @@ def kernel_call(name: str, args: tuple, kwargs: dict):
                     return None
             taped = taped or y._ag is not None
             in_data.append(y._data)
-    kernel, attrs, out, outs, size = plan
+    kernel, attrs, out, outs, size, n_vis = plan
     if out is not None:  # one output
         result = _fresh(out[0], out[1], out[2], ctx) if not size else _managed(out, ctx)
         results = [result]
         out_data = [result._data]
     else:
         results = [_fresh(*o, ctx) for o in outs] if not size else [_managed(o, ctx) for o in outs]
-        result = results
+        result = results if n_vis is None else results[0] if n_vis == 1 else results[:n_vis]
         out_data = [r._data for r in results]
     is_train = _is_training()
     opctx = _CPU0_OPCTX[is_train] if ctx is _CPU0 else OpContext(np, is_train, ctx)
@@ -353,15 +353,16 @@ def _managed(out: tuple, ctx) -> NDArray:
 
 def _kernel_plan(key: tuple, name: str, inputs, kwargs: dict):
     """(kernel, attrs, the one output's (shape, dtype, Sig) or None, ((shape, dtype, Sig) of each
-    output), size: 0 for tiny outputs, else their elements) of an op without aux states, mutated
-    inputs, resources or hidden outputs on inputs like `inputs`; False where such calls take the
-    general path."""
+    output), size: 0 for tiny outputs, else their elements, the number of visible outputs where
+    some are hidden, else None) of an op without aux states, mutated inputs or resources on inputs
+    like `inputs`; False where such calls take the general path."""
     plan = False
     try:
         opdef = registry.get(name)
         attrs = opdef.parse_attrs(dict(kwargs))
-        plain = not (opdef.aux or opdef.mutates or opdef.resources or opdef.key_var_num_args
-                     or opdef.num_visible_outputs is not None) and len(opdef.input_names(attrs)) == len(inputs)
+        plain = not (opdef.aux or opdef.mutates or opdef.resources or opdef.key_var_num_args) \
+            and len(opdef.input_names(attrs)) == len(inputs)
+        n_vis = None if opdef.num_visible_outputs is None else opdef.visible_outputs(attrs)
     except Exception:  # noqa: BLE001 - the general path raises the proper error for this call
         plain = False
     kernel = (opdef.kernels.get("cpu") or opdef.kernels.get("any")) if plain else None
@@ -371,7 +372,7 @@ def _kernel_plan(key: tuple, name: str, inputs, kwargs: dict):
             size = sum(math.prod(shape) for shape, _ in inferred)
             outs = tuple((shape, dtype, sig_of(shape, dtype)) for shape, dtype in inferred)
             plan = (kernel, attrs, outs[0] if len(outs) == 1 else None, outs,
-                    0 if runs_in_caller(size, _CPU0) else size)
+                    0 if runs_in_caller(size, _CPU0) else size, None if n_vis == len(outs) else n_vis)
     return _remember(_KERNEL_PLANS, key, plan)
 
 

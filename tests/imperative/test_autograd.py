@@ -285,3 +285,27 @@ def test_gradient_flows_through_copies_to_another_device():
     assert x.grad.context == mx.cpu(0)
     z.backward()
     np.testing.assert_allclose(x.grad.asnumpy(), [2.0, 4.0])
+
+
+def test_a_hidden_output_gets_no_gradient_buffer(monkeypatch):
+    """A hidden output is never handed to the user, so nothing gives it a gradient: the op's gradient
+    function gets None there (no buffer of zeros made per backward), and a visible output without
+    one still gets zeros."""
+    opdef = ops.get("_softmax_ce_per_sample")
+    seen = []
+    real = opdef.gradient
+
+    def spy(F, attrs, inputs, outputs, out_grads, **kw):
+        seen.append([None if g is None else g.asnumpy() for g in out_grads])
+        return real(F, attrs, inputs, outputs, out_grads, **kw)
+    monkeypatch.setattr(opdef, "gradient", spy)
+    x = mx.nd.array(RNG.standard_normal((3, 4)))
+    x.attach_grad()
+    with autograd.record():
+        loss = mx.nd._softmax_ce_per_sample(x, mx.nd.array([1, 0, 3]))
+        total = (loss * 2).sum()
+    total.backward()
+    assert len(seen) == 1 and seen[0][1] is None
+    np.testing.assert_array_equal(seen[0][0], [2, 2, 2])
+    p = np.exp(x.asnumpy()) / np.exp(x.asnumpy()).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(x.grad.asnumpy(), 2 * (p - np.eye(4)[[1, 0, 3]]), rtol=1e-5, atol=1e-7)

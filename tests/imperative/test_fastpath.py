@@ -651,3 +651,27 @@ def test_trainer_steps_take_out_plans():
     # d(sum)/dW = column sums of x for every row; two steps of lr 0.1 / batch 2
     want = 0.5 - 2 * 0.1 * x.asnumpy().sum(axis=0) / 2
     np.testing.assert_allclose(net.weight.data().asnumpy(), np.tile(want, (3, 1)), rtol=1e-6)
+
+
+def test_kernel_plans_of_ops_with_hidden_outputs_return_the_visible_ones():
+    """An op with a hidden output (_softmax_ce_per_sample's log-probabilities) is planned: the call
+    returns the visible output, the tape keeps both and backward gives the general path's gradient."""
+    x = mx.nd.array(np.random.default_rng(2).standard_normal((5, 4)))
+    label = mx.nd.array([0, 3, 1, 2, 2])
+
+    def loss_and_grad():
+        x.attach_grad()
+        with mx.autograd.record():
+            loss = mx.nd._softmax_ce_per_sample(x, label)
+        assert isinstance(loss, mx.nd.NDArray) and loss.shape == (5,)
+        assert len(loss._ag.node.outputs) == 2
+        loss.backward()
+        return loss.asnumpy(), x.grad.asnumpy()
+    with _no_plans():
+        want_loss, want_grad = loss_and_grad()
+    fastpath._KERNEL_PLANS.clear()
+    for _ in range(2):
+        got_loss, got_grad = loss_and_grad()
+        np.testing.assert_array_equal(got_loss, want_loss)
+        np.testing.assert_array_equal(got_grad, want_grad)
+    assert _planned_keys("_softmax_ce_per_sample")
