@@ -343,6 +343,14 @@ static PyObject *pyfn_claim_idle(PyObject *self, PyObject *unused) {
     return PyBool_FromLong(pyfn_engine && ember_claim_idle(pyfn_engine));
 }
 
+/* pool_prewake(): ember_pool_prewake, keeping the GIL (it never blocks) */
+static PyObject *pyfn_pool_prewake(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    ember_pool_prewake();
+    Py_RETURN_NONE;
+}
+
 static PyObject *pyfn_release_idle_ok(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -984,6 +992,7 @@ static PyMethodDef pyfn_methods[] = {
     {"bytes_to_unit_chw", img_bytes_to_unit_chw, METH_VARARGS,
      "ember_u8_hwc_to_chw_unit on buffers (False: they do not fit)"},
     {"claim_idle", pyfn_claim_idle, METH_NOARGS, "ember_claim_idle (GIL kept)"},
+    {"pool_prewake", pyfn_pool_prewake, METH_NOARGS, "ember_pool_prewake (GIL kept)"},
     {"claim", pyfn_claim, METH_VARARGS, "ember_claim on var handles (GIL kept)"},
     {"complete", pyfn_complete, METH_VARARGS, "ember_complete on a claimed op (GIL kept)"},
     {"var_new", pyfn_var_new, METH_NOARGS, "ember_var_new (GIL kept)"},

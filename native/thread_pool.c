@@ -7,7 +7,8 @@
  * signals `wake` only when a helper sleeps (`sleepers`: the sequentially consistent store of the
  * ticket and load of the count on one side, increment and ticket load on the other, mean at
  * least one side sees the other).  The caller runs chunk 0 itself and waits for `pending` to
- * reach 0.
+ * reach 0.  ember_pool_prewake bumps `nudges` (and signals `wake` if a helper sleeps) by the same
+ * protocol: a helper that sees a new nudge starts its busy-wait afresh.
  */
 #define _GNU_SOURCE
 #include "thread_pool.h"
@@ -50,8 +51,9 @@ static atomic_ulong tickets[MAX_TEAM];
 static unsigned long first_seen[MAX_TEAM]; /* a helper's mailbox when it was started */
 static unsigned long region;
 static atomic_int sleepers, pending, stopping;
+static atomic_ulong nudges;
 static atomic_long spin_ns = 200000;
-static atomic_llong helper_jobs;
+static atomic_llong helper_jobs, nudged_wakes;
 static _Thread_local int in_job;
 
 static int64_t now_ns(void) {
@@ -69,26 +71,36 @@ static void run_chunk(int i) {
     }
 }
 
-/* The next ticket in helper me's mailbox after `seen`: spin, then sleep. */
+/* The next ticket in helper me's mailbox after `seen`: spin, then sleep (a nudge: spin again). */
 static unsigned long next_ticket(int me, unsigned long seen) {
-    int64_t until = 0;
-    for (unsigned spins = 0;; spins++) {
-        unsigned long t = atomic_load_explicit(&tickets[me], memory_order_acquire);
-        if (t != seen) return t;
-        if ((spins & 63) == 63) {
-            int64_t now = now_ns();
-            if (!until) until = now + atomic_load_explicit(&spin_ns, memory_order_relaxed);
-            else if (now >= until) break;
+    for (;;) {
+        unsigned long nudge = atomic_load_explicit(&nudges, memory_order_relaxed);
+        int64_t until = 0;
+        for (unsigned spins = 0;; spins++) {
+            unsigned long t = atomic_load_explicit(&tickets[me], memory_order_acquire);
+            if (t != seen) return t;
+            if ((spins & 63) == 63) {
+                int64_t now = now_ns();
+                unsigned long n = atomic_load_explicit(&nudges, memory_order_relaxed);
+                if (!until || n != nudge) {
+                    until = now + atomic_load_explicit(&spin_ns, memory_order_relaxed);
+                    nudge = n;
+                } else if (now >= until) {
+                    break;
+                }
+            }
+            CPU_RELAX();
         }
-        CPU_RELAX();
+        pthread_mutex_lock(&sleep_lock);
+        atomic_fetch_add(&sleepers, 1);
+        unsigned long t;
+        while ((t = atomic_load(&tickets[me])) == seen && atomic_load(&nudges) == nudge)
+            pthread_cond_wait(&wake, &sleep_lock);
+        atomic_fetch_sub(&sleepers, 1);
+        pthread_mutex_unlock(&sleep_lock);
+        if (t != seen) return t;
+        atomic_fetch_add_explicit(&nudged_wakes, 1, memory_order_relaxed);
     }
-    pthread_mutex_lock(&sleep_lock);
-    atomic_fetch_add(&sleepers, 1);
-    unsigned long t;
-    while ((t = atomic_load(&tickets[me])) == seen) pthread_cond_wait(&wake, &sleep_lock);
-    atomic_fetch_sub(&sleepers, 1);
-    pthread_mutex_unlock(&sleep_lock);
-    return t;
 }
 
 static void *helper_main(void *arg) {
@@ -215,6 +227,17 @@ void ember_pool_set_threads(int n) {
 }
 
 void ember_pool_set_spin_us(int us) { atomic_store(&spin_ns, (long)(us < 0 ? 0 : us) * 1000); }
+
+void ember_pool_prewake(void) {
+    atomic_fetch_add(&nudges, 1);
+    if (atomic_load(&sleepers) > 0) {
+        pthread_mutex_lock(&sleep_lock);
+        pthread_cond_broadcast(&wake);
+        pthread_mutex_unlock(&sleep_lock);
+    }
+}
+
+long long ember_pool_nudged_wakes(void) { return atomic_load(&nudged_wakes); }
 
 long long ember_pool_helper_jobs(void) { return atomic_load(&helper_jobs); }
 

@@ -46,6 +46,11 @@ void ember_pool_set_threads(int n);
 /* The busy-wait, in microseconds, of a helper after a job before it sleeps (default 200). */
 void ember_pool_set_spin_us(int us);
 
+/* Wakes the helpers that sleep and restarts every helper's busy-wait, without waiting: a caller
+ * about to run products soon (a graph's forward or backward) calls it first, so that waking a
+ * sleeping helper (tens of microseconds where an idle CPU is parked) overlaps the work before. */
+void ember_pool_prewake(void);
+
 /* OpenBLAS's threads callback: runs dojob(slot, jobdata + i * elsize, dojob_data) for every i <
  * numjobs at once (OpenBLAS's jobs wait for each other, so each gets its own thread; slot i is
  * OpenBLAS's per-thread buffer index), the first on the caller.  It waits for the team when
@@ -59,6 +64,9 @@ void ember_pool_install_blas(void *setter);
 
 /* How many jobs the helpers have run since the process started (tests). */
 long long ember_pool_helper_jobs(void);
+
+/* How many times a sleeping helper was woken by ember_pool_prewake (tests). */
+long long ember_pool_nudged_wakes(void);
 
 /* Stops and joins the helpers (tests and memcheck; the team starts again on next use). */
 void ember_pool_shutdown(void);

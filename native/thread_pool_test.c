@@ -1,6 +1,7 @@
 /* thread_pool.h: parallel_for covers every item exactly once for team sizes 1..5 and ranges
  * around the grain; regions back to back (helpers spinning) and after the helpers went to sleep;
- * chunk numbers within the team and never two alike at once; a nested region and a second thread's region run serially while the team is held; BLAS-style
+ * chunk numbers within the team and never two alike at once; ember_pool_prewake wakes sleeping helpers
+ * and regions between prewakes still cover; a nested region and a second thread's region run serially while the team is held; BLAS-style
  * regions whose jobs wait for each other (each must have a thread of its own), with more jobs
  * than the team size, and from two threads at once; a fork child starts helpers of its own;
  * shutdown joins every helper (run under ASan + UBSan and valgrind by `make memcheck`). */
@@ -142,6 +143,16 @@ int main(int argc, char **argv) {
     struct timespec pause = {0, 20 * 1000 * 1000};
     nanosleep(&pause, NULL);
     check_cover(1000, 100);
+    /* prewake: sleeping helpers wake (and sleep again at once, spin 0); regions still cover */
+    long long woken = ember_pool_nudged_wakes();
+    ember_pool_prewake();
+    struct timespec tick = {0, 1000 * 1000};
+    for (int tries = 0; ember_pool_nudged_wakes() < woken + 2 && tries < 60000; tries++) nanosleep(&tick, NULL);
+    if (ember_pool_nudged_wakes() < woken + 2) FAIL("prewake woke %lld of 2 sleeping helpers", ember_pool_nudged_wakes() - woken);
+    for (int r = 0; r < rounds / 10; r++) {
+        if (r % 3 == 0) ember_pool_prewake();
+        check_cover(1000, 100);
+    }
     ember_pool_set_spin_us(200);
 
     atomic_store(&nested_ok, 1);

@@ -165,6 +165,12 @@ fast_math_available: Callable[[], bool] = _native.fast_math
 lstm_backward_f32: Callable[..., bool] = _native.lstm_backward_f32
 
 
+# pool_prewake(): wakes the CPU team's sleeping helpers and restarts their busy-wait, without
+# waiting (native/thread_pool.h): called where products are about to run, so that the wake-up
+# overlaps the work before them.  Keeps the GIL.
+pool_prewake: Callable[[], None] = _native.pool_prewake
+
+
 def gemm_ready() -> bool:
     """Whether the native kernels have a BLAS sgemm (oneMKL's or numpy's OpenBLAS, installed at import)."""
     return bool(lib.ember_gemm_ready())

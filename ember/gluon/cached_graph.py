@@ -24,6 +24,7 @@ import weakref
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import ndarray as nd
+from ..engine.native import pool_prewake
 from ..imperative import autograd_state as _ag
 from ..imperative.autograd_tape import WRITTEN
 from ..imperative.ndarray import NDArray
@@ -114,6 +115,8 @@ class CachedGraph:
                              "(neither block inputs nor parameters)")
         self._params = [params[n] for n in self._param_names]
         self._block_name = block_name
+        # products ahead (see OpDef.expensive): a call first wakes the CPU team
+        self._expensive = any(n.op is not None and n.op.expensive for n in symbol._nodes())
         self._slots: Dict[Tuple, List[_Slot]] = {}
         self._hook = None  # (callback, monitor_all) of register_op_hook
 
@@ -138,6 +141,8 @@ class CachedGraph:
     # -- one call ---------------------------------------------------------------------------
     def __call__(self, inputs: Sequence[NDArray]) -> List[NDArray]:
         ctx = inputs[0].context
+        if self._expensive and ctx.device_type == "cpu":
+            pool_prewake()
         param_arrays = [p.data(ctx) for p in self._params]
         recording = _ag.is_recording()
         grad_names: Tuple[str, ...] = ()
@@ -273,7 +278,7 @@ class CachedGraph:
 
         opdef = OpDef(name=f"_CachedOp:{self._block_name}", inputs=names,
                       outputs=[f"out{i}" for i in range(num_outputs)], gradient=gradient,
-                      gradient_into=gradient_into, subgraph=(self.symbol, names))
+                      gradient_into=gradient_into, subgraph=(self.symbol, names), expensive=self._expensive)
         return opdef
 
     def memory_plan(self, training: Optional[bool] = None) -> Optional[str]:

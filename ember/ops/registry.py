@@ -259,7 +259,8 @@ class OpDef:
     # Inputs read for their shape (and dtype) only, never their values (a callable attrs -> positions
     # for variable arity): a memory planner may reuse their bytes before the op runs.
     shape_only_inputs: Union[Sequence[int], Callable[[dict], Sequence[int]]] = ()
-    # Cost class for recompute: memory mirroring never recomputes an expensive op (MXNet's list).
+    # Cost class: memory mirroring never recomputes an expensive op (MXNet's list), and a graph or
+    # autograd tape about to run one first wakes the CPU team (native.pool_prewake).
     expensive: bool = False
     # Graph inference may probe the shape function with stand-in sizes for unknown dimensions to learn
     # the dimensions that do not depend on them; False keeps the outputs unknown until the function

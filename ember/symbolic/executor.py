@@ -542,6 +542,9 @@ class Executor:
         g = GraphState(heads=heads, grad_req=reqs, known_shapes=shapes, known_dtypes=dtypes,
                        mirror=mirror_enabled(), plan_method=plan_method)
         self._graph = g = compile_graph(g)
+        # products ahead: each run first wakes the CPU team, whose helpers may sleep between steps
+        self._wakes_team = self._ctx.device_type == "cpu" and any(n.op is not None and n.op.expensive
+                                                                 for n in g.nodes)
         # storage types of every entry (MXNet's storage inference), from the bound arrays' own: bind-time
         # work only; a rule refusing a combination (BatchNorm's fix_gamma on sparse input) raises here
         self._given_sparse = {n: a for n, a in zip(self._arg_names, self.arg_arrays) if a.stype != "default"}
@@ -709,6 +712,8 @@ class Executor:
                 dst[:] = v  # a sparse argument: the one assignment sparse arrays take
             else:
                 dst[...] = v
+        if self._wakes_team:
+            native.pool_prewake()
         self._is_train = bool(is_train)
         for given, dense in self._sparse_args:
             given.copyto(dense)  # the sparse argument's values now, densely
@@ -746,6 +751,8 @@ class Executor:
         resources, execute, alloc, ndarray, inline_max = _imperative_runtime()
         if len(plan.runs) > 1 and plan.size > inline_max:
             return None  # pushed as one op its segments would run in turn: keep them apart (parallel branches)
+        if self._wakes_team:
+            native.pool_prewake()
         self._is_train = is_train = bool(is_train)
         self._storage.pool.claim(self._storage, ctx)
         made = [alloc(shape, dtype, ctx) for shape, dtype in plan.out_types]
@@ -763,6 +770,8 @@ class Executor:
         g = self._graph
         if not g.grad_entries:
             return
+        if self._wakes_team:
+            native.pool_prewake()
         if isinstance(out_grads, NDArray):
             out_grads = [out_grads]
         if isinstance(out_grads, dict):

@@ -160,3 +160,49 @@ def test_environment_knobs(run_python):
     for name, value in (("EMBER_CPU_THREADS", "many"), ("EMBER_CPU_THREADS", "0"), ("EMBER_CPU_SPIN_US", "-1")):
         r = run_python(CODE, env={name: value})
         assert r.returncode != 0 and name in r.stderr
+
+
+def _wakes_after(fn):
+    """How many sleeping helpers `fn()` woke through native.pool_prewake (helpers sleep at once)."""
+    import time
+    from ember.engine import native
+    lib.ember_pool_set_spin_us(0)
+    try:
+        native.relu_f32(np.ones(1 << 20, np.float32), np.empty(1 << 20, np.float32))  # the helper exists
+        time.sleep(0.02)  # and sleeps
+        before = lib.ember_pool_nudged_wakes()
+        fn()
+        deadline = time.monotonic() + 10
+        while lib.ember_pool_nudged_wakes() == before and time.monotonic() < deadline:
+            time.sleep(0.001)
+        return lib.ember_pool_nudged_wakes() - before
+    finally:
+        lib.ember_pool_set_spin_us(200)
+
+
+def test_prewake_wakes_sleeping_helpers(team_size):
+    from ember.engine import native
+    cpu_team.set_threads(2)
+    assert _wakes_after(native.pool_prewake) >= 1  # (every started helper: earlier tests may have made more)
+
+
+def test_graphs_with_products_wake_the_team_first(team_size):
+    """An executor or hybridized block holding an expensive op (FullyConnected) wakes the team before
+    it runs, and so does autograd's backward over a tape holding one; elementwise graphs do not."""
+    cpu_team.set_threads(2)
+    x = mx.sym.Variable("x")
+    dense = mx.sym.FullyConnected(x, num_hidden=4, name="fc")
+    ex = dense.simple_bind(mx.cpu(), x=(2, 3))
+    assert ex._wakes_team and not mx.sym.relu(x).simple_bind(mx.cpu(), x=(2, 3))._wakes_team
+    assert _wakes_after(lambda: ex.forward(is_train=True)) >= 1
+    assert _wakes_after(lambda: ex.backward(mx.nd.ones((2, 4)))) >= 1
+    net = mx.gluon.nn.Dense(4)
+    net.initialize()
+    net.hybridize()
+    data = mx.nd.ones((2, 3))
+    net(data)
+    assert _wakes_after(lambda: net(data)) >= 1
+    with mx.autograd.record():
+        out = net(data)
+    assert out._ag.node.opdef.expensive
+    assert _wakes_after(out.backward) >= 1
