@@ -107,7 +107,7 @@ def run_backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Optiona
                 "cannot differentiate: the array is not in a computational graph; compute it inside "
                 "autograd.record() from arrays that had attach_grad() called")
         if hg is None:
-            hg = creation.ones_like(h)
+            hg = creation.ones_now(h)
         elif hg.shape != h.shape:
             raise ValueError(f"backward: head gradient shape {hg.shape} differs from head shape {h.shape}")
         _accumulate(grads, _key(h._ag), hg)

@@ -120,6 +120,18 @@ def ones_like(data: NDArray, out: Optional[NDArray] = None, **kwargs) -> NDArray
                 if out is None else out)
 
 
+def ones_now(like: NDArray) -> NDArray:
+    """Ones of `like`'s shape and dtype, filled by this thread at once when they are a tiny dense
+    host array (autograd's default head gradient): a fresh array no op can reach yet needs no
+    engine op; otherwise `ones_like`."""
+    from .invoke import runs_in_caller
+    ctx = like.context
+    if like.stype != "default" or not runs_in_caller(like.size, ctx):
+        return ones_like(like)
+    data = np.ones(like.shape, like._data.dtype)
+    return NDArray(data, storage.Chunk(None, None, ctx, nbytes=data.nbytes))
+
+
 def array(source_array, ctx=None, dtype=None) -> NDArray:
     """A new array holding a copy of `source_array` (NDArray, numpy array or nested lists).
 

@@ -309,3 +309,19 @@ def test_a_hidden_output_gets_no_gradient_buffer(monkeypatch):
     np.testing.assert_array_equal(seen[0][0], [2, 2, 2])
     p = np.exp(x.asnumpy()) / np.exp(x.asnumpy()).sum(axis=1, keepdims=True)
     np.testing.assert_allclose(x.grad.asnumpy(), 2 * (p - np.eye(4)[[1, 0, 3]]), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("shape,ctx", [((3,), mx.cpu(0)), ((2, 3), mx.cpu(1)), ((200, 100), mx.cpu(0))])
+def test_default_head_gradient_is_ones_on_the_heads_device(shape, ctx):
+    """backward() without head gradients uses ones (made at once for a tiny host head, by an engine
+    fill for a large one) on the head's device and dtype."""
+    from ember.imperative import creation
+    x = mx.nd.array(RNG.standard_normal(shape), ctx=ctx, dtype="float64")
+    ones = creation.ones_now(x)
+    assert ones.context == ctx and ones.dtype == np.float64 and ones.shape == shape
+    np.testing.assert_array_equal(ones.asnumpy(), np.ones(shape))
+    x.attach_grad()
+    with autograd.record():
+        y = x * x
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), 2 * x.asnumpy())
