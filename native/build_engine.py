@@ -885,27 +885,28 @@ static PyObject *lstm_backward(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
-/* sgemm_f32(a, b, c, trans_a, trans_b, beta) -> bool: ember_sgemm on 2-D C-contiguous float32 buffers,
- * c (m, n) = op(a) op(b) + beta c with op(x) = x^T where trans_x (a transposed is stored (k, m)); False,
- * nothing done, without an installed sgemm that takes the sizes, on shapes that do not fit, an empty
- * product or a c that overlaps a or b */
+/* sgemm_f32(a, b, c, trans_a, trans_b, beta, bias=None) -> bool: ember_sgemm_bias on 2-D C-contiguous
+ * float32 buffers, c (m, n) = op(a) op(b) + beta c (+ bias, n floats, on every row) with op(x) = x^T where
+ * trans_x (a transposed is stored (k, m)); False, nothing done, without an installed sgemm that takes
+ * the sizes, on shapes that do not fit, an empty product or a c that overlaps a, b or the bias */
 static PyObject *gemm_sgemm(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[3]; /* written first: c; then a, b */
+    PyObject *o[4] = {NULL, NULL, NULL, Py_None}; /* written first: c; then a, b, the bias */
     int ta, tb;
     float beta;
-    if (!PyArg_ParseTuple(args, "OOOppf:sgemm_f32", &o[1], &o[2], &o[0], &ta, &tb, &beta)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOOppf|O:sgemm_f32", &o[1], &o[2], &o[0], &ta, &tb, &beta, &o[3])) return NULL;
     f32_buffers v;
-    if (!ember_gemm_ready() || !f32_take(&v, o, 3, 1, 0)) Py_RETURN_FALSE;
+    if (!ember_gemm_ready() || !f32_take(&v, o, 4, 1, 1u << 3)) Py_RETURN_FALSE;
     const Py_buffer *c = &v.v[0], *a = &v.v[1], *b = &v.v[2];
     int ok = a->ndim == 2 && b->ndim == 2 && c->ndim == 2;
     int64_t m = ok ? c->shape[0] : 0, n = ok ? c->shape[1] : 0, k = ok ? a->shape[ta ? 0 : 1] : 0;
     ok = ok && m > 0 && n > 0 && k > 0 && a->shape[ta ? 1 : 0] == m && b->shape[tb ? 1 : 0] == k &&
          b->shape[tb ? 0 : 1] == n && ember_gemm_fits(m > n ? (m > k ? m : k) : (n > k ? n : k)) &&
-         writes_apart(&v, 1, NULL);
+         (!v.held[3] || v.v[3].len == n * (Py_ssize_t)sizeof(float)) && writes_apart(&v, 1, NULL);
+    const float *bias = v.held[3] ? v.v[3].buf : NULL;
     if (ok)
-        KERNEL_RUN((Py_ssize_t)(m * n * k), ember_sgemm(ta, tb, m, n, k, a->buf, a->shape[1], b->buf, b->shape[1],
-                                                        beta, c->buf, n));
+        KERNEL_RUN((Py_ssize_t)(m * n * k), ember_sgemm_bias(ta, tb, m, n, k, a->buf, a->shape[1], b->buf,
+                                                             b->shape[1], beta, c->buf, n, bias));
     f32_release(&v);
     return PyBool_FromLong(ok);
 }

@@ -34,4 +34,9 @@ int ember_gemm_fits(int64_t largest);
 void ember_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                  const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* ember_sgemm, then C[i][j] += bias[j] (bias: n floats; NULL: none), each part of a split product
+ * adding to its own block right after computing it (a FullyConnected layer's bias). */
+void ember_sgemm_bias(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc, const float *bias);
+
 #endif

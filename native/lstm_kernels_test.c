@@ -112,14 +112,17 @@ static int check(int64_t tl, int64_t n, int64_t h, int reverse, unsigned seed) {
 
 /* ember_sgemm split over the team against the same product unsplit, bit for bit: rows of C split (m >= n)
  * and columns, each operand plain and transposed, leading dimensions wider than the operands (the parts
- * are sub-matrices), beta 0 and 1 onto a filled C. */
+ * are sub-matrices), beta 0 and 1 onto a filled C; and ember_sgemm_bias split against the unsplit product
+ * followed by a plain loop adding the bias to every row. */
 static int check_split(int64_t m, int64_t n, int64_t k, unsigned seed) {
     int bad = 0;
     const int64_t pad = 3, lda_max = (m > k ? m : k) + pad, ldb_max = (n > k ? n : k) + pad, ldc = n + pad;
     float *a = malloc(sizeof(float) * (size_t)(lda_max * (m > k ? m : k)));
     float *b = malloc(sizeof(float) * (size_t)(ldb_max * (n > k ? n : k)));
     float *c0 = malloc(sizeof(float) * (size_t)(m * ldc)), *c1 = malloc(sizeof(float) * (size_t)(m * ldc));
+    float *bias = malloc(sizeof(float) * (size_t)n);
     srand(seed);
+    for (int64_t j = 0; j < n; j++) bias[j] = (float)rand() / RAND_MAX - 0.5f;
     for (int64_t i = 0; i < lda_max * (m > k ? m : k); i++) a[i] = (float)rand() / RAND_MAX - 0.5f;
     for (int64_t i = 0; i < ldb_max * (n > k ? n : k); i++) b[i] = (float)rand() / RAND_MAX - 0.5f;
     for (int ta = 0; ta < 2; ta++)
@@ -133,9 +136,14 @@ static int check_split(int64_t m, int64_t n, int64_t k, unsigned seed) {
                 bad |= !ember_gemm_splits();
                 ember_sgemm(ta, tb, m, n, k, a, lda, b, ldb, (float)one, c1, ldc);
                 for (int64_t i = 0; i < m * ldc; i++) bad |= c0[i] != c1[i];
+                for (int64_t i = 0; i < m; i++)
+                    for (int64_t j = 0; j < n; j++) c0[i * ldc + j] += bias[j];
+                for (int64_t i = 0; i < m * ldc; i++) c1[i] = (float)(i % 7); /* (still split) */
+                ember_sgemm_bias(ta, tb, m, n, k, a, lda, b, ldb, (float)one, c1, ldc, bias);
+                for (int64_t i = 0; i < m * ldc; i++) bad |= c0[i] != c1[i];
             }
     ember_gemm_split_on_team(0);
-    free(a), free(b), free(c0), free(c1);
+    free(a), free(b), free(c0), free(c1), free(bias);
     if (bad)
         fprintf(stderr, "lstm_kernels_test: split GEMM differs at m=%lld n=%lld k=%lld\n", (long long)m,
                 (long long)n, (long long)k);

@@ -182,9 +182,11 @@ def gemm_splits() -> bool:
     return bool(lib.ember_gemm_splits())
 
 
-# sgemm_f32(a, b, c, trans_a, trans_b, beta): c = op(a) op(b) + beta * c through the installed sgemm, on
-# 2-D C-contiguous float32 arrays (a transposed is stored (k, m)); False, nothing done, when they do not
-# fit (shapes, an empty product, c overlapping a or b) or no sgemm is installed.
+# sgemm_f32(a, b, c, trans_a, trans_b, beta, bias=None): c = op(a) op(b) + beta * c (+ bias, added to
+# every row: each part of a split product adds it to its own block) through the installed sgemm, on
+# 2-D C-contiguous float32 arrays (a transposed is stored (k, m); bias: c's columns' count of floats);
+# False, nothing done, when they do not fit (shapes, an empty product, c overlapping a, b or bias) or no
+# sgemm is installed.
 sgemm_f32: Callable[..., bool] = _native.sgemm_f32
 
 

@@ -102,16 +102,19 @@ def float_type_rule(op: str, n_out: int = 1) -> Callable:
     return lambda attrs, in_dtypes: float_types(op, attrs, in_dtypes, n_out)[:2]
 
 
-def matmul_into(xp, a, b, out) -> None:
-    """out[...] = a @ b, straight into `out`'s buffer when it is contiguous (no temporary); through the
-    native sgemm when that is oneMKL's, split over the CPU team (native.gemm_splits: faster than numpy's
-    OpenBLAS), for 2-D float32 operands stored plain or transposed."""
-    if xp is np and out.ndim == 2 and _native_sgemm(a, b, out):
+def matmul_into(xp, a, b, out, bias=None) -> None:
+    """out[...] = a @ b (+ bias, broadcast over out's rows), straight into `out`'s buffer when it is
+    contiguous (no temporary); through the native sgemm when that is oneMKL's, split over the CPU team
+    (native.gemm_splits: faster than numpy's OpenBLAS), for 2-D float32 operands stored plain or
+    transposed, each part of the product then adding the bias to its own block."""
+    if xp is np and out.ndim == 2 and _native_sgemm(a, b, out, bias):
         return
     if out.flags.c_contiguous and out.shape == a.shape[:-1] + b.shape[-1:]:
         xp.matmul(a, b, out=out)
     else:
         out[...] = xp.matmul(a, b).reshape(out.shape)
+    if bias is not None:
+        out += bias
 
 
 def _stored(x):
@@ -123,11 +126,12 @@ def _stored(x):
     return None
 
 
-def _native_sgemm(a, b, out) -> bool:
-    if not (_GEMM_SPLITS() and a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype == out.dtype == np.float32):
+def _native_sgemm(a, b, out, bias=None) -> bool:
+    if not (_GEMM_SPLITS() and a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype == out.dtype == np.float32
+            and (bias is None or bias.dtype == np.float32)):
         return False
     sa, sb = _stored(a), _stored(b)
-    return sa is not None and sb is not None and sgemm_f32(sa[0], sb[0], out, sa[1], sb[1], 0.0)
+    return sa is not None and sb is not None and sgemm_f32(sa[0], sb[0], out, sa[1], sb[1], 0.0, bias)
 
 
 def scatter_add(xp, target, index, values) -> None:

@@ -87,9 +87,8 @@ def _forward(ctx, attrs, inputs, outputs, aux):
     rows, k, _ = _split(attrs, x.shape)
     x2 = x.reshape(rows, k)
     o2 = out.reshape(rows, attrs["num_hidden"]) if out.flags.c_contiguous else out
-    matmul_into(xp, x2, w.T, o2)
-    if not attrs["no_bias"]:
-        o2 += inputs[2].reshape(-1)  # a (num_hidden, 1) bias too
+    # (a (num_hidden, 1) bias too)
+    matmul_into(xp, x2, w.T, o2, None if attrs["no_bias"] else inputs[2].reshape(-1))
 
 
 @float32_on_cpu

@@ -99,3 +99,46 @@ def test_matmul_into_keeps_numpy_without_the_split(monkeypatch):
         np.testing.assert_array_equal(out, a @ b)
     finally:
         lib.ember_gemm_split_on_team(was)
+
+
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("m, k, n", [(128, 784, 512), (512, 64, 40), (7, 5, 3)])
+def test_sgemm_f32_adds_a_bias_with_the_bits_of_a_separate_add(m, k, n, split):
+    """With a bias each part of the product adds it to its own block: the same bits as the product
+    followed by numpy's `+= bias`, whether the product is split (by rows or by columns) or not."""
+    rng = np.random.RandomState(m + n)
+    a, w, bias = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (n, k), (n,)))
+    with _split_on() if split else contextlib.nullcontext():
+        want = np.empty((m, n), np.float32)
+        assert native.sgemm_f32(a, w, want, False, True, 0.0)
+        want += bias
+        got = np.empty((m, n), np.float32)
+        assert native.sgemm_f32(a, w, got, False, True, 0.0, bias)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_sgemm_f32_refuses_a_bias_that_does_not_fit():
+    rng = np.random.RandomState(3)
+    a, b = rng.rand(4, 3).astype(np.float32), rng.rand(3, 5).astype(np.float32)
+    c = np.full((4, 5), 7.0, np.float32)
+    assert not native.sgemm_f32(a, b, c, False, False, 0.0, np.ones(4, np.float32))  # not c's columns
+    assert not native.sgemm_f32(a, b, c, False, False, 0.0, np.ones(5))  # float64
+    assert not native.sgemm_f32(a, b, c, False, False, 0.0, np.ones(10, np.float32)[::2])  # strided
+    assert not native.sgemm_f32(a, b, c, False, False, 0.0, c[0])  # inside c
+    np.testing.assert_array_equal(c, 7.0)
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_matmul_into_adds_the_bias_on_either_path(split):
+    rng = np.random.RandomState(4)
+    x, w, bias = (rng.standard_normal(s).astype(np.float32) for s in ((64, 100), (48, 100), (48,)))
+    was = lib.ember_gemm_splits()
+    with _split_on() if split else contextlib.nullcontext():
+        if not split:
+            lib.ember_gemm_split_on_team(0)
+        try:
+            out = np.empty((64, 48), np.float32)
+            _nn_util.matmul_into(np, x, w.T, out, bias)
+        finally:
+            lib.ember_gemm_split_on_team(was)
+    np.testing.assert_allclose(out, x @ w.T + bias, rtol=1e-4, atol=1e-4)
