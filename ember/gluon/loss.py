@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import ndarray
 from ..base import ShapeError
+from ..imperative.ndarray import NDArray
 from .block import HybridBlock
 
 __all__ = ["Loss", "L2Loss", "L1Loss",
@@ -168,11 +169,13 @@ class SoftmaxCrossEntropyLoss(Loss):
 
     def _fused(self, F, pred, label, sample_weight) -> bool:
         """Whether this call is the common imperative form one node computes with the same numbers
-        (ember/ops/nn_softmax_ce.py): class indices against (batch, classes) scores, no weights."""
+        (ember/ops/nn_softmax_ce.py): class indices against (batch, classes) scores, no weights.
+        Anything else, misuse included, takes the four ops (and their errors)."""
         return (F is ndarray and self._sparse_label and not self._from_logits and sample_weight is None
                 and self._weight is None and self._batch_axis == 0 and self._axis in (-1, 1)
-                and pred.ndim == 2 and label.shape in ((pred.shape[0],), (pred.shape[0], 1))
-                and pred.stype == "default" and label.stype == "default")
+                and isinstance(pred, NDArray) and isinstance(label, NDArray) and pred.ndim == 2
+                and label.shape in ((pred.shape[0],), (pred.shape[0], 1))
+                and pred.stype == "default" and label.stype == "default" and pred.context == label.context)
 
 
 SoftmaxCELoss = SoftmaxCrossEntropyLoss

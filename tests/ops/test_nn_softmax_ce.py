@@ -121,3 +121,13 @@ def test_an_override_of_log_softmax_applies_to_the_fused_node():
         ops.get("log_softmax").kernels.pop("cpu")
         registry._changed()
     assert calls == [(2, 4)]
+
+
+def test_misuse_takes_the_four_ops_and_their_errors():
+    """Labels that are not NDArrays or sit on another device go through the four ops: the same error."""
+    loss_block = gluon.loss.SoftmaxCrossEntropyLoss()
+    pred = mx.nd.ones((4, 3))
+    with pytest.raises(mx.base.ContextError, match="pick"):
+        loss_block(pred, mx.nd.zeros((4,), ctx=mx.cpu(1))).wait_to_read()
+    with pytest.raises(mx.base.OperatorError, match="pick"):
+        loss_block(pred, np.zeros(4)).wait_to_read()
