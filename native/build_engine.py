@@ -949,6 +949,51 @@ static PyObject *softmax_rows_backward(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+/* softmax_ce_rows_f32(x, label, logp, loss) -> bool: ember_softmax_ce_rows_f32 on float32 C-contiguous
+ * buffers, x and logp (rows, n), label and loss `rows` values, the outputs overlapping nothing; False,
+ * nothing done, where they do not fit, a label is not a finite class number, or without fm_fast */
+static PyObject *softmax_ce_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[4]; /* written: logp, loss; read: x, label */
+    if (!PyArg_ParseTuple(args, "OOOO:softmax_ce_rows_f32", &o[2], &o[3], &o[0], &o[1])) return NULL;
+    f32_buffers b;
+    if (!fm_fast() || !f32_take(&b, o, 4, 2, 0)) Py_RETURN_FALSE;
+    const Py_buffer *x = &b.v[2];
+    int64_t rows = x->ndim == 2 ? x->shape[0] : 0, n = x->ndim == 2 ? x->shape[1] : 0;
+    int ok = rows > 0 && n > 0 && same_shape(x, &b.v[0]) && b.v[1].len == rows * 4 && b.v[3].len == rows * 4 &&
+             writes_apart(&b, 2, NULL);
+    int64_t *scratch = ok ? malloc((size_t)rows * sizeof *scratch) : NULL;
+    ok = ok && scratch;
+    if (ok)
+        KERNEL_RUN(x->len, ok = ember_softmax_ce_rows_f32(x->buf, b.v[3].buf, rows, n, b.v[0].buf, b.v[1].buf, scratch));
+    free(scratch);
+    f32_release(&b);
+    return PyBool_FromLong(ok);
+}
+
+/* softmax_ce_rows_backward_f32(g, logp, label, dx) -> bool: ember_softmax_ce_rows_backward_f32 on float32
+ * C-contiguous buffers, logp and dx (rows, n), g and label `rows` values, dx overlapping nothing; False,
+ * nothing done, as above */
+static PyObject *softmax_ce_rows_backward(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[4]; /* written: dx; read: g, logp, label */
+    if (!PyArg_ParseTuple(args, "OOOO:softmax_ce_rows_backward_f32", &o[1], &o[2], &o[3], &o[0])) return NULL;
+    f32_buffers b;
+    if (!fm_fast() || !f32_take(&b, o, 4, 1, 0)) Py_RETURN_FALSE;
+    const Py_buffer *y = &b.v[2];
+    int64_t rows = y->ndim == 2 ? y->shape[0] : 0, n = y->ndim == 2 ? y->shape[1] : 0;
+    int ok = rows > 0 && n > 0 && same_shape(y, &b.v[0]) && b.v[1].len == rows * 4 && b.v[3].len == rows * 4 &&
+             writes_apart(&b, 1, NULL);
+    int64_t *scratch = ok ? malloc((size_t)rows * sizeof *scratch) : NULL;
+    ok = ok && scratch;
+    if (ok)
+        KERNEL_RUN(y->len, ok = ember_softmax_ce_rows_backward_f32(b.v[1].buf, y->buf, b.v[3].buf, rows, n, b.v[0].buf,
+                                                                   scratch));
+    free(scratch);
+    f32_release(&b);
+    return PyBool_FromLong(ok);
+}
+
 /* fast_math() -> bool: whether this CPU runs fast_math.h's loops vectorized (fm_fast) */
 static PyObject *fast_math_available(PyObject *self, PyObject *unused) {
     (void)self;
@@ -963,6 +1008,10 @@ static PyMethodDef pyfn_methods[] = {
      "ember_lstm_backward_f32 on buffers (False: they do not fit)"},
     {"sgemm_f32", gemm_sgemm, METH_VARARGS, "ember_sgemm on buffers (False: they do not fit)"},
     {"softmax_rows_f32", softmax_rows, METH_VARARGS, "ember_softmax_rows_f32 on buffers (False: they do not fit)"},
+    {"softmax_ce_rows_f32", softmax_ce_rows, METH_VARARGS,
+     "ember_softmax_ce_rows_f32 on buffers (False: they do not fit)"},
+    {"softmax_ce_rows_backward_f32", softmax_ce_rows_backward, METH_VARARGS,
+     "ember_softmax_ce_rows_backward_f32 on buffers (False: they do not fit)"},
     {"softmax_rows_backward_f32", softmax_rows_backward, METH_VARARGS,
      "ember_softmax_rows_backward_f32 on buffers (False: they do not fit)"},
     {"channel_mean_var_f32", norm_mean_var, METH_VARARGS,

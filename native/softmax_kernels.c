@@ -110,24 +110,25 @@ static double row_dot(const float *a, const float *b, int64_t n) {
     return s;
 }
 
+/* one row of the forward (inlined into each instruction set's clone of its caller) */
+static inline void forward_row(const float *xr, int64_t n, int take_log, float *yr) {
+    float m = row_max(xr, n);
+    if (!isfinite(m)) m = 0; /* a row of -inf stays finite where it can; NaN spreads below */
+    if (take_log) { /* (x - m) - log(s), as numpy: x - m first, so large x keep their digits */
+        float ls = (float)log(row_exp_total(xr, n, m));
+        for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) - ls;
+    } else {
+        float s = (float)row_exp_sum(xr, n, m, yr);
+        for (int64_t i = 0; i < n; i++) yr[i] /= s;
+    }
+}
+
 FM_CLONES
 static void forward_rows(void *ctx, size_t first, size_t end, int chunk) {
     const rows_job *j = ctx;
     const int64_t n = j->n;
     (void)chunk;
-    for (int64_t r = (int64_t)first; r < (int64_t)end; r++) {
-        const float *xr = j->x + r * n;
-        float *yr = j->out + r * n;
-        float m = row_max(xr, n);
-        if (!isfinite(m)) m = 0; /* a row of -inf stays finite where it can; NaN spreads below */
-        if (j->take_log) { /* (x - m) - log(s), as numpy: x - m first, so large x keep their digits */
-            float ls = (float)log(row_exp_total(xr, n, m));
-            for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) - ls;
-        } else {
-            float s = (float)row_exp_sum(xr, n, m, yr);
-            for (int64_t i = 0; i < n; i++) yr[i] /= s;
-        }
-    }
+    for (int64_t r = (int64_t)first; r < (int64_t)end; r++) forward_row(j->x + r * n, n, j->take_log, j->out + r * n);
 }
 
 void ember_softmax_rows_f32(const float *x, int64_t rows, int64_t n, int take_log, float *y) {
@@ -135,26 +136,89 @@ void ember_softmax_rows_f32(const float *x, int64_t rows, int64_t n, int take_lo
     ember_parallel_for((size_t)rows, ember_pool_grain(n, SOFTMAX_GRAIN), 0, forward_rows, &job);
 }
 
+/* one row of the backward (inlined likewise) */
+static inline void backward_row(const float *dyr, const float *yr, int64_t n, int take_log, float *dxr) {
+    if (take_log) { /* dx = dy - e^y sum(dy) */
+        float s = (float)row_sum(dyr, n);
+        for (int64_t i = 0; i < n; i++) dxr[i] = dyr[i] - exp_f32(yr[i]) * s;
+    } else { /* dx = y (dy - sum(dy y)) */
+        float s = (float)row_dot(dyr, yr, n);
+        for (int64_t i = 0; i < n; i++) dxr[i] = yr[i] * (dyr[i] - s);
+    }
+}
+
 FM_CLONES
 static void backward_rows(void *ctx, size_t first, size_t end, int chunk) {
     const rows_job *j = ctx;
     const int64_t n = j->n;
     (void)chunk;
-    for (int64_t r = (int64_t)first; r < (int64_t)end; r++) {
-        const float *dyr = j->x + r * n, *yr = j->y + r * n;
-        float *dxr = j->out + r * n;
-        if (j->take_log) { /* dx = dy - e^y sum(dy) */
-            float s = (float)row_sum(dyr, n);
-            for (int64_t i = 0; i < n; i++) dxr[i] = dyr[i] - exp_f32(yr[i]) * s;
-        } else { /* dx = y (dy - sum(dy y)) */
-            float s = (float)row_dot(dyr, yr, n);
-            for (int64_t i = 0; i < n; i++) dxr[i] = yr[i] * (dyr[i] - s);
-        }
-    }
+    for (int64_t r = (int64_t)first; r < (int64_t)end; r++)
+        backward_row(j->x + r * n, j->y + r * n, n, j->take_log, j->out + r * n);
 }
 
 void ember_softmax_rows_backward_f32(const float *dy, const float *y, int64_t rows, int64_t n, int take_log,
                                      float *dx) {
     rows_job job = {.x = dy, .y = y, .n = n, .take_log = take_log, .out = dx};
     ember_parallel_for((size_t)rows, ember_pool_grain(n, SOFTMAX_GRAIN), 0, backward_rows, &job);
+}
+
+/* -- softmax cross-entropy per row ------------------------------------------------------------------ */
+typedef struct {
+    const float *x, *label, *g; /* forward: x; backward: g and the log-probabilities in x */
+    const int64_t *idx;
+    int64_t n;
+    float *logp, *out; /* forward: the log-probabilities and the losses; backward: out = dx */
+} ce_job;
+
+/* the class of each label as pick's clip mode takes it (numpy's astype(int64), then clipped into
+ * [0, n)); 0 if a label is not finite or too large to truncate exactly */
+static int ce_classes(const float *label, int64_t rows, int64_t n, int64_t *idx) {
+    for (int64_t r = 0; r < rows; r++) {
+        float v = label[r];
+        if (!(v > -4.6e18f && v < 4.6e18f)) return 0;
+        int64_t i = (int64_t)v;
+        idx[r] = i < 0 ? 0 : (i > n - 1 ? n - 1 : i);
+    }
+    return 1;
+}
+
+FM_CLONES
+static void ce_forward_rows(void *ctx, size_t first, size_t end, int chunk) {
+    const ce_job *j = ctx;
+    const int64_t n = j->n;
+    (void)chunk;
+    for (int64_t r = (int64_t)first; r < (int64_t)end; r++) {
+        float *yr = j->logp + r * n;
+        forward_row(j->x + r * n, n, 1, yr);
+        j->out[r] = -yr[j->idx[r]];
+    }
+}
+
+FM_CLONES
+static void ce_backward_rows(void *ctx, size_t first, size_t end, int chunk) {
+    const ce_job *j = ctx;
+    const int64_t n = j->n;
+    (void)chunk;
+    for (int64_t r = (int64_t)first; r < (int64_t)end; r++) {
+        float *dxr = j->out + r * n;
+        for (int64_t i = 0; i < n; i++) dxr[i] = 0.0f; /* pick's gradient of -g: -g at the label */
+        dxr[j->idx[r]] = -j->g[r];
+        backward_row(dxr, j->x + r * n, n, 1, dxr);
+    }
+}
+
+int ember_softmax_ce_rows_f32(const float *x, const float *label, int64_t rows, int64_t n, float *logp, float *loss,
+                              int64_t *scratch) {
+    if (!ce_classes(label, rows, n, scratch)) return 0;
+    ce_job job = {.x = x, .idx = scratch, .n = n, .logp = logp, .out = loss};
+    ember_parallel_for((size_t)rows, ember_pool_grain(n, SOFTMAX_GRAIN), 0, ce_forward_rows, &job);
+    return 1;
+}
+
+int ember_softmax_ce_rows_backward_f32(const float *g, const float *logp, const float *label, int64_t rows, int64_t n,
+                                       float *dx, int64_t *scratch) {
+    if (!ce_classes(label, rows, n, scratch)) return 0;
+    ce_job job = {.x = logp, .g = g, .idx = scratch, .n = n, .out = dx};
+    ember_parallel_for((size_t)rows, ember_pool_grain(n, SOFTMAX_GRAIN), 0, ce_backward_rows, &job);
+    return 1;
 }

@@ -198,6 +198,13 @@ softmax_rows_f32: Callable[..., bool] = _native.softmax_rows_f32
 # softmax_rows_backward_f32(dy, y, dx, take_log): dx = the gradient given dy and y = the forward's
 # output (dx may be dy itself, not y).
 softmax_rows_backward_f32: Callable[..., bool] = _native.softmax_rows_backward_f32
+# softmax_ce_rows_f32(x, label, logp, loss): logp = log_softmax of each row of the 2-D x, loss[r] =
+# -logp[r, c] with c the row's label truncated and clipped into the classes (pick's clip mode): the
+# bits of log_softmax, pick and negative.  softmax_ce_rows_backward_f32(g, logp, label, dx): the
+# gradient w.r.t. x given g per row (pick's and log_softmax's gradients).  float32 C-contiguous
+# buffers; False (nothing done) where they do not fit or a label is not a finite class number.
+softmax_ce_rows_f32: Callable[..., bool] = _native.softmax_ce_rows_f32
+softmax_ce_rows_backward_f32: Callable[..., bool] = _native.softmax_ce_rows_backward_f32
 
 
 # Why a collective queue asks its check callback (native/collectives.h).

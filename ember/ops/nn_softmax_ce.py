@@ -7,14 +7,17 @@ scores not yet normalised, no weights, classes on axis 1 of 2-D scores) the loss
 instead: one node forward, one backward.  It runs the registered log_softmax and pick kernels
 (looked up at each call, so `ember.ops.override` of either applies here too) and the backward
 runs pick's and log_softmax's gradient kernels, so its numbers are those of the four ops, bit for
-bit.  The log-probabilities are a hidden second output the backward reads.  Traced graphs keep the
-four ops (files exported for MXNet name only MXNet's operators).
+bit.  On float32 CPU arrays, while neither kernel is overridden, one native pass per row does the same
+(native.softmax_ce_rows_f32: the row code of the log_softmax kernel, then the pick).  The
+log-probabilities are a hidden second output the backward reads.  Traced graphs keep the four ops
+(files exported for MXNet name only MXNet's operators).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..base import ShapeError
+from ..engine import native
 from ._nn_util import backward_via
 from .registry import OpDef, get, register
 
@@ -43,9 +46,26 @@ def _device(xp) -> str:
     return "cpu" if xp is np else "gpu"
 
 
+def _registered(*names: str) -> tuple:
+    """The CPU kernels of `names` as registered now (override() replaces them)."""
+    return tuple(get(n).kernel("cpu") for n in names)
+
+
+_FORWARD_OPS, _BACKWARD_OPS = ("log_softmax", "pick"), ("_backward_log_softmax", "_backward_pick")
+_NATIVE_FORWARD, _NATIVE_BACKWARD = _registered(*_FORWARD_OPS), _registered(*_BACKWARD_OPS)
+
+
+def _native_fits(xp, ops: tuple, kernels: tuple, *arrays) -> bool:
+    """Whether the native row kernels may run: numpy float32 arrays, the registered kernels unchanged."""
+    return xp is np and all(a.dtype == np.float32 for a in arrays) and _registered(*ops) == kernels
+
+
 def _forward(ctx, attrs, inputs, outputs, aux):
     x, label = inputs
     loss, logp = outputs
+    if _native_fits(ctx.xp, _FORWARD_OPS, _NATIVE_FORWARD, x, label) \
+            and native.softmax_ce_rows_f32(x, label, logp, loss):
+        return
     dev = _device(ctx.xp)
     get("log_softmax").kernel(dev)(ctx, _LAST_AXIS, [x], [logp], [])
     get("pick").kernel(dev)(ctx, _PICK_CLIP, [logp, label.reshape(-1)], [loss], [])
@@ -56,6 +76,9 @@ def _backward(ctx, attrs, inputs, outputs, aux):
     g, logp, label = inputs
     dx = outputs[0]
     xp = ctx.xp
+    if _native_fits(xp, _BACKWARD_OPS, _NATIVE_BACKWARD, g, logp, label) \
+            and native.softmax_ce_rows_backward_f32(g, logp, label, dx):
+        return
     dev = _device(xp)
     # the four ops' chain: mean's gradient is g itself (one element per sample), negative's -g,
     # pick's scatters it into zeros at each label, log_softmax's runs in place on that

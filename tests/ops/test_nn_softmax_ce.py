@@ -131,3 +131,24 @@ def test_misuse_takes_the_four_ops_and_their_errors():
         loss_block(pred, mx.nd.zeros((4,), ctx=mx.cpu(1))).wait_to_read()
     with pytest.raises(mx.base.OperatorError, match="pick"):
         loss_block(pred, np.zeros(4)).wait_to_read()
+
+
+def test_float32_takes_the_native_rows_and_odd_labels_the_kernels(monkeypatch):
+    """float32 scores run one native pass per row (native.softmax_ce_rows_f32, its backward too); a
+    label that is not a finite class number (NaN) makes it decline, and the registered kernels give
+    pick's answer: the same numbers as the four ops either way."""
+    from ember.engine import native
+    calls = []
+    for name in ("softmax_ce_rows_f32", "softmax_ce_rows_backward_f32"):
+        real = getattr(native, name)
+        monkeypatch.setattr(native, name, lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
+    loss_block = gluon.loss.SoftmaxCrossEntropyLoss()
+    pred = mx.nd.array(rng.standard_normal((8, 5)))
+    pred.attach_grad()
+    head = mx.nd.array(rng.random(8))
+    for labels in ([0, 4, 2, 1, 3, 0, 9, -1], [0, 4, np.nan, 1, 3, 0, 9, -1]):
+        calls.clear()
+        (fused, fused_grad), (plain, plain_grad) = _loss_both_ways(loss_block, pred, mx.nd.array(labels), head)
+        np.testing.assert_array_equal(fused, plain)
+        np.testing.assert_array_equal(fused_grad, plain_grad)
+        assert calls == ["softmax_ce_rows_f32", "softmax_ce_rows_backward_f32"]
