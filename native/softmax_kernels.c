@@ -71,9 +71,24 @@ static double row_exp_sum(const float *x, int64_t n, float m, float *y) {
     return s;
 }
 
+/* e^x[k] for the k < n < LANES values of a short row, computed in one vector over the row padded
+ * with its first value (a row shorter than the lanes would otherwise take every exponential alone) */
+static inline void short_row_exp(const float *x, int64_t n, float m, float e[LANES]) {
+    float buf[LANES];
+    for (int64_t k = 0; k < LANES; k++) buf[k] = x[k < n ? k : 0];
+    for (int k = 0; k < LANES; k++) e[k] = exp_f32(buf[k] - m);
+}
+
 /* the sum of e^(x[i] - m) */
 FM_CLONES
 static double row_exp_total(const float *x, int64_t n, float m) {
+    if (n < LANES) { /* the same sum, in the same order, as the tail loop below */
+        float e[LANES];
+        short_row_exp(x, n, m, e);
+        double s = 0;
+        for (int64_t i = 0; i < n; i++) s += e[i];
+        return s;
+    }
     float lane[LANES] = {0};
     int64_t i = 0;
     for (; i + LANES <= n; i += LANES)
@@ -138,7 +153,11 @@ void ember_softmax_rows_f32(const float *x, int64_t rows, int64_t n, int take_lo
 
 /* one row of the backward (inlined likewise) */
 static inline void backward_row(const float *dyr, const float *yr, int64_t n, int take_log, float *dxr) {
-    if (take_log) { /* dx = dy - e^y sum(dy) */
+    if (take_log && n < LANES) { /* the loop below, its exponentials as one vector */
+        float s = (float)row_sum(dyr, n), e[LANES];
+        short_row_exp(yr, n, 0.0f, e);
+        for (int64_t i = 0; i < n; i++) dxr[i] = dyr[i] - e[i] * s;
+    } else if (take_log) { /* dx = dy - e^y sum(dy) */
         float s = (float)row_sum(dyr, n);
         for (int64_t i = 0; i < n; i++) dxr[i] = dyr[i] - exp_f32(yr[i]) * s;
     } else { /* dx = y (dy - sum(dy y)) */
