@@ -965,7 +965,8 @@ static PyObject *softmax_ce_rows(PyObject *self, PyObject *args) {
     int64_t *scratch = ok ? malloc((size_t)rows * sizeof *scratch) : NULL;
     ok = ok && scratch;
     if (ok)
-        KERNEL_RUN(x->len, ok = ember_softmax_ce_rows_f32(x->buf, b.v[3].buf, rows, n, b.v[0].buf, b.v[1].buf, scratch));
+        KERNEL_RUN(x->len,
+                   ok = ember_softmax_ce_rows_f32(x->buf, b.v[3].buf, rows, n, b.v[0].buf, b.v[1].buf, scratch));
     free(scratch);
     f32_release(&b);
     return PyBool_FromLong(ok);

@@ -148,7 +148,8 @@ int main(int argc, char **argv) {
     ember_pool_prewake();
     struct timespec tick = {0, 1000 * 1000};
     for (int tries = 0; ember_pool_nudged_wakes() < woken + 2 && tries < 60000; tries++) nanosleep(&tick, NULL);
-    if (ember_pool_nudged_wakes() < woken + 2) FAIL("prewake woke %lld of 2 sleeping helpers", ember_pool_nudged_wakes() - woken);
+    if (ember_pool_nudged_wakes() < woken + 2)
+        FAIL("prewake woke %lld of 2 sleeping helpers", ember_pool_nudged_wakes() - woken);
     for (int r = 0; r < rounds / 10; r++) {
         if (r % 3 == 0) ember_pool_prewake();
         check_cover(1000, 100);

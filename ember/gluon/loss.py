@@ -166,7 +166,6 @@ class SoftmaxCrossEntropyLoss(Loss):
             loss = -F.sum(pred * label, axis=self._axis, keepdims=True)
         return self._weighted_mean(F, loss, sample_weight)
 
-
     def _fused(self, F, pred, label, sample_weight) -> bool:
         """Whether this call is the common imperative form one node computes with the same numbers
         (ember/ops/nn_softmax_ce.py): class indices against (batch, classes) scores, no weights.

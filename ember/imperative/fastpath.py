@@ -6,8 +6,8 @@ errors: other devices, large outputs, freed arrays, bad attributes or shapes).  
 (`operator`: `+ - * / ** == ...` and the in-place forms) call the numpy ufunc the op declares as
 its CPU kernel (`OpDef.cpu_ufunc`), for tiny outputs (`invoke.runs_in_caller`); kernel plans
 (`kernel_call`: `mx.nd.<op>(*inputs, **attrs)` for ops without aux states, mutated inputs or
-resources; hidden outputs are made and taped, the visible ones returned) call the kernel, on outputs of any size (large ones from the memory
-manager, run where `invoke.execute` puts a large op).
+resources; hidden outputs are made and taped, the visible ones returned) call the kernel, on outputs
+of any size (large ones from the memory manager, run where `invoke.execute` puts a large op).
 
 The op runs through the engine's in-caller protocol (`engine.core.run_in_caller`), its first way,
 the engine-wide idle claim, taken inline; else it is pushed after the ops it depends on (into
