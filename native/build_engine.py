@@ -962,12 +962,7 @@ static PyObject *softmax_ce_rows(PyObject *self, PyObject *args) {
     int64_t rows = x->ndim == 2 ? x->shape[0] : 0, n = x->ndim == 2 ? x->shape[1] : 0;
     int ok = rows > 0 && n > 0 && same_shape(x, &b.v[0]) && b.v[1].len == rows * 4 && b.v[3].len == rows * 4 &&
              writes_apart(&b, 2, NULL);
-    int64_t *scratch = ok ? malloc((size_t)rows * sizeof *scratch) : NULL;
-    ok = ok && scratch;
-    if (ok)
-        KERNEL_RUN(x->len,
-                   ok = ember_softmax_ce_rows_f32(x->buf, b.v[3].buf, rows, n, b.v[0].buf, b.v[1].buf, scratch));
-    free(scratch);
+    if (ok) KERNEL_RUN(x->len, ok = ember_softmax_ce_rows_f32(x->buf, b.v[3].buf, rows, n, b.v[0].buf, b.v[1].buf));
     f32_release(&b);
     return PyBool_FromLong(ok);
 }
@@ -985,12 +980,9 @@ static PyObject *softmax_ce_rows_backward(PyObject *self, PyObject *args) {
     int64_t rows = y->ndim == 2 ? y->shape[0] : 0, n = y->ndim == 2 ? y->shape[1] : 0;
     int ok = rows > 0 && n > 0 && same_shape(y, &b.v[0]) && b.v[1].len == rows * 4 && b.v[3].len == rows * 4 &&
              writes_apart(&b, 1, NULL);
-    int64_t *scratch = ok ? malloc((size_t)rows * sizeof *scratch) : NULL;
-    ok = ok && scratch;
     if (ok)
-        KERNEL_RUN(y->len, ok = ember_softmax_ce_rows_backward_f32(b.v[1].buf, y->buf, b.v[3].buf, rows, n, b.v[0].buf,
-                                                                   scratch));
-    free(scratch);
+        KERNEL_RUN(y->len,
+                   ok = ember_softmax_ce_rows_backward_f32(b.v[1].buf, y->buf, b.v[3].buf, rows, n, b.v[0].buf));
     f32_release(&b);
     return PyBool_FromLong(ok);
 }

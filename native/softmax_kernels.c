@@ -184,21 +184,21 @@ void ember_softmax_rows_backward_f32(const float *dy, const float *y, int64_t ro
 /* -- softmax cross-entropy per row ------------------------------------------------------------------ */
 typedef struct {
     const float *x, *label, *g; /* forward: x; backward: g and the log-probabilities in x */
-    const int64_t *idx;
     int64_t n;
     float *logp, *out; /* forward: the log-probabilities and the losses; backward: out = dx */
 } ce_job;
 
-/* the class of each label as pick's clip mode takes it (numpy's astype(int64), then clipped into
- * [0, n)); 0 if a label is not finite or too large to truncate exactly */
-static int ce_classes(const float *label, int64_t rows, int64_t n, int64_t *idx) {
-    for (int64_t r = 0; r < rows; r++) {
-        float v = label[r];
-        if (!(v > -4.6e18f && v < 4.6e18f)) return 0;
-        int64_t i = (int64_t)v;
-        idx[r] = i < 0 ? 0 : (i > n - 1 ? n - 1 : i);
-    }
+/* 1 when every label can be truncated to an integer exactly (finite, within +-4.6e18) */
+static int labels_fit(const float *label, int64_t rows) {
+    for (int64_t r = 0; r < rows; r++)
+        if (!(label[r] > -4.6e18f && label[r] < 4.6e18f)) return 0;
     return 1;
+}
+
+/* the class of a label as pick's clip mode takes it: numpy's astype(int64), then clipped into [0, n) */
+static inline int64_t class_of(float label, int64_t n) {
+    int64_t i = (int64_t)label;
+    return i < 0 ? 0 : (i > n - 1 ? n - 1 : i);
 }
 
 FM_CLONES
@@ -209,7 +209,7 @@ static void ce_forward_rows(void *ctx, size_t first, size_t end, int chunk) {
     for (int64_t r = (int64_t)first; r < (int64_t)end; r++) {
         float *yr = j->logp + r * n;
         forward_row(j->x + r * n, n, 1, yr);
-        j->out[r] = -yr[j->idx[r]];
+        j->out[r] = -yr[class_of(j->label[r], n)];
     }
 }
 
@@ -221,23 +221,22 @@ static void ce_backward_rows(void *ctx, size_t first, size_t end, int chunk) {
     for (int64_t r = (int64_t)first; r < (int64_t)end; r++) {
         float *dxr = j->out + r * n;
         for (int64_t i = 0; i < n; i++) dxr[i] = 0.0f; /* pick's gradient of -g: -g at the label */
-        dxr[j->idx[r]] = -j->g[r];
+        dxr[class_of(j->label[r], n)] = -j->g[r];
         backward_row(dxr, j->x + r * n, n, 1, dxr);
     }
 }
 
-int ember_softmax_ce_rows_f32(const float *x, const float *label, int64_t rows, int64_t n, float *logp, float *loss,
-                              int64_t *scratch) {
-    if (!ce_classes(label, rows, n, scratch)) return 0;
-    ce_job job = {.x = x, .idx = scratch, .n = n, .logp = logp, .out = loss};
+int ember_softmax_ce_rows_f32(const float *x, const float *label, int64_t rows, int64_t n, float *logp, float *loss) {
+    if (!labels_fit(label, rows)) return 0;
+    ce_job job = {.x = x, .label = label, .n = n, .logp = logp, .out = loss};
     ember_parallel_for((size_t)rows, ember_pool_grain(n, SOFTMAX_GRAIN), 0, ce_forward_rows, &job);
     return 1;
 }
 
 int ember_softmax_ce_rows_backward_f32(const float *g, const float *logp, const float *label, int64_t rows, int64_t n,
-                                       float *dx, int64_t *scratch) {
-    if (!ce_classes(label, rows, n, scratch)) return 0;
-    ce_job job = {.x = logp, .g = g, .idx = scratch, .n = n, .out = dx};
+                                       float *dx) {
+    if (!labels_fit(label, rows)) return 0;
+    ce_job job = {.x = logp, .label = label, .g = g, .n = n, .out = dx};
     ember_parallel_for((size_t)rows, ember_pool_grain(n, SOFTMAX_GRAIN), 0, ce_backward_rows, &job);
     return 1;
 }

@@ -20,15 +20,13 @@ void ember_softmax_rows_backward_f32(const float *dy, const float *y, int64_t ro
 /* Softmax cross-entropy of each row against a class label (Gluon's SoftmaxCrossEntropyLoss as
  * log_softmax, pick, negative and mean, in one pass per row with those ops' bits): logp = the rows'
  * log_softmax, loss[r] = -logp[r][c_r] where c_r is label[r] truncated to an integer and clipped into
- * [0, n) (pick's clip mode).  `scratch` holds `rows` int64 values.  Returns 0, nothing written, when a
- * label is not finite or beyond +-4.6e18. */
-int ember_softmax_ce_rows_f32(const float *x, const float *label, int64_t rows, int64_t n, float *logp, float *loss,
-                              int64_t *scratch);
+ * [0, n) (pick's clip mode).  Returns 0, nothing written, when a label is not finite or beyond +-4.6e18. */
+int ember_softmax_ce_rows_f32(const float *x, const float *label, int64_t rows, int64_t n, float *logp, float *loss);
 
 /* Its gradient w.r.t. x given g, the gradient of each row's loss: log_softmax's gradient of the row
  * holding -g[r] at the label's class and zeros elsewhere (the four ops' chain, bit for bit).  dx does
  * not overlap logp.  Returns 0, nothing written, as above. */
 int ember_softmax_ce_rows_backward_f32(const float *g, const float *logp, const float *label, int64_t rows, int64_t n,
-                                       float *dx, int64_t *scratch);
+                                       float *dx);
 
 #endif
