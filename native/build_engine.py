@@ -457,6 +457,50 @@ static PyObject *img_bytes_to_unit_chw(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+/* channel values of Normalize's mean or std: a tuple of 1 (every channel) or `channels` numbers, as
+ * float32; 0 (the error cleared) for anything else, which the Python path checks and reports */
+static int channel_values(PyObject *values, int64_t channels, float *out) {
+    if (!PyTuple_Check(values)) return 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(values);
+    if (n != 1 && n != channels) return 0;
+    for (int64_t c = 0; c < channels; c++) {
+        double v = PyFloat_AsDouble(PyTuple_GET_ITEM(values, n == 1 ? 0 : c));
+        if (v == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        out[c] = (float)v; /* numpy's astype(float32) of the float64 value */
+    }
+    return 1;
+}
+
+/* normalize_f32(src, dst, mean, std) -> bool: dst = (src - mean[c]) / std[c], float32 CHW or NCHW
+ * of one shape, dst the very src or apart from it; mean/std tuples of 1 or C values, C <= 4 */
+static PyObject *img_normalize_f32(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *src, *dst, *mean, *std;
+    if (!PyArg_ParseTuple(args, "OOOO:normalize_f32", &src, &dst, &mean, &std)) return NULL;
+    Py_buffer s, d;
+    if (!kernel_buffer(src, &s, 0)) Py_RETURN_FALSE;
+    if (!kernel_buffer(dst, &d, 1)) {
+        PyBuffer_Release(&s);
+        Py_RETURN_FALSE;
+    }
+    int nd = s.ndim, ok = (nd == 3 || nd == 4) && d.ndim == nd && s.len > 0 && format_is(&s, 'f') &&
+                          format_is(&d, 'f') && (s.buf == d.buf ? s.len == d.len : !buffers_overlap(&s, &d));
+    for (int i = 0; ok && i < nd; i++) ok = s.shape[i] == d.shape[i];
+    float m[4], sd[4];
+    int64_t channels = ok ? s.shape[nd - 3] : 0;
+    ok = ok && channels <= 4 && channel_values(mean, channels, m) && channel_values(std, channels, sd);
+    if (ok) {
+        int64_t batch = nd == 4 ? s.shape[0] : 1, plane = s.shape[nd - 2] * s.shape[nd - 1];
+        KERNEL_RUN(s.len, ember_normalize_f32(s.buf, d.buf, batch, channels, plane, m, sd));
+    }
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&d);
+    return PyBool_FromLong(ok);
+}
+
 /* Up to 12 buffers held together: each C-contiguous float32, the first `nwrite` of them writable;
  * None is left empty where bit i of `optional` is set.  0, none held, unless all of them are. */
 typedef struct {
@@ -1034,6 +1078,8 @@ static PyMethodDef pyfn_methods[] = {
     {"reverse_axis", img_reverse_axis, METH_VARARGS, "ember_reverse_axis on buffers (False: they do not fit)"},
     {"bytes_to_unit_chw", img_bytes_to_unit_chw, METH_VARARGS,
      "ember_u8_hwc_to_chw_unit on buffers (False: they do not fit)"},
+    {"normalize_f32", img_normalize_f32, METH_VARARGS,
+     "ember_normalize_f32 on buffers and Normalize's mean/std tuples (False: they do not fit)"},
     {"claim_idle", pyfn_claim_idle, METH_NOARGS, "ember_claim_idle (GIL kept)"},
     {"pool_prewake", pyfn_pool_prewake, METH_NOARGS, "ember_pool_prewake (GIL kept)"},
     {"claim", pyfn_claim, METH_VARARGS, "ember_claim on var handles (GIL kept)"},

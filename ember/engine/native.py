@@ -19,6 +19,7 @@ Python code outside ember/engine reaches them only through this module.
     ufunc_loops(loops)              one call running numpy inner loops back to back
     reverse_axis(src, dst, axis)    a flip copy of a C-contiguous array
     bytes_to_unit_chw(src, dst)     ToTensor of uint8 HWC (NHWC) images
+    normalize_f32(src, dst, mean, std)   Normalize of float32 CHW (NCHW) tensors
     sgd_f32(w, g, out, a, b, clip, keep)   the SGD step in one pass
     relu_f32(x, y), relu_backward_f32(dy, y, dx)   relu and its gradient in one pass
     max_pool2d_f32(x, y, ...), max_pool2d_backward_f32(x, y, dy, dx, ...)   2-D max pooling
@@ -88,6 +89,9 @@ def ufunc_loops(loops: Sequence[tuple]) -> Callable[[], None]:
 reverse_axis: Callable[..., bool] = _native.reverse_axis
 # bytes_to_unit_chw(src, dst): dst (C, H, W) / (N, C, H, W) float32 = src (H, W, C) / (N, H, W, C) uint8 / 255.
 bytes_to_unit_chw: Callable[..., bool] = _native.bytes_to_unit_chw
+# normalize_f32(src, dst, mean, std): dst = (src - mean[c]) / std[c] on float32 (C, H, W) / (N, C, H, W)
+# arrays of one shape (dst src itself or apart), mean and std tuples of 1 or C <= 4 numbers.
+normalize_f32: Callable[..., bool] = _native.normalize_f32
 
 # The SGD step (native/update_kernels.h) on numpy arrays: False (nothing done) unless w, g and out
 # are C-contiguous float32 buffers of one size, out being w or overlapping neither.

@@ -23,7 +23,7 @@ def _images(shape, dtype=np.uint8, seed=0):
 
 
 @pytest.mark.parametrize("shape,axis", [((32, 32, 3), 1), ((5, 7, 1), 1), ((6, 9, 4), 0), ((2, 8, 5, 3), 2),
-                                        ((3, 40, 6), 1), ((1, 1, 1), 0), ((4, 5), 1),
+                                        ((3, 40, 6), 1), ((1, 1, 1), 0), ((4, 5), 1), ((4, 1, 3), 1), ((3, 2, 3), 1),
                                         ((4, 96, 96, 3), 2)])  # (past 64 KiB: run without the GIL)
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.float64, np.int16])
 def test_reverse_axis_is_numpy_flip(shape, axis, dtype):
@@ -82,6 +82,48 @@ def test_bytes_to_unit_chw_refuses_what_does_not_fit():
         is False
 
 
+def _normalized(x, mean, std):
+    c = x.shape[-3]
+    m = np.asarray(mean * (c // len(mean)), np.float64).astype(np.float32).reshape(c, 1, 1)
+    s = np.asarray(std * (c // len(std)), np.float64).astype(np.float32).reshape(c, 1, 1)
+    return (x - m) / s
+
+
+@pytest.mark.parametrize("shape", [(3, 32, 32), (1, 5, 7), (4, 6, 9), (2, 3, 8, 5), (5, 4, 3, 3), (3, 1, 1)])
+@pytest.mark.parametrize("mean,std", [((0.4914, 0.4822, 0.4465, 0.1), (0.247, 0.2435, 0.2616, 3.0)),
+                                      ((0.5,), (0.2,)), ((-1.5,), (1e-3,))])
+def test_normalize_f32_bit_for_bit(shape, mean, std):
+    c = shape[-3]
+    mean, std = (mean[:c], std[:c]) if len(mean) > 1 else (mean, std)
+    x = _images(shape, np.float32)
+    want = _normalized(x, mean, std)
+    out = np.full_like(x, 7)
+    assert native.normalize_f32(x, out, mean, std)
+    np.testing.assert_array_equal(out.view(np.uint32), want.view(np.uint32))
+    assert native.normalize_f32(x, x, mean, std)  # in place: the same values
+    np.testing.assert_array_equal(x.view(np.uint32), want.view(np.uint32))
+
+
+def test_normalize_f32_refuses_what_does_not_fit():
+    x = _images((3, 4, 6), np.float32)
+    m, s = (0.1, 0.2, 0.3), (0.5, 0.6, 0.7)
+    cases = [(x.astype(np.float64), np.empty((3, 4, 6)), m, s),       # float64
+             (x, np.empty((3, 6, 4), np.float32), m, s),               # another shape
+             (x[:, ::2], np.empty((3, 2, 6), np.float32), m, s),       # not contiguous
+             (x.reshape(72), np.empty(72, np.float32), m, s),          # not CHW
+             (x[:0], np.empty((0, 4, 6), np.float32), m, s),           # empty
+             (x, np.empty((3, 4, 6), np.float32), (0.1, 0.2), s),      # 2 values for 3 channels
+             (x, np.empty((3, 4, 6), np.float32), [0.1, 0.2, 0.3], s),  # not a tuple
+             (x, np.empty((3, 4, 6), np.float32), m, (0.5, "a", 0.7)),  # not a number
+             (_images((5, 2, 2), np.float32), np.empty((5, 2, 2), np.float32), (0.1,), (0.5,))]  # 5 channels
+    for src, dst, mean, std in cases:
+        before = dst.copy()
+        assert native.normalize_f32(src, dst, mean, std) is False
+        np.testing.assert_array_equal(dst, before)  # nothing written
+    shared = np.zeros(3 * 4 * 6 + 1, np.float32)  # overlapping, not the same elements
+    assert native.normalize_f32(shared[1:].reshape(3, 4, 6), shared[:-1].reshape(3, 4, 6), m, s) is False
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 def test_kernels_equal_numpy_with_or_without_the_native_path(dtype, monkeypatch):
     """The ops give the same values through the native kernels and through the numpy code that
@@ -93,14 +135,18 @@ def test_kernels_equal_numpy_with_or_without_the_native_path(dtype, monkeypatch)
         if not native_on:
             monkeypatch.setattr(native, "reverse_axis", lambda *args: False)
             monkeypatch.setattr(native, "bytes_to_unit_chw", lambda *args: False)
+            monkeypatch.setattr(native, "normalize_f32", lambda *args: False)
         f = np.empty_like(x)
         flip(_Ctx(), {}, [x], [f], [])
         t = np.empty((3, 10, 12), np.float32)
         image._to_tensor(_Ctx(), {}, [x], [t], [])
-        outs[native_on] = (f, t)
+        n = np.empty_like(t)
+        image._normalize(_Ctx(), {"mean": (0.5, 0.4, 0.3), "std": (0.2, 0.25, 0.3)}, [t], [n], [])
+        outs[native_on] = (f, t, n)
     np.testing.assert_array_equal(outs[True][0], np.flip(x, 1))
     np.testing.assert_array_equal(outs[True][0], outs[False][0])
-    np.testing.assert_array_equal(outs[True][1].view(np.uint32), outs[False][1].view(np.uint32))
+    for i in (1, 2):
+        np.testing.assert_array_equal(outs[True][i].view(np.uint32), outs[False][i].view(np.uint32))
 
 
 def test_flips_on_views_and_in_place_keep_numpy_semantics():
