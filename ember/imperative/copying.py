@@ -57,14 +57,20 @@ def stack_settled(arrays: Sequence[NDArray]) -> Optional[NDArray]:
     shape, dtype, ctx = first._data.shape, first._data.dtype, first._chunk.ctx
     if ctx.device_type != "cpu":
         return None
+    datas = []
     for x in arrays:
         if type(x) is not NDArray or x._ag is not None:
             return None
         c, d = x._chunk, x._data
-        if c._var is not None or c.freed or c.ctx != ctx or d.shape != shape or d.dtype != dtype:
+        if c._var is not None or c.freed or (c.ctx is not ctx and c.ctx != ctx) or d.shape != shape \
+                or d.dtype != dtype:
             return None
+        datas.append(d)
     data, chunk = storage.alloc((len(arrays),) + shape, dtype, ctx)
-    np.stack([x._data for x in arrays], out=data)
+    if shape:  # joined along the first axis: numpy's stack, less a new axis made on every array
+        np.concatenate(datas, out=data.reshape((len(arrays) * shape[0],) + shape[1:]))
+    else:
+        np.stack(datas, out=data)
     return NDArray(data, chunk)
 
 

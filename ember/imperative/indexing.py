@@ -17,6 +17,8 @@ from .copying import copy_to_new, push_assign, push_fill
 from .ndarray import NDArray, _is_scalar
 
 _BASIC = (int, np.integer, slice, type(Ellipsis), type(None))
+# numpy's integer scalar types: the indices samplers hand out (np.random.permutation, np.arange)
+_NUMPY_INTS = frozenset(np.dtype(c).type for c in "bhilqpBHILQP")
 
 
 def _as_tuple(key) -> tuple:
@@ -90,8 +92,8 @@ def _runtime_key(parts, xp):
 def getitem(arr: NDArray, key) -> NDArray:
     """arr[key] (MXNet 1.x: an integer index on a 1-D array gives shape (1,))."""
     arr._chunk.check()
-    if type(key) is int and type(arr) is NDArray and arr._ag is None and arr._data.ndim > 1 \
-            and arr._data.flags.c_contiguous:
+    if (type(key) is int or type(key) in _NUMPY_INTS) and type(arr) is NDArray and arr._ag is None \
+            and arr._data.ndim > 1 and arr._data.flags.c_contiguous:
         # one row of a batch (a dataset's sample): numpy's row view, sharing storage and var with arr
         return NDArray(arr._data[key], arr._chunk)
     key = _as_tuple(key)

@@ -30,6 +30,17 @@ def test_integer_index_on_1d_gives_shape_1_like_mxnet():
     assert mx.nd.array(_base())[1, 2].shape == (1,)
 
 
+def test_numpy_integer_indices_give_the_rows_python_integers_give():
+    x = mx.nd.array(_base())
+    for key in (2, np.int64(2), np.int32(-2), np.uint8(1), np.intp(0)):
+        row = x[key]
+        assert row._chunk is x._chunk  # a row view sharing storage and var, as for a Python int
+        np.testing.assert_array_equal(row.asnumpy(), _base()[int(key)])
+    with pytest.raises(IndexError):
+        x[np.int64(len(_base()))]
+    np.testing.assert_array_equal(mx.nd.array([1.0, 2.0, 3.0])[np.int64(1)].asnumpy(), [2.0])  # 1-D: shape (1,)
+
+
 def test_contiguous_slices_are_views_sharing_the_var():
     x = mx.nd.array(_base())
     v = x[1:3]

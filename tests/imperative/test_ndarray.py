@@ -235,3 +235,10 @@ def test_stack_settled_stacks_now_only_what_nothing_can_be_pending_on():
     assert stack_settled([parts[0], mx.nd.zeros((3, 2))]) is None          # shapes differ: the op's error
     assert stack_settled([parts[0], parts[2].astype("float64")]) is None   # dtypes differ
     assert stack_settled([]) is None and stack_settled([np.zeros(2)]) is None
+    # 0-d samples (numpy's stack) and samples of one row or none (joined along their first axis)
+    for shape in ((), (1,), (1, 5), (0, 3), (3, 1, 2)):
+        rs = np.random.RandomState(len(shape))
+        samples = [rs.standard_normal(shape).astype(np.float32) for _ in range(5)]
+        got = stack_settled([mx.nd.array(s) if s.ndim else mx.nd.array(s.reshape(1)).reshape(()) for s in samples])
+        assert got.shape == (5,) + shape
+        np.testing.assert_array_equal(got.asnumpy(), np.stack(samples))
