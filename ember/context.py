@@ -106,6 +106,13 @@ def current_context() -> Context:
     return stack[-1] if stack else _shared("cpu", 0)
 
 
+def is_current(ctx: Context) -> bool:
+    """Whether `ctx` is this thread's default context already (the very object: `with ctx:` would
+    change nothing).  A cheap test for paths that enter a context on every call."""
+    stack = getattr(Context._default, "stack", None)
+    return stack[-1] is ctx if stack else ctx is _SHARED.get(("cpu", 0))
+
+
 def num_gpus() -> int:
     """How many GPUs CuPy can see (0 without CuPy)."""
     from . import backend

@@ -21,6 +21,7 @@ from .. import initializer
 from .. import ndarray as nd_mod
 from .. import symbol as sym_mod
 from ..base import EmberError
+from ..context import is_current
 from ..imperative import autograd_state as _ag
 from ..imperative.ndarray import NDArray
 from ..symbolic import np_symbol
@@ -694,9 +695,13 @@ class HybridBlock(Block):
                 and not self._op_by_op:
             # the common hybridized call, one array in (a DataLoader's transforms run it per sample):
             # what the general path below checks and regroups holds trivially
-            with x.context:
-                self._cached_op.set_op_hook(self._callback, self._monitor_all)
+            ctx = x.context
+            self._cached_op.set_op_hook(self._callback, self._monitor_all)
+            if is_current(ctx):  # already the default context: entering it again changes nothing
                 out = self._cached_op([x])
+            else:
+                with ctx:
+                    out = self._cached_op([x])
             return out[0] if self._out_format == 0 else _regroup(out, self._out_format)
         has_sym, has_nd, ctxs, first_ctx = _input_kinds([x] + list(args))
         if has_sym and has_nd:

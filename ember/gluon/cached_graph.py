@@ -21,6 +21,7 @@ the buffer's old value is saved around the backward and restored after the gradi
 from __future__ import annotations
 
 import weakref
+from operator import is_
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import ndarray as nd
@@ -41,6 +42,13 @@ def _leaf_grad_binding(arr: NDArray) -> Optional[Tuple[NDArray, str]]:
     if grad.stype != "default" or grad.shape != arr.shape or grad.dtype != arr.dtype or grad.context != arr.context:
         return None
     return grad, leaf.grad_req
+
+
+def _all_dense(inputs: Sequence[NDArray]) -> bool:
+    for x in inputs:
+        if x.stype != "default":
+            return False
+    return True
 
 
 class _Slot:
@@ -71,7 +79,7 @@ class _Slot:
 
     def fits(self, param_arrays: List[NDArray], names: List[str]) -> bool:
         """Whether the bound parameter arrays and gradient buffers are still the parameters' own."""
-        if not all(a is b for a, b in zip(self.param_arrays, param_arrays)):
+        if not all(map(is_, self.param_arrays, param_arrays)):
             return False
         if self.bound_grads:
             for name, arr in zip(names, param_arrays):
@@ -176,7 +184,7 @@ class CachedGraph:
         executor's own arrays are overwritten by the next call).  One engine op for all of it
         where the executor can (dense inputs on a CPU executor: `Executor.forward_copied`)."""
         is_train = _ag.is_training()
-        if all(x.stype == "default" for x in inputs):
+        if _all_dense(inputs):
             used = inputs if len(slot.used_targets) == len(inputs) else \
                 [x for x, t in zip(inputs, slot.input_targets) if t is not None]
             outs = slot.executor.forward_copied(used, slot.used_targets, is_train)
@@ -188,7 +196,9 @@ class CachedGraph:
         return [o.copy() for o in slot.executor.forward(is_train=is_train)]
 
     def _take_slot(self, key, ctx, inputs, param_arrays, grad_names) -> _Slot:
-        slots = self._slots.setdefault(key, [])
+        slots = self._slots.get(key)
+        if slots is None:
+            slots = self._slots[key] = []
         for slot in slots:
             if slot.is_free():
                 if slot.fits(param_arrays, self._param_names):

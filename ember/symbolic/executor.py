@@ -248,6 +248,9 @@ class _Step(NamedTuple):
     calls: Optional[tuple]      # run(False, None) and run(True, None) as calls without arguments (no
                                 # Python frame of ours around the kernel); None if it needs the RNG
     loop: Optional[Loop]        # numpy's inner loop for it, when the kernel is one (ember/ops/ufunc_loops.py)
+    outs: Optional[list]        # the list its kernel takes its output arrays from at each call (an entry
+                                # may be pointed elsewhere for one call); None where they are fixed
+                                # inside it (a ufunc loop or call, a pattern-kept step)
 
 
 class _Segment(NamedTuple):
@@ -317,10 +320,15 @@ def _merged_loops(steps: Sequence[_Step]) -> List[tuple]:
 
 class _CopiedForward:
     """The fixed part of `Executor.forward_copied` for one set of argument targets: the forward
-    segments' runs and engine variables, the outputs' arrays (made again after a registry change)."""
+    segments' runs and engine variables, the outputs' arrays (made again after a registry change).
+
+    `direct`: (list, index, output) of each output the graph's last step writes through its kernel's
+    `outs` list, where nothing reads the outputs after the forward (no backward nodes): the call
+    points that entry at the returned array, so the kernel writes it there (no copy); `copied`: the
+    other outputs, copied from the executor's arrays."""
 
     __slots__ = ("targets", "version", "runs", "needs_rng", "target_data", "out_data", "out_types", "reads",
-                 "writes", "size", "name")
+                 "writes", "size", "name", "direct", "copied")
 
     def __init__(self, ex: "Executor", targets: Sequence):
         segments, outs = ex._fwd_segments, ex.outputs
@@ -343,15 +351,47 @@ class _CopiedForward:
         self.reads, self.writes = _distinct_access(reads, writes)
         self.size = sum(t._data.size for t in targets) + sum(seg.size for seg in segments) + \
             sum(o._data.size for o in outs)
+        self.direct = _written_directly(ex, self.out_data)
+        taken = {i for _, _, i in self.direct}
+        self.copied = tuple(i for i in range(len(outs)) if i not in taken)
 
 
-def _run_copied(runs, sources, targets, is_train, rng, made, outs) -> None:
+def _written_directly(ex: "Executor", out_data: list) -> tuple:
+    """(the last step's `outs` list, index in it, output index) of each output array the graph's
+    last step writes through that list, when no step runs after it, nothing reads the outputs later
+    (no backward nodes) and the array is given out once (see `_CopiedForward`)."""
+    g = ex._graph
+    steps = [r for r in ex._runners[:g.num_forward] if r is not None]
+    if not steps or len(g.nodes) != g.num_forward or steps[-1].outs is None:
+        return ()
+    given = steps[-1].outs
+    direct = []
+    for i, data in enumerate(out_data):
+        if sum(d is data for d in out_data) != 1:
+            continue  # an output given out twice: both copied from the one array
+        ks = [k for k, o in enumerate(given) if o is data]
+        if len(ks) == 1:
+            direct.append((given, ks[0], i))
+    return tuple(direct)
+
+
+def _run_copied(runs, sources, targets, is_train, rng, made, outs, direct, copied) -> None:
     for dst, src in zip(targets, sources):
         np.copyto(dst, src, "unsafe")
-    for run in runs:
-        run(is_train, rng)
-    for dst, src in zip(made, outs):
-        np.copyto(dst, src)
+    if direct:
+        for given, k, i in direct:  # the last kernel writes these outputs into the new arrays
+            given[k] = made[i]
+        try:
+            for run in runs:
+                run(is_train, rng)
+        finally:
+            for given, k, i in direct:
+                given[k] = outs[i]
+    else:
+        for run in runs:
+            run(is_train, rng)
+    for i in copied:
+        np.copyto(made[i], outs[i])
 
 
 def _copied_deps(plan: _CopiedForward, sources, made) -> tuple:
@@ -409,9 +449,9 @@ def _form_operands(form: UfuncForm, attrs: dict, ins: list) -> Optional[tuple]:
 
 
 def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context,
-                 xp) -> Tuple[Callable, Optional[tuple], Optional[Loop]]:
-    """(run(is_train, rng), its calls without arguments or None, numpy's inner loop or None) of one
-    node on fixed arrays.  When the op's CPU kernel is one ufunc call (`OpDef.cpu_ufunc`): numpy's
+                 xp) -> Tuple[Callable, Optional[tuple], Optional[Loop], Optional[list]]:
+    """(run(is_train, rng), its calls without arguments or None, numpy's inner loop or None, `outs`
+    where the kernel is given that list at each call else None) of one node on fixed arrays.  When the op's CPU kernel is one ufunc call (`OpDef.cpu_ufunc`): numpy's
     inner loop for it where there is one for these arrays, else the ufunc called directly (as the
     imperative tiny-op path does; the operator forms); otherwise its kernel.  All are the
     registry's of now: executors rebuild their steps when it changes."""
@@ -428,7 +468,7 @@ def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context,
 
             def run_loop(is_train, rng, _loop=loop):  # the default keeps the loop's arrays alive
                 native_call()
-            return run_loop, (native_call, native_call), loop
+            return run_loop, (native_call, native_call), loop, None
         if form.form != "unary" and form.constant is None:
             from ..imperative.fastpath import ufunc_call
             call, _ = ufunc_call(form, ins[0].dtype)
@@ -437,7 +477,7 @@ def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context,
             def run_ufunc(is_train, rng):
                 call(a, b, out)
             direct = partial(call, a, b, out)
-            return run_ufunc, (direct, direct), None
+            return run_ufunc, (direct, direct), None, None
     opctx = (OpContext(xp, False, ctx), OpContext(xp, True, ctx))
     try:
         kernel = opdef.kernel(dev)
@@ -455,9 +495,9 @@ def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context,
             opc = drawing[1 + is_train]
         (kernel or opdef.kernel(dev))(opc, attrs, ins, outs, aux)
     if kernel is None or "rng" in tuple(opdef.resources):
-        return run, None, None
+        return run, None, None, outs
     return run, (partial(kernel, opctx[0], attrs, ins, outs, aux), partial(kernel, opctx[1], attrs, ins, outs, aux)), \
-        None
+        None, outs
 
 
 def _pattern_kept(run: Callable, src, out, stype: str, xp) -> Callable:
@@ -639,14 +679,15 @@ class Executor:
         ins = [x._data if isinstance(x, NDArray) else x for x in in_get]
         outs = [x._data if isinstance(x, NDArray) else x for x in out_get]
         reads, writes = _distinct_access(reads, writes)
-        run, calls, loop = _node_runner(node, ins[:k], outs, ins[k:], self._ctx, self._xp)
+        run, calls, loop, outs_given = _node_runner(node, ins[:k], outs, ins[k:], self._ctx, self._xp)
         keep = node.op.keeps_pattern_of
         if keep is not None:
             src_stype = self._entry_stypes.get((id(node.inputs[keep][0]), node.inputs[keep][1]), "default")
             if src_stype != "default" and self._entry_stypes.get((id(node), 0)) == src_stype:
                 run, calls, loop = _pattern_kept(run, ins[keep], outs[0], src_stype, self._xp), None, None
-        return _Step(run, reads, writes, var_reads, var_writes,
-                     "rng" in tuple(node.op.resources), node.name, sum(int(o.size) for o in outs), calls, loop)
+                outs_given = None
+        return _Step(run, reads, writes, var_reads, var_writes, "rng" in tuple(node.op.resources), node.name,
+                     sum(int(o.size) for o in outs), calls, loop, outs_given)
 
     def _segments(self, lo: int, hi: int) -> List["_Segment"]:
         size = bulk_size()
@@ -735,7 +776,9 @@ class Executor:
         call).  None (nothing done) where the general path must run it: a device executor, a
         monitor, sparse arguments, a source that is not a host array of its target's shape or
         shares its storage, a call too large to run in the caller with several segments (pushed
-        one by one, independent branches may run in parallel)."""
+        one by one, independent branches may run in parallel).  Where nothing reads the outputs
+        after the forward (no backward nodes), the graph's last kernel writes its outputs straight
+        into the returned arrays, and the executor's own output arrays are left as they were."""
         ctx = self._ctx
         if ctx.device_type != "cpu" or self._monitor is not None or self._sparse_args or self._sparse_outs:
             return None
@@ -761,7 +804,8 @@ class Executor:
             rvar, rng = resources.rng(ctx)
             deps = partial(_with_rng, deps, rvar)
         execute(_run_copied, (plan.runs, [s._data for s in sources], plan.target_data, is_train, rng,
-                              [d for d, _ in made], plan.out_data), plan.name, plan.size, deps, ctx)
+                              [d for d, _ in made], plan.out_data, plan.direct, plan.copied), plan.name, plan.size,
+                deps, ctx)
         return [ndarray(data, chunk) for data, chunk in made]
 
     def backward(self, out_grads=None, is_train: bool = True) -> None:

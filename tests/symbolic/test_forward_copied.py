@@ -112,3 +112,74 @@ def test_a_large_call_of_several_segments_keeps_its_segments_apart(monkeypatch):
     small = _bound(mx.sym.exp(x) + mx.sym.sin(x), x=(4,))
     got = small.forward_copied([mx.nd.ones((4,))], [small.arg_dict["x"]], False)[0].asnumpy()
     np.testing.assert_allclose(got, np.full(4, np.exp(1) + np.sin(1)), rtol=1e-6)
+
+
+def test_the_last_kernel_writes_the_returned_arrays_when_nothing_reads_them_later():
+    x = mx.sym.var("x")
+    sym = mx.sym.split(mx.sym.exp(x), num_outputs=2, axis=1)  # the last step: a kernel with two outputs
+    exe = _bound(sym, x=(3, 4))
+    own = [o.asnumpy().copy() for o in exe.outputs]
+    targets = [exe.arg_dict["x"]]
+    xv = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+    first = exe.forward_copied([mx.nd.array(xv)], targets, False)
+    assert len(exe._copied.direct) == 2 and exe._copied.copied == ()
+    for got, want in zip(first, np.split(np.exp(xv), 2, axis=1)):
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-6)
+    kept = [f.asnumpy().copy() for f in first]
+    second = exe.forward_copied([mx.nd.array(xv + 1)], targets, False)
+    for f, k in zip(first, kept):  # each call's arrays are its own
+        np.testing.assert_array_equal(f.asnumpy(), k)
+    for got, want in zip(second, np.split(np.exp(xv + 1), 2, axis=1)):
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-6)
+    for o, before in zip(exe.outputs, own):  # the executor's own outputs were left as they were
+        np.testing.assert_array_equal(o.asnumpy(), before)
+    exe.forward(is_train=False)  # the general path writes them again (the kernel's list is restored)
+    for o, want in zip(exe.outputs, np.split(np.exp(xv + 1), 2, axis=1)):
+        np.testing.assert_allclose(o.asnumpy(), want, rtol=1e-6)
+
+
+def test_outputs_given_twice_and_outputs_a_backward_reads_stay_correct():
+    x = mx.sym.var("x")
+    y = mx.sym.split(x * 2.0, num_outputs=2, axis=0)[0]
+    exe = _bound(mx.sym.Group([y, y]), x=(4, 2))
+    for v in (1.0, 2.0):
+        got = exe.forward_copied([mx.nd.full((4, 2), v)], [exe.arg_dict["x"]], False)
+        assert len(exe._copied.direct) <= 1 and len(exe._copied.copied) >= 1
+        for g in got:
+            np.testing.assert_array_equal(g.asnumpy(), np.full((2, 2), 2.0 * v))
+        assert got[0]._chunk is not got[1]._chunk
+    trained = mx.sym.split(x * 3.0, num_outputs=2, axis=0)[1]
+    exe = trained.simple_bind(mx.cpu(), x=(4, 2))  # gradients: the backward reads the forward's arrays
+    out = exe.forward_copied([mx.nd.ones((4, 2))], [exe.arg_dict["x"]], True)
+    assert exe._copied.direct == ()
+    np.testing.assert_array_equal(out[0].asnumpy(), np.full((2, 2), 3.0))
+    exe.backward(mx.nd.ones((2, 2)))
+    np.testing.assert_array_equal(exe.grad_dict["x"].asnumpy(), [[0, 0], [0, 0], [3, 3], [3, 3]])
+
+
+def test_a_failing_last_kernel_leaves_its_output_list_as_it_was():
+    from ember import ops
+    from ember.ops import registry
+    fail = [False]
+
+    def exp_or_fail(ctx, attrs, inputs, outputs, aux):
+        if fail[0]:
+            raise ArithmeticError("exp failed on purpose")
+        np.exp(inputs[0], out=outputs[0])
+    ops.override("exp", "cpu", exp_or_fail)
+    try:
+        x = mx.sym.var("x")
+        exe = _bound(mx.sym.exp(x), x=(3,))
+        target = [exe.arg_dict["x"]]
+        np.testing.assert_allclose(exe.forward_copied([mx.nd.zeros((3,))], target, False)[0].asnumpy(), [1, 1, 1])
+        assert len(exe._copied.direct) == 1
+        fail[0] = True
+        bad = exe.forward_copied([mx.nd.ones((3,))], target, False)[0]
+        with pytest.raises(ArithmeticError, match="on purpose"):
+            bad.asnumpy()
+        fail[0] = False
+        exe.arg_dict["x"][:] = 2.0
+        np.testing.assert_allclose(exe.forward()[0].asnumpy(), np.exp([2, 2, 2]), rtol=1e-6)
+    finally:
+        ops.get("exp").kernels.pop("cpu")
+        registry._changed()
