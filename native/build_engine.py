@@ -351,6 +351,18 @@ static PyObject *pyfn_pool_prewake(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* run_ahead_drain(): ember_run_ahead_drain, without the GIL (the ops it waits for may need it) */
+static PyObject *pyfn_run_ahead_drain(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    if (pyfn_engine) {
+        Py_BEGIN_ALLOW_THREADS
+        ember_run_ahead_drain(pyfn_engine);
+        Py_END_ALLOW_THREADS
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *pyfn_release_idle_ok(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -1082,6 +1094,7 @@ static PyMethodDef pyfn_methods[] = {
      "ember_normalize_f32 on buffers and Normalize's mean/std tuples (False: they do not fit)"},
     {"claim_idle", pyfn_claim_idle, METH_NOARGS, "ember_claim_idle (GIL kept)"},
     {"pool_prewake", pyfn_pool_prewake, METH_NOARGS, "ember_pool_prewake (GIL kept)"},
+    {"run_ahead_drain", pyfn_run_ahead_drain, METH_NOARGS, "ember_run_ahead_drain (GIL released)"},
     {"claim", pyfn_claim, METH_VARARGS, "ember_claim on var handles (GIL kept)"},
     {"complete", pyfn_complete, METH_VARARGS, "ember_complete on a claimed op (GIL kept)"},
     {"var_new", pyfn_var_new, METH_NOARGS, "ember_var_new (GIL kept)"},

@@ -85,6 +85,7 @@ typedef struct equeue {
 #define SPIN_YIELDS 64
 #define SESSION_SLICE_NS 200000 /* a session gives its context (the GIL) back after 0.2 ms */
 #define RUN_AHEAD_STALL_NS 50000000 /* a run-ahead wait gives up after 50 ms in which no op ended */
+#define DRAIN_STALL_NS 1000000000     /* a drain after 1 s: one large kernel may take longer than 50 ms */
 
 struct ember_engine {
     int naive;
@@ -1077,6 +1078,28 @@ void ember_run_ahead_wait(ember_engine *e) {
         }
     }
     atomic_fetch_sub(&e->throttled, 1);
+    pthread_mutex_unlock(&e->mu);
+}
+
+void ember_run_ahead_drain(ember_engine *e) {
+    if (tl_worker >= 0 || tl_inline_owner) return; /* ops that push ops never wait */
+    int64_t pending = atomic_load(&e->pending);
+    if (pending <= 0) return;
+    /* as many ends as ops pending now (or none left): another thread's later pushes do not prolong it */
+    uint64_t seen = atomic_load(&e->completed), target = seen + (uint64_t)pending;
+    int64_t since = ember_now_ns();
+    pthread_mutex_lock(&e->mu);
+    while (atomic_load(&e->pending) > 0 && atomic_load(&e->completed) < target) {
+        struct timespec deadline = deadline_after(1); /* ends wake waiters only at 0 pending: poll */
+        pthread_cond_timedwait(&e->cv, &e->mu, &deadline);
+        uint64_t now_seen = atomic_load(&e->completed);
+        if (now_seen != seen) {
+            seen = now_seen;
+            since = ember_now_ns();
+        } else if (ember_now_ns() - since >= DRAIN_STALL_NS) {
+            break; /* nothing ends (an async op waits for something this thread will do later) */
+        }
+    }
     pthread_mutex_unlock(&e->mu);
 }
 

@@ -134,6 +134,12 @@ void ember_set_run_ahead(ember_engine *e, int64_t max_pending); /* 0 = no limit 
 int64_t ember_get_run_ahead(ember_engine *e);
 int ember_run_ahead_over(ember_engine *e);
 void ember_run_ahead_wait(ember_engine *e);
+/* Wait until as many ops have ended as were pending at the call (or none is pending): what a pusher
+ * that has allocated much memory for ops not yet run calls, so that their ends free what they held
+ * (ember.imperative.storage's run-ahead by bytes).  Workers and ops pushing ops return at once; a
+ * wait in which no op ends for 1 s gives up (an async op may wait for the caller; one large kernel
+ * may run longer than ember_run_ahead_wait's 50 ms). */
+void ember_run_ahead_drain(ember_engine *e);
 
 /* Sessions: ops whose fn is `key` need a context their thread enters and leaves (Python ops: the
  * GIL).  A worker that pops one calls enter(), runs it and then, one by one, the ops of that kind

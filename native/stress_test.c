@@ -526,7 +526,7 @@ static int hold_gate(void *ctx, ember_opr *op) {
 
 /* The run-ahead bound: a pusher calling ember_run_ahead_wait never leaves more than the bound
  * pending, the chain's result is the serial one; and a backlog behind an op that only the pusher
- * can end stops the waiting instead of hanging it. */
+ * can end stops the waiting instead of hanging it.  The same for ember_run_ahead_drain. */
 static int check_run_ahead(void) {
     enum { N = 3000, LIMIT = 16 };
     ember_engine *e = ember_engine_create(0, 2, 1);
@@ -562,6 +562,22 @@ static int check_run_ahead(void) {
     bad |= atomic_load(&behind_gate_runs) != 200;
     ember_set_run_ahead(e, 0);
     bad |= ember_run_ahead_over(e) != 0;
+    /* a drain waits for every op pending at the call (nothing else pushes here: none is left) */
+    for (int i = 0; i < 500; i++) push_task(e, run_task, &ts[i], NULL, 0, &v, 1, 0, 0, "chain2");
+    ember_run_ahead_drain(e);
+    ember_stats st;
+    ember_get_stats(e, &st);
+    bad |= st.pending != 0;
+    /* behind a gate only this thread opens: the drain gives up (1 s without an end), no hang */
+    gate_op = NULL;
+    atomic_store(&behind_gate_runs, 0);
+    push_task(e, hold_gate, NULL, NULL, 0, &v, 1, 0, EMBER_PROP_ASYNC, "gate2");
+    push_task(e, count_run, NULL, &v, 1, NULL, 0, 0, 0, "behind_gate2");
+    ember_run_ahead_drain(e);
+    if (!gate_op || atomic_load(&behind_gate_runs) != 0) bad = 1;
+    if (gate_op) ember_complete(gate_op, 0);
+    ember_wait_all(e, -1);
+    bad |= atomic_load(&behind_gate_runs) != 1;
     ember_var_delete(e, v);
     ember_engine_destroy(e);
     if (bad) fprintf(stderr, "run-ahead bound failed (most pending %lld)\n", (long long)most);

@@ -8,6 +8,7 @@
     set_policy(name_or_obj), get_policy()
     bulk(size) / set_bulk_size(n)
     set_run_ahead(max_pending), get_run_ahead()   how far a pushing thread may run ahead of the workers
+    set_run_ahead_bytes(nbytes), get_run_ahead_bytes()   ... and with how much fresh memory
     set_engine_type('ThreadedEngine' | 'NaiveEngine'), engine_type()
     stats()
 
@@ -15,9 +16,9 @@ See docs/engine.md for the dependency rules, error propagation and policies; the
 protocol (`core.run_in_caller`, internal) and the API for native components
 (`ember.engine.native`) are described there too.
 """
-from .core import (Var, bulk, engine_type, get_policy, get_run_ahead, push, push_native,  # noqa: F401
-                   set_bulk_size, set_engine_type, set_policy, set_run_ahead, stats, wait, wait_all,
-                   wait_all_quiet)
+from .core import (Var, bulk, engine_type, get_policy, get_run_ahead, get_run_ahead_bytes, push,  # noqa: F401
+                   push_native, set_bulk_size, set_engine_type, set_policy, set_run_ahead, set_run_ahead_bytes,
+                   stats, wait, wait_all, wait_all_quiet)
 from .blas import set_blas_threads  # noqa: F401
 from . import cpu_team  # noqa: F401
 from .policy import PythonPolicy  # noqa: F401

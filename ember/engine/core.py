@@ -71,6 +71,14 @@ def _run_ahead_from_env() -> int:
         raise EngineError(f"EMBER_RUN_AHEAD={value!r} is not an integer (ops; 0 = no bound)") from None
 
 
+def _run_ahead_bytes_from_env() -> int:
+    value = os.environ.get("EMBER_RUN_AHEAD_BYTES", "").strip()
+    try:
+        return max(int(value), 0) if value else 1 << 28
+    except ValueError:
+        raise EngineError(f"EMBER_RUN_AHEAD_BYTES={value!r} is not an integer (bytes; 0 = no bound)") from None
+
+
 def _released_ids():
     buf = ffi.new("int[256]")
     while True:
@@ -85,6 +93,10 @@ _E = lib.ember_engine_create(1 if _engine_type_from_env() else 0, CPU_WORKERS, _
 # ops a pushing thread may have pending before its pushes wait (set_run_ahead); 0 = no bound
 RUN_AHEAD = _run_ahead_from_env()
 lib.ember_set_run_ahead(_E, RUN_AHEAD)
+# bytes of CPU memory a pushing thread may take while ops are pending before an allocation first waits
+# for those ops (set_run_ahead_bytes; 0 = no bound), and the bytes in use at which the next one waits
+run_ahead_bytes = [_run_ahead_bytes_from_env()]
+run_ahead_mark = [run_ahead_bytes[0] or float("inf")]
 _errors = ErrorTable(_released_ids, partial(lib.ember_clear_error, _E))
 _naive = [_engine_type_from_env()]  # NaiveEngine: op errors raise at the call that ran the op
 _pyops: dict = {}
@@ -725,6 +737,27 @@ def set_run_ahead(max_pending: int) -> int:
 def get_run_ahead() -> int:
     """The run-ahead bound (see set_run_ahead); 0 = none."""
     return lib.ember_get_run_ahead(_E)
+
+
+def set_run_ahead_bytes(nbytes: int) -> int:
+    """Bound the memory a pushing thread runs ahead with: an op's outputs are allocated when it is
+    pushed, so a thread pushing large ops faster than they run (a big network's forward with the
+    kernels on a worker) would otherwise hold every intermediate result at once.  Once the CPU
+    memory in use has grown by `nbytes` since the last such wait, the next allocation of an array
+    first waits (without the GIL) for the ops pending then, whose ends free what they held; then
+    the next mark is `nbytes` above the memory still in use.  0 turns the bound off.  Returns the
+    previous bound (EMBER_RUN_AHEAD_BYTES, default 256 MiB)."""
+    if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
+        raise ValueError(f"run-ahead bytes must be a non-negative int, got {nbytes!r}")
+    old = run_ahead_bytes[0]
+    run_ahead_bytes[0] = nbytes
+    run_ahead_mark[0] = 0 if nbytes else float("inf")  # the next allocation sets the mark
+    return old
+
+
+def get_run_ahead_bytes() -> int:
+    """The run-ahead bound in bytes (see set_run_ahead_bytes); 0 = none."""
+    return run_ahead_bytes[0]
 
 
 def set_bulk_size(size: int) -> int:

@@ -174,6 +174,11 @@ lstm_backward_f32: Callable[..., bool] = _native.lstm_backward_f32
 # overlaps the work before them.  Keeps the GIL.
 pool_prewake: Callable[[], None] = _native.pool_prewake
 
+# run_ahead_drain(): waits, without the GIL, until as many ops have ended as were pending at the call
+# (native/engine.h); returns at once in a worker or an op pushing ops, and gives up after 50 ms in
+# which no op ends.  The run-ahead bound by bytes (ember.imperative.storage.alloc) calls it.
+run_ahead_drain: Callable[[], None] = _native.run_ahead_drain
+
 
 def gemm_ready() -> bool:
     """Whether the native kernels have a BLAS sgemm (oneMKL's or numpy's OpenBLAS, installed at import)."""

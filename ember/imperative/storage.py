@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import engine
 from ..engine import core as _core
+from ..engine import native as _native
 from ..engine.core import _collected_vars
 from ..base import FreedArrayError
 from ..context import Context
@@ -149,6 +150,8 @@ def alloc(shape: Tuple[int, ...], dtype, ctx: Context):
         release_after_gc()
     memory = _memory or _memory_api()
     manager = memory._cpu_manager if ctx.device_type == "cpu" else None
+    if manager is not None and getattr(manager, "_in_use", 0) > _run_ahead_mark[0]:
+        _wait_for_pending(manager)
     block = manager.alloc(nbytes, ctx) if manager is not None else memory.alloc(nbytes, ctx)
     if block.manager is None:
         block.manager = manager
@@ -159,6 +162,24 @@ def alloc(shape: Tuple[int, ...], dtype, ctx: Context):
         data = block.data[:nbytes].view(dtype).reshape(shape)
         block.view = (dtype, shape, data)
     return data, ManagedChunk(None, block, ctx)
+
+
+_run_ahead_mark = _core.run_ahead_mark
+
+
+def _wait_for_pending(manager) -> None:
+    """The run-ahead bound by bytes (engine.set_run_ahead_bytes): the CPU memory in use grew past
+    the mark, so wait for the ops pending now (their ends release what they held), then set the
+    mark that many bytes above what is still in use."""
+    limit = _core.run_ahead_bytes[0]
+    if not limit:
+        _run_ahead_mark[0] = float("inf")
+        return
+    _native.run_ahead_drain()
+    _native.run_ahead_drain()  # and the releases those ends pushed
+    if (_after_gc or _collected_vars) and not _core.gc_running:
+        release_after_gc()
+    _run_ahead_mark[0] = getattr(manager, "_in_use", 0) + limit
 
 
 def wrap(data, var, ctx: Context, owns_var: bool = False) -> Chunk:

@@ -96,3 +96,52 @@ def test_environment_sets_the_bound(run_python):
     assert r.stdout.strip() == "48", r.stderr
     r = run_python("import ember.engine", env={"EMBER_RUN_AHEAD": "lots"})
     assert r.returncode != 0 and "EMBER_RUN_AHEAD='lots' is not an integer" in r.stderr
+
+
+@pytest.fixture
+def bytes_bound(monkeypatch):
+    """set_run_ahead_bytes for one test (restored after it), with large ops pushed to the workers
+    (as where a BLAS call does not use every core) instead of run in their caller."""
+    import importlib
+    monkeypatch.setattr(importlib.import_module("ember.imperative.invoke"), "LARGE_OPS_IN_CALLER", False)
+    old = engine.get_run_ahead_bytes()
+    yield engine.set_run_ahead_bytes
+    engine.set_run_ahead_bytes(old)
+
+
+def _peak_of_a_chain(steps: int) -> tuple:
+    """(peak bytes in use, result) of `steps` additions on a 4 MB array, each result replacing the last."""
+    import numpy as np
+    import ember as mx
+    x = mx.nd.zeros((1024, 1024))
+    mx.nd.waitall()
+    mx.memory.reset_peak_stats()
+    base = mx.memory.stats()["bytes_in_use"]
+    for _ in range(steps):
+        x = mx.nd.exp(mx.nd.log(x + 1.0))  # a few ms a step: the pusher runs ahead of the worker
+    value = x.asnumpy()
+    np.testing.assert_allclose(value, steps, rtol=1e-4)
+    return mx.memory.stats()["peak_bytes_in_use"] - base, value
+
+
+def test_memory_taken_ahead_of_the_workers_stays_near_the_byte_bound(bytes_bound):
+    bytes_bound(16 << 20)
+    peak, _ = _peak_of_a_chain(60)
+    assert peak < 64 << 20  # 16 MB ahead, plus the arrays of the ops then running
+    bytes_bound(0)
+    peak, _ = _peak_of_a_chain(60)
+    assert peak > 160 << 20  # unbounded: the chain's arrays pile up (what the bound prevents)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "8"])
+def test_bad_byte_bound_is_refused(bad):
+    with pytest.raises(ValueError, match="run-ahead bytes"):
+        engine.set_run_ahead_bytes(bad)
+
+
+def test_byte_bound_from_the_environment_and_its_setter(run_python):
+    r = run_python("import ember.engine as e; print(e.get_run_ahead_bytes()); print(e.set_run_ahead_bytes(5)); "
+                   "print(e.get_run_ahead_bytes())", env={"EMBER_RUN_AHEAD_BYTES": "4096"})
+    assert r.stdout.split() == ["4096", "4096", "5"], r.stderr
+    r = run_python("import ember.engine", env={"EMBER_RUN_AHEAD_BYTES": "lots"})
+    assert r.returncode != 0 and "EMBER_RUN_AHEAD_BYTES='lots' is not an integer" in r.stderr
