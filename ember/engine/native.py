@@ -175,7 +175,7 @@ lstm_backward_f32: Callable[..., bool] = _native.lstm_backward_f32
 pool_prewake: Callable[[], None] = _native.pool_prewake
 
 # run_ahead_drain(): waits, without the GIL, until as many ops have ended as were pending at the call
-# (native/engine.h); returns at once in a worker or an op pushing ops, and gives up after 50 ms in
+# (native/engine.h); returns at once in a worker or an op pushing ops, and gives up after 1 s in
 # which no op ends.  The run-ahead bound by bytes (ember.imperative.storage.alloc) calls it.
 run_ahead_drain: Callable[[], None] = _native.run_ahead_drain
 

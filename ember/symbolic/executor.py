@@ -359,16 +359,21 @@ class _CopiedForward:
 def _written_directly(ex: "Executor", out_data: list) -> tuple:
     """(the last step's `outs` list, index in it, output index) of each output array the graph's
     last step writes through that list, when no step runs after it, nothing reads the outputs later
-    (no backward nodes) and the array is given out once (see `_CopiedForward`)."""
+    (no backward nodes), the step's node changes no input or aux state in place and the array is
+    given out once and is no bound argument (see `_CopiedForward`)."""
     g = ex._graph
-    steps = [r for r in ex._runners[:g.num_forward] if r is not None]
-    if not steps or len(g.nodes) != g.num_forward or steps[-1].outs is None:
+    last = next((i for i in reversed(range(g.num_forward)) if ex._runners[i] is not None), None)
+    if last is None or len(g.nodes) != g.num_forward or ex._runners[last].outs is None:
         return ()
-    given = steps[-1].outs
+    node = g.nodes[last]
+    if len(node.inputs) != node.num_inputs() or node.op.mutated_inputs(node.parsed_attrs):
+        return ()  # aux states or inputs written in place: its outputs may be them
+    given = ex._runners[last].outs
+    bound = {id(a._data) for a in ex._var_arrays.values()}
     direct = []
     for i, data in enumerate(out_data):
-        if sum(d is data for d in out_data) != 1:
-            continue  # an output given out twice: both copied from the one array
+        if sum(d is data for d in out_data) != 1 or id(data) in bound:
+            continue  # an output given out twice (both copied from the one array), or an argument
         ks = [k for k, o in enumerate(given) if o is data]
         if len(ks) == 1:
             direct.append((given, ks[0], i))

@@ -183,3 +183,20 @@ def test_a_failing_last_kernel_leaves_its_output_list_as_it_was():
     finally:
         ops.get("exp").kernels.pop("cpu")
         registry._changed()
+
+
+def test_a_last_node_with_aux_states_or_an_argument_output_keeps_its_arrays():
+    x = mx.sym.var("x")
+    bn = mx.sym.BatchNorm(x, fix_gamma=False, name="bn")  # aux states: the moving mean and variance
+    exe = _bound(bn, x=(4, 3))
+    exe.arg_dict["bn_gamma"][:] = 1.0
+    data = np.arange(12, dtype=np.float32).reshape(4, 3)
+    got = exe.forward_copied([mx.nd.array(data)], [exe.arg_dict["x"]], True)[0].asnumpy()
+    assert exe._copied.direct == ()
+    want = (data - data.mean(0)) / np.sqrt(data.var(0) + 1e-3)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert not np.allclose(exe.aux_dict["bn_moving_mean"].asnumpy(), 0)  # updated in training
+    ident = _bound(mx.sym.Group([x, mx.sym.exp(x)]), x=(3,))
+    out = ident.forward_copied([mx.nd.ones((3,))], [ident.arg_dict["x"]], False)
+    np.testing.assert_array_equal(out[0].asnumpy(), [1, 1, 1])
+    np.testing.assert_allclose(out[1].asnumpy(), np.exp([1, 1, 1]), rtol=1e-6)
