@@ -51,8 +51,9 @@ def main() -> None:
     for bound in (int(b) for b in args.bounds.split(",")):
         out = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", str(bound), "--batch",
                               str(args.batch), "--reps", str(args.reps)], env=env, capture_output=True, text=True)
-        print(out.stdout.strip() if out.returncode == 0 else json.dumps({"bound_bytes": bound, "error": out.stderr[-400:]}),
-              flush=True)
+        line = out.stdout.strip() if out.returncode == 0 else \
+            json.dumps({"bound_bytes": bound, "error": out.stderr[-400:]})
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

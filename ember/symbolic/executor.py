@@ -456,7 +456,8 @@ def _form_operands(form: UfuncForm, attrs: dict, ins: list) -> Optional[tuple]:
 def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context,
                  xp) -> Tuple[Callable, Optional[tuple], Optional[Loop], Optional[list]]:
     """(run(is_train, rng), its calls without arguments or None, numpy's inner loop or None, `outs`
-    where the kernel is given that list at each call else None) of one node on fixed arrays.  When the op's CPU kernel is one ufunc call (`OpDef.cpu_ufunc`): numpy's
+    where the kernel is given that list at each call else None) of one node on fixed arrays.  When
+    the op's CPU kernel is one ufunc call (`OpDef.cpu_ufunc`): numpy's
     inner loop for it where there is one for these arrays, else the ufunc called directly (as the
     imperative tiny-op path does; the operator forms); otherwise its kernel.  All are the
     registry's of now: executors rebuild their steps when it changes."""
