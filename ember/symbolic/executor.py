@@ -457,10 +457,10 @@ def _node_runner(node, ins: list, outs: list, aux: list, ctx: Context,
                  xp) -> Tuple[Callable, Optional[tuple], Optional[Loop], Optional[list]]:
     """(run(is_train, rng), its calls without arguments or None, numpy's inner loop or None, `outs`
     where the kernel is given that list at each call else None) of one node on fixed arrays.  When
-    the op's CPU kernel is one ufunc call (`OpDef.cpu_ufunc`): numpy's
-    inner loop for it where there is one for these arrays, else the ufunc called directly (as the
-    imperative tiny-op path does; the operator forms); otherwise its kernel.  All are the
-    registry's of now: executors rebuild their steps when it changes."""
+    the op's CPU kernel is one ufunc call (`OpDef.cpu_ufunc`): numpy's inner loop for it where
+    there is one for these arrays, else the ufunc called directly (as the imperative tiny-op path
+    does; the operator forms); otherwise its kernel.  All are the registry's of now: executors
+    rebuild their steps when it changes."""
     opdef, attrs, dev = node.op, node.parsed_attrs, ctx.device_type
     form = opdef.cpu_ufunc() if dev == "cpu" and not aux and len(outs) == 1 else None
     if form is not None and form.kernel_from is not None and outs[0].size >= form.kernel_from:
