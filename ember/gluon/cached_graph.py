@@ -64,7 +64,8 @@ class _Slot:
                  bound_grads: Dict[str, Tuple[NDArray, str]]):
         self.executor = executor
         self.input_targets = input_targets  # per block input: the executor's argument it is copied into
-        self.used_targets = [t for t in input_targets if t is not None]  # of the inputs the graph reads
+        # of the inputs the graph reads; a tuple: forward_copied knows its plan by this very object
+        self.used_targets = tuple(t for t in input_targets if t is not None)
         self.param_arrays = param_arrays
         self.bound_grads = bound_grads
         self.node_ref = None

@@ -327,12 +327,15 @@ class _CopiedForward:
     points that entry at the returned array, so the kernel writes it there (no copy); `copied`: the
     other outputs, copied from the executor's arrays."""
 
-    __slots__ = ("targets", "version", "runs", "needs_rng", "target_data", "out_data", "out_types", "reads",
-                 "writes", "size", "name", "direct", "copied")
+    __slots__ = ("targets", "given", "version", "runs", "needs_rng", "target_data", "out_data", "out_types",
+                 "reads", "writes", "size", "name", "direct", "copied")
 
     def __init__(self, ex: "Executor", targets: Sequence):
         segments, outs = ex._fwd_segments, ex.outputs
         self.targets = tuple(map(id, targets))
+        # a tuple of targets (a CachedGraph slot's) is known by identity at the next call; a list may
+        # have changed since
+        self.given = targets if type(targets) is tuple else None
         self.version = ex._kernels_version
         self.runs = tuple(seg.run for seg in segments)
         # named as its steps (profiler, traces): first..last
@@ -795,7 +798,8 @@ class Executor:
                 return None
         self._refresh_steps()
         plan = self._copied
-        if plan is None or plan.version != self._kernels_version or plan.targets != tuple(map(id, targets)):
+        if plan is None or plan.version != self._kernels_version or \
+                (plan.given is not targets and plan.targets != tuple(map(id, targets))):
             plan = self._copied = _CopiedForward(self, targets)
         resources, execute, alloc, ndarray, inline_max = _imperative_runtime()
         if len(plan.runs) > 1 and plan.size > inline_max:

@@ -200,3 +200,21 @@ def test_a_last_node_with_aux_states_or_an_argument_output_keeps_its_arrays():
     out = ident.forward_copied([mx.nd.ones((3,))], [ident.arg_dict["x"]], False)
     np.testing.assert_array_equal(out[0].asnumpy(), [1, 1, 1])
     np.testing.assert_allclose(out[1].asnumpy(), np.exp([1, 1, 1]), rtol=1e-6)
+
+
+def test_the_plan_is_kept_for_the_same_targets_and_made_again_for_others():
+    x, y = mx.sym.var("x"), mx.sym.var("y")
+    exe = _bound(x * 2.0 + y, x=(2,), y=(2,))
+    a, b = exe.arg_dict["x"], exe.arg_dict["y"]
+    targets = (a, b)  # a slot's tuple: known by identity
+    exe.forward_copied([mx.nd.ones((2,)), mx.nd.ones((2,))], targets, False)
+    plan = exe._copied
+    exe.forward_copied([mx.nd.ones((2,)), mx.nd.ones((2,))], targets, False)
+    assert exe._copied is plan
+    listed = [a, b]  # a list with the same arrays: the same plan (compared by the arrays' ids)
+    exe.forward_copied([mx.nd.ones((2,)), mx.nd.ones((2,))], listed, False)
+    assert exe._copied is plan
+    listed.reverse()  # the same list object, changed: a plan of its own
+    got = exe.forward_copied([mx.nd.full((2,), 3.0), mx.nd.ones((2,))], listed, False)[0].asnumpy()
+    assert exe._copied is not plan
+    np.testing.assert_array_equal(got, [5.0, 5.0])  # y got the first source (3), x the second (1): 1 * 2 + 3

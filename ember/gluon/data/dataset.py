@@ -131,9 +131,12 @@ class ArrayDataset(Dataset):
             self._data.append(data)
 
     def __getitem__(self, idx):
-        if len(self._data) == 1:
-            return self._data[0][idx]
-        return tuple([data[idx] for data in self._data])  # a list first: no generator per sample
+        data = self._data
+        if len(data) == 2:  # (samples, labels): the common case, no list per sample
+            return data[0][idx], data[1][idx]
+        if len(data) == 1:
+            return data[0][idx]
+        return tuple([d[idx] for d in data])  # a list first: no generator per sample
 
     def __len__(self):
         return self._length
