@@ -1056,27 +1056,33 @@ int ember_run_ahead_over(ember_engine *e) {
     return pending > limit;
 }
 
-void ember_run_ahead_wait(ember_engine *e) {
-    if (!ember_run_ahead_over(e)) return;
-    int64_t low = atomic_load(&e->run_ahead) / 2;
-    pthread_mutex_lock(&e->mu);
-    atomic_fetch_add(&e->throttled, 1);
+/* With e->mu held: wait until at most `low` ops are pending or `target` ops have ended in all, looking
+ * every `poll_ms`; 1 when none ended for `stall_ns` first (an async op may wait for this very thread:
+ * given up), else 0. */
+static int wait_for_ends(ember_engine *e, int64_t low, uint64_t target, int poll_ms, int64_t stall_ns) {
     uint64_t seen = atomic_load(&e->completed); /* skipped ops count as completed too */
     int64_t since = ember_now_ns();
-    while (atomic_load(&e->pending) > low) {
-        struct timespec deadline = deadline_after(10); /* look for progress every 10 ms */
+    while (atomic_load(&e->pending) > low && atomic_load(&e->completed) < target) {
+        struct timespec deadline = deadline_after(poll_ms);
         pthread_cond_timedwait(&e->cv, &e->mu, &deadline);
         uint64_t now_seen = atomic_load(&e->completed);
         if (now_seen != seen) {
             seen = now_seen;
             since = ember_now_ns();
-        } else if (ember_now_ns() - since >= RUN_AHEAD_STALL_NS) {
-            /* nothing ends (an async op waits for something this thread will do later): stop
-             * waiting until the backlog falls below the low mark on its own */
-            atomic_store(&e->stalled, 1);
-            break;
+        } else if (ember_now_ns() - since >= stall_ns) {
+            return 1;
         }
     }
+    return 0;
+}
+
+void ember_run_ahead_wait(ember_engine *e) {
+    if (!ember_run_ahead_over(e)) return;
+    int64_t low = atomic_load(&e->run_ahead) / 2;
+    pthread_mutex_lock(&e->mu);
+    atomic_fetch_add(&e->throttled, 1);
+    /* progress looked for every 10 ms; stalled: no waiting until the backlog falls below the low mark */
+    if (wait_for_ends(e, low, UINT64_MAX, 10, RUN_AHEAD_STALL_NS)) atomic_store(&e->stalled, 1);
     atomic_fetch_sub(&e->throttled, 1);
     pthread_mutex_unlock(&e->mu);
 }
@@ -1085,21 +1091,11 @@ void ember_run_ahead_drain(ember_engine *e) {
     if (tl_worker >= 0 || tl_inline_owner) return; /* ops that push ops never wait */
     int64_t pending = atomic_load(&e->pending);
     if (pending <= 0) return;
-    /* as many ends as ops pending now (or none left): another thread's later pushes do not prolong it */
-    uint64_t seen = atomic_load(&e->completed), target = seen + (uint64_t)pending;
-    int64_t since = ember_now_ns();
+    /* as many ends as ops pending now (or none left): another thread's later pushes do not prolong it;
+     * polled every 1 ms, as ends wake waiters only at 0 pending */
+    uint64_t target = atomic_load(&e->completed) + (uint64_t)pending;
     pthread_mutex_lock(&e->mu);
-    while (atomic_load(&e->pending) > 0 && atomic_load(&e->completed) < target) {
-        struct timespec deadline = deadline_after(1); /* ends wake waiters only at 0 pending: poll */
-        pthread_cond_timedwait(&e->cv, &e->mu, &deadline);
-        uint64_t now_seen = atomic_load(&e->completed);
-        if (now_seen != seen) {
-            seen = now_seen;
-            since = ember_now_ns();
-        } else if (ember_now_ns() - since >= DRAIN_STALL_NS) {
-            break; /* nothing ends (an async op waits for something this thread will do later) */
-        }
-    }
+    wait_for_ends(e, 0, target, 1, DRAIN_STALL_NS);
     pthread_mutex_unlock(&e->mu);
 }
 
